@@ -1,0 +1,651 @@
+/* microbatch.h — tensor views, microbatch split and merge (splitcore)
+
+   splitcore brings torch.distributed.pipelining's microbatching to microcontrollers.
+   This header gives strided tensor views (the type pipeline.h and dtensor.h reuse),
+   splits an argument list into microbatches exactly as torch does (tensor_split or
+   chunk sizes, TensorChunkSpec / Replicate per value, debug-mask mode) and merges
+   per-microbatch outputs back (concat, sum/mean/max/min, custom reducer, replicate).
+   Splitting never copies tensor data: chunks are views into the input. Merging into
+   the output that the chunks already view copies nothing. No heap, C99, C++-clean.
+
+   Example:
+       #define MICROBATCH_IMPLEMENTATION
+       #include "microbatch.h"
+       float x[8][4], y[8][2];  int32_t xs[2] = {8, 4}, ys[2] = {8, 2};
+       mb_value in[1], chunk[4 * 1], outs[4 * 1], merged[1];
+       mb_tensor_init(&in[0].tensor, x, MB_F32, 2, xs);        in[0].kind = MB_VALUE_TENSOR;
+       int n = mb_split(in, NULL, 1, 4, MB_BALANCED, chunk, 4, NULL);  // 4 views of 2 rows
+       for (int c = 0; c < n; c++) my_layer(&chunk[c].tensor, &outs[c].tensor);
+       mb_tensor_init(&merged[0].tensor, y, MB_F32, 2, ys);    merged[0].kind = MB_VALUE_TENSOR;
+       int rc = mb_merge(outs, n, 1, NULL, 0, merged);        // concat on dim 0 into y
+
+   Contents:
+       1. Configuration macros          4. Split (arguments → microbatches)
+       2. Types, error codes            5. Merge (microbatch outputs → one value)
+       3. Tensor views                  6. Implementation (MICROBATCH_IMPLEMENTATION)
+
+   Configuration (define before including, or in SPLITCORE_CONFIG_FILE):
+       MICROBATCH_IMPLEMENTATION  emit the definitions (exactly one .c file)
+       MICROBATCH_STATIC          make every function static to its translation unit
+       SPLITCORE_CONFIG_FILE      "file.h" included first by every splitcore header
+       MB_MAX_DIMS                maximum tensor rank (default 6)
+       MB_ASSERT(x)               internal invariant check (default: none)
+       MB_MEMCPY(d,s,n), MB_MEMSET(d,v,n)   default: memcpy / memset
+
+   Errors are negative return values (enum mb_err); mb_strerror() names them. Bad input
+   never writes to the caller's outputs. */
+#ifndef MICROBATCH_H
+#define MICROBATCH_H
+
+/* ---- 1. Configuration ------------------------------------------------------------ */
+#ifdef SPLITCORE_CONFIG_FILE
+#include SPLITCORE_CONFIG_FILE
+#endif
+#include <stddef.h>
+#include <stdint.h>
+
+#ifndef MB_MAX_DIMS
+#define MB_MAX_DIMS 6
+#endif
+#ifdef MICROBATCH_STATIC
+#define MB_API static
+#else
+#define MB_API extern
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- 2. Types and error codes ---------------------------------------------------- */
+typedef enum mb_dtype { MB_F32, MB_F64, MB_I8, MB_U8, MB_I16, MB_I32, MB_DTYPE_COUNT } mb_dtype;
+
+enum mb_err {
+    MB_OK = 0,
+    MB_ERR_NULL = -1,          /* a required pointer is NULL */
+    MB_ERR_NDIM = -2,          /* ndim < 0 or > MB_MAX_DIMS */
+    MB_ERR_DIM = -3,           /* dim out of range for the tensor's rank */
+    MB_ERR_DTYPE = -4,         /* unknown dtype, dtypes differ, or op undefined for dtype */
+    MB_ERR_SHAPE = -5,         /* negative size, or shapes that must agree do not */
+    MB_ERR_CHUNKS = -6,        /* chunk count <= 0 */
+    MB_ERR_CHUNK_COUNT = -7,   /* values split into different numbers of chunks */
+    MB_ERR_TOO_SMALL = -8,     /* caller's output array or storage is too small */
+    MB_ERR_SPEC = -9,          /* unknown spec, SPLIT/CONCAT on a scalar, bad reducer */
+    MB_ERR_SPLIT_SIZE = -10,   /* split dim smaller than the chunk count (MB_STRICT) */
+    MB_ERR_NOT_REPLICATED = -11, /* REPLICATE merge: chunks differ */
+    MB_ERR_RANGE = -12,        /* narrow start/length outside the dim */
+    MB_ERR_ALIGN = -13         /* debug-mask storage not 8-byte aligned */
+};
+
+typedef struct mb_tensor {
+    void *data;                     /* element [0,..,0] */
+    mb_dtype dtype;
+    int32_t ndim;                   /* 0 (a scalar tensor) .. MB_MAX_DIMS */
+    int32_t shape[MB_MAX_DIMS];
+    int32_t stride[MB_MAX_DIMS];    /* in elements, may be any value >= 0 */
+} mb_tensor;
+
+enum mb_value_kind { MB_VALUE_TENSOR = 0, MB_VALUE_SCALAR = 1 };
+
+/* One entry of a flattened argument list (C's pytree leaves). */
+typedef struct mb_value {
+    int32_t kind;                   /* MB_VALUE_TENSOR or MB_VALUE_SCALAR */
+    double scalar;
+    mb_tensor tensor;
+} mb_value;
+
+/* Custom reducer (PyTorch's _CustomReducer): out = init; for each chunk out = fn(out, chunk).
+   For tensors `acc` is the caller's output tensor; return < 0 to fail (that code is returned). */
+typedef struct mb_reducer {
+    int (*fn)(mb_value *acc, const mb_value *chunk, void *user);
+    mb_value init;
+    void *user;
+} mb_reducer;
+
+enum mb_spec_kind { MB_SPEC_DEFAULT = 0, MB_SPEC_SPLIT, MB_SPEC_REPLICATE, MB_SPEC_REDUCE };
+enum mb_reduce_op { MB_RED_SUM = 0, MB_RED_MEAN, MB_RED_MAX, MB_RED_MIN, MB_RED_CUSTOM };
+
+/* Per-value spec. Split: SPLIT(dim) or REPLICATE; DEFAULT = SPLIT(0) for tensors,
+   REPLICATE for scalars. Merge: SPLIT(dim) means concat on dim; REDUCE(op); REPLICATE;
+   DEFAULT = CONCAT(0) for tensors, REPLICATE for scalars. */
+typedef struct mb_spec {
+    int32_t kind;
+    int32_t dim;                    /* SPLIT/CONCAT; negative dims count from the end */
+    int32_t op;                     /* REDUCE: enum mb_reduce_op */
+    const mb_reducer *reducer;      /* REDUCE with MB_RED_CUSTOM */
+} mb_spec;
+
+#define MB_SPLIT(d)     { MB_SPEC_SPLIT, (d), 0, 0 }
+#define MB_CONCAT(d)    { MB_SPEC_SPLIT, (d), 0, 0 }
+#define MB_REPLICATE    { MB_SPEC_REPLICATE, 0, 0, 0 }
+#define MB_REDUCE(op)   { MB_SPEC_REDUCE, 0, (op), 0 }
+#define MB_REDUCE_CUSTOM(r) { MB_SPEC_REDUCE, 0, MB_RED_CUSTOM, (r) }
+
+/* Split flags (OR one size policy with one count policy). */
+#define MB_BALANCED   0   /* sizes of torch.tensor_split: 10 into 3 -> 4,3,3 */
+#define MB_CEIL       1   /* sizes of torch.chunk: ceil(n/k) each, may give fewer chunks */
+#define MB_DOWNSIZE   0   /* split dim < count: count = smallest split dim (PyTorch) */
+#define MB_STRICT     2   /* split dim < count: MB_ERR_SPLIT_SIZE, named in mb_diag */
+#define MB_KEEP_COUNT 4   /* split dim < count: keep the count, trailing chunks empty */
+#define MB_DEBUG_MASK 8   /* merge: chunks are full-size masked tensors (mb_split_masked) */
+
+/* Where an argument-list call failed: the value index, its split-dim size, the count. */
+typedef struct mb_diag {
+    int32_t value_index;
+    int32_t size;
+    int32_t requested;
+} mb_diag;
+
+MB_API const char *mb_strerror(int err);
+MB_API size_t mb_dtype_size(mb_dtype dt);  /* 0 for an unknown dtype */
+
+/* ---- 3. Tensor views ------------------------------------------------------------- */
+/* Contiguous (row-major) view of `data`. */
+MB_API int mb_tensor_init(mb_tensor *t, void *data, mb_dtype dt, int ndim, const int32_t *shape);
+/* Validate a view (dtype, ndim, sizes >= 0, strides >= 0). */
+MB_API int mb_tensor_check(const mb_tensor *t);
+MB_API int64_t mb_numel(const mb_tensor *t);
+/* 1 when row-major contiguous (size-1 dims ignored), 0 when not, < 0 on bad input. */
+MB_API int mb_is_contiguous(const mb_tensor *t);
+/* dim in [-ndim, ndim) -> [0, ndim); otherwise MB_ERR_DIM. */
+MB_API int mb_normalize_dim(int dim, int ndim);
+/* out = t[..., start:start+length, ...] along dim, a view (no copy). */
+MB_API int mb_narrow(const mb_tensor *t, int dim, int32_t start, int32_t length, mb_tensor *out);
+/* Copy elements between two views of equal shape and dtype, any strides. */
+MB_API int mb_copy(mb_tensor *dst, const mb_tensor *src);
+/* Set every element of the view to zero. */
+MB_API int mb_zero(mb_tensor *t);
+
+/* ---- 4. Split -------------------------------------------------------------------- */
+/* Chunk sizes of `size` into `chunks` (MB_BALANCED or MB_CEIL in flags). Returns the chunk
+   count (MB_CEIL may give fewer) or < 0; `sizes` may be NULL to only count. */
+MB_API int mb_split_sizes(int32_t size, int chunks, int flags, int32_t *sizes, int max_sizes);
+
+/* Split `nargs` values into microbatches. specs may be NULL (all DEFAULT). Writes
+   out[c * nargs + i] for chunk c, value i: tensor views narrowed along the split dim, or
+   the value itself for REPLICATE/scalars. Returns the chunk count produced, or < 0 with
+   `diag` (may be NULL) naming the value. Nothing is written to `out` on error. */
+MB_API int mb_split(const mb_value *args, const mb_spec *specs, int nargs, int chunks, int flags,
+                    mb_value *out, int max_chunks, mb_diag *diag);
+
+/* Debug-mask mode (_debug_mask_minibatches): each SPLIT value's chunk is a full-size
+   contiguous tensor, zero outside its own slice, written into `storage` (8-byte aligned
+   pieces). mb_split_masked_bytes() gives the storage size needed. */
+MB_API int mb_split_masked_bytes(const mb_value *args, const mb_spec *specs, int nargs, int chunks,
+                                 int flags, size_t *bytes);
+MB_API int mb_split_masked(const mb_value *args, const mb_spec *specs, int nargs, int chunks,
+                           int flags, mb_value *out, int max_chunks, void *storage,
+                           size_t storage_bytes, mb_diag *diag);
+
+/* ---- 5. Merge -------------------------------------------------------------------- */
+/* Merge chunks[c * nvals + i] (c < nchunks) into out[i] per specs (NULL: all DEFAULT).
+   Tensor outputs are caller views whose shape must equal the merged shape; a chunk that
+   already is the matching view of the output is not copied. Scalars are written to
+   out[i].scalar. flags: MB_DEBUG_MASK re-slices masked chunks (with MB_BALANCED/MB_CEIL
+   as used to split). Nothing is written on error (a custom reducer's own failure aside). */
+MB_API int mb_merge(const mb_value *chunks, int nchunks, int nvals, const mb_spec *specs, int flags,
+                    mb_value *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MICROBATCH_H */
+
+/* ---- 6. Implementation ----------------------------------------------------------- */
+#if defined(MICROBATCH_IMPLEMENTATION) && !defined(MICROBATCH_IMPLEMENTED)
+#define MICROBATCH_IMPLEMENTED
+
+#include <string.h>
+#ifndef MB_MEMCPY
+#define MB_MEMCPY(d, s, n) memcpy((d), (s), (n))
+#endif
+#ifndef MB_MEMSET
+#define MB_MEMSET(d, v, n) memset((d), (v), (n))
+#endif
+#ifndef MB_ASSERT
+#define MB_ASSERT(x) ((void)0)
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#ifdef MICROBATCH_STATIC
+#define MB__DEF static
+#else
+#define MB__DEF
+#endif
+
+MB__DEF const char *mb_strerror(int err)
+{
+    static const char *const msg[] = {"ok", "null pointer", "bad ndim", "bad dim", "bad dtype", "bad shape",
+        "chunks <= 0", "chunk counts differ", "too small", "bad spec", "split dim < chunks",
+        "replicas differ", "bad range", "misaligned"};
+    if (err > 0 || err < MB_ERR_ALIGN) return "unknown error";
+    return msg[-err];
+}
+
+MB__DEF size_t mb_dtype_size(mb_dtype dt)
+{
+    static const unsigned char sz[MB_DTYPE_COUNT] = {4, 8, 1, 1, 2, 4};
+    return ((unsigned)dt < (unsigned)MB_DTYPE_COUNT) ? sz[dt] : 0u;
+}
+
+MB__DEF int mb_normalize_dim(int dim, int ndim)
+{
+    if (dim < 0) dim += ndim;
+    return (dim < 0 || dim >= ndim) ? MB_ERR_DIM : dim;
+}
+
+MB__DEF int mb_tensor_check(const mb_tensor *t)
+{
+    int d;
+    if (!t) return MB_ERR_NULL;
+    if (t->ndim < 0 || t->ndim > MB_MAX_DIMS) return MB_ERR_NDIM;
+    if (!mb_dtype_size(t->dtype)) return MB_ERR_DTYPE;
+    for (d = 0; d < t->ndim; d++)
+        if (t->shape[d] < 0 || t->stride[d] < 0) return MB_ERR_SHAPE;
+    if (!t->data && mb_numel(t) != 0) return MB_ERR_NULL;
+    return MB_OK;
+}
+
+MB__DEF int mb_tensor_init(mb_tensor *t, void *data, mb_dtype dt, int ndim, const int32_t *shape)
+{
+    mb_tensor v;
+    int d;
+    int32_t st = 1;
+    if (!t || (ndim > 0 && !shape)) return MB_ERR_NULL;
+    if (ndim < 0 || ndim > MB_MAX_DIMS) return MB_ERR_NDIM;
+    MB_MEMSET(&v, 0, sizeof v);
+    v.data = data;
+    v.dtype = dt;
+    v.ndim = ndim;
+    for (d = ndim - 1; d >= 0; d--) {
+        v.shape[d] = shape[d];
+        v.stride[d] = st;
+        st *= shape[d] > 1 ? shape[d] : 1;
+    }
+    d = mb_tensor_check(&v);
+    if (d == MB_OK) *t = v;
+    return d;
+}
+
+MB__DEF int64_t mb_numel(const mb_tensor *t)
+{
+    int64_t n = 1;
+    int d;
+    for (d = 0; d < t->ndim; d++) n *= t->shape[d];
+    return n;
+}
+
+MB__DEF int mb_is_contiguous(const mb_tensor *t)
+{
+    int d, rc = mb_tensor_check(t);
+    int64_t st = 1;
+    if (rc) return rc;
+    for (d = t->ndim - 1; d >= 0; d--) {
+        if (t->shape[d] == 0) return 1;
+        if (t->shape[d] != 1 && t->stride[d] != st) return 0;
+        st *= t->shape[d];
+    }
+    return 1;
+}
+
+MB__DEF int mb_narrow(const mb_tensor *t, int dim, int32_t start, int32_t length, mb_tensor *out)
+{
+    int rc = mb_tensor_check(t);
+    mb_tensor v;
+    if (rc) return rc;
+    if (!out) return MB_ERR_NULL;
+    dim = mb_normalize_dim(dim, t->ndim);
+    if (dim < 0) return dim;
+    if (start < 0 || length < 0 || start > t->shape[dim] - length) return MB_ERR_RANGE;
+    v = *t;
+    v.shape[dim] = length;
+    if (length) v.data = (char *)t->data + (size_t)start * (size_t)t->stride[dim] * mb_dtype_size(t->dtype);
+    *out = v;
+    return MB_OK;
+}
+
+/* Element-wise walk over one or two views of equal shape, one inner row at a time. */
+enum { MB__COPY, MB__ZERO, MB__EQ, MB__SUM, MB__MAX, MB__MIN, MB__DIV };
+
+static double mb__get(const char *p, mb_dtype dt)
+{
+    switch (dt) {
+    case MB_F32: return *(const float *)p;
+    case MB_F64: return *(const double *)p;
+    case MB_I8: return *(const int8_t *)p;
+    case MB_U8: return *(const uint8_t *)p;
+    case MB_I16: return *(const int16_t *)p;
+    default: return *(const int32_t *)p;
+    }
+}
+
+static void mb__put(char *p, mb_dtype dt, double v)
+{
+    /* integer results wrap like torch's integer arithmetic (sums stay exact in double) */
+    uint32_t i = (uint32_t)(int64_t)v;
+    switch (dt) {
+    case MB_F32: *(float *)p = (float)v; break;
+    case MB_F64: *(double *)p = v; break;
+    case MB_I8: case MB_U8: *(uint8_t *)p = (uint8_t)i; break;
+    case MB_I16: *(uint16_t *)p = (uint16_t)i; break;
+    default: *(uint32_t *)p = i; break;
+    }
+}
+
+/* dst = op(dst, src or arg) element-wise; returns 1 if MB__EQ found a difference. */
+static int mb__walk(int op, const mb_tensor *dst, const mb_tensor *src, double arg)
+{
+    int32_t idx[MB_MAX_DIMS];
+    int d, nd = dst->ndim;
+    size_t es = mb_dtype_size(dst->dtype);
+    int64_t i, n = mb_numel(dst);
+    if (op == MB__COPY && mb_is_contiguous(dst) == 1 && mb_is_contiguous(src) == 1) {
+        MB_MEMCPY(dst->data, src->data, (size_t)n * es); /* the common case: one copy */
+        return 0;
+    }
+    for (d = 0; d < nd; d++) idx[d] = 0;
+    for (i = 0; i < n; i++) {
+        char *dp = (char *)dst->data;
+        const char *sp = src ? (const char *)src->data : dp;
+        for (d = 0; d < nd; d++) {
+            dp += (ptrdiff_t)idx[d] * dst->stride[d] * (ptrdiff_t)es;
+            if (src) sp += (ptrdiff_t)idx[d] * src->stride[d] * (ptrdiff_t)es;
+        }
+        if (op == MB__COPY) {
+            MB_MEMCPY(dp, sp, es);
+        } else if (op == MB__ZERO) {
+            MB_MEMSET(dp, 0, es);
+        } else if (op == MB__EQ) {
+            if (memcmp(dp, sp, es) != 0) return 1; /* bitwise equality */
+        } else {
+            double a = mb__get(dp, dst->dtype), b = src ? mb__get(sp, dst->dtype) : arg;
+            mb__put(dp, dst->dtype, op == MB__SUM ? a + b : op == MB__DIV ? a / b : b != b ? b /* NaN wins */
+                                  : (op == MB__MAX ? a < b : a > b) ? b : a);
+        }
+        for (d = nd - 1; d >= 0 && ++idx[d] == dst->shape[d]; d--) idx[d] = 0;
+    }
+    return 0;
+}
+
+static int mb__same_shape(const mb_tensor *a, const mb_tensor *b)
+{
+    int d;
+    if (a->dtype != b->dtype) return MB_ERR_DTYPE;
+    if (a->ndim != b->ndim) return MB_ERR_SHAPE;
+    for (d = 0; d < a->ndim; d++)
+        if (a->shape[d] != b->shape[d]) return MB_ERR_SHAPE;
+    return MB_OK;
+}
+
+static int mb__same_view(const mb_tensor *a, const mb_tensor *b)
+{
+    int d;
+    if (a->data != b->data) return 0;
+    for (d = 0; d < a->ndim; d++)
+        if (a->shape[d] > 1 && a->stride[d] != b->stride[d]) return 0;
+    return 1;
+}
+
+MB__DEF int mb_copy(mb_tensor *dst, const mb_tensor *src)
+{
+    int rc = mb_tensor_check(dst);
+    if (!rc) rc = mb_tensor_check(src);
+    if (!rc) rc = mb__same_shape(dst, src);
+    if (rc) return rc;
+    if (!mb__same_view(dst, src)) mb__walk(MB__COPY, dst, src, 0);
+    return MB_OK;
+}
+
+MB__DEF int mb_zero(mb_tensor *t)
+{
+    int rc = mb_tensor_check(t);
+    if (!rc) mb__walk(MB__ZERO, t, 0, 0);
+    return rc;
+}
+
+/* Length of chunk c (starting at off) when `total` is split into n chunks. */
+static int32_t mb__chunk_len(int32_t total, int n, int c, int32_t off, int flags)
+{
+    int32_t each = total / n + (total % n != 0);
+    if (flags & MB_CEIL) return total - off < each ? total - off : each;
+    return total / n + (c < total % n);
+}
+
+MB__DEF int mb_split_sizes(int32_t size, int chunks, int flags, int32_t *sizes, int max_sizes)
+{
+    int32_t each, off = 0;
+    int c, n;
+    if (chunks <= 0) return MB_ERR_CHUNKS;
+    if (size < 0) return MB_ERR_SHAPE;
+    each = size / chunks + (size % chunks != 0); /* torch.chunk: ceil(size / chunks) */
+    n = (flags & MB_CEIL) ? (each ? (int)((size + each - 1) / each) : 1) : chunks;
+    if (sizes && n > max_sizes) return MB_ERR_TOO_SMALL;
+    for (c = 0; sizes && c < n; c++) {
+        sizes[c] = mb__chunk_len(size, chunks, c, off, flags);
+        off += sizes[c];
+    }
+    return n;
+}
+
+/* Resolve a spec to (kind, dim) for value v; dim normalised. */
+static int mb__resolve(const mb_value *v, const mb_spec *s, int *dim)
+{
+    int kind = s ? s->kind : MB_SPEC_DEFAULT;
+    *dim = s ? s->dim : 0;
+    if (v->kind != MB_VALUE_TENSOR && v->kind != MB_VALUE_SCALAR) return MB_ERR_SPEC;
+    if (kind == MB_SPEC_DEFAULT) kind = v->kind == MB_VALUE_TENSOR ? MB_SPEC_SPLIT : MB_SPEC_REPLICATE;
+    if (kind == MB_SPEC_SPLIT) {
+        int rc;
+        if (v->kind != MB_VALUE_TENSOR) return MB_ERR_SPEC;
+        rc = mb_tensor_check(&v->tensor);
+        if (rc) return rc;
+        *dim = mb_normalize_dim(*dim, v->tensor.ndim);
+        if (*dim < 0) return *dim;
+    } else if (kind != MB_SPEC_REPLICATE && kind != MB_SPEC_REDUCE) {
+        return MB_ERR_SPEC;
+    }
+    return kind;
+}
+
+static int mb__fail(mb_diag *diag, int rc, int i, int32_t size, int requested)
+{
+    if (diag) {
+        diag->value_index = i;
+        diag->size = size;
+        diag->requested = requested;
+    }
+    return rc;
+}
+
+static size_t mb__align8(size_t n) { return (n + 7u) & ~(size_t)7u; }
+
+/* Three passes over the values: 0 finds the chunk count (smallest split dim under
+   MB_DOWNSIZE), 1 checks every split value gives that count and sums masked storage,
+   2 writes. out == NULL: plan only. Nothing is written before pass 2. */
+static int mb__split(const mb_value *args, const mb_spec *specs, int nargs, int chunks, int flags,
+                     mb_value *out, int max_chunks, char *storage, size_t storage_bytes, size_t *bytes,
+                     mb_diag *diag)
+{
+    int i, c, dim, kind, pass, n = chunks, counted = -1;
+    size_t need = 0;
+    if (!args && nargs) return MB_ERR_NULL;
+    if (nargs < 0) return MB_ERR_SHAPE;
+    if (chunks <= 0) return MB_ERR_CHUNKS;
+    for (pass = 0; pass < 3; pass++) {
+        for (i = 0; i < nargs; i++) {
+            const mb_tensor *t = &args[i].tensor;
+            int32_t sz, len, off = 0;
+            kind = mb__resolve(&args[i], specs ? &specs[i] : 0, &dim);
+            if (kind == MB_SPEC_REDUCE) kind = MB_ERR_SPEC;
+            if (kind < 0) return mb__fail(diag, kind, i, 0, chunks);
+            if (kind != MB_SPEC_SPLIT) {
+                for (c = 0; pass == 2 && c < counted; c++) out[c * nargs + i] = args[i];
+                continue;
+            }
+            sz = t->shape[dim];
+            if (pass == 0) {
+                if (sz < chunks && !(flags & MB_KEEP_COUNT)) {
+                    if ((flags & MB_STRICT) || !sz) return mb__fail(diag, MB_ERR_SPLIT_SIZE, i, sz, chunks);
+                    if (sz < n) n = sz;
+                }
+            } else if (pass == 1) {
+                c = mb_split_sizes(sz, n, flags, 0, 0);
+                if (counted >= 0 && c != counted) return mb__fail(diag, MB_ERR_CHUNK_COUNT, i, sz, chunks);
+                counted = c;
+                need += (size_t)c * mb__align8((size_t)mb_numel(t) * mb_dtype_size(t->dtype));
+            } else {
+                for (c = 0; c < counted; c++, off += len) {
+                    mb_value *o = &out[c * nargs + i];
+                    len = mb__chunk_len(sz, n, c, off, flags);
+                    *o = args[i];
+                    mb_narrow(t, dim, off, len, &o->tensor);
+                    if (storage) { /* debug mask: a zeroed full-size copy holding only this slice */
+                        mb_tensor part, whole;
+                        mb_tensor_init(&whole, storage, t->dtype, t->ndim, t->shape);
+                        storage += mb__align8((size_t)mb_numel(t) * mb_dtype_size(t->dtype));
+                        mb__walk(MB__ZERO, &whole, 0, 0);
+                        mb_narrow(&whole, dim, off, len, &part);
+                        mb__walk(MB__COPY, &part, &o->tensor, 0);
+                        o->tensor = whole;
+                    }
+                }
+            }
+        }
+        if (pass == 1) {
+            if (counted < 0) counted = n;
+            if (bytes) *bytes = need;
+            if (!out) return counted;
+            if (counted > max_chunks || (storage && need > storage_bytes))
+                return mb__fail(diag, MB_ERR_TOO_SMALL, 0, 0, counted);
+        }
+    }
+    return counted;
+}
+
+MB__DEF int mb_split(const mb_value *args, const mb_spec *specs, int nargs, int chunks, int flags,
+                     mb_value *out, int max_chunks, mb_diag *diag)
+{
+    if (!out && nargs) return MB_ERR_NULL;
+    return mb__split(args, specs, nargs, chunks, flags, out, max_chunks, 0, 0, 0, diag);
+}
+
+MB__DEF int mb_split_masked_bytes(const mb_value *args, const mb_spec *specs, int nargs, int chunks,
+                                  int flags, size_t *bytes)
+{
+    if (!bytes) return MB_ERR_NULL;
+    return mb__split(args, specs, nargs, chunks, flags, 0, 0, 0, 0, bytes, 0);
+}
+
+MB__DEF int mb_split_masked(const mb_value *args, const mb_spec *specs, int nargs, int chunks, int flags,
+                            mb_value *out, int max_chunks, void *storage, size_t storage_bytes,
+                            mb_diag *diag)
+{
+    if (!storage || (!out && nargs)) return MB_ERR_NULL;
+    if (((uintptr_t)storage & 7u) != 0) return MB_ERR_ALIGN;
+    return mb__split(args, specs, nargs, chunks, flags, out, max_chunks, (char *)storage, storage_bytes, 0, diag);
+}
+
+/* A value as a tensor: a scalar is a 0-d f64 view of its `scalar` field. */
+static mb_tensor mb__view(const mb_value *v)
+{
+    mb_tensor t;
+    if (v->kind == MB_VALUE_TENSOR) return v->tensor;
+    MB_MEMSET(&t, 0, sizeof t);
+    t.data = (void *)&v->scalar;
+    t.dtype = MB_F64;
+    return t;
+}
+
+/* Merge value i. check != 0: validate only, write nothing. */
+static int mb__merge_one(const mb_value *chunks, int nchunks, int nvals, int i, const mb_spec *s, int flags,
+                         mb_value *out, int check)
+{
+    static const unsigned char opmap[4] = {MB__SUM, MB__SUM, MB__MAX, MB__MIN};
+    const mb_value *first = &chunks[i];
+    int c, dim, rc, kind = mb__resolve(first, s, &dim), op = kind == MB_SPEC_REDUCE ? s->op : -1;
+    const mb_reducer *red = kind == MB_SPEC_REDUCE ? s->reducer : 0;
+    mb_tensor o, a, f, want;
+    int32_t total = 0, off = 0, len;
+    if (kind < 0) return kind;
+    if (op < -1 || op > MB_RED_CUSTOM ||
+        (op == MB_RED_CUSTOM && (!red || !red->fn || red->init.kind != first->kind)))
+        return MB_ERR_SPEC;
+    f = mb__view(first);
+    o = first->kind == MB_VALUE_TENSOR ? out->tensor : mb__view(out);
+    want = op == MB_RED_CUSTOM ? mb__view(&red->init) : f;
+    rc = mb_tensor_check(&o);
+    if (!rc) rc = mb_tensor_check(&want);
+    for (c = 0; !rc && c < nchunks; c++) {
+        const mb_value *v = &chunks[c * nvals + i];
+        a = mb__view(v);
+        if (v->kind != first->kind) return MB_ERR_SPEC;
+        rc = mb_tensor_check(&a);
+        if (!rc && kind == MB_SPEC_SPLIT && !(flags & MB_DEBUG_MASK)) {
+            total += a.shape[dim];
+            a.shape[dim] = f.shape[dim];
+        }
+        if (!rc) rc = mb__same_shape(&a, &f);
+        if (!rc && check && kind == MB_SPEC_REPLICATE && mb__walk(MB__EQ, &f, &a, 0)) rc = MB_ERR_NOT_REPLICATED;
+    }
+    if (rc) return rc;
+    if (kind == MB_SPEC_SPLIT) {
+        if (flags & MB_DEBUG_MASK) {
+            total = f.shape[dim];
+            if (mb_split_sizes(total, nchunks, flags, 0, 0) != nchunks) return MB_ERR_CHUNK_COUNT;
+        }
+        want.shape[dim] = total;
+    }
+    rc = mb__same_shape(&o, &want);
+    if (!rc && op == MB_RED_MEAN && f.dtype >= MB_I8) rc = MB_ERR_DTYPE; /* as torch.mean */
+    if (rc || check) return rc;
+    if (first->kind == MB_VALUE_SCALAR) out->kind = MB_VALUE_SCALAR;
+    if (kind == MB_SPEC_SPLIT) {
+        for (c = 0; c < nchunks; c++, off += len) {
+            mb_tensor dst;
+            a = chunks[c * nvals + i].tensor;
+            len = a.shape[dim];
+            if (flags & MB_DEBUG_MASK) { /* re-slice the masked chunk */
+                len = mb__chunk_len(total, nchunks, c, off, flags);
+                mb_narrow(&a, dim, off, len, &a);
+            }
+            mb_narrow(&o, dim, off, len, &dst);
+            if (!mb__same_view(&dst, &a)) mb__walk(MB__COPY, &dst, &a, 0); /* zero copy when in place */
+        }
+        return MB_OK;
+    }
+    if (!mb__same_view(&o, &want)) mb__walk(MB__COPY, &o, &want, 0);
+    for (c = op == MB_RED_CUSTOM ? 0 : 1; op >= 0 && c < nchunks; c++) {
+        a = mb__view(&chunks[c * nvals + i]);
+        if (op == MB_RED_CUSTOM) {
+            rc = red->fn(out, &chunks[c * nvals + i], red->user);
+            if (rc < 0) return rc;
+        } else {
+            mb__walk(opmap[op], &o, &a, 0);
+        }
+    }
+    if (op == MB_RED_MEAN) mb__walk(MB__DIV, &o, 0, (double)nchunks);
+    return MB_OK;
+}
+
+MB__DEF int mb_merge(const mb_value *chunks, int nchunks, int nvals, const mb_spec *specs, int flags,
+                     mb_value *out)
+{
+    int i, rc, pass;
+    if ((!chunks || !out) && nvals) return MB_ERR_NULL;
+    if (nchunks <= 0) return MB_ERR_CHUNKS;
+    if (nvals < 0) return MB_ERR_SHAPE;
+    for (pass = 1; pass >= 0; pass--)
+        for (i = 0; i < nvals; i++) {
+            rc = mb__merge_one(chunks, nchunks, nvals, i, specs ? &specs[i] : 0, flags, &out[i], pass);
+            if (rc) return rc;
+        }
+    return MB_OK;
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MICROBATCH_IMPLEMENTATION */

@@ -1,0 +1,57 @@
+"""`scons bench`: run each benchmark program and collect its rows.
+
+A benchmark is a host program in bench/ that prints one JSON object per
+line for each measurement (other lines are shown as they are):
+  {"bench": ..., "case": ..., "metric": ..., "unit": ..., "ours": ...,
+   "peer": ..., "peer_value": ...}
+with the peer's figure measured in the same run. Rows from every
+benchmark go to build/bench/results.json as one JSON array. Benchmarks
+are not tests: nothing here asserts a time.
+"""
+import json
+import os
+
+from .runners import run_and_log
+
+FIELDS = ("bench", "case", "metric", "unit", "ours", "peer", "peer_value")
+
+
+def rows_of(log_path):
+    rows = []
+    with open(log_path) as log:
+        for line in log:
+            line = line.strip()
+            if line.startswith("{"):
+                row = json.loads(line)
+                missing = [f for f in FIELDS if f not in row]
+                if missing:
+                    raise ValueError("%s: row without %s: %s" % (log_path, missing, line))
+                rows.append(row)
+    return rows
+
+
+def collect(programs, results_path):
+    """programs: list of (name, path). Runs each, writes the JSON array,
+    prints a table. Returns 0, or 1 if a benchmark failed."""
+    rows, status = [], 0
+    for name, program in programs:
+        log = os.path.join(os.path.dirname(results_path), name + ".log")
+        if run_and_log("bench " + name, [os.path.abspath(program)], log) != 0:
+            status = 1
+            continue
+        rows.extend(rows_of(log))
+    os.makedirs(os.path.dirname(results_path), exist_ok=True)
+    with open(results_path, "w") as out:
+        json.dump(rows, out, indent=1)
+        out.write("\n")
+    if not programs:
+        print("bench: no benchmarks yet (add them to BENCHES in SConstruct); "
+              "wrote [] to %s" % results_path)
+    else:
+        order = ("bench", "case", "metric", "ours", "peer", "peer_value", "unit")
+        print("\n%-16s %-20s %-16s %12s %-12s %12s %s" % order)
+        for r in rows:
+            print("%-16s %-20s %-16s %12s %-12s %12s %s" % tuple(
+                str(r[f]) for f in order))
+        print("wrote %d row(s) to %s" % (len(rows), results_path))
+    return status

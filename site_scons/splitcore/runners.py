@@ -1,0 +1,50 @@
+"""SCons actions that run programs: tests on the host or under QEMU, the
+demo, benchmarks. Each run is wrapped in coreutils `timeout`, so a hung
+program or simulator fails the build instead of blocking it; its output is
+printed in one block (readable under scons -j) and kept in a .log file."""
+import os
+import subprocess
+import sys
+import threading
+
+_print_lock = threading.Lock()
+
+# A hung QEMU (a crash that never reaches the exit path) fails after this.
+DEFAULT_TIMEOUT_S = int(os.environ.get("SPLITCORE_RUN_TIMEOUT", "300"))
+
+
+def run_and_log(label, command, log_path, timeout_s=DEFAULT_TIMEOUT_S):
+    """Run command (a list) with stdin closed; print its output under a
+    header line; write it to log_path. Returns the exit status
+    (124 = timed out, as coreutils timeout reports it)."""
+    wrapped = ["timeout", "--kill-after=10", str(timeout_s)] + list(command)
+    proc = subprocess.run(wrapped, stdin=subprocess.DEVNULL,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    output = proc.stdout.decode("utf-8", "replace")
+    status = proc.returncode
+    if status == 124:
+        verdict = "TIMEOUT after %d s" % timeout_s
+    elif status == 0:
+        verdict = "exit 0"
+    else:
+        verdict = "FAILED: exit %d" % status
+    os.makedirs(os.path.dirname(log_path), exist_ok=True)
+    with open(log_path, "w") as log:
+        log.write("$ %s\n%s\n[%s]\n" % (" ".join(command), output, verdict))
+    with _print_lock:
+        sys.stdout.write("\n===== %s =====\n$ %s\n%s" % (label, " ".join(command), output))
+        if output and not output.endswith("\n"):
+            sys.stdout.write("\n")
+        sys.stdout.write("===== %s: %s =====\n" % (label, verdict))
+        sys.stdout.flush()
+    return status
+
+
+def run_action(label, command_of):
+    """An SCons action: target[0] is the log; command_of(source) gives the
+    command line. The build step fails when the program does not exit 0."""
+    def action(target, source, env):
+        status = run_and_log(label, command_of(source), str(target[0]))
+        return 0 if status == 0 else 1
+    action.__name__ = "run"
+    return action

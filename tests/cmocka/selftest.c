@@ -150,7 +150,7 @@ static void fails_fail(void **state)
 static void fails_fail_msg(void **state)
 {
     (void)state;
-    fail_msg("a deliberate failure with a number: %d", 42);
+    fail_msg("(expected) fail_msg self-test, number %d", 42);
     reached_after_failure++;
 }
 

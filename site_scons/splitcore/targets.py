@@ -124,7 +124,7 @@ TARGETS = {t.name: t for t in [
 # Debian package that provides each program (for the SKIPPED/ERROR lines
 # and .ci/run).
 PACKAGE_OF = {
-    "gcc": "gcc", "g++": "g++", "clang": "clang",
+    "gcc": "gcc", "g++": "g++", "clang": "clang", "libcmocka": "libcmocka-dev",
     "arm-none-eabi-gcc": "gcc-arm-none-eabi libnewlib-arm-none-eabi",
     "riscv64-unknown-elf-gcc": "gcc-riscv64-unknown-elf picolibc-riscv64-unknown-elf",
     "qemu-system-arm": "qemu-system-arm",

@@ -17,11 +17,12 @@ class Tools:
         self.requested = set(requested_aliases)
         self.skipped = {}      # program -> [what was not done], in order
 
-    def have(self, program, what, alias):
-        """True if `program` is on PATH. Otherwise remember that `what` is
-        not done -- only when `alias` is being built, so that `scons size`
-        does not talk about QEMU."""
-        if shutil.which(program):
+    def have(self, program, what, alias, found=None):
+        """True if `program` is on PATH (or `found`, for a library checked
+        by the caller). Otherwise remember that `what` is not done -- only
+        when `alias` is being built, so that `scons size` does not talk
+        about QEMU."""
+        if found if found is not None else shutil.which(program):
             return True
         if alias in self.requested:
             whats = self.skipped.setdefault(program, [])

@@ -1,0 +1,1347 @@
+/* pipeline.h — pipeline-parallel planning: partitions, schedules, checks, export (splitcore)
+
+   torch.distributed.pipelining for microcontrollers, planning half. A model is a sequential
+   list of layers; a balance list cuts it into stages (fairscale's checks, or an exact
+   min-max partition by cost or memory); a schedule (GPipe, 1F1B, Interleaved1F1B,
+   LoopedBFS, InterleavedZeroBubble/ZB1P, ZBV, forward-only) becomes per-rank action tables
+   in exactly PyTorch's order; a lowering pass inserts SEND/RECV like torch's
+   _add_send_recv; a validator applies torch's _validate_schedule rules; a simulator finds
+   deadlocks and predicts makespan, bubble and peak in-flight activations (= the executor's
+   static slot count). Plans read and write torch's action strings and CSV, and are emitted
+   as C `const` tables so firmware links only the executor. No heap, C99, C++-clean.
+
+   Example:
+       #define PIPELINE_IMPLEMENTATION
+       #include "pipeline.h"
+       static pp_action st[2][512];  pp_plan sched, plan;  pp_sim sim;  static uint32_t ws[4096];
+       int rc = pp_schedule_build(&sched, PP_SCHED_1F1B, 4, 1, 8, st[0], sizeof st[0], NULL);
+       rc = pp_validate(&sched, NULL);                        // torch's _validate_schedule rules
+       rc = pp_lower(&sched, &plan, st[1], sizeof st[1], NULL); // + SEND_F/RECV_F/SEND_B/RECV_B
+       pp_costs c = {0};  c.f = 10; c.b = 20; c.comm = 1;
+       rc = pp_simulate(&plan, &c, ws, sizeof ws, &sim, NULL, 0, NULL, NULL); // peak[rank]
+       char txt[2048];  rc = pp_timeline(&plan, txt, sizeof txt, NULL); // one line per rank
+       rc = pp_emit_c(&plan, "my_plan", big_buf, big_cap, NULL);        // const tables
+
+   Contents:
+       1. Configuration macros         5. Lowering (send/recv insertion)
+       2. Types, error codes           6. Validation and simulation
+       3. Model and partitioning       7. Export / import (strings, CSV, C, timeline, trace)
+       4. Stage maps and schedules     8. Implementation (PIPELINE_IMPLEMENTATION)
+
+   Configuration (define before including, or in SPLITCORE_CONFIG_FILE):
+       PIPELINE_IMPLEMENTATION   emit the definitions (exactly one .c file)
+       PIPELINE_STATIC           make every function static to its translation unit
+       PP_MAX_RANKS              ranks per plan (default 16)
+       PP_MAX_STAGES             stages per plan (default 64, at most 255)
+       PP_ASSERT(x)              internal invariant check (default: none)
+       PP_MEMCPY(d,s,n), PP_MEMSET(d,v,n), PP_MEMMOVE(d,s,n)   default: string.h
+
+   Errors are negative return values (enum pp_err); pp_strerror() names them, pp_diag says
+   where (rank, step, action). Bad input never writes to the caller's outputs. */
+#ifndef PIPELINE_H
+#define PIPELINE_H
+
+/* ---- 1. Configuration ------------------------------------------------------------ */
+#ifdef SPLITCORE_CONFIG_FILE
+#include SPLITCORE_CONFIG_FILE
+#endif
+#include <stddef.h>
+#include <stdint.h>
+#include "microbatch.h"
+
+#ifndef PP_MAX_RANKS
+#define PP_MAX_RANKS 16
+#endif
+#ifndef PP_MAX_STAGES
+#define PP_MAX_STAGES 64
+#endif
+#define PP_MAX_MICROBATCHES 65535
+#ifdef PIPELINE_STATIC
+#define PP_API static
+#else
+#define PP_API extern
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- 2. Types and error codes ---------------------------------------------------- */
+enum pp_err {
+    PP_OK = 0,
+    PP_ERR_NULL = -1,            /* a required pointer is NULL */
+    PP_ERR_ARG = -2,             /* ranks/stages/microbatches <= 0 or above PP_MAX_*, misaligned storage */
+    PP_ERR_TOO_SMALL = -3,       /* caller's buffer or storage is too small */
+    PP_ERR_SCHEDULE = -4,        /* unknown schedule */
+    PP_ERR_MICROBATCHES = -5,    /* fewer microbatches than stages where the schedule needs M >= P */
+    PP_ERR_ROUNDS = -6,          /* interleaved: M is not a multiple of max(1, M / P) rounds */
+    PP_ERR_STAGES_PER_RANK = -7, /* ZBV needs 2 stages per rank, single-stage schedules 1 */
+    PP_ERR_BALANCE_SUM = -8,     /* sum of balance != number of layers */
+    PP_ERR_BALANCE_NONPOSITIVE = -9, /* a balance entry <= 0 */
+    PP_ERR_PARTITIONS = -10,     /* more partitions than ranks */
+    PP_ERR_CHUNKS = -11,         /* chunks <= 0 */
+    PP_ERR_CHECKPOINT = -12,     /* checkpoint mode not always / except_last / never */
+    PP_ERR_LAYERS = -13,         /* fewer layers than partitions (automatic balance) */
+    PP_ERR_ACTION = -14,         /* unknown action type, stage or microbatch out of range */
+    PP_ERR_STAGE_RANK = -15,     /* a stage appears on two ranks / not on its mapped rank */
+    PP_ERR_DUPLICATE = -16,      /* the same action twice (e.g. a microbatch forwarded twice) */
+    PP_ERR_BACKWARD_BEFORE_FORWARD = -17, /* B or I before its F */
+    PP_ERR_WEIGHT_BEFORE_INPUT = -18,     /* W before its I */
+    PP_ERR_FORWARD_COUNT = -19,  /* a stage does not forward every microbatch */
+    PP_ERR_BACKWARD_COUNT = -20, /* I != W, or B + I != M, or backward in a forward-only plan */
+    PP_ERR_DEADLOCK = -21,       /* no rank can progress (simulation, lowering, bubble insertion) */
+    PP_ERR_PARSE = -22,          /* malformed action string or CSV */
+    PP_ERR_RANKS = -23,          /* CSV rows != ranks */
+    PP_ERR_MAP = -24             /* unknown stage-map style, or "v" with stages % ranks != 0 */
+};
+
+/* Action types; the letters are PyTorch's _ComputationType values. */
+enum pp_type {
+    PP_IDLE = 0,      /* None in a torch schedule: a deliberate bubble slot */
+    PP_F = 1,         /* FORWARD */
+    PP_B = 2,         /* FULL_BACKWARD */
+    PP_I = 3,         /* BACKWARD_INPUT */
+    PP_W = 4,         /* BACKWARD_WEIGHT */
+    PP_SEND_F = 5, PP_RECV_F = 6, PP_SEND_B = 7, PP_RECV_B = 8,
+    PP_UNSHARD = 9, PP_RESHARD = 10, PP_REDUCE_GRAD = 11, /* parsed and printed only */
+    PP_TYPE_COUNT = 12
+};
+
+/* One action: 4 bytes, so a rank's table is 4 bytes per step. */
+typedef struct pp_action {
+    uint8_t type;     /* enum pp_type */
+    uint8_t stage;    /* global stage index */
+    uint16_t mb;      /* microbatch index */
+} pp_action;
+#define PP_ACTION(t, s, m) { (uint8_t)(t), (uint8_t)(s), (uint16_t)(m) }
+
+enum pp_schedule {
+    PP_SCHED_CUSTOM = 0,          /* imported (CSV) or hand-written */
+    PP_SCHED_GPIPE = 1,           /* ScheduleGPipe */
+    PP_SCHED_1F1B = 2,            /* Schedule1F1B */
+    PP_SCHED_INTERLEAVED_1F1B = 3,/* ScheduleInterleaved1F1B */
+    PP_SCHED_LOOPED_BFS = 4,      /* ScheduleLoopedBFS */
+    PP_SCHED_INTERLEAVED_ZB = 5,  /* ScheduleInterleavedZeroBubble (ZB1P) */
+    PP_SCHED_ZBV = 6,             /* ScheduleZBVZeroBubble ("v" layout, 2 stages per rank) */
+    PP_SCHED_FORWARD_ONLY = 7,    /* _ScheduleForwardOnly: inference */
+    PP_SCHED_COUNT = 8
+};
+
+enum pp_map_style { PP_MAP_LOOP = 0, PP_MAP_V = 1 };
+
+/* A plan: per-rank action tables in caller storage (rank r's row at actions + r * cap). */
+typedef struct pp_plan {
+    pp_action *actions;
+    int32_t cap;                     /* actions per rank row */
+    int32_t nranks, nstages, nmb;
+    int32_t schedule;                /* enum pp_schedule */
+    int32_t lowered;                 /* 1: has send/recv, no idle slots */
+    int32_t len[PP_MAX_RANKS];
+    uint8_t stage_rank[PP_MAX_STAGES];
+} pp_plan;
+
+/* One rank's table as the executor walks it (emitted by pp_emit_c, or from pp_plan_table). */
+typedef struct pp_table {
+    const pp_action *actions;
+    uint16_t len;
+    uint8_t rank, nranks, nstages;
+    uint16_t nmb;
+    uint16_t slots;                  /* peak in-flight activations on this rank */
+    const uint8_t *stage_rank;
+} pp_table;
+
+/* Where a call failed. Fields that do not apply are -1. */
+typedef struct pp_diag {
+    int32_t rank, step;              /* rank and index into its row */
+    pp_action action;                /* the offending action */
+    int32_t stage;                   /* count errors: the stage */
+    int32_t expected, got;           /* counts / sums */
+} pp_diag;
+
+PP_API const char *pp_strerror(int err);
+
+/* ---- 3. Model and partitioning ----------------------------------------------------- */
+/* A layer. Stages are contiguous runs of layers. Function pointers are for the executor
+   (next to come); planning uses the sizes and cost. */
+typedef struct pp_layer {
+    int (*forward)(void *self, const mb_tensor *x, mb_tensor *y);
+    int (*backward_input)(void *self, const mb_tensor *x, const mb_tensor *dy, mb_tensor *dx);
+    int (*backward_weight)(void *self, const mb_tensor *x, const mb_tensor *dy);
+    void *self;
+    uint32_t param_bytes;            /* parameters */
+    uint32_t act_bytes;              /* output activation per microbatch */
+    uint32_t cost;                   /* relative time (given or profiled) */
+} pp_layer;
+
+enum pp_checkpoint { PP_CKPT_ALWAYS = 0, PP_CKPT_EXCEPT_LAST = 1, PP_CKPT_NEVER = 2 };
+enum pp_balance_by { PP_BY_COST = 0, PP_BY_MEMORY = 1 };
+
+/* fairscale Pipe's checks: sum(balance) == nlayers, all > 0, nparts <= nranks, chunks > 0,
+   checkpoint valid. diag->got/expected carry the sums or counts. */
+PP_API int pp_balance_check(const int32_t *balance, int nparts, int nlayers, int nranks,
+                            int chunks, int checkpoint, pp_diag *diag);
+/* Exact contiguous min-max partition of cost[0..nlayers) into nparts non-empty parts.
+   Deterministic: among optimal partitions, earlier parts take as many layers as they can.
+   Writes balance[nparts] and *max_part (the optimal max part cost, may be NULL). */
+PP_API int pp_balance_by_cost(const uint32_t *cost, int nlayers, int nparts, int32_t *balance,
+                              uint64_t *max_part);
+/* Same over layers: PP_BY_COST uses layer.cost, PP_BY_MEMORY uses
+   param_bytes * param_scale + act_bytes (fairscale's balance_by_size idea). */
+PP_API int pp_balance_layers(const pp_layer *layers, int nlayers, int nparts, int by,
+                             uint32_t param_scale, int32_t *balance, uint64_t *max_part);
+/* fairscale: microbatch i is checkpointed iff i < pp_checkpoint_stop(mode, chunks). */
+PP_API int pp_checkpoint_stop(int mode, int chunks);
+
+/* ---- 4. Stage maps and schedules --------------------------------------------------- */
+/* torch's generate_stage_to_rank_mapping: loop s -> s % P; "v": 4 stages on 2 ranks -> 0,1,1,0. */
+PP_API int pp_stage_map(int style, int nranks, int nstages, uint8_t *stage_rank);
+PP_API const char *pp_schedule_name(int schedule);          /* torch's names */
+PP_API int pp_schedule_from_name(const char *name);         /* case-insensitive; < 0 unknown */
+/* torch's constructor checks for (schedule, P, stages per rank, M). */
+PP_API int pp_schedule_check(int schedule, int nranks, int stages_per_rank, int nmb);
+/* Bytes of action storage one plan (compute table or its lowering) needs. 0 on bad args. */
+PP_API size_t pp_plan_bytes(int nranks, int stages_per_rank, int nmb);
+/* Empty custom plan over storage (2-byte aligned), loop stage map. */
+PP_API int pp_plan_init(pp_plan *plan, void *storage, size_t bytes, int nranks, int nstages,
+                        int nmb);
+/* Build a schedule's compute-only tables (with idle slots) in PyTorch's order. */
+PP_API int pp_schedule_build(pp_plan *plan, int schedule, int nranks, int stages_per_rank,
+                             int nmb, void *storage, size_t bytes, pp_diag *diag);
+PP_API int pp_plan_table(const pp_plan *plan, int rank, pp_table *out);
+/* Peak number of activations held at once on `rank` (F .. its B or W), in table order.
+   A plan without any backward action holds one at a time. */
+PP_API int pp_peak_inflight(const pp_plan *plan, int rank);
+
+/* ---- 5. Lowering --------------------------------------------------------------------- */
+/* torch's _add_send_recv: insert SEND_F/RECV_F/SEND_B/RECV_B between ranks, drop idles. */
+PP_API int pp_lower(const pp_plan *in, pp_plan *out, void *storage, size_t bytes, pp_diag *diag);
+
+/* ---- 6. Validation and simulation ------------------------------------------------------ */
+/* torch's _validate_schedule + pp_schedule_check: stage/microbatch ranges, stage on its
+   mapped rank, no duplicates, B/I after F, W after I, F == M and B + I == M and I == W per
+   stage (no backward at all for forward-only plans). */
+PP_API int pp_validate(const pp_plan *plan, pp_diag *diag);
+
+typedef struct pp_costs {
+    uint32_t f, b, i, w;             /* per action, any time unit */
+    uint32_t send, recv;             /* time a SEND/RECV occupies its rank */
+    uint32_t comm;                   /* latency from a send (or a cross-rank F/B in an
+                                        unlowered plan) to the data being usable */
+    const uint32_t *stage_f, *stage_b, *stage_i, *stage_w; /* per-stage overrides or NULL */
+} pp_costs;
+
+typedef struct pp_sim {
+    uint32_t makespan;
+    uint32_t bubble_ppm;             /* 1e6 * (1 - sum(busy) / (ranks * makespan)) */
+    uint32_t busy[PP_MAX_RANKS];     /* F/B/I/W time per rank */
+    uint32_t end[PP_MAX_RANKS];      /* when each rank finishes */
+    uint16_t peak[PP_MAX_RANKS];     /* peak in-flight activations (pp_peak_inflight) */
+} pp_sim;
+
+typedef struct pp_event {            /* one executed (or simulated) action */
+    uint16_t rank;
+    pp_action action;
+    uint32_t t_start, t_end;         /* microseconds for traces */
+} pp_event;
+
+/* Work bytes for pp_simulate: 6 * stages * microbatches * 4. */
+PP_API size_t pp_sim_bytes(const pp_plan *plan);
+/* Dry-run every rank's table (torch's _simulate_comms_compute readiness rules on lowered
+   plans; direct cross-rank dependencies on compute-only ones) with costs. Each rank runs its
+   row in order; an action starts when the rank is free and its inputs are there. SEND is
+   non-blocking (occupies `send`); RECV is posted like torch's irecv (occupies `recv`, does
+   not wait) and the F/B that consumes it waits for send end + comm. Deadlock ->
+   PP_ERR_DEADLOCK and diag names a blocked rank and action. events (may be NULL) receives
+   every action with simulated times, *nevents the count. */
+PP_API int pp_simulate(const pp_plan *plan, const pp_costs *costs, void *work, size_t work_bytes,
+                       pp_sim *out, pp_event *events, int max_events, int *nevents, pp_diag *diag);
+
+/* ---- 7. Export / import ------------------------------------------------------------------ */
+/* Text writers take (buf, cap, needed): *needed (if not NULL) gets the bytes required
+   including the NUL; buf == NULL with cap == 0 is a size query (returns PP_OK); a too-small
+   buffer gives PP_ERR_TOO_SMALL and is not touched. Success returns the length. */
+PP_API int pp_action_format(pp_action a, char *buf, size_t cap);   /* "0F0", "1SEND_F1", "" */
+/* torch's _Action.from_str: [stage][type][microbatch], whitespace stripped, "" -> PP_IDLE. */
+PP_API int pp_action_parse(const char *s, size_t n, pp_action *out);
+/* torch's _dump_csv layout: one row per rank, cells = action strings, idle = "", "\r\n". */
+PP_API int pp_csv_write(const pp_plan *plan, char *buf, size_t cap, size_t *needed);
+/* torch's _load_csv: rows = ranks of an initialized plan (pp_plan_init); infers the stage
+   map from the actions and sets `lowered` if comm actions appear. Validate afterwards. */
+PP_API int pp_csv_read(pp_plan *plan, const char *text, size_t n, pp_diag *diag);
+/* The plan as C source: const pp_action rows, a stage map and `const pp_table name[P]`. */
+PP_API int pp_emit_c(const pp_plan *plan, const char *name, char *buf, size_t cap, size_t *needed);
+/* One line per rank, fixed-width cells, '.' for idle: "r0 | 0F0 0F1 ... ". */
+PP_API int pp_timeline(const pp_plan *plan, char *buf, size_t cap, size_t *needed);
+/* Chrome trace JSON (Perfetto) of executed actions. */
+PP_API int pp_trace_json(const pp_event *ev, int n, char *buf, size_t cap, size_t *needed);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PIPELINE_H */
+
+/* ---- 8. Implementation ----------------------------------------------------------------- */
+#if defined(PIPELINE_IMPLEMENTATION) && !defined(PIPELINE_IMPLEMENTED)
+#define PIPELINE_IMPLEMENTED
+
+#include <string.h>
+#ifndef PP_MEMCPY
+#define PP_MEMCPY(d, s, n) memcpy((d), (s), (n))
+#endif
+#ifndef PP_MEMSET
+#define PP_MEMSET(d, v, n) memset((d), (v), (n))
+#endif
+#ifndef PP_MEMMOVE
+#define PP_MEMMOVE(d, s, n) memmove((d), (s), (n))
+#endif
+#ifndef PP_ASSERT
+#define PP_ASSERT(x) ((void)0)
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+PP_API const char *pp_strerror(int err) {
+    switch (err) {
+    case PP_OK: return "ok";
+    case PP_ERR_NULL: return "required pointer is NULL";
+    case PP_ERR_ARG: return "ranks, stages or microbatches out of range";
+    case PP_ERR_TOO_SMALL: return "buffer or storage too small";
+    case PP_ERR_SCHEDULE: return "unknown schedule";
+    case PP_ERR_MICROBATCHES: return "number of microbatches must be >= number of stages";
+    case PP_ERR_ROUNDS: return "microbatches must be a multiple of the number of rounds";
+    case PP_ERR_STAGES_PER_RANK: return "wrong number of stages per rank for this schedule";
+    case PP_ERR_BALANCE_SUM: return "module and sum of balance have different length";
+    case PP_ERR_BALANCE_NONPOSITIVE: return "all balance numbers must be positive integer";
+    case PP_ERR_PARTITIONS: return "too few ranks to hold given partitions";
+    case PP_ERR_CHUNKS: return "number of chunks must be positive integer";
+    case PP_ERR_CHECKPOINT: return "checkpoint is not one of always, except_last, never";
+    case PP_ERR_LAYERS: return "fewer layers than partitions";
+    case PP_ERR_ACTION: return "invalid action type, stage or microbatch";
+    case PP_ERR_STAGE_RANK: return "stage assigned to two ranks";
+    case PP_ERR_DUPLICATE: return "action appears twice";
+    case PP_ERR_BACKWARD_BEFORE_FORWARD: return "backward before forward";
+    case PP_ERR_WEIGHT_BEFORE_INPUT: return "backward weight before backward input";
+    case PP_ERR_FORWARD_COUNT: return "stage does not forward every microbatch once";
+    case PP_ERR_BACKWARD_COUNT: return "invalid backward microbatches for a stage";
+    case PP_ERR_DEADLOCK: return "schedule is not progressing (deadlock)";
+    case PP_ERR_PARSE: return "invalid action string or CSV";
+    case PP_ERR_RANKS: return "schedule has incorrect number of ranks";
+    case PP_ERR_MAP: return "invalid stage-to-rank map style";
+    default: return "unknown error";
+    }
+}
+
+static void pp__diag(pp_diag *d, int rank, int step, pp_action a) {
+    if (!d) return;
+    d->rank = rank; d->step = step; d->action = a;
+    d->stage = -1; d->expected = -1; d->got = -1;
+}
+static pp_action pp__act(int type, int stage, int mb) {
+    pp_action a;
+    a.type = (uint8_t)type; a.stage = (uint8_t)stage; a.mb = (uint16_t)mb;
+    return a;
+}
+static const pp_action pp__none = PP_ACTION(0, 0, 0);
+static int pp__eq(pp_action a, pp_action b) {
+    return a.type == b.type && a.stage == b.stage && a.mb == b.mb;
+}
+static pp_action *pp__row(const pp_plan *p, int r) { return p->actions + (size_t)r * (size_t)p->cap; }
+
+/* ---- partitioning ---- */
+PP_API int pp_balance_check(const int32_t *balance, int nparts, int nlayers, int nranks,
+                            int chunks, int checkpoint, pp_diag *diag) {
+    int64_t sum = 0;
+    int i;
+    if (!balance) return PP_ERR_NULL;
+    if (nparts <= 0 || nlayers < 0) return PP_ERR_ARG;
+    for (i = 0; i < nparts; i++) sum += balance[i];
+    if (sum != nlayers) {
+        if (diag) { pp__diag(diag, -1, -1, pp__none); diag->expected = nlayers; diag->got = (int32_t)sum; }
+        return PP_ERR_BALANCE_SUM;
+    }
+    for (i = 0; i < nparts; i++)
+        if (balance[i] <= 0) {
+            if (diag) { pp__diag(diag, -1, i, pp__none); diag->got = balance[i]; }
+            return PP_ERR_BALANCE_NONPOSITIVE;
+        }
+    if (nparts > nranks) {
+        if (diag) { pp__diag(diag, -1, -1, pp__none); diag->expected = nranks; diag->got = nparts; }
+        return PP_ERR_PARTITIONS;
+    }
+    if (chunks <= 0) return PP_ERR_CHUNKS;
+    if (checkpoint < PP_CKPT_ALWAYS || checkpoint > PP_CKPT_NEVER) return PP_ERR_CHECKPOINT;
+    return PP_OK;
+}
+
+PP_API int pp_checkpoint_stop(int mode, int chunks) {
+    if (chunks <= 0) return PP_ERR_CHUNKS;
+    switch (mode) {
+    case PP_CKPT_ALWAYS: return chunks;
+    case PP_CKPT_EXCEPT_LAST: return chunks - 1;
+    case PP_CKPT_NEVER: return 0;
+    default: return PP_ERR_CHECKPOINT;
+    }
+}
+
+/* Layer weights without copying them: costs, or layers by cost / memory. */
+typedef struct pp__wsrc { const uint32_t *cost; const pp_layer *layers; int by; uint32_t scale; } pp__wsrc;
+static uint64_t pp__wt(const pp__wsrc *w, int i) {
+    if (w->cost) return w->cost[i];
+    if (w->by == PP_BY_COST) return w->layers[i].cost;
+    return (uint64_t)w->layers[i].param_bytes * w->scale + w->layers[i].act_bytes;
+}
+
+/* Parts needed when no part may exceed `bound` (every weight <= bound). */
+static int pp__parts(const pp__wsrc *w, int n, uint64_t bound) {
+    int parts = 1, i;
+    uint64_t s = 0;
+    for (i = 0; i < n; i++) {
+        uint64_t x = pp__wt(w, i);
+        if (s + x > bound) { parts++; s = 0; }
+        s += x;
+    }
+    return parts;
+}
+
+/* Exact min-max: binary search on the bound (greedy feasibility is exact for contiguous
+   parts), then the greedy-left partition at that bound. */
+static int pp__balance(const pp__wsrc *w, int n, int nparts, int32_t *balance, uint64_t *max_part) {
+    uint64_t lo = 0, hi = 0, s;
+    int i, p, start;
+    for (i = 0; i < n; i++) { uint64_t x = pp__wt(w, i); if (x > lo) lo = x; hi += x; }
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (pp__parts(w, n, mid) <= nparts) hi = mid; else lo = mid + 1;
+    }
+    start = 0;
+    for (p = 0; p < nparts; p++) {             /* greedy left, leaving a layer per later part */
+        int end = start + 1;
+        s = pp__wt(w, start);
+        if (p == nparts - 1) end = n;
+        else
+            while (end < n - (nparts - 1 - p) && s + pp__wt(w, end) <= lo) s += pp__wt(w, end++);
+        balance[p] = end - start;
+        start = end;
+    }
+    if (max_part) *max_part = lo;
+    return PP_OK;
+}
+
+PP_API int pp_balance_by_cost(const uint32_t *cost, int nlayers, int nparts, int32_t *balance,
+                              uint64_t *max_part) {
+    pp__wsrc w;
+    if (!cost || !balance) return PP_ERR_NULL;
+    if (nparts <= 0 || nlayers <= 0) return PP_ERR_ARG;
+    if (nlayers < nparts) return PP_ERR_LAYERS;
+    w.cost = cost; w.layers = NULL; w.by = PP_BY_COST; w.scale = 0;
+    return pp__balance(&w, nlayers, nparts, balance, max_part);
+}
+
+PP_API int pp_balance_layers(const pp_layer *layers, int nlayers, int nparts, int by,
+                             uint32_t param_scale, int32_t *balance, uint64_t *max_part) {
+    pp__wsrc w;
+    if (!layers || !balance) return PP_ERR_NULL;
+    if (nparts <= 0 || nlayers <= 0 || (by != PP_BY_COST && by != PP_BY_MEMORY)) return PP_ERR_ARG;
+    if (nlayers < nparts) return PP_ERR_LAYERS;
+    w.cost = NULL; w.layers = layers; w.by = by; w.scale = param_scale;
+    return pp__balance(&w, nlayers, nparts, balance, max_part);
+}
+
+/* ---- stage maps, schedule names and checks ---- */
+PP_API int pp_stage_map(int style, int nranks, int nstages, uint8_t *map) {
+    int s, r = 0;
+    if (!map) return PP_ERR_NULL;
+    if (nranks <= 0 || nranks > PP_MAX_RANKS || nstages <= 0 || nstages > PP_MAX_STAGES) return PP_ERR_ARG;
+    if (style == PP_MAP_LOOP) {
+        for (s = 0; s < nstages; s++) map[s] = (uint8_t)(s % nranks);
+        return PP_OK;
+    }
+    if (style != PP_MAP_V || nstages % nranks != 0) return PP_ERR_MAP;
+    for (s = 0; s < nstages; s++) {
+        map[s] = (uint8_t)r;
+        if ((s + 1) % nranks == 0) continue;
+        r += ((s / nranks) % 2 == 0) ? 1 : -1;
+    }
+    return PP_OK;
+}
+
+static const char *const pp__sched_names[PP_SCHED_COUNT] = {
+    "Custom", "GPipe", "1F1B", "Interleaved1F1B", "LoopedBFS", "InterleavedZeroBubble",
+    "ZBVZeroBubble", "ForwardOnly"};
+
+PP_API const char *pp_schedule_name(int s) {
+    return (s >= 0 && s < PP_SCHED_COUNT) ? pp__sched_names[s] : "unknown";
+}
+
+static int pp__lower_c(int c) { return (c >= 'A' && c <= 'Z') ? c - 'A' + 'a' : c; }
+
+PP_API int pp_schedule_from_name(const char *name) {
+    int s;
+    if (!name) return PP_ERR_NULL;
+    for (s = 1; s < PP_SCHED_COUNT; s++) {
+        const char *a = name, *b = pp__sched_names[s];
+        while (*a && *b && pp__lower_c((unsigned char)*a) == pp__lower_c((unsigned char)*b)) a++, b++;
+        if (!*a && !*b) return s;
+    }
+    return PP_ERR_SCHEDULE;
+}
+
+PP_API int pp_schedule_check(int sched, int P, int V, int M) {
+    int rounds;
+    if (sched <= PP_SCHED_CUSTOM || sched >= PP_SCHED_COUNT) return PP_ERR_SCHEDULE;
+    if (P <= 0 || P > PP_MAX_RANKS || V <= 0 || M <= 0 || M > PP_MAX_MICROBATCHES ||
+        (long)P * V > PP_MAX_STAGES)
+        return PP_ERR_ARG;
+    switch (sched) {
+    case PP_SCHED_GPIPE: case PP_SCHED_FORWARD_ONLY:
+        return V == 1 ? PP_OK : PP_ERR_STAGES_PER_RANK;
+    case PP_SCHED_1F1B:
+        if (V != 1) return PP_ERR_STAGES_PER_RANK;
+        return M < P ? PP_ERR_MICROBATCHES : PP_OK;
+    case PP_SCHED_INTERLEAVED_1F1B: case PP_SCHED_INTERLEAVED_ZB:
+        rounds = M / P > 1 ? M / P : 1;
+        return M % rounds ? PP_ERR_ROUNDS : PP_OK;
+    case PP_SCHED_ZBV:
+        return V == 2 ? PP_OK : PP_ERR_STAGES_PER_RANK;
+    default: return PP_OK;  /* LoopedBFS */
+    }
+}
+
+/* Per-rank row capacity: >= every generator's compute table and any lowering (7 per
+   local (stage, microbatch): F, I, W, SEND_F, SEND_B, RECV_F, RECV_B). */
+static long pp__cap(int P, int V, int M) { return 7L * V * M + 4L * V * P + 4L * P + 8; }
+
+PP_API size_t pp_plan_bytes(int P, int V, int M) {
+    if (P <= 0 || P > PP_MAX_RANKS || V <= 0 || M <= 0 || M > PP_MAX_MICROBATCHES ||
+        (long)P * V > PP_MAX_STAGES)
+        return 0;
+    return (size_t)pp__cap(P, V, M) * (size_t)P * sizeof(pp_action);
+}
+
+static int pp__init(pp_plan *plan, void *storage, size_t bytes, int P, int S, int M, int *cap) {
+    size_t c;
+    if (!plan || !storage) return PP_ERR_NULL;
+    if (P <= 0 || P > PP_MAX_RANKS || S <= 0 || S > PP_MAX_STAGES || M <= 0 ||
+        M > PP_MAX_MICROBATCHES || ((uintptr_t)storage & 1u))
+        return PP_ERR_ARG;
+    c = bytes / sizeof(pp_action) / (size_t)P;
+    if (c < 1) return PP_ERR_TOO_SMALL;
+    *cap = c > 0x7fffffffu ? 0x7fffffff : (int)c;
+    return PP_OK;
+}
+
+static void pp__set(pp_plan *plan, void *storage, int cap, int P, int S, int M, int sched) {
+    PP_MEMSET(plan, 0, sizeof *plan);
+    plan->actions = (pp_action *)storage;
+    plan->cap = cap; plan->nranks = P; plan->nstages = S; plan->nmb = M; plan->schedule = sched;
+}
+
+PP_API int pp_plan_init(pp_plan *plan, void *storage, size_t bytes, int P, int S, int M) {
+    int cap, rc = pp__init(plan, storage, bytes, P, S, M, &cap);
+    if (rc) return rc;
+    pp__set(plan, storage, cap, P, S, M, PP_SCHED_CUSTOM);
+    pp_stage_map(PP_MAP_LOOP, P, S, plan->stage_rank);
+    return PP_OK;
+}
+
+/* ---- schedule generators (one rank row each; the capacity was checked beforehand) ---- */
+typedef struct pp__gen { pp_action *row; int n, cap; } pp__gen;
+static void pp__push(pp__gen *g, int type, int stage, int mb) {
+    PP_ASSERT(g->n < g->cap);
+    if (g->n < g->cap) g->row[g->n] = pp__act(type, stage, mb);
+    g->n++;
+}
+static void pp__idle(pp__gen *g, int k) { while (k-- > 0) pp__push(g, PP_IDLE, 0, 0); }
+
+/* ScheduleGPipe._get_pipeline_order (forward-only: its forward half) */
+static void pp__gpipe(pp__gen *g, int P, int M, int r, int fwd_only) {
+    int m;
+    pp__idle(g, r);
+    for (m = 0; m < M; m++) pp__push(g, PP_F, r, m);
+    if (fwd_only) return;
+    pp__idle(g, 3 * (P - 1 - r));
+    for (m = 0; m < M; m++) pp__push(g, PP_B, r, m);
+}
+
+/* Schedule1F1B._get_pipeline_order's layout with microbatches numbered in the order
+   Schedule1F1B._step_microbatches runs them (torch's pipeline_order starts the last rank
+   at F1; the executed order starts at F0). */
+static void pp__1f1b(pp__gen *g, int P, int M, int r) {
+    int nf = P - 1 - r, fm = 0, bm = 0, i, rem;
+    pp__idle(g, r);
+    for (i = 0; i < nf; i++) pp__push(g, PP_F, r, fm++);
+    pp__idle(g, 2 * (P - 1 - r));
+    for (rem = M - nf; rem > 0; rem--) { pp__push(g, PP_F, r, fm++); pp__push(g, PP_B, r, bm++); }
+    while (bm < M) { pp__idle(g, 1); pp__push(g, PP_B, r, bm++); }
+}
+
+/* ScheduleLoopedBFS._calculate_single_rank_operations */
+static void pp__bfs(pp__gen *g, int P, int V, int M, int r) {
+    int v, m;
+    pp__idle(g, r);
+    for (v = 0; v < V; v++)
+        for (m = 0; m < M; m++) pp__push(g, PP_F, v * P + r, m);
+    pp__idle(g, 2 * (P - 1 - r));
+    for (v = V - 1; v >= 0; v--)
+        for (m = M - 1; m >= 0; m--) pp__push(g, PP_B, v * P + r, m);
+}
+
+/* _get_1f1b_rank_ops with Interleaved1F1B / InterleavedZeroBubble's stage functions */
+static void pp__interleaved(pp__gen *g, int P, int V, int M, int r, int zb) {
+    uint16_t fmi[PP_MAX_STAGES], bmi[PP_MAX_STAGES], wmi[PP_MAX_STAGES];
+    int rounds = M / P > 1 ? M / P : 1, mpr = M / rounds;
+    int warm = (V - 1) * mpr + (zb ? 1 : 2) * (P - 1 - r);
+    int fb, cool, total, op, post, wc = 0, nb = 0, n1f1b = zb ? r : 0;
+    int btype = zb ? PP_I : PP_B;
+    if (warm > M * V) warm = M * V;
+    fb = M * V - warm; cool = M * V - fb; total = warm + fb + cool;
+    post = zb ? P - r - 1 : (V * P + 2 * (P - 1 - r)) - (warm + r);
+    PP_MEMSET(fmi, 0, sizeof fmi); PP_MEMSET(bmi, 0, sizeof bmi); PP_MEMSET(wmi, 0, sizeof wmi);
+#define PP__FSI(step) ((((step) / mpr) % V) * P + r)
+#define PP__BSI(step) ((V - 1 - (((step) - warm) / mpr) % V) * P + r)
+    pp__idle(g, r);
+    for (op = 0; op < total; op++) {
+        int s;
+        if (op < warm) {
+            s = PP__FSI(op); pp__push(g, PP_F, s, fmi[s / P]++);
+            if (op == warm - 1) pp__idle(g, post);
+            continue;
+        }
+        if (op < warm + fb) { s = PP__FSI(op); pp__push(g, PP_F, s, fmi[s / P]++); }
+        else if (!zb) pp__idle(g, 1);
+        s = PP__BSI(op); pp__push(g, btype, s, bmi[s / P]++);
+        nb++;
+        if (zb && op - warm >= n1f1b) { s = PP__BSI(warm + wc); pp__push(g, PP_W, s, wmi[s / P]++); wc++; }
+    }
+    while (zb && wc < nb) { int s = PP__BSI(warm + wc); pp__push(g, PP_W, s, wmi[s / P]++); wc++; }
+#undef PP__FSI
+#undef PP__BSI
+}
+
+/* ScheduleZBVZeroBubble._calculate_single_rank_operations */
+static void pp__zbv(pp__gen *g, int P, int M, int r) {
+    int nm = M > 2 * P - 1 ? M : 2 * P - 1, f0 = 0, f1 = 0, b0 = 0, b1 = 0, w0, w1, k, i;
+    int c0 = r, c1 = 2 * P - 1 - r, start = g->n;
+    pp__idle(g, r);
+    for (k = 0; k < 2 * (P - r) - 1; k++) pp__push(g, PP_F, c0, f0++);
+    for (k = 0; k < r; k++) { pp__push(g, PP_F, c1, f1++); pp__push(g, PP_F, c0, f0++); }
+    for (k = 0; k < P - r; k++) {
+        pp__push(g, PP_F, c1, f1++); pp__push(g, PP_I, c1, b1); pp__push(g, PP_W, c1, b1); b1++;
+    }
+    while (f1 < f0 || f0 < nm) {
+        if (f0 < nm) pp__push(g, PP_F, c0, f0++);
+        pp__push(g, PP_I, c0, b0); pp__push(g, PP_W, c0, b0); b0++;
+        pp__push(g, PP_F, c1, f1++); pp__push(g, PP_I, c1, b1); pp__push(g, PP_W, c1, b1); b1++;
+    }
+    w0 = b0; w1 = b1;
+    for (k = 0; k < r; k++) { pp__push(g, PP_I, c0, b0++); pp__push(g, PP_I, c1, b1++); }
+    for (k = 0; k < P - r; k++) { pp__push(g, PP_I, c0, b0++); pp__push(g, PP_W, c0, w0++); }
+    while (w1 < b1) pp__push(g, PP_W, c1, w1++);
+    while (w0 < b0) pp__push(g, PP_W, c0, w0++);
+    for (i = start; i < g->n && i < g->cap; i++)   /* drop the padding microbatches */
+        if (g->row[i].type != PP_IDLE && g->row[i].mb >= M) g->row[i] = pp__none;
+}
+
+static int pp__in_row(const pp_action *row, int n, pp_action a) {
+    int i;
+    for (i = 0; i < n; i++) if (pp__eq(row[i], a)) return 1;
+    return 0;
+}
+
+/* InterleavedZeroBubble._add_bubbles_to_actions. Each round appends one entry per
+   unfinished rank, so "seen before this round" = in the owner's result row below `round`.
+   Each rank's pre-bubble row sits at the end of its storage row. */
+static int pp__add_bubbles(pp_plan *p, const int *prelen, pp_diag *diag) {
+    int P = p->nranks, S = p->nstages, r, round;
+    int next[PP_MAX_RANKS], res[PP_MAX_RANKS];
+    for (r = 0; r < P; r++) { next[r] = 0; res[r] = 0; }
+    for (round = 0;; round++) {
+        int active = 0, progress = 0;
+        for (r = 0; r < P; r++) {
+            pp_action *row = pp__row(p, r);
+            const pp_action *pre = row + p->cap - prelen[r];
+            pp_action a;
+            int need = 0;
+            if (next[r] >= prelen[r]) continue;
+            active = 1;
+            if (res[r] >= p->cap - prelen[r] + next[r]) return PP_ERR_TOO_SMALL;
+            a = pre[next[r]];
+            if (a.type == PP_F && a.stage != 0) {
+                int o = p->stage_rank[a.stage - 1];
+                int lim = res[o] < round ? res[o] : round;
+                need = !pp__in_row(pp__row(p, o), lim, pp__act(PP_F, a.stage - 1, a.mb));
+            } else if (a.type == PP_B) {
+                pp_action want = a.stage == S - 1 ? pp__act(PP_F, a.stage, a.mb)
+                                                  : pp__act(PP_B, a.stage + 1, a.mb);
+                int o = p->stage_rank[want.stage];
+                int lim = res[o] < round ? res[o] : round;
+                need = !pp__in_row(pp__row(p, o), lim, want);
+            }
+            if (a.type == PP_IDLE || !need) { row[res[r]++] = a; next[r]++; progress = 1; }
+            else row[res[r]++] = pp__none;
+        }
+        if (!active) break;
+        if (!progress) {
+            for (r = 0; r < P; r++)
+                if (next[r] < prelen[r]) {
+                    pp__diag(diag, r, next[r], (pp__row(p, r) + p->cap - prelen[r])[next[r]]);
+                    break;
+                }
+            return PP_ERR_DEADLOCK;
+        }
+    }
+    for (r = 0; r < P; r++) p->len[r] = res[r];
+    return PP_OK;
+}
+
+PP_API int pp_schedule_build(pp_plan *plan, int sched, int P, int V, int M, void *storage,
+                             size_t bytes, pp_diag *diag) {
+    pp_plan t;
+    int cap, rc, r, prelen[PP_MAX_RANKS];
+    if (!plan || !storage) return PP_ERR_NULL;
+    rc = pp_schedule_check(sched, P, V, M);
+    if (rc) return rc;
+    rc = pp__init(&t, storage, bytes, P, P * V, M, &cap);
+    if (rc) return rc;
+    if (cap < pp__cap(P, V, M)) return PP_ERR_TOO_SMALL;
+    pp__set(&t, storage, cap, P, P * V, M, sched);
+    pp_stage_map(sched == PP_SCHED_ZBV ? PP_MAP_V : PP_MAP_LOOP, P, P * V, t.stage_rank);
+    for (r = 0; r < P; r++) {
+        pp__gen g;
+        g.row = pp__row(&t, r); g.n = 0; g.cap = cap;
+        switch (sched) {
+        case PP_SCHED_GPIPE: pp__gpipe(&g, P, M, r, 0); break;
+        case PP_SCHED_FORWARD_ONLY: pp__gpipe(&g, P, M, r, 1); break;
+        case PP_SCHED_1F1B: pp__1f1b(&g, P, M, r); break;
+        case PP_SCHED_LOOPED_BFS: pp__bfs(&g, P, V, M, r); break;
+        case PP_SCHED_INTERLEAVED_1F1B: pp__interleaved(&g, P, V, M, r, 0); break;
+        case PP_SCHED_INTERLEAVED_ZB: pp__interleaved(&g, P, V, M, r, 1); break;
+        default: pp__zbv(&g, P, M, r); break;
+        }
+        if (g.n > cap) return PP_ERR_TOO_SMALL;   /* not reached: cap >= pp__cap */
+        t.len[r] = g.n;
+        prelen[r] = g.n;
+        if (sched == PP_SCHED_INTERLEAVED_ZB)      /* park the row at the end for bubbles */
+            PP_MEMMOVE(g.row + cap - g.n, g.row, (size_t)g.n * sizeof(pp_action));
+    }
+    if (sched == PP_SCHED_INTERLEAVED_ZB) {
+        rc = pp__add_bubbles(&t, prelen, diag);
+        if (rc) return rc;
+    }
+    *plan = t;
+    return PP_OK;
+}
+
+PP_API int pp_peak_inflight(const pp_plan *p, int rank) {
+    int i, r, cur = 0, peak = 0, bwd = 0;
+    if (!p) return PP_ERR_NULL;
+    if (rank < 0 || rank >= p->nranks) return PP_ERR_ARG;
+    for (r = 0; r < p->nranks && !bwd; r++)
+        for (i = 0; i < p->len[r]; i++) {
+            int t = pp__row(p, r)[i].type;
+            if (t == PP_B || t == PP_I || t == PP_W) { bwd = 1; break; }
+        }
+    for (i = 0; i < p->len[rank]; i++) {
+        int t = pp__row(p, rank)[i].type;
+        if (t == PP_F) { if (++cur > peak) peak = cur; if (!bwd) cur--; }
+        else if ((t == PP_B || t == PP_W) && cur > 0) cur--;
+    }
+    return peak;
+}
+
+PP_API int pp_plan_table(const pp_plan *p, int rank, pp_table *out) {
+    int peak;
+    if (!p || !out) return PP_ERR_NULL;
+    if (rank < 0 || rank >= p->nranks || p->len[rank] > 0xffff) return PP_ERR_ARG;
+    peak = pp_peak_inflight(p, rank);
+    out->actions = pp__row(p, rank);
+    out->len = (uint16_t)p->len[rank];
+    out->rank = (uint8_t)rank; out->nranks = (uint8_t)p->nranks; out->nstages = (uint8_t)p->nstages;
+    out->nmb = (uint16_t)p->nmb; out->slots = (uint16_t)peak; out->stage_rank = p->stage_rank;
+    return PP_OK;
+}
+
+/* ---- lowering: torch's _add_send_recv ---- */
+static int pp__has_comms(const pp_plan *p, pp_action a) {
+    if (a.type == PP_F)
+        return a.stage != p->nstages - 1 && p->stage_rank[a.stage + 1] != p->stage_rank[a.stage];
+    if (a.type == PP_I || a.type == PP_B)
+        return a.stage != 0 && p->stage_rank[a.stage - 1] != p->stage_rank[a.stage];
+    return 0;
+}
+
+static int pp__check_action(const pp_plan *p, pp_action a) {
+    if (a.type >= PP_TYPE_COUNT) return 0;
+    if (a.type == PP_IDLE) return 1;
+    return a.stage < p->nstages && (a.type >= PP_UNSHARD || a.mb < p->nmb);
+}
+
+PP_API int pp_lower(const pp_plan *in, pp_plan *out, void *storage, size_t bytes, pp_diag *diag) {
+    pp_plan t;
+    int cap, rc, r, i, cur[PP_MAX_RANKS], left;
+    if (!in || !out || !storage) return PP_ERR_NULL;
+    rc = pp__init(&t, storage, bytes, in->nranks, in->nstages, in->nmb, &cap);
+    if (rc) return rc;
+    if ((const void *)in->actions == storage) return PP_ERR_ARG;
+    for (r = 0; r < in->nranks; r++)
+        for (i = 0; i < in->len[r]; i++) {
+            pp_action a = pp__row(in, r)[i];
+            if (!pp__check_action(in, a) || a.type >= PP_SEND_F) {
+                pp__diag(diag, r, i, a);
+                return PP_ERR_ACTION;
+            }
+        }
+    pp__set(&t, storage, cap, in->nranks, in->nstages, in->nmb, in->schedule);
+    PP_MEMCPY(t.stage_rank, in->stage_rank, sizeof t.stage_rank);
+    t.lowered = 1;
+    for (r = 0; r < in->nranks; r++) cur[r] = 0;
+    for (;;) {
+        int progress = 0;
+        left = 0;
+        for (r = 0; r < in->nranks; r++) {
+            pp_action a, *row = pp__row(&t, r);
+            int ready = 1;
+            if (cur[r] >= in->len[r]) continue;
+            left = 1;
+            a = pp__row(in, r)[cur[r]];
+            if (a.type == PP_F && a.stage != 0)
+                ready = pp__in_row(row, t.len[r], pp__act(PP_RECV_F, a.stage, a.mb)) ||
+                        pp__in_row(row, t.len[r], pp__act(PP_F, a.stage - 1, a.mb));
+            else if ((a.type == PP_I || a.type == PP_B) && a.stage != in->nstages - 1)
+                ready = pp__in_row(row, t.len[r], pp__act(PP_RECV_B, a.stage, a.mb)) ||
+                        pp__in_row(row, t.len[r], pp__act(PP_I, a.stage + 1, a.mb)) ||
+                        pp__in_row(row, t.len[r], pp__act(PP_B, a.stage + 1, a.mb));
+            if (!ready) continue;
+            if (a.type != PP_IDLE) {
+                if (t.len[r] >= cap) return PP_ERR_TOO_SMALL;
+                row[t.len[r]++] = a;
+                if (pp__has_comms(in, a)) {
+                    int fwd = a.type == PP_F, rs = fwd ? a.stage + 1 : a.stage - 1;
+                    int rr = t.stage_rank[rs];
+                    if (t.len[r] >= cap || t.len[rr] >= cap) return PP_ERR_TOO_SMALL;
+                    row[t.len[r]++] = pp__act(fwd ? PP_SEND_F : PP_SEND_B, a.stage, a.mb);
+                    pp__row(&t, rr)[t.len[rr]++] = pp__act(fwd ? PP_RECV_F : PP_RECV_B, rs, a.mb);
+                }
+            }
+            cur[r]++;
+            progress = 1;
+        }
+        if (!left) break;
+        if (!progress) {
+            for (r = 0; r < in->nranks; r++)
+                if (cur[r] < in->len[r]) { pp__diag(diag, r, cur[r], pp__row(in, r)[cur[r]]); break; }
+            return PP_ERR_DEADLOCK;
+        }
+    }
+    *out = t;
+    return PP_OK;
+}
+
+/* ---- validation: torch's _validate_schedule ---- */
+PP_API int pp_validate(const pp_plan *p, pp_diag *diag) {
+    int r, i, s, rc, fwd_only;
+    if (!p || (!p->actions && p->nranks > 0)) return PP_ERR_NULL;
+    if (p->nranks <= 0 || p->nranks > PP_MAX_RANKS || p->nstages <= 0 ||
+        p->nstages > PP_MAX_STAGES || p->nmb <= 0)
+        return PP_ERR_ARG;
+    for (r = 0; r < p->nranks; r++)
+        if (p->len[r] < 0 || p->len[r] > p->cap) return PP_ERR_ARG;
+    if (p->schedule != PP_SCHED_CUSTOM) {
+        int V = p->nstages / p->nranks;
+        if (p->nstages % p->nranks) return PP_ERR_STAGES_PER_RANK;
+        rc = pp_schedule_check(p->schedule, p->nranks, V, p->nmb);
+        if (rc) { pp__diag(diag, -1, -1, pp__none); return rc; }
+    }
+    fwd_only = p->schedule == PP_SCHED_FORWARD_ONLY;
+    for (r = 0; r < p->nranks; r++) {
+        const pp_action *row = pp__row(p, r);
+        for (i = 0; i < p->len[r]; i++) {
+            pp_action a = row[i];
+            if (!pp__check_action(p, a)) { pp__diag(diag, r, i, a); return PP_ERR_ACTION; }
+            if (a.type == PP_IDLE) continue;
+            if (p->stage_rank[a.stage] != r) { pp__diag(diag, r, i, a); return PP_ERR_STAGE_RANK; }
+            if (a.type > PP_W) continue;
+            if (pp__in_row(row, i, a)) { pp__diag(diag, r, i, a); return PP_ERR_DUPLICATE; }
+            if ((a.type == PP_B || a.type == PP_I) &&
+                !pp__in_row(row, i, pp__act(PP_F, a.stage, a.mb))) {
+                pp__diag(diag, r, i, a);
+                return PP_ERR_BACKWARD_BEFORE_FORWARD;
+            }
+            if (a.type == PP_W && !pp__in_row(row, i, pp__act(PP_I, a.stage, a.mb))) {
+                pp__diag(diag, r, i, a);
+                return PP_ERR_WEIGHT_BEFORE_INPUT;
+            }
+        }
+    }
+    for (s = 0; s < p->nstages; s++) {
+        int n[PP_W + 1] = {0, 0, 0, 0, 0};
+        r = p->stage_rank[s];
+        if (r >= p->nranks) { pp__diag(diag, r, -1, pp__none); return PP_ERR_STAGE_RANK; }
+        for (i = 0; i < p->len[r]; i++) {
+            pp_action a = pp__row(p, r)[i];
+            if (a.stage == s && a.type >= PP_F && a.type <= PP_W) n[a.type]++;
+        }
+        if (n[PP_F] != p->nmb) {
+            if (diag) { pp__diag(diag, r, -1, pp__none); diag->stage = s; diag->expected = p->nmb; diag->got = n[PP_F]; }
+            return PP_ERR_FORWARD_COUNT;
+        }
+        if (n[PP_I] != n[PP_W] || n[PP_B] + n[PP_I] != (fwd_only ? 0 : p->nmb)) {
+            if (diag) {
+                pp__diag(diag, r, -1, pp__none); diag->stage = s;
+                diag->expected = fwd_only ? 0 : p->nmb; diag->got = n[PP_B] + n[PP_I];
+            }
+            return PP_ERR_BACKWARD_COUNT;
+        }
+    }
+    return PP_OK;
+}
+
+/* ---- simulation ---- */
+PP_API size_t pp_sim_bytes(const pp_plan *p) {
+    if (!p || p->nstages <= 0 || p->nmb <= 0) return 0;
+    return 6u * (size_t)p->nstages * (size_t)p->nmb * sizeof(uint32_t);
+}
+
+#define PP__NOT 0xffffffffu
+enum { PP__TF, PP__TB, PP__TSF, PP__TSB, PP__TRF, PP__TRB };
+
+static uint32_t pp__cost(const pp_costs *c, pp_action a) {
+    switch (a.type) {
+    case PP_F: return c->stage_f ? c->stage_f[a.stage] : c->f;
+    case PP_B: return c->stage_b ? c->stage_b[a.stage] : c->b;
+    case PP_I: return c->stage_i ? c->stage_i[a.stage] : c->i;
+    case PP_W: return c->stage_w ? c->stage_w[a.stage] : c->w;
+    case PP_SEND_F: case PP_SEND_B: return c->send;
+    case PP_RECV_F: case PP_RECV_B: return c->recv;
+    default: return 0;
+    }
+}
+
+PP_API int pp_simulate(const pp_plan *p, const pp_costs *c, void *work, size_t work_bytes,
+                       pp_sim *out, pp_event *events, int max_events, int *nevents, pp_diag *diag) {
+    uint32_t *t, clock[PP_MAX_RANKS];
+    int cur[PP_MAX_RANKS], r, i, S, M, nev = 0, total = 0;
+    size_t plane;
+    pp_sim res;
+    if (!p || !c || !work || !out) return PP_ERR_NULL;
+    if (p->nranks <= 0 || p->nranks > PP_MAX_RANKS || p->nstages <= 0 ||
+        p->nstages > PP_MAX_STAGES || p->nmb <= 0 || ((uintptr_t)work & 3u))
+        return PP_ERR_ARG;
+    if (work_bytes < pp_sim_bytes(p)) return PP_ERR_TOO_SMALL;
+    S = p->nstages; M = p->nmb;
+    for (r = 0; r < p->nranks; r++) {
+        if (p->len[r] < 0 || p->len[r] > p->cap) return PP_ERR_ARG;
+        for (i = 0; i < p->len[r]; i++) {
+            pp_action a = pp__row(p, r)[i];
+            if (!pp__check_action(p, a)) return PP_ERR_ACTION;
+            if (a.type != PP_IDLE) total++;
+        }
+    }
+    if (events && max_events < total) return PP_ERR_TOO_SMALL;
+    if (events) {                      /* dry run first: events stay untouched on deadlock */
+        int rc = pp_simulate(p, c, work, work_bytes, &res, NULL, 0, NULL, diag);
+        if (rc) return rc;
+    }
+    t = (uint32_t *)work;
+    plane = (size_t)S * (size_t)M;
+    {
+        size_t k;
+        for (k = 0; k < 6 * plane; k++) t[k] = PP__NOT;
+    }
+    PP_MEMSET(&res, 0, sizeof res);
+    for (r = 0; r < p->nranks; r++) { cur[r] = 0; clock[r] = 0; }
+#define PP__T(k, s, m) t[(size_t)(k) * plane + (size_t)(s) * (size_t)M + (size_t)(m)]
+    for (;;) {
+        int progress = 0, left = 0;
+        for (r = 0; r < p->nranks; r++) {
+            const pp_action *row = pp__row(p, r);
+            while (cur[r] < p->len[r]) {
+                pp_action a = row[cur[r]];
+                int s = a.stage, m = a.mb, ready = 1;
+                uint32_t dep = 0, arrive = 0, x, start, end;
+                if (a.type == PP_IDLE) { cur[r]++; continue; }
+                switch (a.type) {
+                case PP_F:
+                    if (s == 0) break;
+                    if (p->lowered) {
+                        if ((x = PP__T(PP__TRF, s, m)) != PP__NOT) dep = x;
+                        else if ((x = PP__T(PP__TF, s - 1, m)) != PP__NOT && p->stage_rank[s - 1] == r) dep = x;
+                        else ready = 0;
+                    } else if ((x = PP__T(PP__TF, s - 1, m)) != PP__NOT)
+                        dep = x + (p->stage_rank[s - 1] != r ? c->comm : 0);
+                    else ready = 0;
+                    break;
+                case PP_B: case PP_I:
+                    if (s == S - 1) break;
+                    if (p->lowered) {
+                        if ((x = PP__T(PP__TRB, s, m)) != PP__NOT) dep = x;
+                        else if ((x = PP__T(PP__TB, s + 1, m)) != PP__NOT && p->stage_rank[s + 1] == r) dep = x;
+                        else ready = 0;
+                    } else if ((x = PP__T(PP__TB, s + 1, m)) != PP__NOT)
+                        dep = x + (p->stage_rank[s + 1] != r ? c->comm : 0);
+                    else ready = 0;
+                    break;
+                case PP_SEND_F:
+                    if ((x = PP__T(PP__TF, s, m)) != PP__NOT) dep = x; else ready = 0;
+                    break;
+                case PP_SEND_B:
+                    if ((x = PP__T(PP__TB, s, m)) != PP__NOT) dep = x; else ready = 0;
+                    break;
+                case PP_RECV_F:
+                    if (s > 0 && (x = PP__T(PP__TSF, s - 1, m)) != PP__NOT) dep = x + c->comm; else ready = 0;
+                    break;
+                case PP_RECV_B:
+                    if (s < S - 1 && (x = PP__T(PP__TSB, s + 1, m)) != PP__NOT) dep = x + c->comm; else ready = 0;
+                    break;
+                default: break;   /* W, UNSHARD, RESHARD, REDUCE_GRAD: always ready */
+                }
+                if (!ready) break;
+                /* RECV is posted like torch's irecv: it does not wait, its consumer does */
+                if (a.type == PP_RECV_F || a.type == PP_RECV_B) { arrive = dep; dep = 0; }
+                start = clock[r] > dep ? clock[r] : dep;
+                end = start + pp__cost(c, a);
+                clock[r] = end;
+                switch (a.type) {
+                case PP_F: PP__T(PP__TF, s, m) = end; res.busy[r] += end - start; break;
+                case PP_B: case PP_I: PP__T(PP__TB, s, m) = end; res.busy[r] += end - start; break;
+                case PP_W: res.busy[r] += end - start; break;
+                case PP_SEND_F: PP__T(PP__TSF, s, m) = end; break;
+                case PP_SEND_B: PP__T(PP__TSB, s, m) = end; break;
+                case PP_RECV_F: PP__T(PP__TRF, s, m) = end > arrive ? end : arrive; break;
+                case PP_RECV_B: PP__T(PP__TRB, s, m) = end > arrive ? end : arrive; break;
+                default: break;
+                }
+                if (events) {
+                    events[nev].rank = (uint16_t)r; events[nev].action = a;
+                    events[nev].t_start = start; events[nev].t_end = end;
+                }
+                nev++;
+                cur[r]++;
+                progress = 1;
+            }
+            if (cur[r] < p->len[r]) left = 1;
+        }
+        if (!left) break;
+        if (!progress) {
+            for (r = 0; r < p->nranks; r++)
+                if (cur[r] < p->len[r]) { pp__diag(diag, r, cur[r], pp__row(p, r)[cur[r]]); break; }
+            return PP_ERR_DEADLOCK;
+        }
+    }
+#undef PP__T
+    {
+        uint64_t busy = 0;
+        for (r = 0; r < p->nranks; r++) {
+            res.end[r] = clock[r];
+            if (clock[r] > res.makespan) res.makespan = clock[r];
+            busy += res.busy[r];
+            res.peak[r] = (uint16_t)pp_peak_inflight(p, r);
+        }
+        res.bubble_ppm = res.makespan
+            ? (uint32_t)(1000000u - (busy * 1000000u) / ((uint64_t)p->nranks * res.makespan))
+            : 0;
+    }
+    *out = res;
+    if (nevents) *nevents = nev;
+    return PP_OK;
+}
+
+/* ---- text output ---- */
+typedef struct pp__out { char *buf; size_t cap, n; } pp__out;
+static void pp__putc(pp__out *o, char ch) { if (o->buf && o->n < o->cap) o->buf[o->n] = ch; o->n++; }
+static void pp__puts(pp__out *o, const char *s) { while (*s) pp__putc(o, *s++); }
+static void pp__putu(pp__out *o, uint32_t v) {
+    char tmp[10];
+    int k = 0;
+    do { tmp[k++] = (char)('0' + v % 10); v /= 10; } while (v);
+    while (k) pp__putc(o, tmp[--k]);
+}
+static const char *const pp__type_names[PP_TYPE_COUNT] = {
+    "", "F", "B", "I", "W", "SEND_F", "RECV_F", "SEND_B", "RECV_B", "UNSHARD", "RESHARD", "REDUCE_GRAD"};
+static const char *const pp__type_macros[PP_TYPE_COUNT] = {
+    "PP_IDLE", "PP_F", "PP_B", "PP_I", "PP_W", "PP_SEND_F", "PP_RECV_F", "PP_SEND_B",
+    "PP_RECV_B", "PP_UNSHARD", "PP_RESHARD", "PP_REDUCE_GRAD"};
+
+static void pp__put_action(pp__out *o, pp_action a) {
+    if (a.type == PP_IDLE || a.type >= PP_TYPE_COUNT) return;
+    pp__putu(o, a.stage);
+    pp__puts(o, pp__type_names[a.type]);
+    if (a.type < PP_UNSHARD) pp__putu(o, a.mb);
+}
+
+/* Run `emit` to count, then to write when it fits. */
+static int pp__finish(pp__out *o, char *buf, size_t cap, size_t *needed) {
+    if (needed) *needed = o->n + 1;
+    if (!buf) return cap == 0 ? PP_OK : PP_ERR_NULL;
+    if (cap < o->n + 1) return PP_ERR_TOO_SMALL;
+    return 1;
+}
+#define PP__EMIT(call)                                                          \
+    do {                                                                        \
+        pp__out o_;                                                             \
+        int k_;                                                                 \
+        o_.buf = NULL; o_.cap = 0; o_.n = 0;                                    \
+        call;                                                                   \
+        k_ = pp__finish(&o_, buf, cap, needed);                                 \
+        if (k_ != 1) return k_;                                                 \
+        if (o_.n > 0x7ffffffe) return PP_ERR_TOO_SMALL;                         \
+        o_.buf = buf; o_.cap = cap; o_.n = 0;                                   \
+        call;                                                                   \
+        buf[o_.n] = '\0';                                                       \
+        return (int)o_.n;                                                       \
+    } while (0)
+
+PP_API int pp_action_format(pp_action a, char *buf, size_t cap) {
+    size_t *needed = NULL;
+    if (a.type >= PP_TYPE_COUNT) return PP_ERR_ACTION;
+    PP__EMIT(pp__put_action(&o_, a));
+}
+
+static int pp__space(char ch) { return ch == ' ' || ch == '\t' || ch == '\r' || ch == '\n'; }
+
+PP_API int pp_action_parse(const char *s, size_t n, pp_action *out) {
+    size_t i = 0, j;
+    uint32_t stage = 0, mb = 0;
+    int type = -1, k, nd = 0, nm = 0;
+    if (!s || !out) return PP_ERR_NULL;
+    while (n > 0 && pp__space(s[n - 1])) n--;
+    while (i < n && pp__space(s[i])) i++;
+    if (i == n) { *out = pp__none; return PP_OK; }
+    for (; i < n && s[i] >= '0' && s[i] <= '9'; i++, nd++) {
+        stage = stage * 10 + (uint32_t)(s[i] - '0');
+        if (stage > 255) return PP_ERR_PARSE;
+    }
+    if (!nd) return PP_ERR_PARSE;
+    for (k = 1; k < PP_TYPE_COUNT && type < 0; k++) {
+        const char *t = pp__type_names[k];
+        for (j = 0; t[j] && i + j < n && s[i + j] == t[j]; j++) {}
+        if (!t[j]) {
+            size_t e = i + j;   /* the type must be followed by digits or the end */
+            if (e == n || (s[e] >= '0' && s[e] <= '9')) { type = k; i = e; }
+        }
+    }
+    if (type < 0) return PP_ERR_PARSE;
+    for (; i < n && s[i] >= '0' && s[i] <= '9'; i++, nm++) {
+        mb = mb * 10 + (uint32_t)(s[i] - '0');
+        if (mb > 0xffff) return PP_ERR_PARSE;
+    }
+    if (i != n) return PP_ERR_PARSE;
+    if ((type < PP_UNSHARD) != (nm > 0)) return PP_ERR_PARSE;
+    *out = pp__act(type, (int)stage, (int)mb);
+    return PP_OK;
+}
+
+static void pp__csv(pp__out *o, const pp_plan *p) {
+    int r, i;
+    for (r = 0; r < p->nranks; r++) {
+        for (i = 0; i < p->len[r]; i++) {
+            if (i) pp__putc(o, ',');
+            pp__put_action(o, pp__row(p, r)[i]);
+        }
+        pp__puts(o, "\r\n");
+    }
+}
+
+static int pp__plan_ok(const pp_plan *p) {
+    int r;
+    if (p->nranks <= 0 || p->nranks > PP_MAX_RANKS || p->nstages <= 0 || p->nstages > PP_MAX_STAGES)
+        return 0;
+    for (r = 0; r < p->nranks; r++) if (p->len[r] < 0 || p->len[r] > p->cap) return 0;
+    return 1;
+}
+
+PP_API int pp_csv_write(const pp_plan *p, char *buf, size_t cap, size_t *needed) {
+    if (!p) return PP_ERR_NULL;
+    if (!pp__plan_ok(p)) return PP_ERR_ARG;
+    PP__EMIT(pp__csv(&o_, p));
+}
+
+/* Pass 1 (write == 0) checks and counts; pass 2 fills the plan. */
+static int pp__csv_pass(pp_plan *p, const char *text, size_t n, int write, int *rows, pp_diag *diag,
+                        uint8_t *map, int *lowered) {
+    size_t i = 0;
+    int r = 0;
+    while (i < n) {
+        size_t e = i;
+        int col = 0;
+        while (e < n && text[e] != '\n') e++;
+        {
+            size_t line_end = e, c0 = i;
+            if (line_end > i && text[line_end - 1] == '\r') line_end--;
+            if (r >= p->nranks) { pp__diag(diag, r, -1, pp__none); return PP_ERR_RANKS; }
+            {
+                size_t c = c0;
+                for (;;) {
+                    size_t ce = c;
+                    pp_action a;
+                    int rc;
+                    while (ce < line_end && text[ce] != ',') ce++;
+                    if (!(line_end == c0 && col == 0)) {  /* a blank line is an empty row */
+                        rc = pp_action_parse(text + c, ce - c, &a);
+                        if (rc) { pp__diag(diag, r, col, pp__none); return rc; }
+                        if (a.type != PP_IDLE &&
+                            (a.stage >= p->nstages || (a.type < PP_UNSHARD && a.mb >= p->nmb))) {
+                            pp__diag(diag, r, col, a);
+                            return PP_ERR_ACTION;
+                        }
+                        if (col >= p->cap) { pp__diag(diag, r, col, a); return PP_ERR_TOO_SMALL; }
+                        if (a.type != PP_IDLE) {
+                            if (map[a.stage] != 0xff && map[a.stage] != r) {
+                                pp__diag(diag, r, col, a);
+                                return PP_ERR_STAGE_RANK;
+                            }
+                            map[a.stage] = (uint8_t)r;
+                            if (a.type >= PP_SEND_F && a.type <= PP_RECV_B) *lowered = 1;
+                        }
+                        if (write) pp__row(p, r)[col] = a;
+                        col++;
+                    }
+                    if (ce >= line_end) break;
+                    c = ce + 1;
+                }
+            }
+            if (write) p->len[r] = col;
+        }
+        r++;
+        i = e < n ? e + 1 : n;
+    }
+    *rows = r;
+    return PP_OK;
+}
+
+PP_API int pp_csv_read(pp_plan *p, const char *text, size_t n, pp_diag *diag) {
+    uint8_t map[PP_MAX_STAGES];
+    int rows = 0, lowered = 0, rc, s;
+    if (!p || !text || !p->actions) return PP_ERR_NULL;
+    if (!pp__plan_ok(p)) return PP_ERR_ARG;
+    PP_MEMSET(map, 0xff, sizeof map);
+    rc = pp__csv_pass(p, text, n, 0, &rows, diag, map, &lowered);
+    if (rc) return rc;
+    if (rows != p->nranks) { pp__diag(diag, rows, -1, pp__none); return PP_ERR_RANKS; }
+    PP_MEMSET(map, 0xff, sizeof map);
+    pp__csv_pass(p, text, n, 1, &rows, NULL, map, &lowered);
+    for (s = 0; s < p->nstages; s++) if (map[s] != 0xff) p->stage_rank[s] = map[s];
+    p->lowered = lowered;
+    return PP_OK;
+}
+
+static void pp__emit_c(pp__out *o, const pp_plan *p, const char *name) {
+    int r, i, s;
+    pp__puts(o, "/* splitcore pipeline plan: "); pp__puts(o, pp_schedule_name(p->schedule));
+    pp__puts(o, ", "); pp__putu(o, (uint32_t)p->nranks); pp__puts(o, " ranks, ");
+    pp__putu(o, (uint32_t)p->nstages); pp__puts(o, " stages, "); pp__putu(o, (uint32_t)p->nmb);
+    pp__puts(o, p->lowered ? " microbatches, lowered */\n" : " microbatches */\n");
+    pp__puts(o, "#include \"pipeline.h\"\n\n");
+    for (r = 0; r < p->nranks; r++) {
+        pp__puts(o, "static const pp_action "); pp__puts(o, name); pp__puts(o, "_r");
+        pp__putu(o, (uint32_t)r); pp__puts(o, "[");
+        pp__putu(o, (uint32_t)(p->len[r] ? p->len[r] : 1)); pp__puts(o, "] = {");
+        if (!p->len[r]) pp__puts(o, "PP_ACTION(PP_IDLE, 0, 0)");
+        for (i = 0; i < p->len[r]; i++) {
+            pp_action a = pp__row(p, r)[i];
+            pp__puts(o, i % 4 ? " " : "\n    ");
+            pp__puts(o, "PP_ACTION("); pp__puts(o, pp__type_macros[a.type]); pp__puts(o, ", ");
+            pp__putu(o, a.stage); pp__puts(o, ", "); pp__putu(o, a.mb); pp__puts(o, "),");
+        }
+        pp__puts(o, "\n};\n");
+    }
+    pp__puts(o, "static const uint8_t "); pp__puts(o, name); pp__puts(o, "_stage_rank[");
+    pp__putu(o, (uint32_t)p->nstages); pp__puts(o, "] = {");
+    for (s = 0; s < p->nstages; s++) {
+        if (s) pp__puts(o, ", ");
+        pp__putu(o, p->stage_rank[s]);
+    }
+    pp__puts(o, "};\nconst pp_table "); pp__puts(o, name); pp__puts(o, "[");
+    pp__putu(o, (uint32_t)p->nranks); pp__puts(o, "] = {\n");
+    for (r = 0; r < p->nranks; r++) {
+        pp__puts(o, "    {"); pp__puts(o, name); pp__puts(o, "_r"); pp__putu(o, (uint32_t)r);
+        pp__puts(o, ", "); pp__putu(o, (uint32_t)p->len[r]); pp__puts(o, ", ");
+        pp__putu(o, (uint32_t)r); pp__puts(o, ", "); pp__putu(o, (uint32_t)p->nranks);
+        pp__puts(o, ", "); pp__putu(o, (uint32_t)p->nstages); pp__puts(o, ", ");
+        pp__putu(o, (uint32_t)p->nmb); pp__puts(o, ", ");
+        pp__putu(o, (uint32_t)pp_peak_inflight(p, r)); pp__puts(o, ", ");
+        pp__puts(o, name); pp__puts(o, "_stage_rank},\n");
+    }
+    pp__puts(o, "};\n");
+}
+
+PP_API int pp_emit_c(const pp_plan *p, const char *name, char *buf, size_t cap, size_t *needed) {
+    const char *c;
+    int i;
+    if (!p || !name) return PP_ERR_NULL;
+    if (!pp__plan_ok(p)) return PP_ERR_ARG;
+    for (i = 0; i < p->nranks; i++) if (p->len[i] > 0xffff) return PP_ERR_ARG;
+    for (c = name; *c; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || *c == '_' ||
+              (c != name && *c >= '0' && *c <= '9')))
+            return PP_ERR_ARG;
+    if (!*name) return PP_ERR_ARG;
+    PP__EMIT(pp__emit_c(&o_, p, name));
+}
+
+static void pp__timeline(pp__out *o, const pp_plan *p, int width) {
+    int r, i;
+    for (r = 0; r < p->nranks; r++) {
+        pp__putc(o, 'r'); pp__putu(o, (uint32_t)r);
+        pp__puts(o, r < 10 && p->nranks > 10 ? "  |" : " |");
+        for (i = 0; i < p->len[r]; i++) {
+            pp_action a = pp__row(p, r)[i];
+            pp__out cnt;
+            size_t k;
+            cnt.buf = NULL; cnt.cap = 0; cnt.n = 0;
+            pp__put_action(&cnt, a);
+            pp__putc(o, ' ');
+            if (a.type == PP_IDLE) { pp__putc(o, '.'); cnt.n = 1; }
+            else pp__put_action(o, a);
+            for (k = cnt.n; k < (size_t)width; k++) pp__putc(o, ' ');
+        }
+        pp__putc(o, '\n');
+    }
+}
+
+PP_API int pp_timeline(const pp_plan *p, char *buf, size_t cap, size_t *needed) {
+    int r, i, width = 1;
+    if (!p) return PP_ERR_NULL;
+    if (!pp__plan_ok(p)) return PP_ERR_ARG;
+    for (r = 0; r < p->nranks; r++)
+        for (i = 0; i < p->len[r]; i++) {
+            pp__out cnt;
+            cnt.buf = NULL; cnt.cap = 0; cnt.n = 0;
+            pp__put_action(&cnt, pp__row(p, r)[i]);
+            if ((int)cnt.n > width) width = (int)cnt.n;
+        }
+    PP__EMIT(pp__timeline(&o_, p, width));
+}
+
+static void pp__trace(pp__out *o, const pp_event *ev, int n) {
+    int i;
+    pp__puts(o, "{\"traceEvents\":[");
+    for (i = 0; i < n; i++) {
+        int t = ev[i].action.type;
+        pp__puts(o, i ? ",\n" : "\n");
+        pp__puts(o, "{\"name\":\""); pp__put_action(o, ev[i].action);
+        pp__puts(o, t >= PP_F && t <= PP_W ? "\",\"cat\":\"computation\"" : "\",\"cat\":\"communication\"");
+        pp__puts(o, ",\"ph\":\"X\",\"pid\":"); pp__putu(o, ev[i].rank);
+        pp__puts(o, ",\"tid\":"); pp__putu(o, ev[i].rank);
+        pp__puts(o, ",\"ts\":"); pp__putu(o, ev[i].t_start);
+        pp__puts(o, ",\"dur\":");
+        pp__putu(o, ev[i].t_end >= ev[i].t_start ? ev[i].t_end - ev[i].t_start : 0);
+        pp__putc(o, '}');
+    }
+    pp__puts(o, "\n]}\n");
+}
+
+PP_API int pp_trace_json(const pp_event *ev, int n, char *buf, size_t cap, size_t *needed) {
+    int i;
+    if (!ev && n > 0) return PP_ERR_NULL;
+    if (n < 0) return PP_ERR_ARG;
+    for (i = 0; i < n; i++) if (ev[i].action.type >= PP_TYPE_COUNT) return PP_ERR_ACTION;
+    PP__EMIT(pp__trace(&o_, ev, n));
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PIPELINE_IMPLEMENTATION */

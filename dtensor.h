@@ -1,0 +1,830 @@
+/* dtensor.h — device mesh, placements, uneven sharding and the redistribute planner (splitcore)
+
+   PyTorch's DTensor for microcontrollers. A *mesh* arranges ranks in 1-3 dimensions
+   (row-major); a *spec* says how one global tensor lies on it: per mesh dimension
+   Shard(dim) (torch.chunk pieces, trailing ranks may be empty), Replicate or
+   Partial(op) (a pending sum/avg/max/min/prod). This part needs no communication: it
+   gives every rank's local shape and global offset exactly as torch's
+   compute_local_shape_and_global_offset, zero-copy local views of a global mb_tensor,
+   and redistribute *plans*: the steps torch's greedy planner (_gen_transform_infos)
+   takes from one spec to another, each labelled with the collective it lowers to, with
+   bytes/hops per step, a time estimate, a scratch size, and a plan cache with hit/miss
+   counters in caller storage. Executing plans over ports/pg.h comes with the executor.
+   No heap, C99, C++-clean. Uses microbatch.h's types (and mb_dtype_size/mb_tensor_check).
+
+   Example (rank 3 of a 2x2 mesh; 5 rows sharded twice, then made replicated):
+       #define DTENSOR_IMPLEMENTATION
+       #include "dtensor.h"
+       dt_mesh mesh;  dt_spec a, b;  dt_plan plan;  int32_t ms[2] = {2, 2}, gs[2] = {5, 4};
+       dt_placement s00[2] = {DT_SHARD(0), DT_SHARD(0)}, rr[2] = {DT_REPLICATE(), DT_REPLICATE()};
+       int32_t shape[2], off[2];
+       dt_mesh_init(&mesh, 2, ms, NULL, 3);                     // ranks 0..3, this is rank 3
+       dt_spec_init(&a, &mesh, s00, 2, MB_F32, 2, gs, NULL);
+       dt_local_shape(&a, 3, shape, off);                       // shape {1,4}, offset {4,0}
+       dt_spec_init(&b, &mesh, rr, 2, MB_F32, 2, gs, NULL);
+       dt_plan_redistribute(&a, &b, 0, &plan);                  // all_gather (dim 1), all_gather (dim 0)
+
+   Contents:
+       1. Configuration macros             5. Shard sizes, local shapes and views
+       2. Types, error codes               6. Redistribute planner, cost model
+       3. Device mesh                      7. Plan cache
+       4. Placements and specs             8. Implementation (DTENSOR_IMPLEMENTATION)
+
+   Configuration (define before including, or in SPLITCORE_CONFIG_FILE):
+       DTENSOR_IMPLEMENTATION  emit the definitions (exactly one .c file; the program also
+                               needs MICROBATCH_IMPLEMENTATION in one .c file)
+       DTENSOR_STATIC          make every function static to its translation unit
+       SPLITCORE_CONFIG_FILE   "file.h" included first by every splitcore header
+       DT_MAX_MESH_DIMS        largest mesh rank (default 3)
+       DT_MAX_RANKS            largest mesh size (default 64)
+       DT_ASSERT(x)            internal invariant check (default: none)
+       DT_MEMCPY(d,s,n), DT_MEMSET(d,v,n)   default: memcpy / memset
+
+   Errors are negative return values (enum dt_err); dt_strerror() names them. Bad input
+   never writes to the caller's outputs. dtensor.h never includes pipeline.h. */
+#ifndef DTENSOR_H
+#define DTENSOR_H
+
+/* ---- 1. Configuration ------------------------------------------------------------ */
+#ifdef SPLITCORE_CONFIG_FILE
+#include SPLITCORE_CONFIG_FILE
+#endif
+#include <stddef.h>
+#include <stdint.h>
+#include "microbatch.h"
+
+#ifndef DT_MAX_MESH_DIMS
+#define DT_MAX_MESH_DIMS 3
+#endif
+#ifndef DT_MAX_RANKS
+#define DT_MAX_RANKS 64
+#endif
+/* A plan has at most one step per mesh dim in each of the planner's two passes. */
+#define DT_MAX_STEPS (2 * DT_MAX_MESH_DIMS)
+#ifdef DTENSOR_STATIC
+#define DT_API static
+#else
+#define DT_API extern
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- 2. Types and error codes ---------------------------------------------------- */
+enum dt_err {
+    DT_OK = 0,
+    DT_ERR_NULL = -1,            /* a required pointer is NULL */
+    DT_ERR_MESH = -2,            /* mesh ndim not 1..DT_MAX_MESH_DIMS, or a mesh size < 1 */
+    DT_ERR_RANK = -3,            /* negative or repeated rank, or index out of range */
+    DT_ERR_NOT_MEMBER = -4,      /* the rank is not in the mesh: it has no coordinate */
+    DT_ERR_MESH_DIM = -5,        /* mesh dim out of range */
+    DT_ERR_PLACEMENT = -6,       /* unknown placement kind or reduce op */
+    DT_ERR_PLACEMENT_COUNT = -7, /* placement count != mesh ndim */
+    DT_ERR_DIM = -8,             /* shard dim out of range for the tensor's rank */
+    DT_ERR_SHAPE = -9,           /* bad tensor ndim, negative size or stride, too many bytes */
+    DT_ERR_DTYPE = -10,          /* unknown dtype, or an op undefined for it */
+    DT_ERR_MISMATCH = -11,       /* specs differ in mesh, shape or dtype; tensor != spec */
+    DT_ERR_PARTIAL = -12,        /* redistribute to Partial: public call, or from Shard */
+    DT_ERR_PARTIAL_OP = -13,     /* Partial(a) -> Partial(b), a != b */
+    DT_ERR_UNSUPPORTED = -14,    /* Replicate -> Partial(prod) (torch raises as well) */
+    DT_ERR_TOO_SMALL = -15       /* caller storage, or a DT_MAX_* capacity, too small */
+};
+
+/* Reduce ops of Partial, in pg.h's pg_red order (a plan's `red` maps 1:1). */
+typedef enum dt_red { DT_SUM = 0, DT_AVG, DT_MAX, DT_MIN, DT_PROD, DT_RED_COUNT } dt_red;
+
+enum dt_kind { DT_KIND_REPLICATE = 0, DT_KIND_SHARD = 1, DT_KIND_PARTIAL = 2 };
+
+/* One placement: Replicate, Shard(arg = tensor dim) or Partial(arg = dt_red). */
+typedef struct dt_placement {
+    int16_t kind;
+    int16_t arg;
+} dt_placement;
+
+/* Initializers: dt_placement p[2] = {DT_SHARD(0), DT_PARTIAL(DT_SUM)}; */
+#define DT_REPLICATE()  { DT_KIND_REPLICATE, 0 }
+#define DT_SHARD(dim)   { DT_KIND_SHARD, (dim) }
+#define DT_PARTIAL(op)  { DT_KIND_PARTIAL, (op) }
+
+/* A device mesh (description only; DeviceMesh). ranks[] lists the mesh's world ranks in
+   row-major order: any subset of a world (a sub-mesh). `rank` is this process's world
+   rank; coord[] its coordinate, or all -1 (index -1) when it is not a member. */
+typedef struct dt_mesh {
+    int32_t ndim;
+    int32_t shape[DT_MAX_MESH_DIMS];
+    int32_t size;                   /* product of shape */
+    int32_t rank;                   /* this process's world rank */
+    int32_t index;                  /* its row-major position in ranks[], -1: not a member */
+    int32_t coord[DT_MAX_MESH_DIMS];
+    int32_t ranks[DT_MAX_RANKS];    /* mesh position -> world rank */
+} dt_mesh;
+
+/* A DTensor spec: mesh + one placement per mesh dim + global tensor meta. */
+typedef struct dt_spec {
+    const dt_mesh *mesh;
+    dt_placement placements[DT_MAX_MESH_DIMS];
+    mb_dtype dtype;
+    int32_t ndim;
+    int32_t shape[MB_MAX_DIMS];     /* global shape */
+    int32_t stride[MB_MAX_DIMS];    /* global strides in elements */
+} dt_spec;
+
+DT_API const char *dt_strerror(int err);
+
+/* ---- 3. Device mesh -------------------------------------------------------------- */
+/* shape[0..ndim) > 0; ranks: shape-product distinct world ranks >= 0, row-major, or
+   NULL for 0..size-1. `rank` >= 0 need not be a member (then it has no coordinate). */
+DT_API int dt_mesh_init(dt_mesh *m, int ndim, const int32_t *shape, const int32_t *ranks, int rank);
+/* coord[0..ndim) of world rank `rank`; DT_ERR_NOT_MEMBER when it is not in the mesh. */
+DT_API int dt_mesh_coord(const dt_mesh *m, int rank, int32_t *coord);
+/* Size of one mesh dim (or DT_ERR_MESH_DIM). */
+DT_API int dt_mesh_dim_size(const dt_mesh *m, int mesh_dim);
+/* The world ranks of `rank`'s slice along mesh_dim (its coordinate varies on that dim
+   only, ordered by it): the members of the pg sub-group for collectives on that dim.
+   Returns the count; DT_ERR_TOO_SMALL (nothing written) when cap is smaller. */
+DT_API int dt_mesh_group(const dt_mesh *m, int rank, int mesh_dim, int32_t *ranks, int cap);
+
+/* ---- 4. Placements and specs ----------------------------------------------------- */
+/* Validate and build a spec. nplacements must equal the mesh's ndim. Shard dims may be
+   negative (counted from the end, normalised here). stride NULL: contiguous. */
+DT_API int dt_spec_init(dt_spec *s, const dt_mesh *mesh, const dt_placement *placements, int nplacements,
+                        mb_dtype dtype, int ndim, const int32_t *shape, const int32_t *stride);
+DT_API int dt_spec_check(const dt_spec *s);
+/* 1 when every placement is Replicate, 0 when not, < 0 on a bad spec. */
+DT_API int dt_spec_is_replicated(const dt_spec *s);
+/* How many pieces the tensor is split into: product of mesh sizes of Shard dims. */
+DT_API int dt_spec_num_shards(const dt_spec *s);
+
+/* ---- 5. Shard sizes, local shapes and views ---------------------------------------
+   torch.chunk semantics: n on k ranks gives ceil(n/k) each, the rest smaller, trailing
+   ranks empty with offset n (5 on 4: 2,2,1,0 at 0,2,4,5). */
+/* Size of piece i of n split k ways (>= 0), its offset in *offset (may be NULL). */
+DT_API int32_t dt_chunk(int32_t n, int32_t k, int32_t i, int32_t *offset);
+/* Local shape and global offset of world rank `rank` (compute_local_shape_and_global_offset):
+   mesh dims shard in order, 0 first; an empty piece has offset = the global dim size.
+   offset may be NULL. */
+DT_API int dt_local_shape(const dt_spec *s, int rank, int32_t *shape, int32_t *offset);
+/* Bytes of `rank`'s local tensor. */
+DT_API int dt_local_bytes(const dt_spec *s, int rank, size_t *bytes);
+/* `local` = rank's piece of `global` (a view: no copy). global must match the spec. */
+DT_API int dt_local_view(const dt_spec *s, int rank, const mb_tensor *global, mb_tensor *local);
+
+/* ---- 6. Redistribute planner and cost model ---------------------------------------- */
+/* What a step does on this rank (the collective runs over the step's mesh-dim group). */
+enum dt_op {
+    DT_OP_NOOP = 0,          /* mesh dim of size 1: nothing to do */
+    DT_OP_NARROW,            /* Replicate -> Shard: local chunk, no communication */
+    DT_OP_PARTITION,         /* Replicate -> Partial: sum divides by the group size,
+                                avg/max/min keep the value (prod: DT_ERR_UNSUPPORTED) */
+    DT_OP_ALL_GATHER,        /* Shard -> Replicate (uneven: all_gatherv) */
+    DT_OP_ALL_REDUCE,        /* Partial -> Replicate */
+    DT_OP_REDUCE_SCATTER,    /* Partial -> Shard (uneven: reduce_scatterv) */
+    DT_OP_ALL_TO_ALL         /* Shard(i) -> Shard(j) (uneven: all_to_allv) */
+};
+
+typedef struct dt_step {
+    int32_t mesh_dim;
+    int32_t op;                       /* enum dt_op */
+    int32_t red;                      /* dt_red of ALL_REDUCE/REDUCE_SCATTER/PARTITION */
+    int32_t group_size;               /* ranks on the mesh dim */
+    dt_placement src, dst;
+    int32_t logical_shape[MB_MAX_DIMS]; /* torch's logical shape on this mesh dim */
+    int32_t in_shape[MB_MAX_DIMS];    /* this rank's local shape before / after */
+    int32_t out_shape[MB_MAX_DIMS];
+    uint32_t hops;                    /* ring steps: n-1 (all_reduce 2(n-1)), 0 locally */
+    uint64_t bytes;                   /* bytes sent per rank (torch: comm * hops / n) */
+    uint64_t scratch;                 /* staging bytes the executor needs for this step */
+} dt_step;
+
+typedef struct dt_plan {
+    int32_t nsteps;
+    int32_t ncollectives;             /* steps that communicate */
+    uint32_t hops;                    /* sums over steps */
+    uint64_t bytes;
+    uint64_t scratch;                 /* max over steps: dt_plan_scratch_bytes() */
+    dt_step steps[DT_MAX_STEPS];
+} dt_plan;
+
+/* flags: DT_PLAN_ALLOW_PARTIAL = torch's internal Redistribute.apply: Replicate -> Partial
+   allowed (local partition). Without it (DTensor.redistribute) any change to a Partial
+   target is DT_ERR_PARTIAL. Partial(a) -> Partial(a) is a no-op either way (torch's public
+   redistribute raises even then; an unchanged pending reduction needs no work). */
+#define DT_PLAN_ALLOW_PARTIAL 1
+
+/* Plan src -> dst for this rank (the mesh's `rank`) with torch's greedy order: a reverse
+   pass over mesh dims that first replicates misaligned nested sharding, then a forward
+   pass. Both specs need the same mesh (shape and this rank's coordinate), global shape
+   and dtype. Nothing is written on error. */
+DT_API int dt_plan_redistribute(const dt_spec *src, const dt_spec *dst, int flags, dt_plan *plan);
+/* Scratch bytes to execute the plan (max over steps). */
+DT_API size_t dt_plan_scratch_bytes(const dt_plan *plan);
+
+/* Link model for a time estimate (torch's _collective_utils ring model:
+   base + hops * hop + bytes / bandwidth, all_to_all + penalty). */
+typedef struct dt_link {
+    uint32_t base_ns;          /* per collective (torch: 6.6 us) */
+    uint32_t hop_ns;           /* per ring hop (torch intra-host: 0.6 us) */
+    uint32_t bytes_per_us;     /* bandwidth (torch: 87.7 GiB/s = 94167 B/us) */
+    uint32_t a2a_penalty_ns;   /* torch adds 1.0 to all_to_all */
+} dt_link;
+#define DT_LINK_TORCH { 6600u, 600u, 94167u, 1000u }
+/* Estimated time of the plan in ns (link NULL: DT_LINK_TORCH). */
+DT_API int dt_plan_cost_ns(const dt_plan *plan, const dt_link *link, uint64_t *ns);
+
+/* ---- 7. Plan cache ------------------------------------------------------------------
+   Fixed capacity in caller storage, least-recently-used replacement. A plan depends only
+   on the mesh shape, this rank's coordinate, both placement lists, the global shape, the
+   dtype and the flags: that is the key (so a re-created but equal mesh still hits). */
+typedef struct dt_plan_key {
+    int32_t mesh_ndim, flags, dtype, ndim;
+    int32_t mesh_shape[DT_MAX_MESH_DIMS];
+    int32_t coord[DT_MAX_MESH_DIMS];
+    dt_placement src[DT_MAX_MESH_DIMS], dst[DT_MAX_MESH_DIMS];
+    int32_t shape[MB_MAX_DIMS];
+} dt_plan_key;
+
+typedef struct dt_cache_entry {
+    dt_plan_key key;
+    uint32_t stamp;            /* last use; 0 = empty */
+    dt_plan plan;
+} dt_cache_entry;
+
+typedef struct dt_plan_cache {
+    dt_cache_entry *entries;
+    int32_t capacity, count;
+    uint32_t clock;
+    uint32_t hits, misses;
+} dt_plan_cache;
+
+#define DT_PLAN_CACHE_BYTES(capacity) ((size_t)(capacity) * sizeof(dt_cache_entry))
+
+DT_API int dt_plan_cache_init(dt_plan_cache *c, dt_cache_entry *storage, int capacity);
+/* Empty the cache (counters kept). */
+DT_API int dt_plan_cache_clear(dt_plan_cache *c);
+/* The cached plan for (src, dst, flags), planned on a miss. *plan points into the cache
+   and stays valid until that entry is evicted. A failing plan changes nothing. */
+DT_API int dt_plan_cached(dt_plan_cache *c, const dt_spec *src, const dt_spec *dst, int flags,
+                          const dt_plan **plan);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* DTENSOR_H */
+
+/* ---- 8. Implementation ----------------------------------------------------------- */
+#if defined(DTENSOR_IMPLEMENTATION) && !defined(DTENSOR_IMPLEMENTED)
+#define DTENSOR_IMPLEMENTED
+
+#include <string.h>
+#ifndef DT_MEMCPY
+#define DT_MEMCPY(d, s, n) memcpy((d), (s), (n))
+#endif
+#ifndef DT_MEMSET
+#define DT_MEMSET(d, v, n) memset((d), (v), (n))
+#endif
+#ifndef DT_ASSERT
+#define DT_ASSERT(x) ((void)0)
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#ifdef DTENSOR_STATIC
+#define DT__DEF static
+#else
+#define DT__DEF
+#endif
+
+DT__DEF const char *dt_strerror(int err)
+{
+    static const char msg[] = "ok\0null pointer\0bad mesh\0bad rank\0not a mesh member\0bad mesh dim\0"
+                              "bad placement\0placement count != mesh ndim\0shard dim out of range\0"
+                              "bad shape\0bad dtype\0specs or tensor mismatch\0redistribute to Partial\0"
+                              "Partial op change\0unsupported\0too small\0unknown error";
+    const char *p = msg;
+    if (err > 0 || err < DT_ERR_TOO_SMALL) err = DT_ERR_TOO_SMALL - 1;
+    for (; err < 0; err++) p += strlen(p) + 1;
+    return p;
+}
+
+/* ---- mesh ---- */
+
+/* Structural check of a mesh (not the rank list: dt_mesh_init validated that). */
+static int dt__mesh_check(const dt_mesh *m)
+{
+    int i;
+    int32_t n = 1;
+    if (!m) return DT_ERR_NULL;
+    if (m->ndim < 1 || m->ndim > DT_MAX_MESH_DIMS) return DT_ERR_MESH;
+    for (i = 0; i < m->ndim; i++) {
+        if (m->shape[i] < 1) return DT_ERR_MESH;
+        if (m->shape[i] > DT_MAX_RANKS / n) return DT_ERR_TOO_SMALL;
+        n *= m->shape[i];
+    }
+    if (n != m->size || m->index < -1 || m->index >= n) return DT_ERR_MESH;
+    return DT_OK;
+}
+
+/* Row-major position -> coordinate. */
+static void dt__coord(const dt_mesh *m, int32_t index, int32_t *coord)
+{
+    int i;
+    for (i = m->ndim - 1; i >= 0; i--) {
+        coord[i] = index % m->shape[i];
+        index /= m->shape[i];
+    }
+}
+
+static int dt__index_of(const dt_mesh *m, int rank)
+{
+    int32_t i;
+    for (i = 0; i < m->size; i++)
+        if (m->ranks[i] == rank) return (int)i;
+    return DT_ERR_NOT_MEMBER;
+}
+
+DT__DEF int dt_mesh_init(dt_mesh *m, int ndim, const int32_t *shape, const int32_t *ranks, int rank)
+{
+    dt_mesh v;
+    int32_t i, j;
+    int rc;
+    if (!m || !shape) return DT_ERR_NULL;
+    if (ndim < 1 || ndim > DT_MAX_MESH_DIMS) return DT_ERR_MESH;
+    DT_MEMSET(&v, 0, sizeof v);
+    v.ndim = ndim;
+    v.size = 1;
+    for (i = 0; i < ndim; i++) {
+        v.shape[i] = shape[i];
+        if (shape[i] < 1) return DT_ERR_MESH;
+        if (shape[i] > DT_MAX_RANKS / v.size) return DT_ERR_TOO_SMALL;
+        v.size *= shape[i];
+    }
+    if (rank < 0) return DT_ERR_RANK;
+    for (i = 0; i < v.size; i++) {
+        v.ranks[i] = ranks ? ranks[i] : i;
+        if (v.ranks[i] < 0) return DT_ERR_RANK;
+        for (j = 0; j < i; j++)
+            if (v.ranks[j] == v.ranks[i]) return DT_ERR_RANK;
+    }
+    v.rank = rank;
+    rc = dt__index_of(&v, rank);
+    v.index = rc < 0 ? -1 : rc;
+    for (i = 0; i < DT_MAX_MESH_DIMS; i++) v.coord[i] = -1;
+    if (rc >= 0) dt__coord(&v, v.index, v.coord);
+    *m = v;
+    return DT_OK;
+}
+
+DT__DEF int dt_mesh_coord(const dt_mesh *m, int rank, int32_t *coord)
+{
+    int idx = dt__mesh_check(m);
+    if (idx) return idx;
+    if (!coord) return DT_ERR_NULL;
+    idx = dt__index_of(m, rank);
+    if (idx < 0) return idx;
+    dt__coord(m, idx, coord);
+    return DT_OK;
+}
+
+DT__DEF int dt_mesh_dim_size(const dt_mesh *m, int mesh_dim)
+{
+    int rc = dt__mesh_check(m);
+    if (rc) return rc;
+    if (mesh_dim < 0 || mesh_dim >= m->ndim) return DT_ERR_MESH_DIM;
+    return m->shape[mesh_dim];
+}
+
+DT__DEF int dt_mesh_group(const dt_mesh *m, int rank, int mesh_dim, int32_t *ranks, int cap)
+{
+    int32_t c, step = 1, base;
+    int i, n = dt_mesh_dim_size(m, mesh_dim), idx;
+    if (n < 0) return n;
+    if (!ranks) return DT_ERR_NULL;
+    idx = dt__index_of(m, rank);
+    if (idx < 0) return idx;
+    if (cap < n) return DT_ERR_TOO_SMALL;
+    for (i = m->ndim - 1; i > mesh_dim; i--) step *= m->shape[i];
+    base = idx - ((idx / step) % n) * step; /* the slice member with coordinate 0 there */
+    for (c = 0; c < n; c++) ranks[c] = m->ranks[base + c * step];
+    return n;
+}
+
+/* ---- specs ---- */
+
+static int dt__placement_check(const dt_placement *p, int ndim)
+{
+    if (p->kind == DT_KIND_REPLICATE) return DT_OK;
+    if (p->kind == DT_KIND_PARTIAL) return (p->arg >= 0 && p->arg < DT_RED_COUNT) ? DT_OK : DT_ERR_PLACEMENT;
+    if (p->kind != DT_KIND_SHARD) return DT_ERR_PLACEMENT;
+    return (p->arg >= 0 && p->arg < ndim) ? DT_OK : DT_ERR_DIM;
+}
+
+/* Tensor meta: ndim, sizes, strides, dtype, and a byte count that fits comfortably. */
+static int dt__meta_check(const dt_spec *s)
+{
+    int d;
+    uint64_t n = mb_dtype_size(s->dtype);
+    if (!n) return DT_ERR_DTYPE;
+    if (s->ndim < 0 || s->ndim > MB_MAX_DIMS) return DT_ERR_SHAPE;
+    for (d = 0; d < s->ndim; d++) {
+        if (s->shape[d] < 0 || s->stride[d] < 0) return DT_ERR_SHAPE;
+        n *= (uint64_t)s->shape[d];
+        if (n > ((uint64_t)1 << 48)) return DT_ERR_SHAPE; /* keeps cost arithmetic exact */
+    }
+    return DT_OK;
+}
+
+DT__DEF int dt_spec_check(const dt_spec *s)
+{
+    int i, rc;
+    if (!s) return DT_ERR_NULL;
+    rc = dt__mesh_check(s->mesh);
+    if (!rc) rc = dt__meta_check(s);
+    for (i = 0; !rc && i < s->mesh->ndim; i++) rc = dt__placement_check(&s->placements[i], s->ndim);
+    return rc;
+}
+
+DT__DEF int dt_spec_init(dt_spec *s, const dt_mesh *mesh, const dt_placement *placements, int nplacements,
+                         mb_dtype dtype, int ndim, const int32_t *shape, const int32_t *stride)
+{
+    dt_spec v;
+    int i, rc;
+    int32_t st = 1;
+    if (!s || !mesh || !placements || (ndim > 0 && !shape)) return DT_ERR_NULL;
+    rc = dt__mesh_check(mesh);
+    if (rc) return rc;
+    if (nplacements != mesh->ndim) return DT_ERR_PLACEMENT_COUNT;
+    if (ndim < 0 || ndim > MB_MAX_DIMS) return DT_ERR_SHAPE;
+    DT_MEMSET(&v, 0, sizeof v);
+    v.mesh = mesh;
+    v.dtype = dtype;
+    v.ndim = ndim;
+    for (i = ndim - 1; i >= 0; i--) {
+        v.shape[i] = shape[i];
+        v.stride[i] = stride ? stride[i] : st;
+        st *= shape[i] > 1 ? shape[i] : 1;
+    }
+    for (i = 0; i < nplacements; i++) {
+        v.placements[i] = placements[i];
+        if (v.placements[i].kind == DT_KIND_SHARD && v.placements[i].arg < 0)
+            v.placements[i].arg = (int16_t)(v.placements[i].arg + ndim);
+    }
+    rc = dt_spec_check(&v);
+    if (!rc) *s = v;
+    return rc;
+}
+
+DT__DEF int dt_spec_is_replicated(const dt_spec *s)
+{
+    int i, rc = dt_spec_check(s);
+    if (rc) return rc;
+    for (i = 0; i < s->mesh->ndim; i++)
+        if (s->placements[i].kind != DT_KIND_REPLICATE) return 0;
+    return 1;
+}
+
+static int32_t dt__num_shards(const dt_mesh *m, const dt_placement *p)
+{
+    int i;
+    int32_t n = 1;
+    for (i = 0; i < m->ndim; i++)
+        if (p[i].kind == DT_KIND_SHARD) n *= m->shape[i];
+    return n;
+}
+
+DT__DEF int dt_spec_num_shards(const dt_spec *s)
+{
+    int rc = dt_spec_check(s);
+    return rc ? rc : (int)dt__num_shards(s->mesh, s->placements);
+}
+
+/* ---- shard sizes ---- */
+
+/* Shard.local_shard_size_and_offset: full = ceil(n/k); piece i = [min(full*i, n), +size). */
+static int32_t dt__chunk(int32_t n, int32_t k, int32_t i, int32_t *offset)
+{
+    uint32_t full = ((uint32_t)n + (uint32_t)k - 1u) / (uint32_t)k; /* n, k < 2^31: fits */
+    uint64_t start = (uint64_t)full * (uint32_t)i;
+    if (start >= (uint64_t)n) start = (uint64_t)n;
+    if (offset) *offset = (int32_t)start;
+    return (uint64_t)n - start < full ? (int32_t)((uint64_t)n - start) : (int32_t)full;
+}
+
+DT__DEF int32_t dt_chunk(int32_t n, int32_t k, int32_t i, int32_t *offset)
+{
+    if (k < 1) return DT_ERR_MESH;
+    if (n < 0) return DT_ERR_SHAPE;
+    if (i < 0 || i >= k) return DT_ERR_RANK;
+    return dt__chunk(n, k, i, offset);
+}
+
+/* Local shape (and global offset) at coordinate `coord` for placements p; shape starts as
+   the global shape. An empty piece gets the global dim size as offset (torch). */
+static void dt__local(const dt_mesh *m, const int32_t *coord, const dt_placement *p, int ndim,
+                      const int32_t *global, int32_t *shape, int32_t *offset)
+{
+    int i, d;
+    int32_t o;
+    for (d = 0; d < ndim; d++) {
+        shape[d] = global[d];
+        if (offset) offset[d] = 0;
+    }
+    for (i = 0; i < m->ndim; i++) {
+        if (p[i].kind != DT_KIND_SHARD) continue;
+        d = p[i].arg;
+        shape[d] = dt__chunk(shape[d], m->shape[i], coord[i], &o);
+        if (offset) offset[d] = shape[d] ? offset[d] + o : global[d];
+    }
+}
+
+static uint64_t dt__bytes(const int32_t *shape, int ndim, mb_dtype dt)
+{
+    uint64_t n = mb_dtype_size(dt);
+    int d;
+    for (d = 0; d < ndim; d++) n *= (uint64_t)shape[d];
+    return n;
+}
+
+/* Validate s and find world rank `rank`'s coordinate. */
+static int dt__spec_coord(const dt_spec *s, int rank, int32_t *coord)
+{
+    int rc = dt_spec_check(s);
+    return rc ? rc : dt_mesh_coord(s->mesh, rank, coord);
+}
+
+DT__DEF int dt_local_shape(const dt_spec *s, int rank, int32_t *shape, int32_t *offset)
+{
+    int32_t coord[DT_MAX_MESH_DIMS];
+    int rc = dt__spec_coord(s, rank, coord);
+    if (rc) return rc;
+    if (!shape) return DT_ERR_NULL;
+    dt__local(s->mesh, coord, s->placements, s->ndim, s->shape, shape, offset);
+    return DT_OK;
+}
+
+DT__DEF int dt_local_bytes(const dt_spec *s, int rank, size_t *bytes)
+{
+    int32_t shape[MB_MAX_DIMS];
+    int rc = dt_local_shape(s, rank, shape, 0);
+    if (rc) return rc;
+    if (!bytes) return DT_ERR_NULL;
+    *bytes = (size_t)dt__bytes(shape, s->ndim, s->dtype);
+    return DT_OK;
+}
+
+DT__DEF int dt_local_view(const dt_spec *s, int rank, const mb_tensor *global, mb_tensor *local)
+{
+    int32_t shape[MB_MAX_DIMS], off[MB_MAX_DIMS];
+    mb_tensor v;
+    size_t at = 0;
+    int d, rc = dt_local_shape(s, rank, shape, off);
+    if (rc) return rc;
+    if (!global || !local) return DT_ERR_NULL;
+    if (mb_tensor_check(global) != MB_OK) return DT_ERR_SHAPE;
+    if (global->dtype != s->dtype || global->ndim != s->ndim) return DT_ERR_MISMATCH;
+    v = *global;
+    for (d = 0; d < s->ndim; d++) {
+        if (global->shape[d] != s->shape[d]) return DT_ERR_MISMATCH;
+        v.shape[d] = shape[d];
+        at += (size_t)off[d] * (size_t)global->stride[d];
+    }
+    if (mb_numel(&v)) v.data = (char *)global->data + at * mb_dtype_size(s->dtype);
+    *local = v;
+    return DT_OK;
+}
+
+/* ---- planner ---- */
+
+static int dt__same(dt_placement a, dt_placement b) { return a.kind == b.kind && a.arg == b.arg; }
+
+static int dt__is_shard(dt_placement p, int dim) { return p.kind == DT_KIND_SHARD && p.arg == dim; }
+
+/* One (src -> dst) pair on a mesh dim: 0 when allowed, else the error. */
+static int dt__pair_check(dt_placement a, dt_placement b, int flags, mb_dtype dt)
+{
+    if (b.kind != DT_KIND_PARTIAL || dt__same(a, b)) return DT_OK;
+    if (a.kind == DT_KIND_PARTIAL) return DT_ERR_PARTIAL_OP;
+    if (a.kind == DT_KIND_SHARD || !(flags & DT_PLAN_ALLOW_PARTIAL)) return DT_ERR_PARTIAL;
+    if (b.arg == DT_PROD) return DT_ERR_UNSUPPORTED;   /* torch: no exact n-th root */
+    if (b.arg == DT_SUM && dt >= MB_I8) return DT_ERR_DTYPE; /* sum divides */
+    return DT_OK;
+}
+
+/* Append the step md: cur[md] -> to; updates cur. */
+static void dt__emit(const dt_spec *s, dt_plan *pl, dt_placement *cur, int md, dt_placement to,
+                     const int32_t *logical)
+{
+    static const unsigned char ops[3][3] = {
+        /* to:  R                 S                     P               from: */
+        {DT_OP_NOOP, DT_OP_NARROW, DT_OP_PARTITION},                    /* R */
+        {DT_OP_ALL_GATHER, DT_OP_ALL_TO_ALL, DT_OP_NOOP},               /* S (S->P rejected) */
+        {DT_OP_ALL_REDUCE, DT_OP_REDUCE_SCATTER, DT_OP_NOOP}};          /* P (same op only) */
+    const dt_mesh *m = s->mesh;
+    dt_step *st = &pl->steps[pl->nsteps++];
+    int32_t n = m->shape[md];
+    uint64_t in, out, comm;
+    int d;
+    DT_ASSERT(pl->nsteps <= DT_MAX_STEPS);
+    DT_MEMSET(st, 0, sizeof *st);
+    st->mesh_dim = md;
+    st->group_size = n;
+    st->src = cur[md];
+    st->dst = to;
+    st->red = cur[md].kind == DT_KIND_PARTIAL ? cur[md].arg : to.kind == DT_KIND_PARTIAL ? to.arg : 0;
+    st->op = n == 1 ? (int)DT_OP_NOOP : (int)ops[cur[md].kind][to.kind];
+    for (d = 0; d < s->ndim; d++) st->logical_shape[d] = logical[d];
+    dt__local(m, m->coord, cur, s->ndim, s->shape, st->in_shape, 0);
+    cur[md] = to;
+    dt__local(m, m->coord, cur, s->ndim, s->shape, st->out_shape, 0);
+    in = dt__bytes(st->in_shape, s->ndim, s->dtype);
+    out = dt__bytes(st->out_shape, s->ndim, s->dtype);
+    if (st->op >= DT_OP_ALL_GATHER) {
+        /* torch's ring model: bytes = comm * hops / n, comm = the data the collective spans */
+        st->hops = (uint32_t)(st->op == DT_OP_ALL_REDUCE ? 2 * (n - 1) : n - 1);
+        comm = st->op == DT_OP_ALL_GATHER ? out : in;
+        st->bytes = comm * st->hops / (uint64_t)n;
+        st->scratch = in + out; /* packed send + receive staging */
+        pl->ncollectives++;
+    } else if (st->op == DT_OP_PARTITION && st->red == DT_SUM) {
+        st->scratch = out;      /* the divided copy */
+    }
+    pl->hops += st->hops;
+    pl->bytes += st->bytes;
+    if (st->scratch > pl->scratch) pl->scratch = st->scratch;
+}
+
+/* Same mesh for planning: shape and this rank's coordinate. */
+static int dt__mesh_same(const dt_mesh *a, const dt_mesh *b)
+{
+    int i;
+    if (a == b) return 1;
+    if (a->ndim != b->ndim || a->size != b->size || a->index != b->index) return 0;
+    for (i = 0; i < a->ndim; i++)
+        if (a->shape[i] != b->shape[i]) return 0;
+    for (i = 0; i < a->size; i++)
+        if (a->ranks[i] != b->ranks[i]) return 0;
+    return 1;
+}
+
+DT__DEF int dt_plan_redistribute(const dt_spec *src, const dt_spec *dst, int flags, dt_plan *plan)
+{
+    const dt_mesh *m;
+    dt_placement cur[DT_MAX_MESH_DIMS];
+    int32_t logical[DT_MAX_MESH_DIMS][MB_MAX_DIMS];
+    dt_plan pl;
+    int i, md, d, rc = dt_spec_check(src);
+    if (!rc) rc = dt_spec_check(dst);
+    if (rc) return rc;
+    if (!plan) return DT_ERR_NULL;
+    m = src->mesh;
+    if (!dt__mesh_same(m, dst->mesh) || src->dtype != dst->dtype || src->ndim != dst->ndim)
+        return DT_ERR_MISMATCH;
+    for (d = 0; d < src->ndim; d++)
+        if (src->shape[d] != dst->shape[d]) return DT_ERR_MISMATCH;
+    if (m->index < 0) return DT_ERR_NOT_MEMBER;
+    for (i = 0; i < m->ndim; i++) {
+        rc = dt__pair_check(src->placements[i], dst->placements[i], flags, src->dtype);
+        if (rc) return rc;
+        cur[i] = src->placements[i];
+    }
+    /* logical shape per mesh dim: the shape seen after the src sharding of dims before it */
+    for (d = 0; d < src->ndim; d++) logical[0][d] = src->shape[d];
+    for (i = 0; i + 1 < m->ndim; i++) {
+        for (d = 0; d < src->ndim; d++) logical[i + 1][d] = logical[i][d];
+        if (cur[i].kind == DT_KIND_SHARD) {
+            d = cur[i].arg;
+            logical[i + 1][d] = dt__chunk(logical[i][d], m->shape[i], m->coord[i], 0);
+        }
+    }
+    DT_MEMSET(&pl, 0, sizeof pl);
+    if (dt__num_shards(m, cur) > 1) {
+        /* inner to outer: a Shard target whose tensor dim is sharded differently on an
+           earlier mesh dim (nested sharding) is first replicated */
+        for (md = m->ndim - 1; md >= 0; md--) {
+            dt_placement to = dst->placements[md];
+            if (to.kind == DT_KIND_SHARD)
+                for (i = 0; i < md; i++)
+                    if (dt__is_shard(cur[i], to.arg) != dt__is_shard(dst->placements[i], to.arg)) {
+                        to.kind = DT_KIND_REPLICATE;
+                        to.arg = 0;
+                    }
+            if (!dt__same(cur[md], to)) dt__emit(src, &pl, cur, md, to, logical[md]);
+        }
+    }
+    for (md = 0; md < m->ndim; md++) /* outer to inner: whatever is left */
+        if (!dt__same(cur[md], dst->placements[md]))
+            dt__emit(src, &pl, cur, md, dst->placements[md], logical[md]);
+    *plan = pl;
+    return DT_OK;
+}
+
+DT__DEF size_t dt_plan_scratch_bytes(const dt_plan *plan)
+{
+    return plan ? (size_t)plan->scratch : 0;
+}
+
+DT__DEF int dt_plan_cost_ns(const dt_plan *plan, const dt_link *link, uint64_t *ns)
+{
+    static const dt_link torch = DT_LINK_TORCH;
+    uint64_t t = 0;
+    int i;
+    if (!plan || !ns) return DT_ERR_NULL;
+    if (!link) link = &torch;
+    if (plan->nsteps < 0 || plan->nsteps > DT_MAX_STEPS || !link->bytes_per_us) return DT_ERR_TOO_SMALL;
+    for (i = 0; i < plan->nsteps; i++) {
+        const dt_step *st = &plan->steps[i];
+        if (st->op < DT_OP_ALL_GATHER) continue;
+        t += link->base_ns + (uint64_t)st->hops * link->hop_ns + st->bytes * 1000u / link->bytes_per_us;
+        if (st->op == DT_OP_ALL_TO_ALL) t += link->a2a_penalty_ns;
+    }
+    *ns = t;
+    return DT_OK;
+}
+
+/* ---- plan cache ---- */
+
+DT__DEF int dt_plan_cache_init(dt_plan_cache *c, dt_cache_entry *storage, int capacity)
+{
+    if (!c || !storage) return DT_ERR_NULL;
+    if (capacity < 1) return DT_ERR_TOO_SMALL;
+    DT_MEMSET(c, 0, sizeof *c);
+    c->entries = storage;
+    c->capacity = capacity;
+    DT_MEMSET(storage, 0, DT_PLAN_CACHE_BYTES(capacity));
+    return DT_OK;
+}
+
+DT__DEF int dt_plan_cache_clear(dt_plan_cache *c)
+{
+    if (!c || !c->entries) return DT_ERR_NULL;
+    DT_MEMSET(c->entries, 0, DT_PLAN_CACHE_BYTES(c->capacity));
+    c->count = 0;
+    return DT_OK;
+}
+
+/* The key of (src, dst, flags); DT_OK only for specs that can be read safely. */
+static int dt__key(const dt_spec *src, const dt_spec *dst, int flags, dt_plan_key *k)
+{
+    const dt_mesh *m;
+    int i;
+    if (!src || !dst || !src->mesh) return DT_ERR_NULL;
+    m = src->mesh;
+    if (m->ndim < 1 || m->ndim > DT_MAX_MESH_DIMS || src->ndim < 0 || src->ndim > MB_MAX_DIMS)
+        return DT_ERR_SHAPE;
+    DT_MEMSET(k, 0, sizeof *k);
+    k->mesh_ndim = m->ndim;
+    k->flags = flags;
+    k->dtype = (int32_t)src->dtype;
+    k->ndim = src->ndim;
+    for (i = 0; i < m->ndim; i++) {
+        k->mesh_shape[i] = m->shape[i];
+        k->coord[i] = m->coord[i];
+        k->src[i] = src->placements[i];
+        k->dst[i] = dst->placements[i];
+    }
+    for (i = 0; i < src->ndim; i++) k->shape[i] = src->shape[i];
+    return DT_OK;
+}
+
+DT__DEF int dt_plan_cached(dt_plan_cache *c, const dt_spec *src, const dt_spec *dst, int flags,
+                           const dt_plan **plan)
+{
+    dt_plan_key k;
+    dt_plan pl;
+    dt_cache_entry *e, *victim;
+    int i, rc;
+    if (!c || !c->entries || !plan) return DT_ERR_NULL;
+    rc = dt__key(src, dst, flags, &k);
+    if (rc) return rc;
+    victim = &c->entries[0];
+    for (i = 0; i < c->count; i++) {
+        e = &c->entries[i];
+        /* a stored key came from valid specs, so an equal key is a valid, equal request
+           (the dst spec's own mesh/meta are checked to be the src's on the miss path) */
+        if (memcmp(&e->key, &k, sizeof k) == 0 && dt__mesh_same(src->mesh, dst->mesh) &&
+            dst->ndim == src->ndim && dst->dtype == src->dtype &&
+            memcmp(dst->shape, src->shape, sizeof(int32_t) * (size_t)src->ndim) == 0) {
+            e->stamp = ++c->clock;
+            c->hits++;
+            *plan = &e->plan;
+            return DT_OK;
+        }
+        if (e->stamp < victim->stamp) victim = e;
+    }
+    rc = dt_plan_redistribute(src, dst, flags, &pl);
+    if (rc) return rc;
+    if (c->count < c->capacity) victim = &c->entries[c->count++];
+    victim->key = k;
+    victim->plan = pl;
+    victim->stamp = ++c->clock;
+    c->misses++;
+    *plan = &victim->plan;
+    return DT_OK;
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* DTENSOR_IMPLEMENTATION */

@@ -193,7 +193,8 @@ typedef struct dt_step {
     int32_t in_shape[MB_MAX_DIMS];    /* this rank's local shape before / after */
     int32_t out_shape[MB_MAX_DIMS];
     uint32_t hops;                    /* ring steps: n-1 (all_reduce 2(n-1)), 0 locally */
-    uint64_t bytes;                   /* bytes sent per rank (torch: comm * hops / n) */
+    uint64_t bytes;                   /* bytes sent per rank: comm * hops / n, comm = this
+                                         rank's gathered (all_gather) or input bytes */
     uint64_t scratch;                 /* staging bytes the executor needs for this step */
 } dt_step;
 
@@ -220,8 +221,11 @@ DT_API int dt_plan_redistribute(const dt_spec *src, const dt_spec *dst, int flag
 /* Scratch bytes to execute the plan (max over steps). */
 DT_API size_t dt_plan_scratch_bytes(const dt_plan *plan);
 
-/* Link model for a time estimate (torch's _collective_utils ring model:
-   base + hops * hop + bytes / bandwidth, all_to_all + penalty). */
+/* Link model for a time estimate: torch's _collective_utils ring model per plan step
+   (redistribute_cost over _gen_transform_infos): base + hops * hop + bytes / bandwidth,
+   all_to_all costed as an all_gather + a penalty. Differences: bytes are this rank's real
+   (uneven) sizes where torch uses the even average, and a step on a size-1 mesh dim costs
+   0 (torch still charges the base latency). No inter-host factor (one board). */
 typedef struct dt_link {
     uint32_t base_ns;          /* per collective (torch: 6.6 us) */
     uint32_t hop_ns;           /* per ring hop (torch intra-host: 0.6 us) */
@@ -769,7 +773,7 @@ static int dt__key(const dt_spec *src, const dt_spec *dst, int flags, dt_plan_ke
 {
     const dt_mesh *m;
     int i;
-    if (!src || !dst || !src->mesh) return DT_ERR_NULL;
+    if (!src || !dst || !src->mesh || !dst->mesh) return DT_ERR_NULL;
     m = src->mesh;
     if (m->ndim < 1 || m->ndim > DT_MAX_MESH_DIMS || src->ndim < 0 || src->ndim > MB_MAX_DIMS)
         return DT_ERR_SHAPE;

@@ -743,6 +743,10 @@ static void test_cache(void **state)
     assert_int_equal(cache.misses, 3);
     assert_int_equal(cache.hits, 4);
     assert_int_equal(dt_plan_cached(&cache, &a, &b, 0, NULL), DT_ERR_NULL);
+    d = b;
+    d.mesh = NULL;
+    assert_int_equal(dt_plan_cached(&cache, &a, &d, 0, &p3), DT_ERR_NULL);
+    assert_ptr_equal(p3, keep);
     /* clear keeps the counters */
     assert_int_equal(dt_plan_cache_clear(&cache), DT_OK);
     assert_int_equal(dt_plan_cached(&cache, &a, &b, 0, &p2), DT_OK);

@@ -603,6 +603,73 @@ static void test_plan_size1(void **state)
     }
 }
 
+/* Every rank must plan the same collectives in the same order (or they would not match),
+   each step's local output feeds the next step, and the plan starts at the src local shape
+   and ends at the dst one: for all placement pairs on a 2x3 and a 2x2x2 mesh. */
+static void check_all_ranks(dt_mesh *meshes, int nranks, const dt_placement *a, const dt_placement *b,
+                            const int32_t *shape, int ndim)
+{
+    dt_plan first, p;
+    int r, i, d;
+    for (r = 0; r < nranks; r++) {
+        dt_spec s, t;
+        int32_t ls[MB_MAX_DIMS];
+        const dt_mesh *m = &meshes[r];
+        assert_int_equal(dt_spec_init(&s, m, a, m->ndim, MB_F32, ndim, shape, NULL), DT_OK);
+        assert_int_equal(dt_spec_init(&t, m, b, m->ndim, MB_F32, ndim, shape, NULL), DT_OK);
+        assert_int_equal(dt_plan_redistribute(&s, &t, 0, &p), DT_OK);
+        if (r == 0) first = p;
+        assert_int_equal(p.nsteps, first.nsteps);
+        assert_int_equal(p.ncollectives, first.ncollectives);
+        assert_true(p.nsteps <= 2 * m->ndim);
+        for (i = 0; i < p.nsteps; i++) {
+            assert_int_equal(p.steps[i].mesh_dim, first.steps[i].mesh_dim);
+            assert_int_equal(p.steps[i].op, first.steps[i].op);
+            assert_memory_equal(&p.steps[i].src, &first.steps[i].src, sizeof(dt_placement));
+            assert_memory_equal(&p.steps[i].dst, &first.steps[i].dst, sizeof(dt_placement));
+            if (i + 1 < p.nsteps)
+                assert_memory_equal(p.steps[i].out_shape, p.steps[i + 1].in_shape, sizeof(int32_t) * (size_t)ndim);
+        }
+        if (p.nsteps) {
+            assert_int_equal(dt_local_shape(&s, r, ls, NULL), DT_OK);
+            for (d = 0; d < ndim; d++) assert_int_equal(p.steps[0].in_shape[d], ls[d]);
+            assert_int_equal(dt_local_shape(&t, r, ls, NULL), DT_OK);
+            for (d = 0; d < ndim; d++) assert_int_equal(p.steps[p.nsteps - 1].out_shape[d], ls[d]);
+        }
+    }
+}
+
+static void test_plan_all_pairs(void **state)
+{
+    static const dt_placement from[5] = {DT_REPLICATE(), DT_SHARD(0), DT_SHARD(1), DT_SHARD(2), DT_PARTIAL(DT_SUM)};
+    static const int32_t shape[3] = {5, 7, 3};
+    dt_mesh meshes[8];
+    dt_placement a[3], b[3];
+    int r, i, j, k;
+    (void)state;
+    for (r = 0; r < 6; r++) mesh_or_die(&meshes[r], 2, 2, 3, 0, r);
+    for (i = 0; i < 25; i++)
+        for (j = 0; j < 16; j++) {
+            a[0] = from[i % 5];
+            a[1] = from[i / 5];
+            b[0] = from[j % 4];
+            b[1] = from[j / 4];
+            check_all_ranks(meshes, 6, a, b, shape, 3);
+        }
+    for (r = 0; r < 8; r++) mesh_or_die(&meshes[r], 3, 2, 2, 2, r);
+    for (i = 0; i < 64; i++)
+        for (j = 0; j < 27; j++) {
+            for (k = 0; k < 3; k++) {
+                static const int pick[4] = {0, 1, 2, 4};
+                int ai = (i >> (2 * k)) & 3, bj = j, q;
+                for (q = 0; q < k; q++) bj /= 3;
+                a[k] = from[pick[ai]];
+                b[k] = from[bj % 3];
+            }
+            check_all_ranks(meshes, 8, a, b, shape, 3);
+        }
+}
+
 static void test_plan_cost(void **state)
 {
     dt_mesh m;
@@ -782,6 +849,7 @@ int main(void)
         cmocka_unit_test(test_plan_2x2),
         cmocka_unit_test(test_plan_logical_shape),
         cmocka_unit_test(test_plan_size1),
+        cmocka_unit_test(test_plan_all_pairs),
         cmocka_unit_test(test_plan_cost),
         cmocka_unit_test(test_plan_bad),
         cmocka_unit_test(test_cache),

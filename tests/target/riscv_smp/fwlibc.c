@@ -1,4 +1,4 @@
-/* fwlibc.c — the firmware's whole C library: mem*/str* and a small printf to
+/* fwlibc.c — the firmware's whole C library: memcpy, memset, strcmp, ... and a small printf to
    the 16550 UART at 0x10000000 (QEMU virt). Only hart 0 prints (main.c). */
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,0 +1,527 @@
+/* test_pg_shm.c — pg_shm on the host, threads as cores (ports/platform/host_threads.h).
+   What only pg_shm has: region layout and validation (corrupt indices and slot headers give
+   PG_ERR_CORRUPT, never an out-of-bounds access — run under ASan by SConstruct), zero-copy
+   slots in the peer's inbox, out-of-order tag matching, abort/recover, native collectives
+   checked against single-rank computations, and a >= 10^6-message stress with sequence
+   numbers and checksums. The port-agnostic conformance suite runs on pg_shm separately. */
+#define _DEFAULT_SOURCE 1 /* clock_gettime, syscall (host_threads.h) under -std=c99 */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+
+#define PG_IMPLEMENTATION
+#include "ports/pg.h"
+#define PG_SHM_IMPLEMENTATION
+#include "ports/pg_shm.h"
+
+#define CORES 4
+#define SLOTS 8
+#define PAYLOAD 1024
+#define REGION_BYTES PG_SHM_REGION_BYTES(CORES, SLOTS, PAYLOAD)
+#ifndef STRESS_PER_PAIR
+#define STRESS_PER_PAIR 84000u /* 12 ordered pairs: 1,008,000 messages */
+#endif
+
+typedef int (*body_fn)(pg_group *g, int rank);
+static pg_shm_hooks hooks;
+
+/* Where the cores are. The host uses threads (below); tests/target/riscv_smp/ defines
+   PG_SHM_SUITE_HARTS and gives run_on_cores() (the harts) and the region's placement. */
+#ifdef PG_SHM_SUITE_HARTS
+#define SUITE_NAME "pg_shm (4 harts, bare metal)"
+extern uint32_t suite_region[];
+#define region suite_region
+void run_on_cores(body_fn f, int *results);
+void suite_hooks(pg_shm_hooks *h);
+#else
+#define SUITE_NAME "pg_shm (host threads)"
+#include "ports/platform/host_threads.h"
+static uint32_t region[REGION_BYTES / 4 + 16] __attribute__((aligned(64)));
+static pg_shm_host_bells bells;
+static body_fn current;
+static int *current_results;
+
+static void suite_hooks(pg_shm_hooks *h) { pg_shm_host_hooks(h, &bells); }
+static void *thread_main(void *arg);
+
+static void run_on_cores(body_fn f, int *results)
+{
+    pthread_t t[CORES];
+    int i;
+    current = f;
+    current_results = results;
+    for (i = 0; i < CORES; i++) pthread_create(&t[i], NULL, thread_main, (void *)(intptr_t)i);
+    for (i = 0; i < CORES; i++) pthread_join(t[i], NULL);
+}
+#endif
+
+static pg_shm shm[CORES];
+
+/* A failed check returns its line number from the rank body. */
+#define CHECK(c) do { if (!(c)) return __LINE__; } while (0)
+#define CHECK_RC(x, want) do { int rc_ = (x); if (rc_ != (want)) { \
+    print_error("rank %d line %d: %d != %d\n", pg_rank(g), __LINE__, rc_, (want)); \
+    return __LINE__; } } while (0)
+
+/* Every core: attach, run the body; 0 or the failing line (100000 - err if init failed). */
+static int rank_main(int r, body_fn f)
+{
+    pg_shm_hooks h;
+    int rc;
+    suite_hooks(&h);
+    rc = pg_shm_init(&shm[r], region, REGION_BYTES, r, &h);
+    if (rc == 0) pg_set_timeout(pg_shm_group(&shm[r]), 5000);
+    return rc < 0 ? 100000 - rc : f(pg_shm_group(&shm[r]), r);
+}
+
+#ifndef PG_SHM_SUITE_HARTS
+static void *thread_main(void *arg)
+{
+    int r = (int)(intptr_t)arg;
+    current_results[r] = rank_main(r, current);
+    return NULL;
+}
+#endif
+
+static void run_all(body_fn f)
+{
+    int results[CORES], i;
+    assert_int_equal(pg_shm_format(region, REGION_BYTES, CORES, SLOTS, PAYLOAD), 0);
+    run_on_cores(f, results);
+    for (i = 0; i < CORES; i++) {
+        if (results[i]) print_error("rank %d failed at line %d\n", i, results[i]);
+        assert_int_equal(results[i], 0);
+    }
+}
+
+/* ---- region and bad input (one thread) ------------------------------------------ */
+static void test_format_and_init_errors(void **state)
+{
+    pg_shm s;
+    pg_shm_hooks h;
+    (void)state;
+    suite_hooks(&h);
+    assert_int_equal(pg_shm_format(NULL, REGION_BYTES, 4, 8, PAYLOAD), PG_ERR_NULL);
+    assert_int_equal(pg_shm_format(region, REGION_BYTES - 1, 4, 8, PAYLOAD), PG_ERR_SIZE);
+    assert_int_equal(pg_shm_format(region, REGION_BYTES, 4, 6, PAYLOAD), PG_ERR_SIZE);   /* not 2^k */
+    assert_int_equal(pg_shm_format(region, REGION_BYTES, 4, 64, 8), PG_ERR_SIZE);    /* > 32 */
+    assert_int_equal(pg_shm_format(region, REGION_BYTES, 4, 8, 100), PG_ERR_SIZE);   /* % 8 */
+    assert_int_equal(pg_shm_format(region, REGION_BYTES, 0, 8, PAYLOAD), PG_ERR_SIZE);
+    assert_int_equal(pg_shm_format(region, REGION_BYTES, PG_SHM_MAX_CORES + 1, 1, 8), PG_ERR_SIZE);
+    assert_int_equal(pg_shm_format((char *)region + 4, REGION_BYTES, 4, 8, PAYLOAD), PG_ERR_SIZE);
+    assert_int_equal(pg_shm_format(region, REGION_BYTES, 4, 8, PAYLOAD), 0);
+    assert_int_equal(pg_shm_init(&s, region, REGION_BYTES, 4, &h), PG_ERR_RANK);
+    assert_int_equal(pg_shm_init(&s, region, REGION_BYTES, -1, &h), PG_ERR_RANK);
+    assert_int_equal(pg_shm_init(NULL, region, REGION_BYTES, 0, &h), PG_ERR_NULL);
+    assert_int_equal(pg_shm_init(&s, region, REGION_BYTES / 2, 0, &h), PG_ERR_CORRUPT);
+    region[1] = 1000; /* scribbled header */
+    assert_int_equal(pg_shm_init(&s, region, REGION_BYTES, 0, &h), PG_ERR_CORRUPT);
+    assert_int_equal(pg_shm_format(region, REGION_BYTES, 4, 8, PAYLOAD), 0);
+    assert_int_equal(pg_shm_init(&s, region, REGION_BYTES, 3, &h), 0);
+    assert_int_equal(pg_rank(pg_shm_group(&s)), 3);
+    assert_int_equal(pg_size(pg_shm_group(&s)), 4);
+    assert_int_equal((int)pg_max_msg(pg_shm_group(&s)), PAYLOAD);
+}
+
+/* Two cores in one thread: core 0 sends, then the test scribbles what core 1 reads. */
+static pg_shm c0, c1;
+static void two_cores(void)
+{
+    pg_shm_hooks h;
+    memset(&h, 0, sizeof h); /* no wait, no clock: try-once calls only */
+    suite_hooks(&hooks);
+    h.now_us = hooks.now_us;
+    assert_int_equal(pg_shm_format(region, PG_SHM_REGION_BYTES(2, 4, 64), 2, 4, 64), 0);
+    assert_int_equal(pg_shm_init(&c0, region, PG_SHM_REGION_BYTES(2, 4, 64), 0, &h), 0);
+    assert_int_equal(pg_shm_init(&c1, region, PG_SHM_REGION_BYTES(2, 4, 64), 1, &h), 0);
+}
+
+/* words of ring[src][dst] in the 2-core, 4-slot, 64-byte layout */
+static volatile uint32_t *ring_words(int src, int dst)
+{
+    size_t line = PG_SHM_LINE / 4, ring = PG_SHM_RING_BYTES(4, 64) / 4;
+    return (volatile uint32_t *)region + line * 3 + (size_t)(src * 2 + dst) * ring;
+}
+
+static volatile uint32_t *slot_words(int src, int dst, int k)
+{
+    return ring_words(src, dst) + 2 * PG_SHM_LINE / 4 + (size_t)k * PG_SHM_SLOT_BYTES(64) / 4;
+}
+
+static void test_corrupt_indices_and_headers(void **state)
+{
+    const pg_ops *ops = pg_shm_ops();
+    char buf[64], msg[64];
+    size_t got = 0;
+    int i;
+    uint32_t save;
+    (void)state;
+    memset(msg, 0x5A, sizeof msg);
+    two_cores();
+    assert_int_equal(ops->send(&c0, 1, 7, msg, 64, 0), 0);
+
+    /* write index far ahead of the read index */
+    save = ring_words(0, 1)[0];
+    ring_words(0, 1)[0] = 0x7FFFFFF0u;
+    assert_int_equal(ops->recv(&c1, 0, 7, buf, sizeof buf, &got, 0), PG_ERR_CORRUPT);
+    assert_int_equal(ops->probe(&c1, 0, 7, &got), PG_ERR_CORRUPT);
+    ring_words(0, 1)[0] = save;
+
+    /* slot header: length beyond the slot, wrong index, wrong check word */
+    for (i = 0; i < 3; i++) {
+        volatile uint32_t *w = slot_words(0, 1, 0);
+        uint32_t keep = w[i == 0 ? 2 : i == 1 ? 0 : 3];
+        if (i == 0) w[2] = 0xFFFFFF00u;
+        if (i == 1) w[0] = 3;
+        if (i == 2) w[3] ^= 1u;
+        assert_int_equal(ops->recv(&c1, 0, 7, buf, sizeof buf, &got, 0), PG_ERR_CORRUPT);
+        w[i == 0 ? 2 : i == 1 ? 0 : 3] = keep;
+    }
+    /* restored: the message is intact */
+    assert_int_equal(ops->recv(&c1, 0, 7, buf, sizeof buf, &got, 0), 0);
+    assert_int_equal((int)got, 64);
+    assert_memory_equal(buf, msg, 64);
+
+    /* the read index (peer-written for the sender) beyond the write index */
+    ring_words(0, 1)[PG_SHM_LINE / 4] = 0x40000000u;
+    for (i = 0; i < 5; i++) {
+        int rc = ops->send(&c0, 1, 7, msg, 8, 0);
+        if (rc) {
+            assert_int_equal(rc, PG_ERR_CORRUPT);
+            break;
+        }
+    }
+    assert_true(i < 5);
+}
+
+static void test_bad_input(void **state)
+{
+    const pg_ops *ops = pg_shm_ops();
+    char buf[128];
+    size_t got = 0;
+    void *p = NULL;
+    const void *cp = NULL;
+    (void)state;
+    two_cores();
+    assert_int_equal(ops->send(&c0, 2, 1, buf, 8, 0), PG_ERR_RANK);
+    assert_int_equal(ops->send(&c0, -1, 1, buf, 8, 0), PG_ERR_RANK);
+    assert_int_equal(ops->send(&c0, 1, 0x80000001u, buf, 8, 0), PG_ERR_TAG);
+    assert_int_equal(ops->send(&c0, 1, 1, NULL, 8, 0), PG_ERR_NULL);
+    assert_int_equal(ops->send(&c0, 1, 1, buf, 65, 0), PG_ERR_TOO_BIG);
+    assert_int_equal(ops->recv(&c1, 0, 1, buf, 8, &got, 0), PG_ERR_TIMEOUT);
+    assert_int_equal(ops->recv(&c1, 5, 1, buf, 8, &got, 0), PG_ERR_RANK);
+    /* a message larger than the receive buffer is consumed and reported */
+    memset(buf, 1, sizeof buf);
+    assert_int_equal(ops->send(&c0, 1, 1, buf, 32, 0), 0);
+    assert_int_equal(ops->recv(&c1, 0, 1, buf, 16, &got, 0), PG_ERR_TOO_BIG);
+    assert_int_equal((int)got, 32);
+    assert_int_equal(ops->probe(&c1, 0, 1, &got), 0);
+    /* ring full: a try-once send times out, the group stays usable */
+    assert_int_equal(ops->send(&c0, 1, 2, buf, 8, 0), 0);
+    assert_int_equal(ops->send(&c0, 1, 2, buf, 8, 0), 0);
+    assert_int_equal(ops->send(&c0, 1, 2, buf, 8, 0), 0);
+    assert_int_equal(ops->send(&c0, 1, 2, buf, 8, 0), 0);
+    assert_int_equal(ops->send(&c0, 1, 2, buf, 8, 0), PG_ERR_TIMEOUT);
+    assert_int_equal(ops->recv(&c1, 0, 2, buf, 8, &got, 0), 0);
+    assert_int_equal(ops->send(&c0, 1, 2, buf, 8, 0), 0);
+    /* slots: bad pointers, double acquire, release of something never peeked */
+    assert_int_equal(ops->slot_commit(&c0, 1, 3, buf, 8), PG_ERR_NO_SLOT);
+    assert_int_equal(ops->slot_release(&c1, 0, buf), PG_ERR_NO_SLOT);
+    assert_int_equal(ops->slot_acquire(&c0, 1, 65, &p, 0), PG_ERR_TOO_BIG);
+    assert_int_equal(ops->recv(&c1, 0, 2, buf, 8, &got, 0), 0);
+    assert_int_equal(ops->slot_acquire(&c0, 1, 64, &p, 0), 0);
+    assert_int_equal(ops->slot_acquire(&c0, 1, 64, &p, 0), PG_ERR_NO_SLOT);
+    assert_int_equal(ops->slot_commit(&c0, 1, 3, (char *)p + 4, 8), PG_ERR_NO_SLOT);
+    assert_int_equal(ops->slot_commit(&c0, 1, 3, p, 65), PG_ERR_TOO_BIG);
+    memcpy(p, "zero-copy", 10);
+    assert_int_equal(ops->slot_commit(&c0, 1, 3, p, 10), 0);
+    assert_int_equal(ops->slot_peek(&c1, 0, 3, &cp, &got, 0), 0);
+    assert_int_equal((int)got, 10);
+    assert_string_equal((const char *)cp, "zero-copy");
+    assert_int_equal(ops->slot_release(&c1, 0, (const char *)cp + 1), PG_ERR_NO_SLOT);
+    assert_int_equal(ops->slot_release(&c1, 0, cp), 0);
+    assert_int_equal(ops->slot_release(&c1, 0, cp), PG_ERR_NO_SLOT);
+}
+
+/* ---- threads as cores ------------------------------------------------------------ */
+static int body_p2p(pg_group *g, int rank)
+{
+    int n = pg_size(g), peer, i;
+    uint32_t out[64], in[64];
+    size_t got;
+    /* every rank sends tags 3,2,1 to every other rank; receives them as 1,2,3 */
+    for (peer = 0; peer < n; peer++) {
+        if (peer == rank) continue;
+        for (i = 3; i >= 1; i--) {
+            int k;
+            for (k = 0; k < 64; k++) out[k] = (uint32_t)(rank * 1000 + peer * 10 + i + k);
+            CHECK_RC(pg_send(g, peer, i, out, (size_t)i * 32), 0);
+        }
+    }
+    for (peer = 0; peer < n; peer++) {
+        if (peer == rank) continue;
+        for (i = 1; i <= 3; i++) {
+            CHECK_RC(pg_recv(g, peer, i, in, sizeof in, &got), 0);
+            CHECK(got == (size_t)i * 32);
+            CHECK(in[0] == (uint32_t)(peer * 1000 + rank * 10 + i) && in[i * 8 - 1] == in[0] + (uint32_t)i * 8 - 1);
+        }
+    }
+    /* timeout then still usable */
+    CHECK_RC(pg_recv_timeout(g, (rank + 1) % n, 9, in, sizeof in, &got, 20), PG_ERR_TIMEOUT);
+    CHECK_RC(pg_barrier(g), 0);
+    return 0;
+}
+
+static void test_p2p_tags_out_of_order(void **state)
+{
+    (void)state;
+    run_all(body_p2p);
+}
+
+static int body_slots(pg_group *g, int rank)
+{
+    int n = pg_size(g), next = (rank + 1) % n, prev = (rank + n - 1) % n, r;
+    for (r = 0; r < 50; r++) {
+        void *p;
+        const void *a, *b;
+        size_t got;
+        CHECK_RC(pg_slot_acquire(g, next, 256, &p), 0);
+        memset(p, rank + r, 256);
+        CHECK_RC(pg_slot_commit(g, next, 5, p, 256), 0);
+        CHECK_RC(pg_slot_acquire(g, next, 16, &p), 0);
+        memset(p, 0xEE, 16);
+        CHECK_RC(pg_slot_commit(g, next, 6, p, 16), 0);
+        /* two peeked at once, released in the other order */
+        CHECK_RC(pg_slot_peek(g, prev, 6, &b, &got), 0);
+        CHECK(got == 16 && ((const unsigned char *)b)[15] == 0xEE);
+        CHECK_RC(pg_slot_peek(g, prev, 5, &a, &got), 0);
+        CHECK(got == 256 && ((const unsigned char *)a)[255] == (unsigned char)(prev + r));
+        CHECK_RC(pg_slot_release(g, prev, a), 0);
+        CHECK_RC(pg_slot_release(g, prev, b), 0);
+    }
+    return 0;
+}
+
+static void test_zero_copy_slots(void **state)
+{
+    (void)state;
+    run_all(body_slots);
+}
+
+/* Collectives, checked against what one rank computes alone from every rank's input. */
+static float input(int rank, size_t i) { return (float)((int)(i % 13) - 6) * 0.5f + (float)rank; }
+
+static int body_collectives(pg_group *g, int rank)
+{
+    enum { N = 1000 };
+    static float x[CORES][N], y[CORES][N], all[CORES][CORES * N];
+    static int32_t ix[CORES][N];
+    int n = pg_size(g), r, op;
+    size_t i;
+    for (op = PG_SUM; op <= PG_MIN; op++) {
+        for (i = 0; i < N; i++) x[rank][i] = input(rank, i);
+        CHECK_RC(pg_all_reduce(g, x[rank], y[rank], N, MB_F32, (pg_red)op), 0);
+        for (i = 0; i < N; i++) {
+            float want = input(0, i);
+            for (r = 1; r < n; r++) {
+                float v = input(r, i);
+                if (op == PG_SUM || op == PG_AVG) want += v;
+                if (op == PG_MAX) want = v > want ? v : want;
+                if (op == PG_MIN) want = v < want ? v : want;
+            }
+            if (op == PG_AVG) want /= (float)n;
+            CHECK(y[rank][i] == want);
+        }
+        /* in place */
+        CHECK_RC(pg_all_reduce(g, x[rank], x[rank], N, MB_F32, (pg_red)op), 0);
+        CHECK(memcmp(x[rank], y[rank], sizeof x[rank]) == 0);
+    }
+    for (i = 0; i < N; i++) ix[rank][i] = (int32_t)(rank + 1) * (int32_t)i;
+    CHECK_RC(pg_all_reduce(g, ix[rank], ix[rank], N, MB_I32, PG_PROD), 0);
+    for (i = 0; i < N; i++) {
+        int32_t want = 1;
+        for (r = 0; r < n; r++) want = (int32_t)((uint32_t)want * (uint32_t)((r + 1) * (int)i));
+        CHECK(ix[rank][i] == want);
+    }
+    for (i = 0; i < N; i++) x[rank][i] = input(rank, i);
+    CHECK_RC(pg_all_gather(g, x[rank], all[rank], N, MB_F32), 0);
+    for (r = 0; r < n; r++)
+        for (i = 0; i < N; i++) CHECK(all[rank][(size_t)r * N + i] == input(r, i));
+    for (r = 0; r < n; r++) {
+        for (i = 0; i < N; i++) x[rank][i] = rank == r ? input(r, i) : -1.0f;
+        CHECK_RC(pg_broadcast(g, x[rank], N, MB_F32, r), 0);
+        for (i = 0; i < N; i++) CHECK(x[rank][i] == input(r, i));
+    }
+    /* a mismatch is seen, and the group goes on */
+    CHECK_RC(pg_all_reduce(g, x[rank], y[rank], rank == 0 ? 5 : 4, MB_F32, PG_SUM), PG_ERR_MISMATCH);
+    CHECK_RC(pg_barrier(g), 0);
+    /* a sub-group (ranks 3 and 1) uses pg.h's generic collectives over the rings */
+    {
+        pg_group sub;
+        int members[2] = { 3, 1 };
+        int rc = pg_subgroup_init(&sub, g, members, 2);
+        if (rank == 0 || rank == 2) {
+            CHECK(rc == PG_ERR_NOT_MEMBER);
+        } else {
+            CHECK_RC(rc, 0);
+            for (i = 0; i < N; i++) x[rank][i] = input(rank, i);
+            CHECK_RC(pg_all_reduce(&sub, x[rank], y[rank], N, MB_F32, PG_SUM), 0);
+            for (i = 0; i < N; i++) CHECK(y[rank][i] == input(3, i) + input(1, i));
+            CHECK_RC(pg_all_gather(&sub, x[rank], all[rank], N, MB_F32), 0);
+            for (i = 0; i < N; i++) CHECK(all[rank][i] == input(3, i) && all[rank][N + i] == input(1, i));
+        }
+    }
+    CHECK_RC(pg_barrier(g), 0);
+    return 0;
+}
+
+static void test_collectives_match_single_rank(void **state)
+{
+    (void)state;
+    run_all(body_collectives);
+}
+
+static int body_abort(pg_group *g, int rank)
+{
+    char buf[8];
+    size_t got;
+    int round;
+    for (round = 0; round < 2; round++) {
+        if (rank == 1) {
+            CHECK_RC(pg_abort(g, -99), 0);
+        } else {
+            /* blocked on a message that never comes: aborted, not timed out */
+            CHECK_RC(pg_recv_timeout(g, (rank + 2) % CORES, 4, buf, sizeof buf, &got, 4000), PG_ERR_ABORTED);
+        }
+        CHECK_RC(pg_send(g, (rank + 1) % CORES, 1, buf, 4), PG_ERR_ABORTED);
+        CHECK_RC(pg_recover(g), 0);
+        CHECK_RC(pg_barrier(g), 0);
+        CHECK_RC(pg_send(g, (rank + 1) % CORES, 1, "ok!", 4), 0);
+        CHECK_RC(pg_recv(g, (rank + CORES - 1) % CORES, 1, buf, sizeof buf, &got), 0);
+        CHECK(got == 4 && strcmp(buf, "ok!") == 0);
+        CHECK_RC(pg_barrier(g), 0);
+    }
+    return 0;
+}
+
+static void test_abort_and_recover(void **state)
+{
+    (void)state;
+    run_all(body_abort);
+}
+
+/* Stress: every ordered pair streams messages with a sequence number, a random length and
+   a checksum; receivers check order, content and count. 12 pairs x STRESS_PER_PAIR (84000: >= 10^6). */
+static uint32_t stress_received[CORES];
+
+static uint32_t mix(uint32_t x)
+{
+    x ^= x >> 16; x *= 0x7FEB352Du; x ^= x >> 15; x *= 0x846CA68Bu; x ^= x >> 16;
+    return x;
+}
+
+static int body_stress(pg_group *g, int rank)
+{
+    uint32_t msg[PAYLOAD / 4], seq_out[CORES] = { 0 }, seq_in[CORES] = { 0 }, total = 0;
+    int n = pg_size(g), peer, k;
+    size_t got;
+    while (seq_in[(rank + 1) % n] < STRESS_PER_PAIR) {
+        for (peer = 0; peer < n; peer++) { /* a burst of 4 to each peer */
+            if (peer == rank) continue;
+            for (k = 0; k < 4 && seq_out[peer] < STRESS_PER_PAIR; k++) {
+                uint32_t s = seq_out[peer]++, len = 2 + mix(s ^ (uint32_t)rank << 24) % (PAYLOAD / 4 - 2), i, sum = 0;
+                msg[0] = s;
+                for (i = 2; i < len; i++) { msg[i] = mix(s * 31u + i + (uint32_t)peer); sum += msg[i]; }
+                msg[1] = sum;
+                CHECK_RC(pg_send(g, peer, 0, msg, len * 4u), 0);
+            }
+        }
+        for (peer = 0; peer < n; peer++) {
+            if (peer == rank) continue;
+            for (k = 0; k < 4 && seq_in[peer] < STRESS_PER_PAIR; k++) {
+                uint32_t i, sum = 0;
+                CHECK_RC(pg_recv(g, peer, 0, msg, sizeof msg, &got), 0);
+                CHECK(msg[0] == seq_in[peer]); /* nothing lost, duplicated or reordered */
+                for (i = 2; i < got / 4; i++) sum += msg[i];
+                CHECK(sum == msg[1] && got == 4u * (2 + mix(msg[0] ^ (uint32_t)peer << 24) % (PAYLOAD / 4 - 2)));
+                seq_in[peer]++;
+                total++;
+            }
+        }
+    }
+    for (peer = 0; peer < n; peer++) CHECK(peer == rank || seq_in[peer] == STRESS_PER_PAIR);
+    CHECK_RC(pg_probe(g, (rank + 1) % n, 0, &got), 0); /* nothing extra */
+    stress_received[rank] = total;
+    return 0;
+}
+
+static void test_stress_million_messages(void **state)
+{
+    uint32_t total = 0;
+    int r;
+    (void)state;
+    run_all(body_stress);
+    for (r = 0; r < CORES; r++) total += stress_received[r];
+    print_message("stress: %u messages received, checked in order with checksums\n", (unsigned)total);
+    assert_int_equal(total, STRESS_PER_PAIR * CORES * (CORES - 1));
+#ifndef STRESS_SMALL
+    assert_true(total >= 1000000u);
+#endif
+}
+
+/* ---- the port-agnostic conformance suite (tests/pg_conformance.h) over pg_shm ----
+   Built with -DPG_SHM_CONFORMANCE. Known open failure: pgc_test_mismatch (after a
+   mismatched generic all_gatherv + pg_recover, the next all_reduce times out under ASan
+   timing); everything else of the suite passes on host threads. */
+#ifdef PG_SHM_CONFORMANCE
+static int (*pgc_body)(pg_group *g, void *arg);
+static void *pgc_arg;
+
+static int pgc_adapter(pg_group *g, int rank)
+{
+    (void)rank;
+    return pgc_body(g, pgc_arg);
+}
+
+static int pgc_run(int (*body)(pg_group *g, void *arg), void *arg)
+{
+    int results[CORES], i;
+    int rc = pg_shm_format(region, REGION_BYTES, CORES, SLOTS, PAYLOAD);
+    if (rc) return rc;
+    pgc_body = body;
+    pgc_arg = arg;
+    run_on_cores(pgc_adapter, results);
+    for (i = 0; i < CORES; i++)
+        if (results[i]) return results[i];
+    return 0;
+}
+
+#include "pg_conformance.h"
+#endif
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_format_and_init_errors),
+        cmocka_unit_test(test_corrupt_indices_and_headers),
+        cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_p2p_tags_out_of_order),
+        cmocka_unit_test(test_zero_copy_slots),
+        cmocka_unit_test(test_collectives_match_single_rank),
+        cmocka_unit_test(test_abort_and_recover),
+        cmocka_unit_test(test_stress_million_messages),
+    };
+    int failed = cmocka_run_group_tests_name(SUITE_NAME, tests, NULL, NULL);
+#ifdef PG_SHM_CONFORMANCE
+    long total = 0;
+    int r;
+    failed += cmocka_run_group_tests_name(SUITE_NAME " conformance", pgc_tests, NULL, NULL);
+    for (r = 0; r < CORES; r++) total += pgc_stress_received[r];
+    print_message("pg_shm conformance stress: %ld messages received in sequence with valid checksums\n", total);
+#endif
+    return failed;
+}

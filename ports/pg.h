@@ -46,7 +46,10 @@
        (non-overtaking, like MPI); messages with different tags may be received in any
        order. A message larger than the receive buffer is consumed and reported as
        PG_ERR_TOO_BIG. One send carries at most `max_msg` bytes (the slot size on
-       shared memory); the collectives split larger payloads themselves.
+       shared memory); the collectives split larger payloads themselves. A send completes
+       without the receiver's help while fewer than PG_MIN_INFLIGHT messages from this
+       sender wait in that receiver's inbox (further sends may block until it takes one);
+       the generic collectives never need more than one in flight per pair.
      - Every blocking call waits at most the group's timeout (pg_set_timeout) and then
        returns PG_ERR_TIMEOUT; the group stays usable. PG_WAIT_FOREVER disables it.
      - pg_abort(g, err) on one rank makes every blocked call on every rank of the world
@@ -87,6 +90,7 @@
 #define PG_API extern
 #endif
 
+#define PG_MIN_INFLIGHT 4            /* messages a port buffers per ordered pair, at least */
 #define PG_WAIT_FOREVER 0xFFFFFFFFu  /* timeout value: never time out */
 #define PG_TAG_MAX 0xFFFF            /* largest user tag */
 #define PG_TAG_PORT_BIT 0x40000000u  /* wire-tag bit reserved for ports (abort, control) */
@@ -281,3 +285,822 @@ PG_API int pg_scale_local(void *acc, size_t n, mb_dtype dt, int divisor);
 }
 #endif
 #endif /* PG_H */
+
+/* ---- 8. Implementation ----------------------------------------------------------- */
+#if defined(PG_IMPLEMENTATION) && !defined(PG_IMPLEMENTED)
+#define PG_IMPLEMENTED
+
+#if !defined(PG_MEMCPY) || !defined(PG_MEMSET)
+#include <string.h>
+#endif
+#ifndef PG_MEMCPY
+#define PG_MEMCPY(d, s, n) memcpy((d), (s), (n))
+#endif
+#ifndef PG_MEMSET
+#define PG_MEMSET(d, v, n) memset((d), (v), (n))
+#endif
+#ifndef PG_ASSERT
+#define PG_ASSERT(x) ((void)0)
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#ifdef PG_STATIC
+#define PG__DEF static
+#else
+#define PG__DEF
+#endif
+
+/* collective kinds folded into wire tags (kind 0 = user p2p) */
+enum { PG__K_USER = 0, PG__K_BARRIER = 1, PG__K_BCAST, PG__K_ALLREDUCE, PG__K_ALLGATHER, PG__K_RSCATTER,
+       PG__K_ALLTOALL, PG__K_GATHER, PG__K_SCATTER };
+
+PG__DEF const char *pg_strerror(int err)
+{
+    static const char *const msg[] = {"ok", "null pointer", "rank out of range", "tag out of range",
+        "bad size or count", "message too big", "timeout", "aborted", "peers disagree (mismatch)",
+        "bad dtype for this op", "unknown reduction op", "corrupt shared state", "no free slot",
+        "unsupported by this port", "not a member of the group", "port system error"};
+    if (err > 0 || err < PG_ERR_LAST) return "unknown error";
+    return msg[-err];
+}
+
+PG__DEF size_t pg_dtype_size(mb_dtype dt)
+{
+    static const unsigned char sz[MB_DTYPE_COUNT] = {4, 8, 1, 1, 2, 4};
+    return ((unsigned)dt < (unsigned)MB_DTYPE_COUNT) ? sz[dt] : 0u;
+}
+
+PG__DEF uint32_t pg_wire_tag(uint32_t context, uint32_t kind, uint32_t low16)
+{
+    return ((context & 0xFFu) << 22) | ((kind & 0x3Fu) << 16) | (low16 & 0xFFFFu);
+}
+
+PG__DEF int pg_group_init(pg_group *g, const pg_ops *ops, void *port, int world_rank, int world_size,
+                          size_t max_msg)
+{
+    int i;
+    if (!g || !ops || !ops->send || !ops->recv || !ops->probe) return PG_ERR_NULL;
+    if (world_size <= 0 || world_size > PG_MAX_RANKS || max_msg == 0) return PG_ERR_SIZE;
+    if (world_rank < 0 || world_rank >= world_size) return PG_ERR_RANK;
+    PG_MEMSET(g, 0, sizeof *g);
+    g->ops = ops;
+    g->port = port;
+    g->rank = world_rank;
+    g->size = world_size;
+    g->world_rank = world_rank;
+    g->world_size = world_size;
+    for (i = 0; i < world_size; i++) g->ranks[i] = i;
+    g->context = 0;
+    g->next_context = 1;
+    g->timeout_ms = PG_DEFAULT_TIMEOUT_MS;
+    g->max_msg = max_msg;
+    g->scratch = (unsigned char *)g->builtin_scratch;
+    g->scratch_bytes = sizeof g->builtin_scratch;
+    g->fallback_peer = -1;
+    return PG_OK;
+}
+
+/* A usable group: non-NULL and this rank a member. */
+static int pg__ok(const pg_group *g)
+{
+    if (!g) return PG_ERR_NULL;
+    if (!g->ops || g->size <= 0 || g->rank < 0) return PG_ERR_NOT_MEMBER;
+    return PG_OK;
+}
+
+PG__DEF int pg_rank(const pg_group *g) { int rc = pg__ok(g); return rc < 0 ? rc : g->rank; }
+PG__DEF int pg_size(const pg_group *g) { int rc = pg__ok(g); return rc < 0 ? rc : g->size; }
+PG__DEF int pg_world_rank(const pg_group *g, int r)
+{
+    int rc = pg__ok(g);
+    if (rc < 0) return rc;
+    return (r < 0 || r >= g->size) ? PG_ERR_RANK : g->ranks[r];
+}
+PG__DEF int pg_set_timeout(pg_group *g, uint32_t timeout_ms)
+{
+    if (!g) return PG_ERR_NULL;
+    g->timeout_ms = timeout_ms;
+    return PG_OK;
+}
+PG__DEF uint32_t pg_timeout(const pg_group *g) { return g ? g->timeout_ms : 0u; }
+PG__DEF size_t pg_max_msg(const pg_group *g) { return g ? g->max_msg : 0u; }
+PG__DEF size_t pg_scratch_bytes(const pg_group *g) { return g ? g->max_msg : 0u; }
+
+PG__DEF int pg_group_set_scratch(pg_group *g, void *buf, size_t bytes)
+{
+    if (!g) return PG_ERR_NULL;
+    if (g->fallback_dir) return PG_ERR_NO_SLOT;
+    if (!buf) {
+        g->scratch = (unsigned char *)g->builtin_scratch;
+        g->scratch_bytes = sizeof g->builtin_scratch;
+        return PG_OK;
+    }
+    if (bytes < 8) return PG_ERR_SIZE;
+    g->scratch = (unsigned char *)buf;
+    g->scratch_bytes = bytes;
+    return PG_OK;
+}
+
+/* ---- point-to-point ---- */
+static int pg__p2p_check(const pg_group *g, int peer, int tag)
+{
+    int rc = pg__ok(g);
+    if (rc < 0) return rc;
+    if (peer < 0 || peer >= g->size) return PG_ERR_RANK;
+    if (tag < 0 || tag > PG_TAG_MAX) return PG_ERR_TAG;
+    return PG_OK;
+}
+
+PG__DEF int pg_send(pg_group *g, int dst, int tag, const void *buf, size_t bytes)
+{
+    int rc = pg__p2p_check(g, dst, tag);
+    if (rc < 0) return rc;
+    if (!buf && bytes) return PG_ERR_NULL;
+    if (bytes > g->max_msg) return PG_ERR_TOO_BIG;
+    return g->ops->send(g->port, g->ranks[dst], pg_wire_tag(g->context, PG__K_USER, (uint32_t)tag), buf, bytes,
+                        g->timeout_ms);
+}
+
+PG__DEF int pg_recv_timeout(pg_group *g, int src, int tag, void *buf, size_t cap, size_t *got, uint32_t timeout_ms)
+{
+    size_t n = 0;
+    int rc = pg__p2p_check(g, src, tag);
+    if (rc < 0) return rc;
+    if (!buf && cap) return PG_ERR_NULL;
+    rc = g->ops->recv(g->port, g->ranks[src], pg_wire_tag(g->context, PG__K_USER, (uint32_t)tag), buf, cap, &n,
+                      timeout_ms);
+    if (rc >= 0 && got) *got = n;
+    return rc < 0 ? rc : PG_OK;
+}
+
+PG__DEF int pg_recv(pg_group *g, int src, int tag, void *buf, size_t cap, size_t *got)
+{
+    if (!g) return PG_ERR_NULL;
+    return pg_recv_timeout(g, src, tag, buf, cap, got, g->timeout_ms);
+}
+
+PG__DEF int pg_probe(pg_group *g, int src, int tag, size_t *bytes)
+{
+    size_t n = 0;
+    int rc = pg__p2p_check(g, src, tag);
+    if (rc < 0) return rc;
+    rc = g->ops->probe(g->port, g->ranks[src], pg_wire_tag(g->context, PG__K_USER, (uint32_t)tag), &n);
+    if (rc > 0 && bytes) *bytes = n;
+    return rc;
+}
+
+PG__DEF int pg_abort(pg_group *g, int err)
+{
+    if (!g) return PG_ERR_NULL;
+    if (!g->ops || !g->ops->abort) return PG_ERR_UNSUPPORTED;
+    return g->ops->abort(g->port, err);
+}
+
+PG__DEF int pg_recover(pg_group *g)
+{
+    if (!g) return PG_ERR_NULL;
+    if (!g->ops || !g->ops->recover) return PG_ERR_UNSUPPORTED;
+    g->fallback_dir = 0;
+    return g->ops->recover(g->port);
+}
+
+/* ---- slots ---- */
+PG__DEF int pg_slot_acquire(pg_group *g, int dst, size_t bytes, void **ptr)
+{
+    int rc = pg__p2p_check(g, dst, 0);
+    if (rc < 0) return rc;
+    if (!ptr) return PG_ERR_NULL;
+    if (bytes > g->max_msg) return PG_ERR_TOO_BIG;
+    if (g->ops->slot_acquire) return g->ops->slot_acquire(g->port, g->ranks[dst], bytes, ptr, g->timeout_ms);
+    if (g->fallback_dir) return PG_ERR_NO_SLOT;
+    if (bytes > g->scratch_bytes) return PG_ERR_TOO_BIG;
+    g->fallback_dir = 1;
+    g->fallback_peer = dst;
+    g->fallback_bytes = bytes;
+    *ptr = g->scratch;
+    return PG_OK;
+}
+
+PG__DEF int pg_slot_commit(pg_group *g, int dst, int tag, void *ptr, size_t bytes)
+{
+    int rc = pg__p2p_check(g, dst, tag);
+    uint32_t wt;
+    if (rc < 0) return rc;
+    if (!ptr) return PG_ERR_NULL;
+    wt = pg_wire_tag(g->context, PG__K_USER, (uint32_t)tag);
+    if (g->ops->slot_commit) return g->ops->slot_commit(g->port, g->ranks[dst], wt, ptr, bytes);
+    if (g->fallback_dir != 1 || ptr != (void *)g->scratch || dst != g->fallback_peer) return PG_ERR_NO_SLOT;
+    if (bytes > g->fallback_bytes) return PG_ERR_TOO_BIG;
+    rc = g->ops->send(g->port, g->ranks[dst], wt, ptr, bytes, g->timeout_ms);
+    if (rc != PG_ERR_TIMEOUT) g->fallback_dir = 0; /* on timeout the slot stays: commit again */
+    return rc;
+}
+
+PG__DEF int pg_slot_peek(pg_group *g, int src, int tag, const void **ptr, size_t *bytes)
+{
+    int rc = pg__p2p_check(g, src, tag);
+    size_t n = 0;
+    uint32_t wt;
+    if (rc < 0) return rc;
+    if (!ptr) return PG_ERR_NULL;
+    wt = pg_wire_tag(g->context, PG__K_USER, (uint32_t)tag);
+    if (g->ops->slot_peek) {
+        rc = g->ops->slot_peek(g->port, g->ranks[src], wt, ptr, &n, g->timeout_ms);
+    } else {
+        if (g->fallback_dir) return PG_ERR_NO_SLOT;
+        rc = g->ops->recv(g->port, g->ranks[src], wt, g->scratch, g->scratch_bytes, &n, g->timeout_ms);
+        if (rc >= 0) {
+            g->fallback_dir = 2;
+            g->fallback_peer = src;
+            *ptr = g->scratch;
+        }
+    }
+    if (rc >= 0 && bytes) *bytes = n;
+    return rc < 0 ? rc : PG_OK;
+}
+
+PG__DEF int pg_slot_release(pg_group *g, int src, const void *ptr)
+{
+    int rc = pg__p2p_check(g, src, 0);
+    if (rc < 0) return rc;
+    if (!ptr) return PG_ERR_NULL;
+    if (g->ops->slot_release) return g->ops->slot_release(g->port, g->ranks[src], ptr);
+    if (g->fallback_dir != 2 || ptr != (const void *)g->scratch || src != g->fallback_peer) return PG_ERR_NO_SLOT;
+    g->fallback_dir = 0;
+    return PG_OK;
+}
+
+/* ---- sub-groups ---- */
+PG__DEF int pg_subgroup_init(pg_group *sub, pg_group *parent, const int *ranks, int n)
+{
+    int i, j, me = -1, rc;
+    uint32_t ctx;
+    if (!sub || !parent || !ranks) return PG_ERR_NULL;
+    rc = pg__ok(parent);
+    if (rc < 0) return rc;
+    ctx = parent->next_context++; /* advances for members and non-members alike */
+    if (n <= 0 || n > parent->size) return PG_ERR_SIZE;
+    for (i = 0; i < n; i++) {
+        if (ranks[i] < 0 || ranks[i] >= parent->size) return PG_ERR_RANK;
+        for (j = 0; j < i; j++)
+            if (ranks[j] == ranks[i]) return PG_ERR_RANK;
+        if (ranks[i] == parent->rank) me = i;
+    }
+    if (sub != parent) PG_MEMSET(sub, 0, sizeof *sub);
+    sub->ops = parent->ops;
+    sub->port = parent->port;
+    sub->world_rank = parent->world_rank;
+    sub->world_size = parent->world_size;
+    sub->timeout_ms = parent->timeout_ms;
+    sub->max_msg = parent->max_msg;
+    sub->scratch = (unsigned char *)sub->builtin_scratch;
+    sub->scratch_bytes = sizeof sub->builtin_scratch;
+    sub->fallback_peer = -1;
+    sub->next_context = 1;
+    /* contexts 1..255; a nested group's id mixes in its parent's so siblings differ */
+    sub->context = 1u + ((parent->context * 31u + ctx) % 255u);
+    if (me < 0) {
+        sub->rank = -1;
+        sub->size = 0;
+        return PG_ERR_NOT_MEMBER;
+    }
+    for (i = 0; i < n; i++) sub->ranks[i] = parent->ranks[ranks[i]];
+    sub->rank = me;
+    sub->size = n;
+    return PG_OK;
+}
+
+/* ---- local reduction kernels ---- */
+#define PG__KERNEL(T, EXPR)                                  \
+    do {                                                     \
+        T *a_ = (T *)acc;                                    \
+        const T *b_ = (const T *)in;                         \
+        for (i = 0; i < n; i++) { T x = a_[i], y = b_[i]; a_[i] = (T)(EXPR); } \
+    } while (0)
+#define PG__INT_OPS(T)                                                                      \
+    switch (op) {                                                                           \
+    case PG_SUM: PG__KERNEL(T, (uint32_t)x + (uint32_t)y); break;                           \
+    case PG_PROD: PG__KERNEL(T, (uint32_t)x * (uint32_t)y); break;                          \
+    case PG_MAX: PG__KERNEL(T, x > y ? x : y); break;                                       \
+    case PG_MIN: PG__KERNEL(T, x < y ? x : y); break;                                       \
+    default: return PG_ERR_DTYPE;                                                           \
+    }
+#define PG__FLT_OPS(T)                                                                      \
+    switch (op) {                                                                           \
+    case PG_SUM: case PG_AVG: PG__KERNEL(T, x + y); break;                                  \
+    case PG_PROD: PG__KERNEL(T, x * y); break;                                              \
+    case PG_MAX: PG__KERNEL(T, x > y ? x : y); break;                                       \
+    case PG_MIN: PG__KERNEL(T, x < y ? x : y); break;                                       \
+    default: return PG_ERR_OP;                                                              \
+    }
+
+static int pg__op_check(mb_dtype dt, pg_red op)
+{
+    if (!pg_dtype_size(dt)) return PG_ERR_DTYPE;
+    if ((unsigned)op >= (unsigned)PG_RED_COUNT) return PG_ERR_OP;
+    if (op == PG_AVG && dt != MB_F32 && dt != MB_F64) return PG_ERR_DTYPE;
+    return PG_OK;
+}
+
+PG__DEF int pg_reduce_local(void *acc, const void *in, size_t n, mb_dtype dt, pg_red op)
+{
+    size_t i;
+    int rc = pg__op_check(dt, op);
+    if (rc < 0) return rc;
+    if (n && (!acc || !in)) return PG_ERR_NULL;
+    switch (dt) {
+    case MB_F32: PG__FLT_OPS(float) break;
+    case MB_F64: PG__FLT_OPS(double) break;
+    case MB_I8: PG__INT_OPS(int8_t) break;
+    case MB_U8: PG__INT_OPS(uint8_t) break;
+    case MB_I16: PG__INT_OPS(int16_t) break;
+    case MB_I32: PG__INT_OPS(int32_t) break;
+    default: return PG_ERR_DTYPE;
+    }
+    return PG_OK;
+}
+
+PG__DEF int pg_scale_local(void *acc, size_t n, mb_dtype dt, int divisor)
+{
+    size_t i;
+    if (n && !acc) return PG_ERR_NULL;
+    if (divisor <= 0) return PG_ERR_SIZE;
+    if (dt == MB_F32) {
+        float *a = (float *)acc;
+        for (i = 0; i < n; i++) a[i] = a[i] / (float)divisor;
+    } else if (dt == MB_F64) {
+        double *a = (double *)acc;
+        for (i = 0; i < n; i++) a[i] = a[i] / (double)divisor;
+    } else {
+        return PG_ERR_DTYPE;
+    }
+    return PG_OK;
+}
+
+/* ---- generic collectives over p2p ----
+   Every payload is cut into pieces of pg__piece(g) bytes (the same on every rank);
+   receivers take exactly the bytes they expect, so a disagreement is PG_ERR_MISMATCH. */
+static size_t pg__piece(const pg_group *g, size_t esize)
+{
+    size_t p = g->max_msg;
+    if (!g->ops->slot_peek && g->scratch_bytes < p) p = g->scratch_bytes;
+    p -= p % esize;
+    return p ? p : esize;
+}
+static size_t pg__npieces(size_t bytes, size_t piece) { return (bytes + piece - 1) / piece; }
+static size_t pg__piece_len(size_t bytes, size_t piece, size_t k)
+{
+    size_t off = k * piece;
+    return bytes - off < piece ? bytes - off : piece;
+}
+
+static uint32_t pg__coll_tag(pg_group *g, int kind)
+{
+    uint32_t t = pg_wire_tag(g->context, (uint32_t)kind, g->seq);
+    g->seq++;
+    return t;
+}
+
+static int pg__send(pg_group *g, int dst, uint32_t tag, const void *buf, size_t bytes)
+{
+    return g->ops->send(g->port, g->ranks[dst], tag, buf, bytes, g->timeout_ms);
+}
+
+static int pg__recv_exact(pg_group *g, int src, uint32_t tag, void *buf, size_t bytes)
+{
+    size_t got = 0;
+    int rc = g->ops->recv(g->port, g->ranks[src], tag, buf, bytes, &got, g->timeout_ms);
+    if (rc == PG_ERR_TOO_BIG) return PG_ERR_MISMATCH;
+    if (rc < 0) return rc;
+    return got == bytes ? PG_OK : PG_ERR_MISMATCH;
+}
+
+/* Receive `bytes` from src and combine: out = op(in_msg, own) (in_msg is the left operand). */
+static int pg__recv_combine(pg_group *g, int src, uint32_t tag, void *out, const void *own, size_t bytes,
+                            mb_dtype dt, pg_red op)
+{
+    size_t es = pg_dtype_size(dt), got = 0;
+    int rc;
+    if (g->ops->slot_peek) {
+        const void *p = 0;
+        rc = g->ops->slot_peek(g->port, g->ranks[src], tag, &p, &got, g->timeout_ms);
+        if (rc < 0) return rc;
+        if (got != bytes) {
+            g->ops->slot_release(g->port, g->ranks[src], p);
+            return PG_ERR_MISMATCH;
+        }
+        if (out != own) PG_MEMCPY(out, p, bytes);
+        rc = out == own ? pg_reduce_local(out, p, bytes / es, dt, op) : pg_reduce_local(out, own, bytes / es, dt, op);
+        g->ops->slot_release(g->port, g->ranks[src], p);
+        return rc;
+    }
+    if (out == own) {
+        rc = pg__recv_exact(g, src, tag, g->scratch, bytes);
+        return rc < 0 ? rc : pg_reduce_local(out, g->scratch, bytes / es, dt, op);
+    }
+    rc = pg__recv_exact(g, src, tag, out, bytes);
+    return rc < 0 ? rc : pg_reduce_local(out, own, bytes / es, dt, op);
+}
+
+static int pg__counts_check(const pg_group *g, const size_t *counts, size_t es, size_t *total)
+{
+    size_t t = 0;
+    int i;
+    if (!counts) return PG_ERR_NULL;
+    for (i = 0; i < g->size; i++) {
+        if (counts[i] > ((size_t)-1) / es / (size_t)g->size) return PG_ERR_SIZE;
+        t += counts[i];
+    }
+    *total = t;
+    return PG_OK;
+}
+
+static size_t pg__offset(const size_t *counts, int upto)
+{
+    size_t o = 0;
+    int i;
+    for (i = 0; i < upto; i++) o += counts[i];
+    return o;
+}
+
+static void pg__copy(void *d, const void *s, size_t n)
+{
+    if (n && d != s) PG_MEMCPY(d, s, n);
+}
+
+static int pg__barrier_generic(pg_group *g)
+{
+    uint32_t tag = pg__coll_tag(g, PG__K_BARRIER);
+    int k, rc, n = g->size, r = g->rank;
+    for (k = 1; k < n; k <<= 1) {
+        char dummy;
+        rc = pg__send(g, (r + k) % n, tag, &dummy, 0);
+        if (rc < 0) return rc;
+        rc = pg__recv_exact(g, (r - k + n) % n, tag, &dummy, 0);
+        if (rc < 0) return rc;
+    }
+    return PG_OK;
+}
+
+PG__DEF int pg_barrier(pg_group *g)
+{
+    int rc = pg__ok(g);
+    if (rc < 0) return rc;
+    if (g->ops->barrier) {
+        rc = g->ops->barrier(g);
+        if (rc != PG_ERR_UNSUPPORTED) return rc;
+    }
+    return pg__barrier_generic(g);
+}
+
+PG__DEF int pg_broadcast(pg_group *g, void *buf, size_t count, mb_dtype dt, int root)
+{
+    size_t es = pg_dtype_size(dt), bytes, piece, np, k;
+    int rc = pg__ok(g), n, vr, mask;
+    uint32_t tag;
+    if (rc < 0) return rc;
+    if (!es) return PG_ERR_DTYPE;
+    if (root < 0 || root >= g->size) return PG_ERR_RANK;
+    if (count > ((size_t)-1) / es) return PG_ERR_SIZE;
+    if (!buf && count) return PG_ERR_NULL;
+    if (g->ops->broadcast) {
+        rc = g->ops->broadcast(g, buf, count, dt, root);
+        if (rc != PG_ERR_UNSUPPORTED) return rc;
+    }
+    n = g->size;
+    tag = pg__coll_tag(g, PG__K_BCAST);
+    bytes = count * es;
+    piece = pg__piece(g, es);
+    np = bytes ? pg__npieces(bytes, piece) : 1;
+    vr = (g->rank - root + n) % n;
+    for (k = 0; k < np; k++) {
+        unsigned char *p = (unsigned char *)buf + k * piece;
+        size_t len = bytes ? pg__piece_len(bytes, piece, k) : 0;
+        /* binomial tree: receive from the parent, then send to children */
+        mask = 1;
+        while (mask < n) {
+            if (vr & mask) {
+                rc = pg__recv_exact(g, (vr - mask + root) % n, tag, p, len);
+                if (rc < 0) return rc;
+                break;
+            }
+            mask <<= 1;
+        }
+        mask >>= 1;
+        while (mask > 0) {
+            if (vr + mask < n) {
+                rc = pg__send(g, (vr + mask + root) % n, tag, p, len);
+                if (rc < 0) return rc;
+            }
+            mask >>= 1;
+        }
+    }
+    return PG_OK;
+}
+
+/* Ring reduce-scatter of packed blocks counts[]; the result block `rank` goes to out.
+   Block b is combined in ring order b+1, b+2, ..., b (left operand first), so its bits
+   do not depend on which rank computes them. Pieces are pipelined independently. */
+static int pg__rs_ring(pg_group *g, uint32_t tag, const void *send, void *out, const size_t *counts, mb_dtype dt,
+                       pg_red op)
+{
+    size_t es = pg_dtype_size(dt), piece = pg__piece(g, es), maxnp = 0, k;
+    int n = g->size, r = g->rank, s, b, rc;
+    const unsigned char *in = (const unsigned char *)send;
+    unsigned char *tmp = g->scratch;
+    if (n == 1) {
+        pg__copy(out, send, counts[0] * es);
+        return PG_OK;
+    }
+    if (piece > g->scratch_bytes) piece = g->scratch_bytes - g->scratch_bytes % es; /* tmp must hold a piece */
+    if (!piece) return PG_ERR_SIZE;
+    for (b = 0; b < n; b++) {
+        size_t np = pg__npieces(counts[b] * es, piece);
+        if (np > maxnp) maxnp = np;
+    }
+    for (k = 0; k < maxnp; k++) {
+        for (s = 0; s < n - 1; s++) {
+            int ob = (r - s - 1 + 2 * n) % n, ib = (r - s - 2 + 2 * n) % n;
+            size_t ob_bytes = counts[ob] * es, ib_bytes = counts[ib] * es;
+            if (k * piece < ob_bytes) {
+                size_t len = pg__piece_len(ob_bytes, piece, k);
+                const void *src = s == 0 ? (const void *)(in + pg__offset(counts, ob) * es + k * piece) : (const void *)tmp;
+                rc = pg__send(g, (r + 1) % n, tag, src, len);
+                if (rc < 0) return rc;
+            }
+            if (k * piece < ib_bytes) {
+                size_t len = pg__piece_len(ib_bytes, piece, k);
+                const unsigned char *own = in + pg__offset(counts, ib) * es + k * piece;
+                void *dst = (s == n - 2) ? (void *)((unsigned char *)out + k * piece) : (void *)tmp;
+                if (s == n - 2 && (const void *)own == dst) dst = tmp; /* in place: keep own until combined */
+                rc = pg__recv_combine(g, (r - 1 + n) % n, tag, dst, own, len, dt, op);
+                if (rc < 0) return rc;
+                if (s == n - 2 && dst == (void *)tmp) pg__copy((unsigned char *)out + k * piece, tmp, len);
+            }
+        }
+    }
+    return PG_OK;
+}
+
+/* Ring all-gather of packed blocks; own block already at its place in recv (or copied). */
+static int pg__ag_ring(pg_group *g, uint32_t tag, void *recv, const size_t *counts, size_t es)
+{
+    size_t piece = pg__piece(g, es), k, maxnp = 0;
+    int n = g->size, r = g->rank, s, b, rc;
+    unsigned char *base = (unsigned char *)recv;
+    for (b = 0; b < n; b++) {
+        size_t np = pg__npieces(counts[b] * es, piece);
+        if (np > maxnp) maxnp = np;
+    }
+    for (s = 0; s < n - 1; s++) {
+        int ob = (r - s + n) % n, ib = (r - s - 1 + n) % n;
+        size_t ob_bytes = counts[ob] * es, ib_bytes = counts[ib] * es;
+        size_t oo = pg__offset(counts, ob) * es, io = pg__offset(counts, ib) * es;
+        for (k = 0; k * piece < ob_bytes || k * piece < ib_bytes; k++) {
+            if (k * piece < ob_bytes) {
+                rc = pg__send(g, (r + 1) % n, tag, base + oo + k * piece, pg__piece_len(ob_bytes, piece, k));
+                if (rc < 0) return rc;
+            }
+            if (k * piece < ib_bytes) {
+                rc = pg__recv_exact(g, (r - 1 + n) % n, tag, base + io + k * piece, pg__piece_len(ib_bytes, piece, k));
+                if (rc < 0) return rc;
+            }
+        }
+    }
+    (void)maxnp;
+    return PG_OK;
+}
+
+static void pg__even_counts(int n, size_t count, size_t *counts)
+{
+    int i;
+    for (i = 0; i < n; i++) counts[i] = count / (size_t)n + ((size_t)i < count % (size_t)n ? 1u : 0u);
+}
+
+/* counts[] = count for every rank, after the checks every even variant shares */
+static int pg__even(const pg_group *g, size_t count, mb_dtype dt, size_t *counts)
+{
+    size_t es = pg_dtype_size(dt);
+    int rc = pg__ok(g), i;
+    if (rc < 0) return rc;
+    if (!es) return PG_ERR_DTYPE;
+    if (count > ((size_t)-1) / es / (size_t)g->size) return PG_ERR_SIZE;
+    for (i = 0; i < g->size; i++) counts[i] = count;
+    return PG_OK;
+}
+
+PG__DEF int pg_all_reduce(pg_group *g, const void *send, void *recv, size_t count, mb_dtype dt, pg_red op)
+{
+    size_t counts[PG_MAX_RANKS], es = pg_dtype_size(dt), off;
+    uint32_t tag;
+    int rc = pg__ok(g);
+    if (rc < 0) return rc;
+    rc = pg__op_check(dt, op);
+    if (rc < 0) return rc;
+    if (count > ((size_t)-1) / es) return PG_ERR_SIZE;
+    if (count && (!send || !recv)) return PG_ERR_NULL;
+    if (g->ops->all_reduce) {
+        rc = g->ops->all_reduce(g, send, recv, count, dt, op);
+        if (rc != PG_ERR_UNSUPPORTED) return rc;
+    }
+    tag = pg__coll_tag(g, PG__K_ALLREDUCE);
+    pg__even_counts(g->size, count, counts);
+    off = pg__offset(counts, g->rank) * es;
+    rc = pg__rs_ring(g, tag, send, (unsigned char *)recv + off, counts, dt, op == PG_AVG ? PG_SUM : op);
+    if (rc < 0) return rc;
+    if (op == PG_AVG) pg_scale_local((unsigned char *)recv + off, counts[g->rank], dt, g->size);
+    return pg__ag_ring(g, tag, recv, counts, es);
+}
+
+PG__DEF int pg_all_gatherv(pg_group *g, const void *send, void *recv, const size_t *counts, mb_dtype dt)
+{
+    size_t es = pg_dtype_size(dt), total;
+    int rc = pg__ok(g);
+    if (rc < 0) return rc;
+    if (!es) return PG_ERR_DTYPE;
+    rc = pg__counts_check(g, counts, es, &total);
+    if (rc < 0) return rc;
+    if ((counts[g->rank] && !send) || (total && !recv)) return PG_ERR_NULL;
+    if (g->ops->all_gatherv) {
+        rc = g->ops->all_gatherv(g, send, recv, counts, dt);
+        if (rc != PG_ERR_UNSUPPORTED) return rc;
+    }
+    pg__copy((unsigned char *)recv + pg__offset(counts, g->rank) * es, send, counts[g->rank] * es);
+    return pg__ag_ring(g, pg__coll_tag(g, PG__K_ALLGATHER), recv, counts, es);
+}
+
+PG__DEF int pg_all_gather(pg_group *g, const void *send, void *recv, size_t count, mb_dtype dt)
+{
+    size_t counts[PG_MAX_RANKS];
+    int rc = pg__even(g, count, dt, counts);
+    if (rc < 0) return rc;
+    if (count && (!send || !recv)) return PG_ERR_NULL;
+    if (g->ops->all_gather) {
+        rc = g->ops->all_gather(g, send, recv, count, dt);
+        if (rc != PG_ERR_UNSUPPORTED) return rc;
+    }
+    return pg_all_gatherv(g, send, recv, counts, dt);
+}
+
+PG__DEF int pg_reduce_scatterv(pg_group *g, const void *send, void *recv, const size_t *counts, mb_dtype dt,
+                               pg_red op)
+{
+    size_t es = pg_dtype_size(dt), total;
+    int rc = pg__ok(g);
+    if (rc < 0) return rc;
+    rc = pg__op_check(dt, op);
+    if (rc < 0) return rc;
+    rc = pg__counts_check(g, counts, es, &total);
+    if (rc < 0) return rc;
+    if ((total && !send) || (counts[g->rank] && !recv)) return PG_ERR_NULL;
+    if (g->ops->reduce_scatterv) {
+        rc = g->ops->reduce_scatterv(g, send, recv, counts, dt, op);
+        if (rc != PG_ERR_UNSUPPORTED) return rc;
+    }
+    rc = pg__rs_ring(g, pg__coll_tag(g, PG__K_RSCATTER), send, recv, counts, dt, op == PG_AVG ? PG_SUM : op);
+    if (rc < 0) return rc;
+    return op == PG_AVG ? pg_scale_local(recv, counts[g->rank], dt, g->size) : PG_OK;
+}
+
+PG__DEF int pg_reduce_scatter(pg_group *g, const void *send, void *recv, size_t count, mb_dtype dt, pg_red op)
+{
+    size_t counts[PG_MAX_RANKS];
+    int rc = pg__op_check(dt, op);
+    if (rc == PG_OK) rc = pg__even(g, count, dt, counts);
+    if (rc < 0) return pg__ok(g) < 0 ? pg__ok(g) : rc;
+    if (count && (!send || !recv)) return PG_ERR_NULL;
+    if (g->ops->reduce_scatter) {
+        rc = g->ops->reduce_scatter(g, send, recv, count, dt, op);
+        if (rc != PG_ERR_UNSUPPORTED) return rc;
+    }
+    return pg_reduce_scatterv(g, send, recv, counts, dt, op);
+}
+
+/* Send `bytes` to dst and receive `rbytes` from src, piece by piece interleaved. */
+static int pg__sendrecv(pg_group *g, uint32_t tag, int dst, const unsigned char *sbuf, size_t sbytes, int src,
+                        unsigned char *rbuf, size_t rbytes, size_t piece)
+{
+    size_t k;
+    int rc;
+    size_t ns = sbytes ? pg__npieces(sbytes, piece) : 1, nr = rbytes ? pg__npieces(rbytes, piece) : 1;
+    for (k = 0; k < ns || k < nr; k++) {
+        if (dst >= 0 && k < ns) {
+            rc = pg__send(g, dst, tag, sbuf + k * piece, sbytes ? pg__piece_len(sbytes, piece, k) : 0);
+            if (rc < 0) return rc;
+        }
+        if (src >= 0 && k < nr) {
+            rc = pg__recv_exact(g, src, tag, rbuf + k * piece, rbytes ? pg__piece_len(rbytes, piece, k) : 0);
+            if (rc < 0) return rc;
+        }
+    }
+    return PG_OK;
+}
+
+PG__DEF int pg_all_to_allv(pg_group *g, const void *send, const size_t *send_counts, void *recv,
+                           const size_t *recv_counts, mb_dtype dt)
+{
+    size_t es = pg_dtype_size(dt), st, rt, piece;
+    int rc = pg__ok(g), s, n, r;
+    uint32_t tag;
+    if (rc < 0) return rc;
+    if (!es) return PG_ERR_DTYPE;
+    rc = pg__counts_check(g, send_counts, es, &st);
+    if (rc < 0) return rc;
+    rc = pg__counts_check(g, recv_counts, es, &rt);
+    if (rc < 0) return rc;
+    if ((st && !send) || (rt && !recv)) return PG_ERR_NULL;
+    if (send == recv && (st || rt)) return PG_ERR_SIZE; /* not in place */
+    if (g->ops->all_to_allv) {
+        rc = g->ops->all_to_allv(g, send, send_counts, recv, recv_counts, dt);
+        if (rc != PG_ERR_UNSUPPORTED) return rc;
+    }
+    n = g->size;
+    r = g->rank;
+    tag = pg__coll_tag(g, PG__K_ALLTOALL);
+    piece = pg__piece(g, es);
+    if (recv_counts[r] != send_counts[r]) return PG_ERR_MISMATCH;
+    pg__copy((unsigned char *)recv + pg__offset(recv_counts, r) * es,
+             (const unsigned char *)send + pg__offset(send_counts, r) * es, send_counts[r] * es);
+    for (s = 1; s < n; s++) {
+        int dst = (r + s) % n, src = (r - s + n) % n;
+        rc = pg__sendrecv(g, tag, dst, (const unsigned char *)send + pg__offset(send_counts, dst) * es,
+                          send_counts[dst] * es, src, (unsigned char *)recv + pg__offset(recv_counts, src) * es,
+                          recv_counts[src] * es, piece);
+        if (rc < 0) return rc;
+    }
+    return PG_OK;
+}
+
+PG__DEF int pg_all_to_all(pg_group *g, const void *send, void *recv, size_t count, mb_dtype dt)
+{
+    size_t counts[PG_MAX_RANKS];
+    int rc = pg__even(g, count, dt, counts);
+    return rc < 0 ? rc : pg_all_to_allv(g, send, counts, recv, counts, dt);
+}
+
+/* gatherv (gather = 1) and scatterv (gather = 0): linear, the root talks to each rank. */
+static int pg__rootedv(pg_group *g, int gather, const void *send, void *recv, const size_t *counts, mb_dtype dt,
+                       int root)
+{
+    size_t es = pg_dtype_size(dt), total, piece;
+    int rc = pg__ok(g), i;
+    uint32_t tag;
+    const unsigned char *root_buf;
+    if (rc < 0) return rc;
+    if (!es) return PG_ERR_DTYPE;
+    if (root < 0 || root >= g->size) return PG_ERR_RANK;
+    rc = pg__counts_check(g, counts, es, &total);
+    if (rc < 0) return rc;
+    root_buf = (const unsigned char *)(gather ? (const void *)recv : send);
+    if ((counts[g->rank] && !(gather ? send : (const void *)recv)) || (g->rank == root && total && !root_buf))
+        return PG_ERR_NULL;
+    if (gather ? g->ops->gatherv != 0 : g->ops->scatterv != 0) {
+        rc = gather ? g->ops->gatherv(g, send, recv, counts, dt, root) : g->ops->scatterv(g, send, recv, counts, dt, root);
+        if (rc != PG_ERR_UNSUPPORTED) return rc;
+    }
+    tag = pg__coll_tag(g, gather ? PG__K_GATHER : PG__K_SCATTER);
+    piece = pg__piece(g, es);
+    if (g->rank != root)
+        return gather ? pg__sendrecv(g, tag, root, (const unsigned char *)send, counts[g->rank] * es, -1, 0, 0, piece)
+                      : pg__sendrecv(g, tag, -1, 0, 0, root, (unsigned char *)recv, counts[g->rank] * es, piece);
+    for (i = 0; i < g->size; i++) {
+        unsigned char *blk = (unsigned char *)root_buf + pg__offset(counts, i) * es;
+        size_t n = counts[i] * es;
+        if (i == root) rc = gather ? (pg__copy(blk, send, n), PG_OK) : (pg__copy(recv, blk, n), PG_OK);
+        else rc = gather ? pg__sendrecv(g, tag, -1, 0, 0, i, blk, n, piece) : pg__sendrecv(g, tag, i, blk, n, -1, 0, 0, piece);
+        if (rc < 0) return rc;
+    }
+    return PG_OK;
+}
+
+PG__DEF int pg_gatherv(pg_group *g, const void *send, void *recv, const size_t *counts, mb_dtype dt, int root)
+{
+    return pg__rootedv(g, 1, send, recv, counts, dt, root);
+}
+
+PG__DEF int pg_scatterv(pg_group *g, const void *send, void *recv, const size_t *counts, mb_dtype dt, int root)
+{
+    return pg__rootedv(g, 0, send, recv, counts, dt, root);
+}
+
+PG__DEF int pg_gather(pg_group *g, const void *send, void *recv, size_t count, mb_dtype dt, int root)
+{
+    size_t counts[PG_MAX_RANKS];
+    int rc = pg__even(g, count, dt, counts);
+    return rc < 0 ? rc : pg_gatherv(g, send, recv, counts, dt, root);
+}
+
+PG__DEF int pg_scatter(pg_group *g, const void *send, void *recv, size_t count, mb_dtype dt, int root)
+{
+    size_t counts[PG_MAX_RANKS];
+    int rc = pg__even(g, count, dt, counts);
+    return rc < 0 ? rc : pg_scatterv(g, send, recv, counts, dt, root);
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PG_IMPLEMENTATION */

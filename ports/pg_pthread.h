@@ -1,0 +1,702 @@
+/* pg_pthread.h — splitcore process-group port: ranks are threads of one process
+
+   Implements the pg.h contract (pg_ops) for N threads sharing one address space: one
+   mailbox of PG_PTHREAD_SLOTS slots per ordered pair of ranks (mutex-protected slot
+   states, payload copied or written in place through zero-copy slots), waiting by
+   spin-then-sleep on a per-rank doorbell counter (a condvar only once spinning failed), timeouts from
+   CLOCK_MONOTONIC, a world-wide abort flag. Native collectives for the world group read
+   peers' buffers directly (publish pointers, barrier, each rank reduces/copies its share,
+   barrier); sub-groups use pg.h's generic algorithms over the mailboxes. All state lives
+   in one pg_pthread_world the caller places (static storage); no heap.
+
+   Example:
+       #define PG_IMPLEMENTATION
+       #define PG_PTHREAD_IMPLEMENTATION
+       #include "ports/pg_pthread.h"
+       static pg_pthread_world world;
+       static int body(pg_group *g, void *arg) {
+           int32_t v = pg_rank(g) + 1;  (void)arg;
+           int rc = pg_all_reduce(g, &v, &v, 1, MB_I32, PG_SUM);
+           return rc < 0 ? rc : (v == 10 ? 0 : -1);
+       }
+       int main(void) { return pg_pthread_run(&world, 4, body, NULL) != 0; }
+
+   Contents:
+       1. Configuration   2. Types and API   3. Implementation (PG_PTHREAD_IMPLEMENTATION)
+
+   Configuration:
+       PG_PTHREAD_IMPLEMENTATION  emit the definitions (exactly one .c file; also needs
+                                  PG_IMPLEMENTATION somewhere)
+       PG_PTHREAD_STATIC          make every function static
+       PG_PTHREAD_MAX_RANKS       capacity of a world (default 8)
+       PG_PTHREAD_SLOTS           mailbox slots per ordered pair (default 4)
+       PG_PTHREAD_SLOT_BYTES      bytes per slot = the port's max_msg (default 16384)
+       PG_PTHREAD_SPIN            spins before sleeping while waiting (default 2000)
+   Needs POSIX (clock_gettime, sched_yield): this header defines _POSIX_C_SOURCE when
+   included first; otherwise define it (>= 200112L) before any system header. */
+#ifndef PG_PTHREAD_H
+#define PG_PTHREAD_H
+
+#if !defined(_POSIX_C_SOURCE) && !defined(_GNU_SOURCE)
+#define _POSIX_C_SOURCE 200809L
+#endif
+#include "pg.h"
+#include <pthread.h>
+
+#ifndef PG_PTHREAD_MAX_RANKS
+#define PG_PTHREAD_MAX_RANKS 8
+#endif
+#ifndef PG_PTHREAD_SLOTS
+#define PG_PTHREAD_SLOTS 4
+#endif
+#ifndef PG_PTHREAD_SLOT_BYTES
+#define PG_PTHREAD_SLOT_BYTES 16384
+#endif
+#ifndef PG_PTHREAD_SPIN
+#define PG_PTHREAD_SPIN 2000
+#endif
+#ifdef PG_PTHREAD_STATIC
+#define PG_PTHREAD_API static
+#else
+#define PG_PTHREAD_API extern
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct pg_pthread_slot {
+    uint64_t data[PG_PTHREAD_SLOT_BYTES / 8]; /* first: 64-byte aligned in the box */
+    uint64_t seq;                             /* deposit order (FIFO per pair and tag) */
+    size_t bytes;
+    uint32_t tag;
+    uint32_t state;                           /* 0 free, 1 acquired, 2 full, 3 peeked */
+} pg_pthread_slot;
+
+typedef struct pg_pthread_box {               /* messages src -> dst */
+    pg_pthread_slot slot[PG_PTHREAD_SLOTS];
+    pthread_mutex_t mu;
+    uint64_t next_seq;
+} pg_pthread_box;
+
+struct pg_pthread_world;
+typedef struct pg_pthread_rank {
+    struct pg_pthread_world *w;
+    int rank;
+} pg_pthread_rank;
+
+/* The per-rank state the native collectives publish (one cache line each). */
+typedef struct pg_pthread_pub {
+    const void *send;
+    void *recv;
+    const size_t *counts;
+    size_t count;
+    int32_t dt, op, root, kind;
+    volatile uint64_t arrive;                 /* barrier epoch reached */
+    uint64_t epoch;                           /* own barrier epoch (private) */
+    uint64_t pad[2];
+} pg_pthread_pub;
+
+typedef struct pg_pthread_world {
+    pg_pthread_box box[PG_PTHREAD_MAX_RANKS][PG_PTHREAD_MAX_RANKS]; /* [src][dst] */
+    pg_pthread_pub pub[PG_PTHREAD_MAX_RANKS];
+    volatile uint32_t bell[PG_PTHREAD_MAX_RANKS * 16];  /* doorbell of rank r at [r * 16] */
+    volatile uint32_t sleepers[PG_PTHREAD_MAX_RANKS * 16]; /* rank r blocked on cv[r] */
+    pthread_mutex_t sleep_mu[PG_PTHREAD_MAX_RANKS];
+    pthread_cond_t sleep_cv[PG_PTHREAD_MAX_RANKS];
+    volatile int32_t aborted;
+    volatile int32_t abort_err;
+    volatile uint32_t recover_count, recover_gen;
+    int32_t size;
+    pg_pthread_rank ctx[PG_PTHREAD_MAX_RANKS];
+    pg_group group[PG_PTHREAD_MAX_RANKS];
+    /* pg_pthread_run's bookkeeping */
+    pthread_t thread[PG_PTHREAD_MAX_RANKS];
+    int (*fn)(pg_group *g, void *arg);
+    void *arg;
+    int rc[PG_PTHREAD_MAX_RANKS];
+    int initialized;
+} pg_pthread_world;
+
+/* The port's vtable (for ports that wrap this one). */
+PG_PTHREAD_API const pg_ops *pg_pthread_ops(void);
+/* Reset `w` for `n` ranks (1..PG_PTHREAD_MAX_RANKS): empty mailboxes, no abort. */
+PG_PTHREAD_API int pg_pthread_world_init(pg_pthread_world *w, int n);
+/* The world group of `rank` (storage inside w; valid until the next init). */
+PG_PTHREAD_API pg_group *pg_pthread_group(pg_pthread_world *w, int rank);
+/* Init w for n ranks, run fn(group of rank r, arg) on n threads, join them. Returns the
+   first nonzero result in rank order (0 if all returned 0), or a pg_err if a thread
+   could not be started. */
+PG_PTHREAD_API int pg_pthread_run(pg_pthread_world *w, int n, int (*fn)(pg_group *g, void *arg), void *arg);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PG_PTHREAD_H */
+
+#if defined(PG_PTHREAD_IMPLEMENTATION) && !defined(PG_PTHREAD_IMPLEMENTED)
+#define PG_PTHREAD_IMPLEMENTED
+#include <sched.h>
+#include <string.h>
+#include <time.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#ifdef PG_PTHREAD_STATIC
+#define PG_PTHREAD__DEF static
+#else
+#define PG_PTHREAD__DEF
+#endif
+
+#define PG_PTHREAD__LOAD(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define PG_PTHREAD__STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
+
+static uint64_t pg_pthread__now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static void pg_pthread__ring(pg_pthread_world *w, int r)
+{
+    __atomic_add_fetch(&w->bell[r * 16], 1u, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&w->sleepers[r * 16], __ATOMIC_SEQ_CST)) {
+        pthread_mutex_lock(&w->sleep_mu[r]);
+        pthread_cond_broadcast(&w->sleep_cv[r]);
+        pthread_mutex_unlock(&w->sleep_mu[r]);
+    }
+}
+
+/* A wait in progress: spin, then sleep on the rank's condvar (bounded, so timeouts and
+   peers' progress without a doorbell are still seen). */
+typedef struct pg_pthread__wait {
+    uint64_t deadline;
+    uint32_t timeout, spins;
+} pg_pthread__wait;
+
+static void pg_pthread__wait_init(pg_pthread__wait *wt, uint32_t timeout_ms)
+{
+    wt->timeout = timeout_ms;
+    wt->spins = 0;
+    wt->deadline = timeout_ms == PG_WAIT_FOREVER ? 0 : pg_pthread__now_ms() + timeout_ms;
+}
+
+/* Wait until rank me's doorbell differs from `seen` (or a short while passed):
+   PG_OK to check again, or ABORTED / TIMEOUT. */
+static int pg_pthread__wait_bell(pg_pthread_world *w, int me, uint32_t seen, pg_pthread__wait *wt)
+{
+    struct timespec ts;
+    uint64_t now;
+    if (PG_PTHREAD__LOAD(&w->aborted)) return PG_ERR_ABORTED;
+    if (wt->timeout == 0) return PG_ERR_TIMEOUT;
+    while (wt->spins < PG_PTHREAD_SPIN) {
+        wt->spins++;
+        if (PG_PTHREAD__LOAD(&w->bell[me * 16]) != seen) return PG_OK;
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+    }
+    now = pg_pthread__now_ms();
+    if (wt->timeout != PG_WAIT_FOREVER && now >= wt->deadline) return PG_ERR_TIMEOUT;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += 2000000; /* at most 2 ms per sleep */
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&w->sleep_mu[me]);
+    __atomic_add_fetch(&w->sleepers[me * 16], 1u, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&w->bell[me * 16], __ATOMIC_SEQ_CST) == seen && !PG_PTHREAD__LOAD(&w->aborted))
+        pthread_cond_timedwait(&w->sleep_cv[me], &w->sleep_mu[me], &ts);
+    __atomic_sub_fetch(&w->sleepers[me * 16], 1u, __ATOMIC_SEQ_CST);
+    pthread_mutex_unlock(&w->sleep_mu[me]);
+    wt->spins = PG_PTHREAD_SPIN / 2; /* spin a little before the next sleep */
+    return PG_OK;
+}
+
+static pg_pthread_box *pg_pthread__box(pg_pthread_world *w, int src, int dst) { return &w->box[src][dst]; }
+
+/* Reserve a free slot in src->dst (waits); returns its index or < 0. */
+static int pg_pthread__reserve(pg_pthread_rank *me, int dst, uint32_t timeout_ms)
+{
+    pg_pthread_world *w = me->w;
+    pg_pthread_box *b;
+    pg_pthread__wait wt;
+    int i, rc;
+    if (dst < 0 || dst >= w->size) return PG_ERR_RANK;
+    b = pg_pthread__box(w, me->rank, dst);
+    pg_pthread__wait_init(&wt, timeout_ms);
+    for (;;) {
+        uint32_t bell = PG_PTHREAD__LOAD(&w->bell[me->rank * 16]);
+        if (PG_PTHREAD__LOAD(&w->aborted)) return PG_ERR_ABORTED;
+        pthread_mutex_lock(&b->mu);
+        for (i = 0; i < PG_PTHREAD_SLOTS; i++)
+            if (b->slot[i].state == 0) {
+                b->slot[i].state = 1;
+                pthread_mutex_unlock(&b->mu);
+                return i;
+            }
+        pthread_mutex_unlock(&b->mu);
+        rc = pg_pthread__wait_bell(w, me->rank, bell, &wt);
+        if (rc < 0) return rc;
+    }
+}
+
+static void pg_pthread__publish(pg_pthread_rank *me, int dst, int i, uint32_t tag, size_t bytes)
+{
+    pg_pthread_box *b = pg_pthread__box(me->w, me->rank, dst);
+    pthread_mutex_lock(&b->mu);
+    b->slot[i].tag = tag;
+    b->slot[i].bytes = bytes;
+    b->slot[i].seq = b->next_seq++;
+    b->slot[i].state = 2;
+    pthread_mutex_unlock(&b->mu);
+    pg_pthread__ring(me->w, dst);
+}
+
+static int pg_pthread__send(void *port, int dst, uint32_t tag, const void *buf, size_t bytes, uint32_t timeout_ms)
+{
+    pg_pthread_rank *me = (pg_pthread_rank *)port;
+    int i;
+    if (bytes > PG_PTHREAD_SLOT_BYTES) return PG_ERR_TOO_BIG;
+    i = pg_pthread__reserve(me, dst, timeout_ms);
+    if (i < 0) return i;
+    if (bytes) memcpy(me->w->box[me->rank][dst].slot[i].data, buf, bytes);
+    pg_pthread__publish(me, dst, i, tag, bytes);
+    return PG_OK;
+}
+
+/* Oldest full slot of src->me with tag, marked peeked; index or -1. Caller holds the lock. */
+static int pg_pthread__find(pg_pthread_box *b, uint32_t tag)
+{
+    int i, best = -1;
+    for (i = 0; i < PG_PTHREAD_SLOTS; i++)
+        if (b->slot[i].state == 2 && b->slot[i].tag == tag && (best < 0 || b->slot[i].seq < b->slot[best].seq))
+            best = i;
+    return best;
+}
+
+/* Wait for (src, tag) and take it (state peeked); slot index or < 0. */
+static int pg_pthread__take(pg_pthread_rank *me, int src, uint32_t tag, uint32_t timeout_ms)
+{
+    pg_pthread_world *w = me->w;
+    pg_pthread_box *b;
+    pg_pthread__wait wt;
+    int i, rc;
+    if (src < 0 || src >= w->size) return PG_ERR_RANK;
+    b = pg_pthread__box(w, src, me->rank);
+    pg_pthread__wait_init(&wt, timeout_ms);
+    for (;;) {
+        uint32_t bell = PG_PTHREAD__LOAD(&w->bell[me->rank * 16]);
+        if (PG_PTHREAD__LOAD(&w->aborted)) return PG_ERR_ABORTED;
+        pthread_mutex_lock(&b->mu);
+        i = pg_pthread__find(b, tag);
+        if (i >= 0) b->slot[i].state = 3;
+        pthread_mutex_unlock(&b->mu);
+        if (i >= 0) return i;
+        rc = pg_pthread__wait_bell(w, me->rank, bell, &wt);
+        if (rc < 0) return rc;
+    }
+}
+
+static void pg_pthread__free(pg_pthread_rank *me, int src, int i)
+{
+    pg_pthread_box *b = pg_pthread__box(me->w, src, me->rank);
+    pthread_mutex_lock(&b->mu);
+    b->slot[i].state = 0;
+    pthread_mutex_unlock(&b->mu);
+    pg_pthread__ring(me->w, src); /* the sender may be waiting for space */
+}
+
+static int pg_pthread__recv(void *port, int src, uint32_t tag, void *buf, size_t cap, size_t *got,
+                            uint32_t timeout_ms)
+{
+    pg_pthread_rank *me = (pg_pthread_rank *)port;
+    pg_pthread_slot *s;
+    int i = pg_pthread__take(me, src, tag, timeout_ms), rc = PG_OK;
+    if (i < 0) return i;
+    s = &me->w->box[src][me->rank].slot[i];
+    if (s->bytes > cap) rc = PG_ERR_TOO_BIG;
+    else if (s->bytes) memcpy(buf, s->data, s->bytes);
+    if (got) *got = s->bytes;
+    pg_pthread__free(me, src, i);
+    return rc;
+}
+
+static int pg_pthread__probe(void *port, int src, uint32_t tag, size_t *bytes)
+{
+    pg_pthread_rank *me = (pg_pthread_rank *)port;
+    pg_pthread_box *b;
+    int i;
+    if (src < 0 || src >= me->w->size) return PG_ERR_RANK;
+    if (PG_PTHREAD__LOAD(&me->w->aborted)) return PG_ERR_ABORTED;
+    b = pg_pthread__box(me->w, src, me->rank);
+    pthread_mutex_lock(&b->mu);
+    i = pg_pthread__find(b, tag);
+    if (i >= 0 && bytes) *bytes = b->slot[i].bytes;
+    pthread_mutex_unlock(&b->mu);
+    return i >= 0 ? 1 : 0;
+}
+
+/* slot pointer -> index in box, or -1 */
+static int pg_pthread__slot_index(pg_pthread_box *b, const void *ptr)
+{
+    int i;
+    for (i = 0; i < PG_PTHREAD_SLOTS; i++)
+        if ((const void *)b->slot[i].data == ptr) return i;
+    return -1;
+}
+
+static int pg_pthread__slot_acquire(void *port, int dst, size_t bytes, void **ptr, uint32_t timeout_ms)
+{
+    pg_pthread_rank *me = (pg_pthread_rank *)port;
+    int i;
+    if (bytes > PG_PTHREAD_SLOT_BYTES) return PG_ERR_TOO_BIG;
+    i = pg_pthread__reserve(me, dst, timeout_ms);
+    if (i < 0) return i == PG_ERR_TIMEOUT ? PG_ERR_NO_SLOT : i;
+    me->w->box[me->rank][dst].slot[i].bytes = bytes; /* capacity granted */
+    *ptr = me->w->box[me->rank][dst].slot[i].data;
+    return PG_OK;
+}
+
+static int pg_pthread__slot_commit(void *port, int dst, uint32_t tag, void *ptr, size_t bytes)
+{
+    pg_pthread_rank *me = (pg_pthread_rank *)port;
+    pg_pthread_box *b;
+    int i;
+    if (dst < 0 || dst >= me->w->size) return PG_ERR_RANK;
+    b = pg_pthread__box(me->w, me->rank, dst);
+    i = pg_pthread__slot_index(b, ptr);
+    if (i < 0 || b->slot[i].state != 1) return PG_ERR_NO_SLOT;
+    if (bytes > b->slot[i].bytes) return PG_ERR_TOO_BIG;
+    pg_pthread__publish(me, dst, i, tag, bytes);
+    return PG_OK;
+}
+
+static int pg_pthread__slot_peek(void *port, int src, uint32_t tag, const void **ptr, size_t *bytes,
+                                 uint32_t timeout_ms)
+{
+    pg_pthread_rank *me = (pg_pthread_rank *)port;
+    int i = pg_pthread__take(me, src, tag, timeout_ms);
+    if (i < 0) return i;
+    *ptr = me->w->box[src][me->rank].slot[i].data;
+    if (bytes) *bytes = me->w->box[src][me->rank].slot[i].bytes;
+    return PG_OK;
+}
+
+static int pg_pthread__slot_release(void *port, int src, const void *ptr)
+{
+    pg_pthread_rank *me = (pg_pthread_rank *)port;
+    pg_pthread_box *b;
+    int i;
+    if (src < 0 || src >= me->w->size) return PG_ERR_RANK;
+    b = pg_pthread__box(me->w, src, me->rank);
+    i = pg_pthread__slot_index(b, ptr);
+    if (i < 0 || b->slot[i].state != 3) return PG_ERR_NO_SLOT;
+    pg_pthread__free(me, src, i);
+    return PG_OK;
+}
+
+static int pg_pthread__abort(void *port, int err)
+{
+    pg_pthread_rank *me = (pg_pthread_rank *)port;
+    pg_pthread_world *w = me->w;
+    int r;
+    PG_PTHREAD__STORE(&w->abort_err, (int32_t)err);
+    PG_PTHREAD__STORE(&w->aborted, 1);
+    for (r = 0; r < w->size; r++) pg_pthread__ring(w, r);
+    return PG_OK;
+}
+
+/* Generation barrier over all ranks that ignores the abort flag (for recover). */
+static void pg_pthread__raw_barrier(pg_pthread_world *w)
+{
+    uint32_t gen = PG_PTHREAD__LOAD(&w->recover_gen);
+    if (__atomic_add_fetch(&w->recover_count, 1u, __ATOMIC_ACQ_REL) == (uint32_t)w->size) {
+        PG_PTHREAD__STORE(&w->recover_count, 0u);
+        PG_PTHREAD__STORE(&w->recover_gen, gen + 1u);
+    } else {
+        while (PG_PTHREAD__LOAD(&w->recover_gen) == gen) sched_yield();
+    }
+}
+
+static int pg_pthread__recover(void *port)
+{
+    pg_pthread_rank *me = (pg_pthread_rank *)port;
+    pg_pthread_world *w = me->w;
+    int s, i;
+    pg_pthread__raw_barrier(w);
+    for (s = 0; s < w->size; s++) { /* each rank empties its own inbox */
+        pg_pthread_box *b = pg_pthread__box(w, s, me->rank);
+        pthread_mutex_lock(&b->mu);
+        for (i = 0; i < PG_PTHREAD_SLOTS; i++) b->slot[i].state = 0;
+        pthread_mutex_unlock(&b->mu);
+    }
+    w->pub[me->rank].epoch = 0;
+    PG_PTHREAD__STORE(&w->pub[me->rank].arrive, (uint64_t)0);
+    pg_pthread__raw_barrier(w);
+    if (me->rank == 0) {
+        PG_PTHREAD__STORE(&w->abort_err, 0);
+        PG_PTHREAD__STORE(&w->aborted, 0);
+    }
+    pg_pthread__raw_barrier(w);
+    return PG_OK;
+}
+
+/* ---- native collectives (world group only) ---- */
+static int pg_pthread__barrier_w(pg_pthread_world *w, int me, uint32_t timeout_ms)
+{
+    pg_pthread__wait wt;
+    uint64_t e = ++w->pub[me].epoch;
+    int r, rc;
+    PG_PTHREAD__STORE(&w->pub[me].arrive, e);
+    for (r = 0; r < w->size; r++)
+        if (r != me) pg_pthread__ring(w, r);
+    pg_pthread__wait_init(&wt, timeout_ms == 0 ? 1u : timeout_ms);
+    for (r = 0; r < w->size; r++)
+        for (;;) {
+            uint32_t bell = PG_PTHREAD__LOAD(&w->bell[me * 16]);
+            if (PG_PTHREAD__LOAD(&w->pub[r].arrive) >= e) break;
+            if ((rc = pg_pthread__wait_bell(w, me, bell, &wt)) < 0) return rc;
+        }
+    return PG_OK;
+}
+
+static pg_pthread_world *pg_pthread__native(pg_group *g)
+{
+    return g->context == 0 ? ((pg_pthread_rank *)g->port)->w : (pg_pthread_world *)0;
+}
+
+static int pg_pthread__barrier(pg_group *g)
+{
+    pg_pthread_world *w = pg_pthread__native(g);
+    if (!w) return PG_ERR_UNSUPPORTED;
+    return pg_pthread__barrier_w(w, g->rank, g->timeout_ms);
+}
+
+enum { PG_PTHREAD__AR = 1, PG_PTHREAD__AG, PG_PTHREAD__RS, PG_PTHREAD__BC };
+
+/* Publish this rank's arguments, meet, and check every rank agrees. */
+static int pg_pthread__enter(pg_group *g, int kind, const void *send, void *recv, size_t count,
+                             const size_t *counts, int dt, int op, int root)
+{
+    pg_pthread_world *w = ((pg_pthread_rank *)g->port)->w;
+    pg_pthread_pub *p = &w->pub[g->rank];
+    int r, i, rc, bad = 0;
+    p->send = send;
+    p->recv = recv;
+    p->count = count;
+    p->counts = counts;
+    p->dt = dt;
+    p->op = op;
+    p->root = root;
+    p->kind = kind;
+    rc = pg_pthread__barrier_w(w, g->rank, g->timeout_ms);
+    if (rc < 0) return rc;
+    for (r = 0; r < w->size; r++) {
+        const pg_pthread_pub *q = &w->pub[r];
+        if (q->kind != kind || q->count != count || q->dt != dt || q->op != op || q->root != root) bad = 1;
+        if (counts && !bad)
+            for (i = 0; i < w->size; i++)
+                if (q->counts[i] != counts[i]) bad = 1;
+    }
+    if (bad) { /* everyone sees the same published values: all fail alike */
+        rc = pg_pthread__barrier_w(w, g->rank, g->timeout_ms);
+        return rc < 0 ? rc : PG_ERR_MISMATCH;
+    }
+    return PG_OK;
+}
+
+/* Reduce element range [lo, hi) of every rank's `send + base` into out, rank order. */
+static int pg_pthread__reduce_range(pg_pthread_world *w, size_t base, size_t lo, size_t hi, void *out,
+                                    mb_dtype dt, pg_red op)
+{
+    uint64_t tmp[512];
+    size_t es = pg_dtype_size(dt), blk = sizeof tmp / es, i, len;
+    int r;
+    for (i = lo; i < hi; i += len) {
+        len = hi - i < blk ? hi - i : blk;
+        memcpy(tmp, (const unsigned char *)w->pub[0].send + (base + i) * es, len * es);
+        for (r = 1; r < w->size; r++)
+            pg_reduce_local(tmp, (const unsigned char *)w->pub[r].send + (base + i) * es, len, dt,
+                            op == PG_AVG ? PG_SUM : op);
+        if (op == PG_AVG) pg_scale_local(tmp, len, dt, w->size);
+        memcpy((unsigned char *)out + (i - lo) * es, tmp, len * es);
+    }
+    return PG_OK;
+}
+
+static size_t pg_pthread__share(size_t count, int n, int r)
+{
+    /* even split, each share rounded to 16 elements so ranks write separate cache lines */
+    size_t per = (count / (size_t)n + 15u) & ~(size_t)15u, lo = per * (size_t)r;
+    return lo > count ? count : lo;
+}
+
+static int pg_pthread__all_reduce(pg_group *g, const void *send, void *recv, size_t count, mb_dtype dt, pg_red op)
+{
+    pg_pthread_world *w = pg_pthread__native(g);
+    size_t es = pg_dtype_size(dt), lo, hi;
+    int rc, r, n;
+    if (!w) return PG_ERR_UNSUPPORTED;
+    rc = pg_pthread__enter(g, PG_PTHREAD__AR, send, recv, count, 0, (int)dt, (int)op, 0);
+    if (rc < 0) return rc;
+    n = w->size;
+    lo = pg_pthread__share(count, n, g->rank);
+    hi = pg_pthread__share(count, n, g->rank + 1);
+    if (g->rank == n - 1) hi = count;
+    pg_pthread__reduce_range(w, 0, lo, hi, (unsigned char *)recv + lo * es, dt, op);
+    rc = pg_pthread__barrier_w(w, g->rank, g->timeout_ms);
+    if (rc < 0) return rc;
+    for (r = 0; r < n; r++) {
+        size_t a = pg_pthread__share(count, n, r), b = r == n - 1 ? count : pg_pthread__share(count, n, r + 1);
+        if (r != g->rank && b > a)
+            memcpy((unsigned char *)recv + a * es, (const unsigned char *)w->pub[r].recv + a * es, (b - a) * es);
+    }
+    return pg_pthread__barrier_w(w, g->rank, g->timeout_ms);
+}
+
+static int pg_pthread__all_gatherv(pg_group *g, const void *send, void *recv, const size_t *counts, mb_dtype dt)
+{
+    pg_pthread_world *w = pg_pthread__native(g);
+    size_t es = pg_dtype_size(dt), off = 0;
+    int rc, r;
+    if (!w) return PG_ERR_UNSUPPORTED;
+    rc = pg_pthread__enter(g, PG_PTHREAD__AG, send, recv, 0, counts, (int)dt, 0, 0);
+    if (rc < 0) return rc;
+    for (r = 0; r < w->size; r++) {
+        unsigned char *d = (unsigned char *)recv + off * es;
+        if (counts[r] && d != w->pub[r].send) memcpy(d, w->pub[r].send, counts[r] * es);
+        off += counts[r];
+    }
+    return pg_pthread__barrier_w(w, g->rank, g->timeout_ms);
+}
+
+static int pg_pthread__all_gather(pg_group *g, const void *send, void *recv, size_t count, mb_dtype dt)
+{
+    size_t counts[PG_MAX_RANKS];
+    int r;
+    for (r = 0; r < g->size; r++) counts[r] = count;
+    return pg_pthread__all_gatherv(g, send, recv, counts, dt);
+}
+
+static int pg_pthread__reduce_scatterv(pg_group *g, const void *send, void *recv, const size_t *counts,
+                                       mb_dtype dt, pg_red op)
+{
+    pg_pthread_world *w = pg_pthread__native(g);
+    size_t off = 0;
+    int rc, r;
+    if (!w) return PG_ERR_UNSUPPORTED;
+    rc = pg_pthread__enter(g, PG_PTHREAD__RS, send, recv, 0, counts, (int)dt, (int)op, 0);
+    if (rc < 0) return rc;
+    for (r = 0; r < g->rank; r++) off += counts[r];
+    pg_pthread__reduce_range(w, off, 0, counts[g->rank], recv, dt, op);
+    return pg_pthread__barrier_w(w, g->rank, g->timeout_ms);
+}
+
+static int pg_pthread__reduce_scatter(pg_group *g, const void *send, void *recv, size_t count, mb_dtype dt,
+                                      pg_red op)
+{
+    size_t counts[PG_MAX_RANKS];
+    int r;
+    for (r = 0; r < g->size; r++) counts[r] = count;
+    return pg_pthread__reduce_scatterv(g, send, recv, counts, dt, op);
+}
+
+static int pg_pthread__broadcast(pg_group *g, void *buf, size_t count, mb_dtype dt, int root)
+{
+    pg_pthread_world *w = pg_pthread__native(g);
+    int rc;
+    if (!w) return PG_ERR_UNSUPPORTED;
+    rc = pg_pthread__enter(g, PG_PTHREAD__BC, buf, buf, count, 0, (int)dt, 0, root);
+    if (rc < 0) return rc;
+    if (g->rank != root && count) memcpy(buf, w->pub[root].send, count * pg_dtype_size(dt));
+    return pg_pthread__barrier_w(w, g->rank, g->timeout_ms);
+}
+
+static const pg_ops pg_pthread__ops = {
+    pg_pthread__send, pg_pthread__recv, pg_pthread__probe,
+    pg_pthread__slot_acquire, pg_pthread__slot_commit, pg_pthread__slot_peek, pg_pthread__slot_release,
+    pg_pthread__abort, pg_pthread__recover,
+    pg_pthread__barrier, pg_pthread__broadcast, pg_pthread__all_reduce, pg_pthread__all_gather,
+    pg_pthread__all_gatherv, pg_pthread__reduce_scatter, pg_pthread__reduce_scatterv,
+    0, 0, 0 /* all_to_allv, gatherv, scatterv: pg.h's generic ones over the mailboxes */
+};
+
+PG_PTHREAD__DEF const pg_ops *pg_pthread_ops(void) { return &pg_pthread__ops; }
+
+PG_PTHREAD__DEF int pg_pthread_world_init(pg_pthread_world *w, int n)
+{
+    int s, d, r;
+    const pg_ops *ops = pg_pthread_ops();
+    if (!w) return PG_ERR_NULL;
+    if (n <= 0 || n > PG_PTHREAD_MAX_RANKS || n > PG_MAX_RANKS) return PG_ERR_SIZE;
+    if (w->initialized)
+        for (s = 0; s < PG_PTHREAD_MAX_RANKS; s++)
+            for (d = 0; d < PG_PTHREAD_MAX_RANKS; d++) pthread_mutex_destroy(&w->box[s][d].mu);
+    if (w->initialized)
+        for (s = 0; s < PG_PTHREAD_MAX_RANKS; s++) {
+            pthread_mutex_destroy(&w->sleep_mu[s]);
+            pthread_cond_destroy(&w->sleep_cv[s]);
+        }
+    memset(w, 0, sizeof *w);
+    for (s = 0; s < PG_PTHREAD_MAX_RANKS; s++)
+        for (d = 0; d < PG_PTHREAD_MAX_RANKS; d++)
+            if (pthread_mutex_init(&w->box[s][d].mu, NULL) != 0) return PG_ERR_PORT;
+    for (s = 0; s < PG_PTHREAD_MAX_RANKS; s++)
+        if (pthread_mutex_init(&w->sleep_mu[s], NULL) != 0 || pthread_cond_init(&w->sleep_cv[s], NULL) != 0)
+            return PG_ERR_PORT;
+    w->initialized = 1;
+    w->size = n;
+    for (r = 0; r < n; r++) {
+        w->ctx[r].w = w;
+        w->ctx[r].rank = r;
+        pg_group_init(&w->group[r], ops, &w->ctx[r], r, n, PG_PTHREAD_SLOT_BYTES);
+    }
+    return PG_OK;
+}
+
+PG_PTHREAD__DEF pg_group *pg_pthread_group(pg_pthread_world *w, int rank)
+{
+    if (!w || rank < 0 || rank >= w->size) return (pg_group *)0;
+    return &w->group[rank];
+}
+
+static void *pg_pthread__main(void *arg)
+{
+    pg_group *g = (pg_group *)arg;
+    pg_pthread_world *w = ((pg_pthread_rank *)g->port)->w;
+    w->rc[g->rank] = w->fn(g, w->arg);
+    return (void *)0;
+}
+
+PG_PTHREAD__DEF int pg_pthread_run(pg_pthread_world *w, int n, int (*fn)(pg_group *g, void *arg), void *arg)
+{
+    int r, started = 0, rc;
+    if (!fn) return PG_ERR_NULL;
+    rc = pg_pthread_world_init(w, n);
+    if (rc < 0) return rc;
+    w->fn = fn;
+    w->arg = arg;
+    for (r = 0; r < n; r++) {
+        if (pthread_create(&w->thread[r], NULL, pg_pthread__main, &w->group[r]) != 0) {
+            pg_pthread__abort(&w->ctx[0], PG_ERR_PORT); /* release the ones started */
+            rc = PG_ERR_PORT;
+            break;
+        }
+        started++;
+    }
+    for (r = 0; r < started; r++) pthread_join(w->thread[r], NULL);
+    if (rc < 0) return rc;
+    for (r = 0; r < n; r++)
+        if (w->rc[r] != 0) return w->rc[r];
+    return 0;
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PG_PTHREAD_IMPLEMENTATION */

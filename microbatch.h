@@ -124,7 +124,7 @@ typedef struct mb_spec {
 /* Split flags (OR one size policy with one count policy). */
 #define MB_BALANCED   0   /* sizes of torch.tensor_split: 10 into 3 -> 4,3,3 */
 #define MB_CEIL       1   /* sizes of torch.chunk: ceil(n/k) each, may give fewer chunks */
-#define MB_DOWNSIZE   0   /* split dim < count: count = smallest split dim (PyTorch) */
+#define MB_DOWNSIZE   0   /* split dim < count: count = smallest split dim over all values */
 #define MB_STRICT     2   /* split dim < count: MB_ERR_SPLIT_SIZE, named in mb_diag */
 #define MB_KEEP_COUNT 4   /* split dim < count: keep the count, trailing chunks empty */
 #define MB_DEBUG_MASK 8   /* merge: chunks are full-size masked tensors (mb_split_masked) */
@@ -182,7 +182,9 @@ MB_API int mb_split_masked(const mb_value *args, const mb_spec *specs, int nargs
    Tensor outputs are caller views whose shape must equal the merged shape; a chunk that
    already is the matching view of the output is not copied. Scalars are written to
    out[i].scalar. flags: MB_DEBUG_MASK re-slices masked chunks (with MB_BALANCED/MB_CEIL
-   as used to split). Nothing is written on error (a custom reducer's own failure aside). */
+   as used to split). A REDUCE output may be one of the chunks (reduced in place); other
+   overlaps of output and chunks are undefined. Nothing is written on error (a custom
+   reducer's own failure aside). */
 MB_API int mb_merge(const mb_value *chunks, int nchunks, int nvals, const mb_spec *specs, int flags,
                     mb_value *out);
 
@@ -218,11 +220,14 @@ extern "C" {
 
 MB__DEF const char *mb_strerror(int err)
 {
-    static const char *const msg[] = {"ok", "null pointer", "bad ndim", "bad dim", "bad dtype", "bad shape",
-        "chunks <= 0", "chunk counts differ", "too small", "bad spec", "split dim < chunks",
-        "replicas differ", "bad range", "misaligned"};
-    if (err > 0 || err < MB_ERR_ALIGN) return "unknown error";
-    return msg[-err];
+    /* one packed string: no pointer table in flash */
+    static const char msg[] = "ok\0null pointer\0bad ndim\0bad dim\0bad dtype\0bad shape\0chunks <= 0\0"
+                              "chunk counts differ\0too small\0bad spec\0split dim < chunks\0replicas differ\0"
+                              "bad range\0misaligned\0unknown error";
+    const char *p = msg;
+    if (err > 0 || err < MB_ERR_ALIGN) err = MB_ERR_ALIGN - 1;
+    for (; err < 0; err++) p += strlen(p) + 1;
+    return p;
 }
 
 MB__DEF size_t mb_dtype_size(mb_dtype dt)
@@ -283,8 +288,8 @@ MB__DEF int mb_is_contiguous(const mb_tensor *t)
     int d, rc = mb_tensor_check(t);
     int64_t st = 1;
     if (rc) return rc;
+    if (mb_numel(t) == 0) return 1; /* as torch: an empty tensor is contiguous */
     for (d = t->ndim - 1; d >= 0; d--) {
-        if (t->shape[d] == 0) return 1;
         if (t->shape[d] != 1 && t->stride[d] != st) return 0;
         st *= t->shape[d];
     }
@@ -421,7 +426,7 @@ MB__DEF int mb_split_sizes(int32_t size, int chunks, int flags, int32_t *sizes, 
     if (chunks <= 0) return MB_ERR_CHUNKS;
     if (size < 0) return MB_ERR_SHAPE;
     each = size / chunks + (size % chunks != 0); /* torch.chunk: ceil(size / chunks) */
-    n = (flags & MB_CEIL) ? (each ? (int)((size + each - 1) / each) : 1) : chunks;
+    n = ((flags & MB_CEIL) && each) ? (int)((size + each - 1) / each) : chunks; /* chunk(empty, k): k empties */
     if (sizes && n > max_sizes) return MB_ERR_TOO_SMALL;
     for (c = 0; sizes && c < n; c++) {
         sizes[c] = mb__chunk_len(size, chunks, c, off, flags);
@@ -570,7 +575,7 @@ static int mb__merge_one(const mb_value *chunks, int nchunks, int nvals, int i, 
     mb_tensor o, a, f, want;
     int32_t total = 0, off = 0, len;
     if (kind < 0) return kind;
-    if (op < -1 || op > MB_RED_CUSTOM ||
+    if ((kind == MB_SPEC_REDUCE && (op < 0 || op > MB_RED_CUSTOM)) ||
         (op == MB_RED_CUSTOM && (!red || !red->fn || red->init.kind != first->kind)))
         return MB_ERR_SPEC;
     f = mb__view(first);
@@ -616,8 +621,18 @@ static int mb__merge_one(const mb_value *chunks, int nchunks, int nvals, int i, 
         }
         return MB_OK;
     }
+    /* reduce in place when the output is one of the chunks: start from that one */
+    off = op == MB_RED_CUSTOM ? -1 : 0; /* the chunk the output starts from */
+    for (c = 1; op >= 0 && off == 0 && c < nchunks; c++) {
+        a = mb__view(&chunks[c * nvals + i]);
+        if (mb__same_view(&o, &a)) {
+            want = a;
+            off = c;
+        }
+    }
     if (!mb__same_view(&o, &want)) mb__walk(MB__COPY, &o, &want, 0);
-    for (c = op == MB_RED_CUSTOM ? 0 : 1; op >= 0 && c < nchunks; c++) {
+    for (c = 0; op >= 0 && c < nchunks; c++) {
+        if (c == off) continue;
         a = mb__view(&chunks[c * nvals + i]);
         if (op == MB_RED_CUSTOM) {
             rc = red->fn(out, &chunks[c * nvals + i], red->user);

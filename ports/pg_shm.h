@@ -12,7 +12,8 @@
    virt, host threads and FreeRTOS): notify(core) rings a doorbell, wait() sleeps until a
    doorbell or a short tick, cache_clean/invalidate keep a D-cache (Cortex-M7) coherent and
    now_us() gives time for timeouts. World collectives (barrier, broadcast, all_reduce,
-   all_gather) read peers' buffers directly; sub-groups use pg.h's generic ones.
+   all_gather(v)) read peers' buffers directly and check every core's arguments, so every
+   core sees a mismatch; sub-groups and the other collectives use pg.h's generic ones.
 
    Example (core `me` of 4; every core runs the same code):
        #define PG_IMPLEMENTATION
@@ -34,9 +35,14 @@
        PG_SHM_IMPLEMENTATION   emit the definitions (exactly one .c file; needs pg.h's too)
        PG_SHM_STATIC           make every function static to its translation unit
        PG_SHM_MAX_CORES        largest core count (default 8; local state is 24 B per core)
-       PG_SHM_LINE             cache-line size in bytes, power of two >= 16 (default 64)
+       PG_SHM_LINE             cache-line size in bytes, power of two >= 64 (default 64; a
+                               core's control line holds 9 words; 32-byte-line cores use 64)
        PG_SHM_SPIN             polls before calling hooks->wait() (default 200)
-       PG_SHM_NO_NATIVE        use pg.h's generic collectives only (smaller code)
+       PG_SHM_NO_NATIVE        no direct-read broadcast/all_reduce/all_gather(v): pg.h's
+                               generic ones over the rings (smaller code; the barrier stays
+                               native). Default: native. pg.h's ring all_gatherv does not let
+                               every rank see a count mismatch, so the conformance suite's
+                               mismatch test needs the native one.
        PG_SHM_FENCE_ACQ(), PG_SHM_FENCE_REL(), PG_SHM_FENCE()   acquire / release / full
                                barrier (default: GCC/clang __atomic_thread_fence; define all
                                three for other compilers)
@@ -64,6 +70,9 @@
 #endif
 #ifndef PG_SHM_LINE
 #define PG_SHM_LINE 64
+#endif
+#if PG_SHM_LINE < 64 || (PG_SHM_LINE & (PG_SHM_LINE - 1))
+#error "PG_SHM_LINE must be a power of two >= 64"
 #endif
 #ifndef PG_SHM_SPIN
 #define PG_SHM_SPIN 200
@@ -506,29 +515,33 @@ static int pg_shm__recover(void *port)
     return pg_shm__sync(s, PG_SHM__RECOVER, e + 2u, 0, PG_DEFAULT_TIMEOUT_MS);
 }
 
-#ifndef PG_SHM_NO_NATIVE
 static int pg_shm__epoch(pg_shm *s, uint32_t timeout_ms)
 {
     return pg_shm__sync(s, PG_SHM__EPOCH, ++s->epoch, 1, timeout_ms);
 }
 
+/* The world barrier is always native: a core leaves it only after every core arrived, so an
+   abort right after a barrier never catches a peer still inside it (pg.h's message barrier
+   can: a fast rank leaves while a slow one still waits for its last message). */
 static int pg_shm__barrier(pg_group *g)
 {
-    pg_shm *s = (pg_shm *)g->port;
     if (g->context) return PG_ERR_UNSUPPORTED;
-    return pg_shm__epoch(s, g->timeout_ms);
+    return pg_shm__epoch((pg_shm *)g->port, g->timeout_ms);
 }
 
-/* Native world collectives: every core publishes (a, b, count, meta) in its control line,
-   syncs, checks the peers' arguments, works on peers' buffers directly, and syncs again so
-   no buffer changes while a peer still reads it. */
-static int pg_shm__begin(pg_group *g, const void *a, const void *b, size_t count, uint32_t meta)
+#ifndef PG_SHM_NO_NATIVE
+/* Native world collectives: every core publishes (a, b, its count, meta) in its control
+   line, syncs, checks every peer's arguments (so every core sees a disagreement, not only
+   the ones whose data it touches), works on peers' buffers directly, and syncs again so no
+   buffer changes while a peer still reads it. counts: per-core counts (NULL: `count` each);
+   meta folds in the kind, dtype, op or root, and a hash of counts[]. */
+static int pg_shm__begin(pg_group *g, const void *a, const void *b, size_t count, const size_t *counts,
+                         uint32_t meta)
 {
     pg_shm *s = (pg_shm *)g->port;
     volatile uint32_t *w = pg_shm__ctl(s, s->rank);
     uint64_t pa = (uint64_t)(uintptr_t)a, pb = (uint64_t)(uintptr_t)b;
     int c, rc;
-    if (g->context) return PG_ERR_UNSUPPORTED;
     w[PG_SHM__PTR0] = (uint32_t)pa;
     w[PG_SHM__PTR1] = (uint32_t)(pa >> 32);
     w[PG_SHM__PTR2] = (uint32_t)pb;
@@ -541,7 +554,8 @@ static int pg_shm__begin(pg_group *g, const void *a, const void *b, size_t count
     for (c = 0; c < s->cores; c++) {
         volatile uint32_t *p = pg_shm__ctl(s, c);
         pg_shm__inval(s, p, PG_SHM_LINE);
-        if (p[PG_SHM__COUNT] != (uint32_t)count || p[PG_SHM__META] != meta) rc = PG_ERR_MISMATCH;
+        if ((size_t)p[PG_SHM__COUNT] != (counts ? counts[c] : count) || p[PG_SHM__META] != meta)
+            rc = PG_ERR_MISMATCH;
     }
     return rc;
 }
@@ -563,10 +577,9 @@ static int pg_shm__all_reduce(pg_group *g, const void *send, void *recv, size_t 
     pg_shm *s = (pg_shm *)g->port;
     size_t es = pg_dtype_size(dt), lo, hi, n = (size_t)s->cores;
     int c, rc;
-    if ((uint64_t)count >> 32 || g->scratch_bytes < es) return PG_ERR_UNSUPPORTED;
+    if (g->context || (uint64_t)count >> 32 || g->scratch_bytes < es) return PG_ERR_UNSUPPORTED;
     pg_shm__clean(s, send, count * es);
-    rc = pg_shm__begin(g, send, recv, count, 0x100u | (uint32_t)dt << 4 | (uint32_t)op);
-    if (rc == PG_ERR_UNSUPPORTED) return rc;
+    rc = pg_shm__begin(g, send, recv, count, 0, 0x100u | (uint32_t)dt << 4 | (uint32_t)op);
     if (rc == PG_OK) { /* my share of every core's send, reduced in rank order through the
                           group's scratch (in place: my send is read before recv is written) */
         size_t m = g->scratch_bytes / es, b, e;
@@ -600,47 +613,56 @@ static int pg_shm__all_reduce(pg_group *g, const void *send, void *recv, size_t 
     return pg_shm__end(g, rc);
 }
 
-/* all_gather (which = 0: copy every peer's send) and broadcast (root's buffer). */
-static int pg_shm__copy_from(pg_group *g, const void *send, void *recv, size_t count, mb_dtype dt, int root)
+/* all_gatherv (root < 0: every core's block, counts[c] elements of core c, packed) and
+   broadcast (root >= 0: the root's `count` elements). */
+static int pg_shm__copy_from(pg_group *g, const void *send, void *recv, size_t count, const size_t *counts,
+                             mb_dtype dt, int root)
 {
     pg_shm *s = (pg_shm *)g->port;
-    size_t bytes = count * pg_dtype_size(dt);
+    size_t es = pg_dtype_size(dt), off = 0, mine = counts ? counts[s->rank] : count;
+    uint32_t meta = 0x200u | (uint32_t)dt << 4 | (uint32_t)(root + 1) << 12;
     int c, rc;
+    if (g->context) return PG_ERR_UNSUPPORTED;
+    for (c = 0; counts && c < s->cores; c++) {
+        if ((uint64_t)counts[c] >> 32) return PG_ERR_UNSUPPORTED;
+        meta = (meta ^ (uint32_t)counts[c]) * 0x9E3779B1u;
+    }
     if ((uint64_t)count >> 32) return PG_ERR_UNSUPPORTED;
-    pg_shm__clean(s, send, bytes);
-    rc = pg_shm__begin(g, send, recv, count, 0x200u | (uint32_t)dt << 4 | (uint32_t)(root + 1) << 12);
-    if (rc == PG_ERR_UNSUPPORTED) return rc;
+    pg_shm__clean(s, send, mine * es);
+    rc = pg_shm__begin(g, send, recv, mine, counts, meta);
     for (c = 0; rc == PG_OK && c < s->cores; c++) {
         unsigned char *src = pg_shm__peer(s, c, 0);
-        if (root >= 0 ? (c != root || c == s->rank) : 0) continue;
-        pg_shm__inval(s, src, bytes);
-        if (root >= 0) memcpy(recv, src, bytes);
-        else memmove((unsigned char *)recv + (size_t)c * bytes, src, bytes);
+        size_t bytes = (counts ? counts[c] : count) * es;
+        if (root < 0 || (c == root && c != s->rank)) {
+            pg_shm__inval(s, src, bytes);
+            memmove((unsigned char *)recv + off, src, bytes);
+        }
+        off += root < 0 ? bytes : 0;
     }
     return pg_shm__end(g, rc);
 }
 
-static int pg_shm__all_gather(pg_group *g, const void *send, void *recv, size_t count, mb_dtype dt)
+static int pg_shm__all_gatherv(pg_group *g, const void *send, void *recv, const size_t *counts, mb_dtype dt)
 {
-    return pg_shm__copy_from(g, send, recv, count, dt, -1);
+    return pg_shm__copy_from(g, send, recv, 0, counts, dt, -1);
 }
 
 static int pg_shm__broadcast(pg_group *g, void *buf, size_t count, mb_dtype dt, int root)
 {
-    return pg_shm__copy_from(g, buf, buf, count, dt, root);
+    return pg_shm__copy_from(g, buf, buf, count, 0, dt, root);
 }
 #endif /* PG_SHM_NO_NATIVE */
 
 static const pg_ops pg_shm__ops = {
     pg_shm__send, pg_shm__recv, pg_shm__probe,
     pg_shm__acquire, pg_shm__commit, pg_shm__peek, pg_shm__release,
-    pg_shm__abort, pg_shm__recover,
-#ifndef PG_SHM_NO_NATIVE
-    pg_shm__barrier, pg_shm__broadcast, pg_shm__all_reduce, pg_shm__all_gather,
+    pg_shm__abort, pg_shm__recover, pg_shm__barrier,
+#ifndef PG_SHM_NO_NATIVE /* all_gather: pg.h makes it an all_gatherv with even counts */
+    pg_shm__broadcast, pg_shm__all_reduce, 0, pg_shm__all_gatherv,
 #else
     0, 0, 0, 0,
 #endif
-    0, 0, 0, 0, 0, 0
+    0, 0, 0, 0, 0
 };
 
 PG_SHM_API const pg_ops *pg_shm_ops(void) { return &pg_shm__ops; }

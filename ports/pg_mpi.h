@@ -29,7 +29,10 @@
        PG_MPI_STATIC          make every function static
        PG_MPI_MAX_MSG         largest p2p message = the port's max_msg (default 65536)
        PG_MPI_SEND_SLOTS      buffered sends in flight (default 16)
-       PG_MPI_CHECK_ARGS      1 (default): native collectives first compare arguments
+       PG_MPI_CHECK_ARGS      default of pg_mpi_port.check_args (1): native collectives first
+                              compare every rank's arguments (one small MPI_Iallreduce)
+       PG_MPI_BLOCKING        default of pg_mpi_port.blocking (0): 1 uses blocking MPI
+                              collectives (less overhead; no timeout/abort inside them)
    Needs <mpi.h> (Debian: libopenmpi-dev; compile with mpicc). */
 #ifndef PG_MPI_H
 #define PG_MPI_H
@@ -52,6 +55,9 @@
 #ifndef PG_MPI_CHECK_ARGS
 #define PG_MPI_CHECK_ARGS 1
 #endif
+#ifndef PG_MPI_BLOCKING
+#define PG_MPI_BLOCKING 0
+#endif
 #ifdef PG_MPI_STATIC
 #define PG_MPI_API static
 #else
@@ -65,11 +71,16 @@ extern "C" {
 #endif
 
 typedef struct pg_mpi_port {
-    MPI_Comm parent;      /* the user's communicator */
+    MPI_Comm parent;      /* private duplicate of the user's communicator (coll is re-made from it) */
     MPI_Comm p2p;         /* private duplicate for point-to-point */
     MPI_Comm coll;        /* private duplicate for native collectives */
     int rank, size;
     int aborted, abort_err, coll_broken;
+    MPI_Request recover_bar; /* pg_recover's Ibarrier in progress */
+    int recover_stage;
+    int check_args;       /* compare arguments before native collectives (PG_MPI_CHECK_ARGS) */
+    int blocking;         /* blocking MPI collectives (PG_MPI_BLOCKING): faster, but a native
+                             collective then cannot time out or see an abort once entered */
     MPI_Request send_req[PG_MPI_SEND_SLOTS];
     MPI_Request abort_req[PG_MAX_RANKS];
     int abort_msg;
@@ -255,12 +266,16 @@ static void pg_mpi__drain(pg_mpi_port *p)
     }
 }
 
-/* Drain until this rank's sends are done and an Ibarrier over p2p completed. */
-static void pg_mpi__drain_round(pg_mpi_port *p)
+/* One recover round: drain until this rank's sends are done and an Ibarrier over p2p
+   completed, within the world's timeout. A round that timed out is resumed (same
+   Ibarrier) by the next pg_recover, so late ranks still match. */
+static int pg_mpi__drain_round(pg_mpi_port *p)
 {
-    MPI_Request bar;
+    pg_mpi__wait w;
     int done = 0, all, i, d;
-    MPI_Ibarrier(p->p2p, &bar);
+    if (p->recover_bar == MPI_REQUEST_NULL && MPI_Ibarrier(p->p2p, &p->recover_bar) != MPI_SUCCESS)
+        return PG_ERR_PORT;
+    pg_mpi__wait_init(&w, p->world.timeout_ms);
     for (;;) {
         pg_mpi__drain(p);
         all = 1;
@@ -274,21 +289,28 @@ static void pg_mpi__drain_round(pg_mpi_port *p)
             if (p->abort_req[i] != MPI_REQUEST_NULL) MPI_Test(&p->abort_req[i], &d, MPI_STATUS_IGNORE);
             all &= d;
         }
-        if (!done) MPI_Test(&bar, &done, MPI_STATUS_IGNORE);
-        if (done && all) break;
+        if (!done) MPI_Test(&p->recover_bar, &done, MPI_STATUS_IGNORE); /* sets it to MPI_REQUEST_NULL */
+        if (done && all) return PG_OK;
+        if ((++w.idle & 63u) == 0 && w.timeout != PG_WAIT_FOREVER && MPI_Wtime() >= w.deadline)
+            return PG_ERR_TIMEOUT;
     }
 }
 
 static int pg_mpi__recover(void *port)
 {
     pg_mpi_port *p = (pg_mpi_port *)port;
-    pg_mpi__drain_round(p);
-    pg_mpi__drain_round(p); /* eager messages that raced the first barrier */
+    int rc;
+    while (p->recover_stage < 2) { /* the second round takes eager messages that raced the first */
+        if ((rc = pg_mpi__drain_round(p)) < 0) return rc;
+        p->recover_stage++;
+    }
+    p->recover_stage = 0;
     p->aborted = 0;
     p->abort_err = 0;
     /* a native collective that failed half-way may still be pending: new communicator */
     MPI_Comm_free(&p->coll);
     if (MPI_Comm_dup(p->parent, &p->coll) != MPI_SUCCESS) return PG_ERR_PORT;
+    MPI_Comm_set_errhandler(p->coll, MPI_ERRORS_RETURN);
     p->coll_broken = 0;
     return MPI_Barrier(p->coll) == MPI_SUCCESS ? PG_OK : PG_ERR_PORT;
 }
@@ -353,23 +375,25 @@ static int pg_mpi__finish(pg_mpi_port *p, MPI_Request *req, uint32_t timeout_ms)
 static int pg_mpi__check(pg_mpi_port *p, uint32_t timeout_ms, int kind, size_t count, int dt, int op,
                          const size_t *counts)
 {
-#if PG_MPI_CHECK_ARGS
     MPI_Request req;
     int i, m = 4 + (counts ? p->size : 0), rc;
+    if (!p->check_args) return PG_OK;
     p->check[0] = kind;
     p->check[1] = (int64_t)count;
     p->check[2] = dt;
     p->check[3] = op;
     for (i = 4; i < m; i++) p->check[i] = (int64_t)counts[i - 4];
     for (i = 0; i < m; i++) p->check[m + i] = -p->check[i];
-    if (MPI_Iallreduce(MPI_IN_PLACE, p->check, 2 * m, MPI_INT64_T, MPI_MAX, p->coll, &req) != MPI_SUCCESS)
-        return PG_ERR_PORT;
-    if ((rc = pg_mpi__finish(p, &req, timeout_ms)) < 0) return rc;
+    if (p->blocking) {
+        if (MPI_Allreduce(MPI_IN_PLACE, p->check, 2 * m, MPI_INT64_T, MPI_MAX, p->coll) != MPI_SUCCESS)
+            return PG_ERR_PORT;
+    } else {
+        if (MPI_Iallreduce(MPI_IN_PLACE, p->check, 2 * m, MPI_INT64_T, MPI_MAX, p->coll, &req) != MPI_SUCCESS)
+            return PG_ERR_PORT;
+        if ((rc = pg_mpi__finish(p, &req, timeout_ms)) < 0) return rc;
+    }
     for (i = 0; i < m; i++)
         if (p->check[i] != -p->check[m + i]) return PG_ERR_MISMATCH;
-#else
-    (void)p, (void)timeout_ms, (void)kind, (void)count, (void)dt, (void)op, (void)counts;
-#endif
     return PG_OK;
 }
 
@@ -387,103 +411,111 @@ static int pg_mpi__icounts(pg_mpi_port *p, int which, const size_t *counts)
     return off > (size_t)INT_MAX ? PG_ERR_UNSUPPORTED : PG_OK;
 }
 
-static int pg_mpi__barrier(pg_group *g)
+/* Common start of a native collective: the port if g may use one (else NULL with *rc =
+   UNSUPPORTED, or ABORTED, or the argument check's verdict). */
+static pg_mpi_port *pg_mpi__enter(pg_group *g, int *rc, int kind, size_t count, mb_dtype dt, int op_or_root,
+                                  const size_t *counts, size_t max_count)
 {
     pg_mpi_port *p = pg_mpi__native(g);
+    *rc = PG_ERR_UNSUPPORTED;
+    if (!p || count > max_count || (counts && pg_mpi__icounts(p, 0, counts) < 0)) return (pg_mpi_port *)0;
+    if ((*rc = pg_mpi__poll_abort(p)) < 0) return (pg_mpi_port *)0;
+    if (kind && (*rc = pg_mpi__check(p, g->timeout_ms, kind, count, (int)dt, op_or_root, counts)) < 0)
+        return (pg_mpi_port *)0;
+    return p;
+}
+
+/* Blocking mode: the blocking MPI call. Otherwise the non-blocking one (which sets req),
+   polled within the timeout; AVG divides afterwards. */
+#define PG_MPI__RUN(p, g, BLOCKING, NONBLOCKING)                                            \
+    ((p)->blocking ? ((BLOCKING) == MPI_SUCCESS ? PG_OK : PG_ERR_PORT)                      \
+                   : ((NONBLOCKING) == MPI_SUCCESS ? pg_mpi__finish((p), &req, (g)->timeout_ms) : PG_ERR_PORT))
+
+static int pg_mpi__barrier(pg_group *g)
+{
     MPI_Request req;
-    if (!p) return PG_ERR_UNSUPPORTED;
-    if (pg_mpi__poll_abort(p) < 0) return PG_ERR_ABORTED;
-    if (MPI_Ibarrier(p->coll, &req) != MPI_SUCCESS) return PG_ERR_PORT;
-    return pg_mpi__finish(p, &req, g->timeout_ms);
+    int rc;
+    pg_mpi_port *p = pg_mpi__enter(g, &rc, 0, 0, MB_I32, 0, 0, 0);
+    if (!p) return rc;
+    return PG_MPI__RUN(p, g, MPI_Barrier(p->coll), MPI_Ibarrier(p->coll, &req));
 }
 
 static int pg_mpi__broadcast(pg_group *g, void *buf, size_t count, mb_dtype dt, int root)
 {
-    pg_mpi_port *p = pg_mpi__native(g);
     MPI_Request req;
     int rc;
-    if (!p || count > (size_t)INT_MAX) return PG_ERR_UNSUPPORTED;
-    if (pg_mpi__poll_abort(p) < 0) return PG_ERR_ABORTED;
-    if ((rc = pg_mpi__check(p, g->timeout_ms, 1, count, (int)dt, root, 0)) < 0) return rc;
-    if (MPI_Ibcast(buf, (int)count, pg_mpi__type(dt), root, p->coll, &req) != MPI_SUCCESS) return PG_ERR_PORT;
-    return pg_mpi__finish(p, &req, g->timeout_ms);
+    pg_mpi_port *p = pg_mpi__enter(g, &rc, 1, count, dt, root, 0, (size_t)INT_MAX);
+    MPI_Datatype t = pg_mpi__type(dt);
+    if (!p) return rc;
+    return PG_MPI__RUN(p, g, MPI_Bcast(buf, (int)count, t, root, p->coll),
+                       MPI_Ibcast(buf, (int)count, t, root, p->coll, &req));
 }
 
 static int pg_mpi__all_reduce(pg_group *g, const void *send, void *recv, size_t count, mb_dtype dt, pg_red op)
 {
-    pg_mpi_port *p = pg_mpi__native(g);
     MPI_Request req;
     int rc;
-    if (!p || count > (size_t)INT_MAX) return PG_ERR_UNSUPPORTED;
-    if (pg_mpi__poll_abort(p) < 0) return PG_ERR_ABORTED;
-    if ((rc = pg_mpi__check(p, g->timeout_ms, 2, count, (int)dt, (int)op, 0)) < 0) return rc;
-    if (MPI_Iallreduce(send == recv ? MPI_IN_PLACE : send, recv, (int)count, pg_mpi__type(dt), pg_mpi__op(p, op, dt),
-                       p->coll, &req) != MPI_SUCCESS)
-        return PG_ERR_PORT;
-    if ((rc = pg_mpi__finish(p, &req, g->timeout_ms)) < 0) return rc;
-    return op == PG_AVG ? pg_scale_local(recv, count, dt, p->size) : PG_OK;
+    pg_mpi_port *p = pg_mpi__enter(g, &rc, 2, count, dt, (int)op, 0, (size_t)INT_MAX);
+    MPI_Datatype t = pg_mpi__type(dt);
+    const void *s = send == recv ? MPI_IN_PLACE : send;
+    if (!p) return rc;
+    rc = PG_MPI__RUN(p, g, MPI_Allreduce(s, recv, (int)count, t, pg_mpi__op(p, op, dt), p->coll),
+                     MPI_Iallreduce(s, recv, (int)count, t, pg_mpi__op(p, op, dt), p->coll, &req));
+    return rc < 0 || op != PG_AVG ? rc : pg_scale_local(recv, count, dt, p->size);
 }
 
 static int pg_mpi__all_gather(pg_group *g, const void *send, void *recv, size_t count, mb_dtype dt)
 {
-    pg_mpi_port *p = pg_mpi__native(g);
     MPI_Request req;
     int rc;
-    if (!p || count > (size_t)INT_MAX / (size_t)g->size) return PG_ERR_UNSUPPORTED;
-    if (pg_mpi__poll_abort(p) < 0) return PG_ERR_ABORTED;
-    if ((rc = pg_mpi__check(p, g->timeout_ms, 3, count, (int)dt, 0, 0)) < 0) return rc;
-    if (MPI_Iallgather(send == (const void *)((const unsigned char *)recv + (size_t)g->rank * count * pg_dtype_size(dt))
-                           ? MPI_IN_PLACE : send,
-                       (int)count, pg_mpi__type(dt), recv, (int)count, pg_mpi__type(dt), p->coll, &req) != MPI_SUCCESS)
-        return PG_ERR_PORT;
-    return pg_mpi__finish(p, &req, g->timeout_ms);
+    pg_mpi_port *p = pg_mpi__enter(g, &rc, 3, count, dt, 0, 0, (size_t)INT_MAX / (size_t)g->size);
+    MPI_Datatype t = pg_mpi__type(dt);
+    const void *own = (const unsigned char *)recv + (size_t)g->rank * count * pg_dtype_size(dt);
+    const void *s = send == own ? MPI_IN_PLACE : send;
+    if (!p) return rc;
+    return PG_MPI__RUN(p, g, MPI_Allgather(s, (int)count, t, recv, (int)count, t, p->coll),
+                       MPI_Iallgather(s, (int)count, t, recv, (int)count, t, p->coll, &req));
 }
 
 static int pg_mpi__all_gatherv(pg_group *g, const void *send, void *recv, const size_t *counts, mb_dtype dt)
 {
-    pg_mpi_port *p = pg_mpi__native(g);
     MPI_Request req;
-    const void *own;
-    int rc;
-    if (!p || pg_mpi__icounts(p, 0, counts) < 0) return PG_ERR_UNSUPPORTED;
-    if (pg_mpi__poll_abort(p) < 0) return PG_ERR_ABORTED;
-    if ((rc = pg_mpi__check(p, g->timeout_ms, 4, 0, (int)dt, 0, counts)) < 0) return rc;
-    own = (const unsigned char *)recv + (size_t)p->idispls[0][g->rank] * pg_dtype_size(dt);
-    if (MPI_Iallgatherv(send == own ? MPI_IN_PLACE : send, (int)counts[g->rank], pg_mpi__type(dt), recv,
-                        p->icounts[0], p->idispls[0], pg_mpi__type(dt), p->coll, &req) != MPI_SUCCESS)
-        return PG_ERR_PORT;
-    return pg_mpi__finish(p, &req, g->timeout_ms);
+    int rc, *c, *d;
+    pg_mpi_port *p = pg_mpi__enter(g, &rc, 4, 0, dt, 0, counts, 0);
+    MPI_Datatype t = pg_mpi__type(dt);
+    const void *s;
+    if (!p) return rc;
+    c = p->icounts[0];
+    d = p->idispls[0];
+    s = send == (const void *)((const unsigned char *)recv + (size_t)d[g->rank] * pg_dtype_size(dt)) ? MPI_IN_PLACE
+                                                                                                    : send;
+    return PG_MPI__RUN(p, g, MPI_Allgatherv(s, c[g->rank], t, recv, c, d, t, p->coll),
+                       MPI_Iallgatherv(s, c[g->rank], t, recv, c, d, t, p->coll, &req));
 }
 
 static int pg_mpi__reduce_scatter(pg_group *g, const void *send, void *recv, size_t count, mb_dtype dt, pg_red op)
 {
-    pg_mpi_port *p = pg_mpi__native(g);
     MPI_Request req;
     int rc;
-    if (!p || count > (size_t)INT_MAX / (size_t)g->size) return PG_ERR_UNSUPPORTED;
-    if (pg_mpi__poll_abort(p) < 0) return PG_ERR_ABORTED;
-    if ((rc = pg_mpi__check(p, g->timeout_ms, 5, count, (int)dt, (int)op, 0)) < 0) return rc;
-    if (MPI_Ireduce_scatter_block(send, recv, (int)count, pg_mpi__type(dt), pg_mpi__op(p, op, dt), p->coll, &req) !=
-        MPI_SUCCESS)
-        return PG_ERR_PORT;
-    if ((rc = pg_mpi__finish(p, &req, g->timeout_ms)) < 0) return rc;
-    return op == PG_AVG ? pg_scale_local(recv, count, dt, p->size) : PG_OK;
+    pg_mpi_port *p = pg_mpi__enter(g, &rc, 5, count, dt, (int)op, 0, (size_t)INT_MAX / (size_t)g->size);
+    MPI_Datatype t = pg_mpi__type(dt);
+    if (!p) return rc;
+    rc = PG_MPI__RUN(p, g, MPI_Reduce_scatter_block(send, recv, (int)count, t, pg_mpi__op(p, op, dt), p->coll),
+                     MPI_Ireduce_scatter_block(send, recv, (int)count, t, pg_mpi__op(p, op, dt), p->coll, &req));
+    return rc < 0 || op != PG_AVG ? rc : pg_scale_local(recv, count, dt, p->size);
 }
 
 static int pg_mpi__reduce_scatterv(pg_group *g, const void *send, void *recv, const size_t *counts, mb_dtype dt,
                                    pg_red op)
 {
-    pg_mpi_port *p = pg_mpi__native(g);
     MPI_Request req;
     int rc;
-    if (!p || pg_mpi__icounts(p, 0, counts) < 0) return PG_ERR_UNSUPPORTED;
-    if (pg_mpi__poll_abort(p) < 0) return PG_ERR_ABORTED;
-    if ((rc = pg_mpi__check(p, g->timeout_ms, 6, 0, (int)dt, (int)op, counts)) < 0) return rc;
-    if (MPI_Ireduce_scatter(send, recv, p->icounts[0], pg_mpi__type(dt), pg_mpi__op(p, op, dt), p->coll, &req) !=
-        MPI_SUCCESS)
-        return PG_ERR_PORT;
-    if ((rc = pg_mpi__finish(p, &req, g->timeout_ms)) < 0) return rc;
-    return op == PG_AVG ? pg_scale_local(recv, counts[g->rank], dt, p->size) : PG_OK;
+    pg_mpi_port *p = pg_mpi__enter(g, &rc, 6, 0, dt, (int)op, counts, 0);
+    MPI_Datatype t = pg_mpi__type(dt);
+    if (!p) return rc;
+    rc = PG_MPI__RUN(p, g, MPI_Reduce_scatter(send, recv, p->icounts[0], t, pg_mpi__op(p, op, dt), p->coll),
+                     MPI_Ireduce_scatter(send, recv, p->icounts[0], t, pg_mpi__op(p, op, dt), p->coll, &req));
+    return rc < 0 || op != PG_AVG ? rc : pg_scale_local(recv, counts[g->rank], dt, p->size);
 }
 
 /* all_to_allv, gatherv, scatterv: pg.h's generic versions over the buffered p2p (their
@@ -504,7 +536,9 @@ PG_MPI__DEF int pg_mpi_init(pg_mpi_port *p, MPI_Comm comm)
     int i, flag = 0, *ub = 0, rc;
     if (!p) return PG_ERR_NULL;
     memset(p, 0, sizeof *p);
-    p->parent = comm;
+    if (MPI_Comm_dup(comm, &p->parent) != MPI_SUCCESS) return PG_ERR_PORT;
+    p->check_args = PG_MPI_CHECK_ARGS;
+    p->blocking = PG_MPI_BLOCKING;
     if (MPI_Comm_dup(comm, &p->p2p) != MPI_SUCCESS || MPI_Comm_dup(comm, &p->coll) != MPI_SUCCESS)
         return PG_ERR_PORT;
     MPI_Comm_set_errhandler(p->p2p, MPI_ERRORS_RETURN);
@@ -515,6 +549,7 @@ PG_MPI__DEF int pg_mpi_init(pg_mpi_port *p, MPI_Comm comm)
     if (!flag || !ub || *ub < PG_MPI_ABORT_TAG) return PG_ERR_UNSUPPORTED; /* pg.h needs 31-bit tags */
     for (i = 0; i < PG_MPI_SEND_SLOTS; i++) p->send_req[i] = MPI_REQUEST_NULL;
     for (i = 0; i < PG_MAX_RANKS; i++) p->abort_req[i] = MPI_REQUEST_NULL;
+    p->recover_bar = MPI_REQUEST_NULL;
     if (MPI_Op_create(pg_mpi__user_sum, 1, &p->int_sum) != MPI_SUCCESS ||
         MPI_Op_create(pg_mpi__user_prod, 1, &p->int_prod) != MPI_SUCCESS)
         return PG_ERR_PORT;
@@ -526,13 +561,15 @@ PG_MPI__DEF pg_group *pg_mpi_group(pg_mpi_port *p) { return p ? &p->world : (pg_
 
 PG_MPI__DEF int pg_mpi_finalize(pg_mpi_port *p)
 {
+    int rc;
     if (!p) return PG_ERR_NULL;
-    pg_mpi__drain_round(p);
+    rc = pg_mpi__drain_round(p);
     MPI_Comm_free(&p->p2p);
     MPI_Comm_free(&p->coll);
+    MPI_Comm_free(&p->parent);
     MPI_Op_free(&p->int_sum);
     MPI_Op_free(&p->int_prod);
-    return PG_OK;
+    return rc;
 }
 
 #ifdef __cplusplus

@@ -31,7 +31,10 @@
        PG_PTHREAD_MAX_RANKS       capacity of a world (default 8)
        PG_PTHREAD_SLOTS           mailbox slots per ordered pair (default 4)
        PG_PTHREAD_SLOT_BYTES      bytes per slot = the port's max_msg (default 16384)
-       PG_PTHREAD_SPIN            spins before sleeping while waiting (default 2000)
+       PG_PTHREAD_SPIN            spins before sleeping while waiting (default 2000; a
+                                  fortieth when ranks outnumber online CPUs)
+       PG_PTHREAD_SMALL           all_reduce up to this many bytes: every rank reduces the
+                                  whole buffer (2 barriers, not 3) (default 16384)
    Needs POSIX (clock_gettime, sched_yield): this header defines _POSIX_C_SOURCE when
    included first; otherwise define it (>= 200112L) before any system header. */
 #ifndef PG_PTHREAD_H
@@ -51,6 +54,9 @@
 #endif
 #ifndef PG_PTHREAD_SLOT_BYTES
 #define PG_PTHREAD_SLOT_BYTES 16384
+#endif
+#ifndef PG_PTHREAD_SMALL
+#define PG_PTHREAD_SMALL 16384
 #endif
 #ifndef PG_PTHREAD_SPIN
 #define PG_PTHREAD_SPIN 2000
@@ -100,6 +106,7 @@ typedef struct pg_pthread_pub {
 typedef struct pg_pthread_world {
     pg_pthread_box box[PG_PTHREAD_MAX_RANKS][PG_PTHREAD_MAX_RANKS]; /* [src][dst] */
     pg_pthread_pub pub[PG_PTHREAD_MAX_RANKS];
+    uint64_t small[PG_PTHREAD_MAX_RANKS][PG_PTHREAD_SMALL / 8]; /* small in-place all_reduce */
     volatile uint32_t bell[PG_PTHREAD_MAX_RANKS * 16];  /* doorbell of rank r at [r * 16] */
     volatile uint32_t sleepers[PG_PTHREAD_MAX_RANKS * 16]; /* rank r blocked on cv[r] */
     pthread_mutex_t sleep_mu[PG_PTHREAD_MAX_RANKS];
@@ -108,6 +115,7 @@ typedef struct pg_pthread_world {
     volatile int32_t abort_err;
     volatile uint32_t recover_count, recover_gen;
     int32_t size;
+    uint32_t spin;         /* PG_PTHREAD_SPIN, or 1/40 of it when ranks outnumber the CPUs */
     pg_pthread_rank ctx[PG_PTHREAD_MAX_RANKS];
     pg_group group[PG_PTHREAD_MAX_RANKS];
     /* pg_pthread_run's bookkeeping */
@@ -139,6 +147,7 @@ PG_PTHREAD_API int pg_pthread_run(pg_pthread_world *w, int n, int (*fn)(pg_group
 #include <sched.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -160,14 +169,11 @@ static uint64_t pg_pthread__now_ms(void)
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+static void pg_pthread__wake(pg_pthread_world *w, int r);
 static void pg_pthread__ring(pg_pthread_world *w, int r)
 {
     __atomic_add_fetch(&w->bell[r * 16], 1u, __ATOMIC_SEQ_CST);
-    if (__atomic_load_n(&w->sleepers[r * 16], __ATOMIC_SEQ_CST)) {
-        pthread_mutex_lock(&w->sleep_mu[r]);
-        pthread_cond_broadcast(&w->sleep_cv[r]);
-        pthread_mutex_unlock(&w->sleep_mu[r]);
-    }
+    pg_pthread__wake(w, r);
 }
 
 /* A wait in progress: spin, then sleep on the rank's condvar (bounded, so timeouts and
@@ -192,7 +198,7 @@ static int pg_pthread__wait_bell(pg_pthread_world *w, int me, uint32_t seen, pg_
     uint64_t now;
     if (PG_PTHREAD__LOAD(&w->aborted)) return PG_ERR_ABORTED;
     if (wt->timeout == 0) return PG_ERR_TIMEOUT;
-    while (wt->spins < PG_PTHREAD_SPIN) {
+    while (wt->spins < w->spin) {
         wt->spins++;
         if (PG_PTHREAD__LOAD(&w->bell[me * 16]) != seen) return PG_OK;
 #if defined(__x86_64__) || defined(__i386__)
@@ -213,7 +219,7 @@ static int pg_pthread__wait_bell(pg_pthread_world *w, int me, uint32_t seen, pg_
         pthread_cond_timedwait(&w->sleep_cv[me], &w->sleep_mu[me], &ts);
     __atomic_sub_fetch(&w->sleepers[me * 16], 1u, __ATOMIC_SEQ_CST);
     pthread_mutex_unlock(&w->sleep_mu[me]);
-    wt->spins = PG_PTHREAD_SPIN / 2; /* spin a little before the next sleep */
+    wt->spins = w->spin / 2; /* spin a little before the next sleep */
     return PG_OK;
 }
 
@@ -447,21 +453,54 @@ static int pg_pthread__recover(void *port)
 }
 
 /* ---- native collectives (world group only) ---- */
+/* Wake rank r if it sleeps (Dekker with the sleeper: it counts itself in sleepers, then
+   re-checks its condition; we publish the condition, then look at sleepers). */
+static void pg_pthread__wake(pg_pthread_world *w, int r)
+{
+    if (__atomic_load_n(&w->sleepers[r * 16], __ATOMIC_SEQ_CST)) {
+        pthread_mutex_lock(&w->sleep_mu[r]);
+        pthread_cond_broadcast(&w->sleep_cv[r]);
+        pthread_mutex_unlock(&w->sleep_mu[r]);
+    }
+}
+
+/* Epoch barrier of the world: spin on the peers' published epochs, then sleep. */
 static int pg_pthread__barrier_w(pg_pthread_world *w, int me, uint32_t timeout_ms)
 {
     pg_pthread__wait wt;
     uint64_t e = ++w->pub[me].epoch;
-    int r, rc;
-    PG_PTHREAD__STORE(&w->pub[me].arrive, e);
+    int r;
+    __atomic_store_n(&w->pub[me].arrive, e, __ATOMIC_SEQ_CST);
     for (r = 0; r < w->size; r++)
-        if (r != me) pg_pthread__ring(w, r);
+        if (r != me) pg_pthread__wake(w, r);
     pg_pthread__wait_init(&wt, timeout_ms == 0 ? 1u : timeout_ms);
-    for (r = 0; r < w->size; r++)
-        for (;;) {
-            uint32_t bell = PG_PTHREAD__LOAD(&w->bell[me * 16]);
-            if (PG_PTHREAD__LOAD(&w->pub[r].arrive) >= e) break;
-            if ((rc = pg_pthread__wait_bell(w, me, bell, &wt)) < 0) return rc;
+    for (r = 0; r < w->size; r++) {
+        while (__atomic_load_n(&w->pub[r].arrive, __ATOMIC_ACQUIRE) < e) {
+            struct timespec ts;
+            if (PG_PTHREAD__LOAD(&w->aborted)) return PG_ERR_ABORTED;
+            if (wt.spins < w->spin) {
+                wt.spins++;
+#if defined(__x86_64__) || defined(__i386__)
+                __builtin_ia32_pause();
+#endif
+                continue;
+            }
+            if (wt.timeout != PG_WAIT_FOREVER && pg_pthread__now_ms() >= wt.deadline) return PG_ERR_TIMEOUT;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_nsec += 2000000;
+            if (ts.tv_nsec >= 1000000000L) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000L;
+            }
+            pthread_mutex_lock(&w->sleep_mu[me]);
+            __atomic_add_fetch(&w->sleepers[me * 16], 1u, __ATOMIC_SEQ_CST);
+            if (__atomic_load_n(&w->pub[r].arrive, __ATOMIC_SEQ_CST) < e && !PG_PTHREAD__LOAD(&w->aborted))
+                pthread_cond_timedwait(&w->sleep_cv[me], &w->sleep_mu[me], &ts);
+            __atomic_sub_fetch(&w->sleepers[me * 16], 1u, __ATOMIC_SEQ_CST);
+            pthread_mutex_unlock(&w->sleep_mu[me]);
+            wt.spins = w->spin / 2;
         }
+    }
     return PG_OK;
 }
 
@@ -545,6 +584,15 @@ static int pg_pthread__all_reduce(pg_group *g, const void *send, void *recv, siz
     rc = pg_pthread__enter(g, PG_PTHREAD__AR, send, recv, count, 0, (int)dt, (int)op, 0);
     if (rc < 0) return rc;
     n = w->size;
+    if (count * es <= PG_PTHREAD_SMALL) {
+        /* small: every rank reduces everything (2 barriers instead of 3); in place, the result
+           waits in this rank's scratch until the peers have read our send buffer */
+        void *out = send == recv ? (void *)w->small[g->rank] : recv;
+        pg_pthread__reduce_range(w, 0, 0, count, out, dt, op);
+        rc = pg_pthread__barrier_w(w, g->rank, g->timeout_ms);
+        if (rc == PG_OK && out != recv) memcpy(recv, out, count * es);
+        return rc;
+    }
     lo = pg_pthread__share(count, n, g->rank);
     hi = pg_pthread__share(count, n, g->rank + 1);
     if (g->rank == n - 1) hi = count;
@@ -651,6 +699,10 @@ PG_PTHREAD__DEF int pg_pthread_world_init(pg_pthread_world *w, int n)
             return PG_ERR_PORT;
     w->initialized = 1;
     w->size = n;
+    {   /* oversubscribed (more ranks than CPUs): spinning only delays the peer we wait for */
+        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        w->spin = (cpus > 0 && n > cpus) ? PG_PTHREAD_SPIN / 40u + 1u : PG_PTHREAD_SPIN;
+    }
     for (r = 0; r < n; r++) {
         w->ctx[r].w = w;
         w->ctx[r].rank = r;

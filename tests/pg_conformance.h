@@ -10,7 +10,8 @@
            runs body on every rank of a ready world (same world size each time) and
            returns 0 if every rank returned 0, else the first nonzero result
            (a source line of this file, or a negative pg_err from the driver).
-   and may set PGC_STRESS_MESSAGES (total messages of the stress test, default 10^6),
+   and may set PGC_STRESS_MESSAGES (total messages of the stress test, default 10^6; each
+   rank receives pgc_stress_per_rank(n), summed into pgc_stress_received[] per rank),
    PGC_BIG (element count of the large cases, default 2500), PGC_MAX_RANKS (default 4),
    PGC_TIMEOUT_MS (default 5000). Then: cmocka_run_group_tests(pgc_tests, NULL, NULL).
 
@@ -59,19 +60,17 @@ static uint64_t pgc_c[PGC_MAX_RANKS][PGC_BUF_BYTES / 8];
 static const mb_dtype pgc_dtypes[] = {MB_F32, MB_F64, MB_I8, MB_U8, MB_I16, MB_I32};
 #define PGC_NDT 6
 
-static uint32_t pgc_xs(uint32_t *s)
+/* This rank, as an index of the per-rank buffers (pgc_begin fails on a bad rank). */
+static int pgc_rank(pg_group *g)
 {
-    uint32_t x = *s ? *s : 0x9E3779B9u;
-    x ^= x << 13;
-    x ^= x >> 17;
-    x ^= x << 5;
-    return *s = x;
+    int r = pg_rank(g);
+    return r < 0 || r >= PGC_MAX_RANKS ? 0 : r;
 }
 
 static int pgc_begin(pg_group *g)
 {
     if (pg_set_timeout(g, PGC_TIMEOUT_MS) != PG_OK) return __LINE__;
-    if (pg_size(g) > PGC_MAX_RANKS) return __LINE__;
+    if (pg_size(g) > PGC_MAX_RANKS || pg_rank(g) < 0) return __LINE__;
     return 0;
 }
 
@@ -155,7 +154,7 @@ static const size_t pgc_counts[] = {0, 1, 5, 67, PGC_BIG};
 /* ---- point-to-point ---- */
 static int pgc_p2p_body(pg_group *g, void *arg)
 {
-    int n = pg_size(g), me = pg_rank(g), right = (me + 1) % n, left = (me + n - 1) % n;
+    int n = pg_size(g), me = pgc_rank(g), right = (me + 1) % n, left = (me + n - 1) % n;
     unsigned char *sb = (unsigned char *)pgc_a[me], *rb = (unsigned char *)pgc_b[me];
     size_t sizes[4], got = 0, k;
     int i;
@@ -184,7 +183,7 @@ static int pgc_p2p_body(pg_group *g, void *arg)
 
 static int pgc_tags_body(pg_group *g, void *arg)
 {
-    int n = pg_size(g), me = pg_rank(g), right = (me + 1) % n, left = (me + n - 1) % n, t;
+    int n = pg_size(g), me = pgc_rank(g), right = (me + 1) % n, left = (me + n - 1) % n, t;
     int32_t v, w;
     size_t got = 0;
     (void)arg;
@@ -227,7 +226,7 @@ static int pgc_tags_body(pg_group *g, void *arg)
 
 static int pgc_slots_body(pg_group *g, void *arg)
 {
-    int n = pg_size(g), me = pg_rank(g), right = (me + 1) % n, left = (me + n - 1) % n, round;
+    int n = pg_size(g), me = pgc_rank(g), right = (me + 1) % n, left = (me + n - 1) % n, round;
     size_t got = 0, i;
     (void)arg;
     PGC_SUB(pgc_begin(g));
@@ -272,7 +271,7 @@ static int pgc_slots_body(pg_group *g, void *arg)
 
 static int pgc_timeout_body(pg_group *g, void *arg)
 {
-    int n = pg_size(g), me = pg_rank(g), right = (me + 1) % n, left = (me + n - 1) % n;
+    int n = pg_size(g), me = pgc_rank(g), right = (me + 1) % n, left = (me + n - 1) % n;
     int32_t v = me, w = -1;
     size_t got = 0;
     (void)arg;
@@ -297,7 +296,7 @@ static int pgc_timeout_body(pg_group *g, void *arg)
 
 static int pgc_bad_input_body(pg_group *g, void *arg)
 {
-    int n = pg_size(g), me = pg_rank(g), right = (me + 1) % n, left = (me + n - 1) % n;
+    int n = pg_size(g), me = pgc_rank(g), right = (me + 1) % n, left = (me + n - 1) % n;
     int32_t v[4] = {1, 2, 3, 4}, w[4];
     size_t got = 0, counts[PGC_MAX_RANKS];
     int i;
@@ -345,7 +344,7 @@ static int pgc_bad_input_body(pg_group *g, void *arg)
 /* ---- collectives with exact expected values ---- */
 static int pgc_all_reduce_body(pg_group *g, void *arg)
 {
-    int me = pg_rank(g), n = pg_size(g), d, op, c, inplace;
+    int me = pgc_rank(g), n = pg_size(g), d, op, c, inplace;
     size_t es, cnt;
     (void)arg;
     PGC_SUB(pgc_begin(g));
@@ -385,7 +384,7 @@ static size_t pgc_sum(const size_t *counts, int upto)
 
 static int pgc_all_gather_body(pg_group *g, void *arg)
 {
-    int me = pg_rank(g), n = pg_size(g), d, shift, r;
+    int me = pgc_rank(g), n = pg_size(g), d, shift, r;
     size_t counts[PGC_MAX_RANKS], es, cnt, i;
     (void)arg;
     PGC_SUB(pgc_begin(g));
@@ -428,7 +427,7 @@ static int pgc_all_gather_body(pg_group *g, void *arg)
 /* Rank r's send for reduce_scatter: element j of the packed array is pgc_val(r, j, salt). */
 static int pgc_reduce_scatter_body(pg_group *g, void *arg)
 {
-    int me = pg_rank(g), n = pg_size(g), d, op, shift;
+    int me = pgc_rank(g), n = pg_size(g), d, op, shift;
     size_t counts[PGC_MAX_RANKS], es, total;
     (void)arg;
     PGC_SUB(pgc_begin(g));
@@ -464,7 +463,7 @@ static size_t pgc_a2a_count(int i, int j, size_t scale) { return (size_t)((i * 2
 
 static int pgc_all_to_all_body(pg_group *g, void *arg)
 {
-    int me = pg_rank(g), n = pg_size(g), d, j, s;
+    int me = pgc_rank(g), n = pg_size(g), d, j, s;
     size_t sc[PGC_MAX_RANKS], rc[PGC_MAX_RANKS], es;
     (void)arg;
     PGC_SUB(pgc_begin(g));
@@ -496,7 +495,7 @@ static int pgc_all_to_all_body(pg_group *g, void *arg)
 
 static int pgc_rooted_body(pg_group *g, void *arg)
 {
-    int me = pg_rank(g), n = pg_size(g), d, root, r, s;
+    int me = pgc_rank(g), n = pg_size(g), d, root, r, s;
     size_t counts[PGC_MAX_RANKS], es, cnt;
     (void)arg;
     PGC_SUB(pgc_begin(g));
@@ -550,7 +549,7 @@ static int pgc_rooted_body(pg_group *g, void *arg)
 static int pgc_subgroup_body(pg_group *g, void *arg)
 {
     static pg_group rowg[PGC_MAX_RANKS], colg[PGC_MAX_RANKS], other[PGC_MAX_RANKS];
-    int me = pg_rank(g), n = pg_size(g), rows[PGC_MAX_RANKS], cols[PGC_MAX_RANKS], nr = 0, nc = 0, i, pass;
+    int me = pgc_rank(g), n = pg_size(g), rows[PGC_MAX_RANKS], cols[PGC_MAX_RANKS], nr = 0, nc = 0, i, pass;
     int myrow = me / 2, mycol = me % 2;
     size_t counts[PGC_MAX_RANKS], got = 0;
     pg_group *row = &rowg[me], *col = &colg[me];
@@ -646,15 +645,19 @@ static int pgc_subgroup_body(pg_group *g, void *arg)
 /* ---- faults ---- */
 static int pgc_abort_body(pg_group *g, void *arg)
 {
-    int me = pg_rank(g), n = pg_size(g), rc;
+    int me = pgc_rank(g), n = pg_size(g), rc;
     int32_t v = 0, w = 0;
     size_t got = 0;
     (void)arg;
     PGC_SUB(pgc_begin(g));
-    PGC_OK(pg_barrier(g));
+    /* the barrier may already see rank 0's abort on a rank that leaves it late */
+    rc = pg_barrier(g);
+    PGC_CHECK(rc == PG_OK || (rc == PG_ERR_ABORTED && me != 0));
     /* long timeout: if the abort did not propagate, peers would report TIMEOUT instead */
     PGC_OK(pg_set_timeout(g, 20000));
-    if (me == 0) {
+    if (rc == PG_ERR_ABORTED) {
+        PGC_RC(pg_recv(g, 0, 50, &w, 4, &got), PG_ERR_ABORTED);
+    } else if (me == 0) {
         rc = pg_abort(g, -42);
         if (rc == PG_ERR_UNSUPPORTED) return 0; /* (then on every rank: nothing else runs) */
         PGC_OK(rc);
@@ -674,7 +677,7 @@ static int pgc_abort_body(pg_group *g, void *arg)
 
 static int pgc_mismatch_body(pg_group *g, void *arg)
 {
-    int me = pg_rank(g), n = pg_size(g), rc, r;
+    int me = pgc_rank(g), n = pg_size(g), rc, r;
     size_t counts[PGC_MAX_RANKS];
     (void)arg;
     PGC_SUB(pgc_begin(g));
@@ -697,43 +700,61 @@ static int pgc_mismatch_body(pg_group *g, void *arg)
     return 0;
 }
 
-/* ---- stress: PGC_STRESS_MESSAGES in total, sequence numbers + checksums ---- */
+/* ---- stress: at least PGC_STRESS_MESSAGES in total, sequence numbers + checksums ---- */
 static long pgc_stress_received[PGC_MAX_RANKS];
 
+/* messages each rank receives in the stress test of an n-rank world */
+static long pgc_stress_per_rank(int n) { return (PGC_STRESS_MESSAGES / n + 2) / 3 * 3; }
+
+static uint32_t pgc_hash(uint32_t x)
+{
+    x ^= x >> 16;
+    x *= 0x7FEB352Du;
+    x ^= x >> 15;
+    x *= 0x846CA68Bu;
+    x ^= x >> 16;
+    return x;
+}
+
+/* Bursts of 3 messages on tags 0, 1, 2 (streams), taken back in the order 2, 1, 0; each
+   carries its sequence number, the sender, 5 payload words hashed from (sender, seq) and an
+   xor checksum. Counts of received messages are asserted per rank and summed by the driver. */
 static int pgc_stress_body(pg_group *g, void *arg)
 {
-    int me = pg_rank(g), n = pg_size(g), right = (me + 1) % n, left = (me + n - 1) % n;
-    long per = PGC_STRESS_MESSAGES / n + 1, k, got_msgs = 0;
-    uint32_t sseed = 1234u + (uint32_t)me, rseed = 1234u + (uint32_t)left;
+    int me = pgc_rank(g), n = pg_size(g), right = (me + 1) % n, left = (me + n - 1) % n;
+    long bursts = pgc_stress_per_rank(n) / 3, b, got_msgs = 0;
     uint32_t msg[8], in[8];
     size_t got = 0;
-    int i;
+    int i, t;
     (void)arg;
     PGC_SUB(pgc_begin(g));
+    pgc_stress_received[me] = 0;
     if (n == 1) return 0;
-    for (k = 0; k < per; k++) {
-        uint32_t sum = 0;
-        int tag = (int)(k % 3); /* three interleaved streams, each FIFO */
-        msg[0] = (uint32_t)k;
-        msg[1] = (uint32_t)me;
-        for (i = 2; i < 7; i++) sum ^= msg[i] = pgc_xs(&sseed);
-        msg[7] = sum ^ (uint32_t)k;
-        PGC_OK(pg_send(g, right, tag, msg, sizeof msg));
-        PGC_OK(pg_recv(g, left, tag, in, sizeof in, &got));
-        PGC_CHECK(got == sizeof in);
-        PGC_CHECK(in[0] == (uint32_t)k && in[1] == (uint32_t)left); /* nothing lost/duplicated/reordered */
-        sum = 0;
-        for (i = 2; i < 7; i++) {
-            uint32_t e = pgc_xs(&rseed);
-            PGC_CHECK(in[i] == e); /* not corrupted */
-            sum ^= in[i];
+    for (b = 0; b < bursts; b++) {
+        for (t = 0; t < 3; t++) {
+            uint32_t k = (uint32_t)(b * 3 + t), sum = 0;
+            msg[0] = k;
+            msg[1] = (uint32_t)me;
+            for (i = 2; i < 7; i++) sum ^= msg[i] = pgc_hash(k * 8u + (uint32_t)i + ((uint32_t)me << 28));
+            msg[7] = sum ^ k;
+            PGC_OK(pg_send(g, right, t, msg, sizeof msg));
         }
-        PGC_CHECK(in[7] == (sum ^ (uint32_t)k));
-        got_msgs++;
+        for (t = 2; t >= 0; t--) {
+            uint32_t k = (uint32_t)(b * 3 + t), sum = 0;
+            PGC_OK(pg_recv(g, left, t, in, sizeof in, &got));
+            PGC_CHECK(got == sizeof in);
+            PGC_CHECK(in[0] == k && in[1] == (uint32_t)left); /* nothing lost/duplicated/reordered */
+            for (i = 2; i < 7; i++) {
+                PGC_CHECK(in[i] == pgc_hash(k * 8u + (uint32_t)i + ((uint32_t)left << 28))); /* not corrupted */
+                sum ^= in[i];
+            }
+            PGC_CHECK(in[7] == (sum ^ k));
+            got_msgs++;
+        }
     }
-    PGC_RC(pg_probe(g, left, 0, &got), 0); /* nothing extra */
+    for (t = 0; t < 3; t++) PGC_RC(pg_probe(g, left, t, &got), 0); /* nothing extra */
     pgc_stress_received[me] = got_msgs;
-    PGC_CHECK(got_msgs == per);
+    PGC_CHECK(got_msgs == bursts * 3);
     return pg_barrier(g) == PG_OK ? 0 : __LINE__;
 }
 

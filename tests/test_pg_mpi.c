@@ -22,6 +22,9 @@ static int pgc_run(int (*body)(pg_group *g, void *arg), void *arg)
     int mine = body(pg_mpi_group(&pgt_port), arg), all[PG_MAX_RANKS], r, n = pg_size(pg_mpi_group(&pgt_port));
     MPI_Allgather(&mine, 1, MPI_INT, all, 1, MPI_INT, MPI_COMM_WORLD);
     for (r = 0; r < n; r++)
+        if (all[r] != 0 && pg_rank(pg_mpi_group(&pgt_port)) == 0)
+            fprintf(stderr, "rank %d: %s %d\n", r, all[r] > 0 ? "failed at pg_conformance.h line" : "error", all[r]);
+    for (r = 0; r < n; r++)
         if (all[r] != 0) {
             pg_recover(pg_mpi_group(&pgt_port)); /* leave a clean world for the next test */
             return all[r];
@@ -51,7 +54,7 @@ int main(int argc, char **argv)
     MPI_Reduce(&mine, &total, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
     if (rank == 0)
         printf("pg_mpi stress: %ld messages received in sequence with valid checksums (expected %ld)\n", total,
-               (long)size * (PGC_STRESS_MESSAGES / size + 1));
+               size * pgc_stress_per_rank(size));
     fflush(stdout);
     pg_mpi_finalize(&pgt_port);
     MPI_Finalize();

@@ -27,6 +27,6 @@ int main(void)
     int r, failed = cmocka_run_group_tests_name("pg_pthread (4 ranks)", pgc_tests, NULL, NULL);
     for (r = 0; r < PGT_RANKS; r++) total += pgc_stress_received[r];
     printf("pg_pthread stress: %ld messages received in sequence with valid checksums (expected %ld)\n", total,
-           (long)PGT_RANKS * (PGC_STRESS_MESSAGES / PGT_RANKS + 1));
+           PGT_RANKS * pgc_stress_per_rank(PGT_RANKS));
     return failed;
 }

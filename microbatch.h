@@ -217,13 +217,22 @@ extern "C" {
 #else
 #define MB__DEF
 #endif
+#if defined(__GNUC__) || defined(__clang__)
+#define MB__NOINLINE __attribute__((noinline)) /* flash size: one copy of each helper */
+#else
+#define MB__NOINLINE
+#endif
+
+/* Flash size (issue #2 asks <= 2 KB on Cortex-M4; README has the measured figure): views go
+   by pointer, one noinline narrow/view helper each, one element walker serves copy (which
+   skips a view onto itself), zero, compare and reduce, and merge runs the same per-value
+   code twice (validate every value, then write). */
 
 MB__DEF const char *mb_strerror(int err)
 {
-    /* one packed string: no pointer table in flash */
-    static const char msg[] = "ok\0null pointer\0bad ndim\0bad dim\0bad dtype\0bad shape\0chunks <= 0\0"
-                              "chunk counts differ\0too small\0bad spec\0split dim < chunks\0replicas differ\0"
-                              "bad range\0misaligned\0unknown error";
+    /* one packed string, named like the enum (MB_ERR_<name>): no pointer table in flash */
+    static const char msg[] = "ok\0null pointer\0ndim\0dim\0dtype\0shape\0chunks <= 0\0chunk count\0too small\0"
+                              "spec\0split size\0not replicated\0range\0align\0unknown error";
     const char *p = msg;
     if (err > 0 || err < MB_ERR_ALIGN) err = MB_ERR_ALIGN - 1;
     for (; err < 0; err++) p += strlen(p) + 1;
@@ -242,16 +251,23 @@ MB__DEF int mb_normalize_dim(int dim, int ndim)
     return (dim < 0 || dim >= ndim) ? MB_ERR_DIM : dim;
 }
 
+MB__DEF int64_t mb_numel(const mb_tensor *t)
+{
+    int64_t n = 1;
+    int d;
+    for (d = 0; d < t->ndim; d++) n *= t->shape[d];
+    return n;
+}
+
 MB__DEF int mb_tensor_check(const mb_tensor *t)
 {
     int d;
     if (!t) return MB_ERR_NULL;
-    if (t->ndim < 0 || t->ndim > MB_MAX_DIMS) return MB_ERR_NDIM;
+    if ((uint32_t)t->ndim > MB_MAX_DIMS) return MB_ERR_NDIM;
     if (!mb_dtype_size(t->dtype)) return MB_ERR_DTYPE;
     for (d = 0; d < t->ndim; d++)
-        if (t->shape[d] < 0 || t->stride[d] < 0) return MB_ERR_SHAPE;
-    if (!t->data && mb_numel(t) != 0) return MB_ERR_NULL;
-    return MB_OK;
+        if ((t->shape[d] | t->stride[d]) < 0) return MB_ERR_SHAPE;
+    return !t->data && mb_numel(t) ? MB_ERR_NULL : MB_OK;
 }
 
 MB__DEF int mb_tensor_init(mb_tensor *t, void *data, mb_dtype dt, int ndim, const int32_t *shape)
@@ -260,12 +276,12 @@ MB__DEF int mb_tensor_init(mb_tensor *t, void *data, mb_dtype dt, int ndim, cons
     int d;
     int32_t st = 1;
     if (!t || (ndim > 0 && !shape)) return MB_ERR_NULL;
-    if (ndim < 0 || ndim > MB_MAX_DIMS) return MB_ERR_NDIM;
+    if ((unsigned)ndim > MB_MAX_DIMS) return MB_ERR_NDIM;
     MB_MEMSET(&v, 0, sizeof v);
     v.data = data;
     v.dtype = dt;
     v.ndim = ndim;
-    for (d = ndim - 1; d >= 0; d--) {
+    for (d = ndim; d-- > 0;) {
         v.shape[d] = shape[d];
         v.stride[d] = st;
         st *= shape[d] > 1 ? shape[d] : 1;
@@ -275,113 +291,48 @@ MB__DEF int mb_tensor_init(mb_tensor *t, void *data, mb_dtype dt, int ndim, cons
     return d;
 }
 
-MB__DEF int64_t mb_numel(const mb_tensor *t)
-{
-    int64_t n = 1;
-    int d;
-    for (d = 0; d < t->ndim; d++) n *= t->shape[d];
-    return n;
-}
-
 MB__DEF int mb_is_contiguous(const mb_tensor *t)
 {
     int d, rc = mb_tensor_check(t);
     int64_t st = 1;
     if (rc) return rc;
     if (mb_numel(t) == 0) return 1; /* as torch: an empty tensor is contiguous */
-    for (d = t->ndim - 1; d >= 0; d--) {
+    for (d = t->ndim; d-- > 0;) {
         if (t->shape[d] != 1 && t->stride[d] != st) return 0;
         st *= t->shape[d];
     }
     return 1;
 }
 
+/* out = t[..., start:start+len, ...], unchecked; out may be t. */
+static MB__NOINLINE void mb__narrow(mb_tensor *out, const mb_tensor *t, int dim, int32_t start, int32_t len)
+{
+    memmove(out, t, sizeof *out);
+    t = out;
+    out->shape[dim] = len;
+    if (len) out->data = (char *)t->data + (size_t)start * (size_t)t->stride[dim] * mb_dtype_size(t->dtype);
+}
+
 MB__DEF int mb_narrow(const mb_tensor *t, int dim, int32_t start, int32_t length, mb_tensor *out)
 {
     int rc = mb_tensor_check(t);
-    mb_tensor v;
     if (rc) return rc;
     if (!out) return MB_ERR_NULL;
     dim = mb_normalize_dim(dim, t->ndim);
     if (dim < 0) return dim;
     if (start < 0 || length < 0 || start > t->shape[dim] - length) return MB_ERR_RANGE;
-    v = *t;
-    v.shape[dim] = length;
-    if (length) v.data = (char *)t->data + (size_t)start * (size_t)t->stride[dim] * mb_dtype_size(t->dtype);
-    *out = v;
+    mb__narrow(out, t, dim, start, length);
     return MB_OK;
 }
 
-/* Element-wise walk over one or two views of equal shape, one inner row at a time. */
-enum { MB__COPY, MB__ZERO, MB__EQ, MB__SUM, MB__MAX, MB__MIN, MB__DIV };
-
-static double mb__get(const char *p, mb_dtype dt)
-{
-    switch (dt) {
-    case MB_F32: return *(const float *)p;
-    case MB_F64: return *(const double *)p;
-    case MB_I8: return *(const int8_t *)p;
-    case MB_U8: return *(const uint8_t *)p;
-    case MB_I16: return *(const int16_t *)p;
-    default: return *(const int32_t *)p;
-    }
-}
-
-static void mb__put(char *p, mb_dtype dt, double v)
-{
-    /* integer results wrap like torch's integer arithmetic (sums stay exact in double) */
-    uint32_t i = (uint32_t)(int64_t)v;
-    switch (dt) {
-    case MB_F32: *(float *)p = (float)v; break;
-    case MB_F64: *(double *)p = v; break;
-    case MB_I8: case MB_U8: *(uint8_t *)p = (uint8_t)i; break;
-    case MB_I16: *(uint16_t *)p = (uint16_t)i; break;
-    default: *(uint32_t *)p = i; break;
-    }
-}
-
-/* dst = op(dst, src or arg) element-wise; returns 1 if MB__EQ found a difference. */
-static int mb__walk(int op, const mb_tensor *dst, const mb_tensor *src, double arg)
-{
-    int32_t idx[MB_MAX_DIMS];
-    int d, nd = dst->ndim;
-    size_t es = mb_dtype_size(dst->dtype);
-    int64_t i, n = mb_numel(dst);
-    if (op == MB__COPY && mb_is_contiguous(dst) == 1 && mb_is_contiguous(src) == 1) {
-        MB_MEMCPY(dst->data, src->data, (size_t)n * es); /* the common case: one copy */
-        return 0;
-    }
-    for (d = 0; d < nd; d++) idx[d] = 0;
-    for (i = 0; i < n; i++) {
-        char *dp = (char *)dst->data;
-        const char *sp = src ? (const char *)src->data : dp;
-        for (d = 0; d < nd; d++) {
-            dp += (ptrdiff_t)idx[d] * dst->stride[d] * (ptrdiff_t)es;
-            if (src) sp += (ptrdiff_t)idx[d] * src->stride[d] * (ptrdiff_t)es;
-        }
-        if (op == MB__COPY) {
-            MB_MEMCPY(dp, sp, es);
-        } else if (op == MB__ZERO) {
-            MB_MEMSET(dp, 0, es);
-        } else if (op == MB__EQ) {
-            if (memcmp(dp, sp, es) != 0) return 1; /* bitwise equality */
-        } else {
-            double a = mb__get(dp, dst->dtype), b = src ? mb__get(sp, dst->dtype) : arg;
-            mb__put(dp, dst->dtype, op == MB__SUM ? a + b : op == MB__DIV ? a / b : b != b ? b /* NaN wins */
-                                  : (op == MB__MAX ? a < b : a > b) ? b : a);
-        }
-        for (d = nd - 1; d >= 0 && ++idx[d] == dst->shape[d]; d--) idx[d] = 0;
-    }
-    return 0;
-}
-
-static int mb__same_shape(const mb_tensor *a, const mb_tensor *b)
+/* MB_OK when dtype, rank and every size but dim `skip` agree. */
+static int mb__same_shape(const mb_tensor *a, const mb_tensor *b, int skip)
 {
     int d;
     if (a->dtype != b->dtype) return MB_ERR_DTYPE;
     if (a->ndim != b->ndim) return MB_ERR_SHAPE;
     for (d = 0; d < a->ndim; d++)
-        if (a->shape[d] != b->shape[d]) return MB_ERR_SHAPE;
+        if (d != skip && a->shape[d] != b->shape[d]) return MB_ERR_SHAPE;
     return MB_OK;
 }
 
@@ -394,29 +345,87 @@ static int mb__same_view(const mb_tensor *a, const mb_tensor *b)
     return 1;
 }
 
+/* Element-wise walk. Ops: copy (bitwise; src NULL: zeros), compare (bitwise), and
+   dst = dst op src (src NULL: op arg) computed in double: exact for every int32 sum. */
+enum { MB__COPY = MB_RED_CUSTOM + 1, MB__EQ, MB__DIV }; /* after the reduce ops, which are walk ops too */
+
+static double mb__get(const char *p, int dt)
+{
+    switch (dt) {
+    case MB_F32: return *(const float *)p;
+    case MB_F64: return *(const double *)p;
+    case MB_I8: return *(const int8_t *)p;
+    case MB_U8: return *(const uint8_t *)p;
+    case MB_I16: return *(const int16_t *)p;
+    default: return *(const int32_t *)p;
+    }
+}
+
+/* dst = op(dst, src or the count arg) element-wise; returns 1 if MB__EQ found a difference. */
+static int mb__walk(int op, const mb_tensor *dst, const mb_tensor *src, int arg)
+{
+    static const double zero = 0;
+    int32_t idx[MB_MAX_DIMS] = {0};
+    int d, nd = dst->ndim, dt = dst->dtype;
+    size_t es = mb_dtype_size(dst->dtype), n = (size_t)mb_numel(dst);
+    if (!n || (op == MB__COPY && src && mb__same_view(dst, src))) return 0; /* copy in place: nothing */
+    if (op == MB__COPY && mb_is_contiguous(dst) == 1 && (!src || mb_is_contiguous(src) == 1)) {
+        if (src) MB_MEMCPY(dst->data, src->data, n * es); /* the common case: one copy */
+        else MB_MEMSET(dst->data, 0, n * es);
+        return 0;
+    }
+    do {
+        char *dp = (char *)dst->data;
+        const char *sp = src ? (const char *)src->data : (const char *)&zero;
+        for (d = 0; d < nd; d++) {
+            dp += (ptrdiff_t)idx[d] * dst->stride[d] * (ptrdiff_t)es;
+            if (src) sp += (ptrdiff_t)idx[d] * src->stride[d] * (ptrdiff_t)es;
+        }
+        if (op == MB__COPY) {
+            MB_MEMCPY(dp, sp, es);
+        } else if (op == MB__EQ) {
+            if (memcmp(dp, sp, es) != 0) return 1;
+        } else {
+            double a = mb__get(dp, dt), b = src ? mb__get(sp, dt) : (double)arg;
+            a = op <= MB_RED_MEAN ? a + b : op == MB__DIV ? a / b : b != b ? b /* NaN wins */
+              : (op == MB_RED_MAX ? a < b : a > b) ? b : a;
+            /* integer results wrap like torch's integer arithmetic (sums stay exact in double) */
+            if (dt == MB_F32) *(float *)dp = (float)a;
+            else if (dt == MB_F64) *(double *)dp = a;
+            else {
+                uint32_t u = (uint32_t)(int64_t)a;
+                if (es == 1) *(uint8_t *)dp = (uint8_t)u;
+                else if (es == 2) *(uint16_t *)dp = (uint16_t)u;
+                else *(uint32_t *)dp = u;
+            }
+        }
+        for (d = nd; d-- > 0 && ++idx[d] == dst->shape[d];) idx[d] = 0;
+    } while (d >= 0); /* until the index wraps (a 0-d tensor: once) */
+    return 0;
+}
+
 MB__DEF int mb_copy(mb_tensor *dst, const mb_tensor *src)
 {
     int rc = mb_tensor_check(dst);
     if (!rc) rc = mb_tensor_check(src);
-    if (!rc) rc = mb__same_shape(dst, src);
-    if (rc) return rc;
-    if (!mb__same_view(dst, src)) mb__walk(MB__COPY, dst, src, 0);
-    return MB_OK;
+    if (!rc) rc = mb__same_shape(dst, src, -1);
+    if (!rc) mb__walk(MB__COPY, dst, src, 0);
+    return rc;
 }
 
 MB__DEF int mb_zero(mb_tensor *t)
 {
     int rc = mb_tensor_check(t);
-    if (!rc) mb__walk(MB__ZERO, t, 0, 0);
+    if (!rc) mb__walk(MB__COPY, t, 0, 0);
     return rc;
 }
 
 /* Length of chunk c (starting at off) when `total` is split into n chunks. */
-static int32_t mb__chunk_len(int32_t total, int n, int c, int32_t off, int flags)
+static MB__NOINLINE int32_t mb__chunk_len(int32_t total, int n, int c, int32_t off, int flags)
 {
-    int32_t each = total / n + (total % n != 0);
+    int32_t q = total / n, r = total % n, each = q + (r != 0);
     if (flags & MB_CEIL) return total - off < each ? total - off : each;
-    return total / n + (c < total % n);
+    return q + (c < r);
 }
 
 MB__DEF int mb_split_sizes(int32_t size, int chunks, int flags, int32_t *sizes, int max_sizes)
@@ -428,10 +437,7 @@ MB__DEF int mb_split_sizes(int32_t size, int chunks, int flags, int32_t *sizes, 
     each = size / chunks + (size % chunks != 0); /* torch.chunk: ceil(size / chunks) */
     n = ((flags & MB_CEIL) && each) ? (int)((size + each - 1) / each) : chunks; /* chunk(empty, k): k empties */
     if (sizes && n > max_sizes) return MB_ERR_TOO_SMALL;
-    for (c = 0; sizes && c < n; c++) {
-        sizes[c] = mb__chunk_len(size, chunks, c, off, flags);
-        off += sizes[c];
-    }
+    for (c = 0; sizes && c < n; c++) off += sizes[c] = mb__chunk_len(size, chunks, c, off, flags);
     return n;
 }
 
@@ -440,7 +446,7 @@ static int mb__resolve(const mb_value *v, const mb_spec *s, int *dim)
 {
     int kind = s ? s->kind : MB_SPEC_DEFAULT;
     *dim = s ? s->dim : 0;
-    if (v->kind != MB_VALUE_TENSOR && v->kind != MB_VALUE_SCALAR) return MB_ERR_SPEC;
+    if ((uint32_t)v->kind > MB_VALUE_SCALAR) return MB_ERR_SPEC;
     if (kind == MB_SPEC_DEFAULT) kind = v->kind == MB_VALUE_TENSOR ? MB_SPEC_SPLIT : MB_SPEC_REPLICATE;
     if (kind == MB_SPEC_SPLIT) {
         int rc;
@@ -455,18 +461,6 @@ static int mb__resolve(const mb_value *v, const mb_spec *s, int *dim)
     return kind;
 }
 
-static int mb__fail(mb_diag *diag, int rc, int i, int32_t size, int requested)
-{
-    if (diag) {
-        diag->value_index = i;
-        diag->size = size;
-        diag->requested = requested;
-    }
-    return rc;
-}
-
-static size_t mb__align8(size_t n) { return (n + 7u) & ~(size_t)7u; }
-
 /* Three passes over the values: 0 finds the chunk count (smallest split dim under
    MB_DOWNSIZE), 1 checks every split value gives that count and sums masked storage,
    2 writes. out == NULL: plan only. Nothing is written before pass 2. */
@@ -474,7 +468,8 @@ static int mb__split(const mb_value *args, const mb_spec *specs, int nargs, int 
                      mb_value *out, int max_chunks, char *storage, size_t storage_bytes, size_t *bytes,
                      mb_diag *diag)
 {
-    int i, c, dim, kind, pass, n = chunks, counted = -1;
+    int i = 0, c, dim, kind, rc, pass, n = chunks, counted = -1;
+    int32_t sz = 0;
     size_t need = 0;
     if (!args && nargs) return MB_ERR_NULL;
     if (nargs < 0) return MB_ERR_SHAPE;
@@ -482,40 +477,44 @@ static int mb__split(const mb_value *args, const mb_spec *specs, int nargs, int 
     for (pass = 0; pass < 3; pass++) {
         for (i = 0; i < nargs; i++) {
             const mb_tensor *t = &args[i].tensor;
-            int32_t sz, len, off = 0;
-            kind = mb__resolve(&args[i], specs ? &specs[i] : 0, &dim);
-            if (kind == MB_SPEC_REDUCE) kind = MB_ERR_SPEC;
-            if (kind < 0) return mb__fail(diag, kind, i, 0, chunks);
-            if (kind != MB_SPEC_SPLIT) {
-                for (c = 0; pass == 2 && c < counted; c++) out[c * nargs + i] = args[i];
-                continue;
-            }
-            sz = t->shape[dim];
-            if (pass == 0) {
-                if (sz < chunks && !(flags & MB_KEEP_COUNT)) {
-                    if ((flags & MB_STRICT) || !sz) return mb__fail(diag, MB_ERR_SPLIT_SIZE, i, sz, chunks);
+            size_t piece = 0;
+            int32_t off = 0;
+            rc = kind = mb__resolve(&args[i], specs ? &specs[i] : 0, &dim);
+            sz = 0;
+            if (kind == MB_SPEC_REDUCE) rc = MB_ERR_SPEC;
+            if (rc < 0) goto fail;
+            if (kind == MB_SPEC_SPLIT) {
+                sz = t->shape[dim];
+                piece = ((size_t)mb_numel(t) * mb_dtype_size(t->dtype) + 7u) & ~(size_t)7u;
+                if (pass == 0 && sz < chunks && !(flags & MB_KEEP_COUNT)) {
+                    rc = MB_ERR_SPLIT_SIZE;
+                    if ((flags & MB_STRICT) || !sz) goto fail;
                     if (sz < n) n = sz;
                 }
-            } else if (pass == 1) {
-                c = mb_split_sizes(sz, n, flags, 0, 0);
-                if (counted >= 0 && c != counted) return mb__fail(diag, MB_ERR_CHUNK_COUNT, i, sz, chunks);
-                counted = c;
-                need += (size_t)c * mb__align8((size_t)mb_numel(t) * mb_dtype_size(t->dtype));
-            } else {
-                for (c = 0; c < counted; c++, off += len) {
-                    mb_value *o = &out[c * nargs + i];
-                    len = mb__chunk_len(sz, n, c, off, flags);
-                    *o = args[i];
-                    mb_narrow(t, dim, off, len, &o->tensor);
+                if (pass == 1) {
+                    c = mb_split_sizes(sz, n, flags, 0, 0);
+                    rc = MB_ERR_CHUNK_COUNT;
+                    if (counted >= 0 && c != counted) goto fail;
+                    counted = c;
+                    need += (size_t)c * piece;
+                }
+            }
+            for (c = 0; pass == 2 && c < counted; c++) {
+                mb_value *o = &out[c * nargs + i];
+                *o = args[i];
+                if (kind == MB_SPEC_SPLIT) {
+                    int32_t len = mb__chunk_len(sz, n, c, off, flags);
+                    mb__narrow(&o->tensor, &o->tensor, dim, off, len);
                     if (storage) { /* debug mask: a zeroed full-size copy holding only this slice */
-                        mb_tensor part, whole;
-                        mb_tensor_init(&whole, storage, t->dtype, t->ndim, t->shape);
-                        storage += mb__align8((size_t)mb_numel(t) * mb_dtype_size(t->dtype));
-                        mb__walk(MB__ZERO, &whole, 0, 0);
-                        mb_narrow(&whole, dim, off, len, &part);
+                        mb_tensor part;
+                        mb_tensor_init(&part, storage, t->dtype, t->ndim, t->shape);
+                        MB_MEMSET(storage, 0, piece);
+                        mb__narrow(&part, &part, dim, off, len);
                         mb__walk(MB__COPY, &part, &o->tensor, 0);
-                        o->tensor = whole;
+                        mb_tensor_init(&o->tensor, storage, t->dtype, t->ndim, t->shape);
+                        storage += piece;
                     }
+                    off += len;
                 }
             }
         }
@@ -523,11 +522,21 @@ static int mb__split(const mb_value *args, const mb_spec *specs, int nargs, int 
             if (counted < 0) counted = n;
             if (bytes) *bytes = need;
             if (!out) return counted;
-            if (counted > max_chunks || (storage && need > storage_bytes))
-                return mb__fail(diag, MB_ERR_TOO_SMALL, 0, 0, counted);
+            i = 0;
+            sz = 0;
+            chunks = counted;
+            rc = MB_ERR_TOO_SMALL;
+            if (counted > max_chunks || (storage && need > storage_bytes)) goto fail;
         }
     }
     return counted;
+fail:
+    if (diag) {
+        diag->value_index = i;
+        diag->size = sz;
+        diag->requested = chunks;
+    }
+    return rc;
 }
 
 MB__DEF int mb_split(const mb_value *args, const mb_spec *specs, int nargs, int chunks, int flags,
@@ -553,96 +562,84 @@ MB__DEF int mb_split_masked(const mb_value *args, const mb_spec *specs, int narg
     return mb__split(args, specs, nargs, chunks, flags, out, max_chunks, (char *)storage, storage_bytes, 0, diag);
 }
 
-/* A value as a tensor: a scalar is a 0-d f64 view of its `scalar` field. */
-static mb_tensor mb__view(const mb_value *v)
+/* A value as a tensor of the given kind: a scalar is a 0-d f64 view of its `scalar`. */
+static MB__NOINLINE mb_tensor *mb__view(const mb_value *v, int kind, mb_tensor *scratch)
 {
-    mb_tensor t;
-    if (v->kind == MB_VALUE_TENSOR) return v->tensor;
-    MB_MEMSET(&t, 0, sizeof t);
-    t.data = (void *)&v->scalar;
-    t.dtype = MB_F64;
-    return t;
+    if (kind == MB_VALUE_TENSOR) return (mb_tensor *)&v->tensor;
+    scratch->data = (void *)&v->scalar;
+    scratch->dtype = MB_F64;
+    scratch->ndim = 0;
+    return scratch;
 }
 
-/* Merge value i. check != 0: validate only, write nothing. */
-static int mb__merge_one(const mb_value *chunks, int nchunks, int nvals, int i, const mb_spec *s, int flags,
+/* Merge value i (v = &chunks[i]). check != 0: validate only, write nothing. */
+static int mb__merge_one(const mb_value *v, int nchunks, int nvals, const mb_spec *s, int flags,
                          mb_value *out, int check)
 {
-    static const unsigned char opmap[4] = {MB__SUM, MB__SUM, MB__MAX, MB__MIN};
-    const mb_value *first = &chunks[i];
-    int c, dim, rc, kind = mb__resolve(first, s, &dim), op = kind == MB_SPEC_REDUCE ? s->op : -1;
-    const mb_reducer *red = kind == MB_SPEC_REDUCE ? s->reducer : 0;
-    mb_tensor o, a, f, want;
+    mb_tensor sf, so, sw, sa, ta, to;
+    const mb_reducer *red = 0;
+    const mb_tensor *f, *o, *w, *a;
+    int c, dim, k = v->kind, rc = mb__resolve(v, s, &dim), op = -1, start = 0, cat = rc == MB_SPEC_SPLIT,
+        mask = cat && (flags & MB_DEBUG_MASK);
     int32_t total = 0, off = 0, len;
-    if (kind < 0) return kind;
-    if ((kind == MB_SPEC_REDUCE && (op < 0 || op > MB_RED_CUSTOM)) ||
-        (op == MB_RED_CUSTOM && (!red || !red->fn || red->init.kind != first->kind)))
-        return MB_ERR_SPEC;
-    f = mb__view(first);
-    o = first->kind == MB_VALUE_TENSOR ? out->tensor : mb__view(out);
-    want = op == MB_RED_CUSTOM ? mb__view(&red->init) : f;
-    rc = mb_tensor_check(&o);
-    if (!rc) rc = mb_tensor_check(&want);
-    for (c = 0; !rc && c < nchunks; c++) {
-        const mb_value *v = &chunks[c * nvals + i];
-        a = mb__view(v);
-        if (v->kind != first->kind) return MB_ERR_SPEC;
-        rc = mb_tensor_check(&a);
-        if (!rc && kind == MB_SPEC_SPLIT && !(flags & MB_DEBUG_MASK)) {
-            total += a.shape[dim];
-            a.shape[dim] = f.shape[dim];
-        }
-        if (!rc) rc = mb__same_shape(&a, &f);
-        if (!rc && check && kind == MB_SPEC_REPLICATE && mb__walk(MB__EQ, &f, &a, 0)) rc = MB_ERR_NOT_REPLICATED;
+    if (rc < 0) return rc;
+    if (rc == MB_SPEC_REPLICATE) op = MB__EQ;
+    if (rc == MB_SPEC_REDUCE) {
+        op = s->op;
+        red = s->reducer;
+        if ((uint32_t)op > MB_RED_CUSTOM || (op == MB_RED_CUSTOM && (!red || !red->fn || red->init.kind != k)))
+            return MB_ERR_SPEC;
     }
+    f = mb__view(v, k, &sf);
+    o = mb__view(out, k, &so);
+    w = op == MB_RED_CUSTOM ? mb__view(&red->init, k, &sw) : f;
+    rc = mb_tensor_check(o);
+    if (!rc) rc = mb_tensor_check(w);
     if (rc) return rc;
-    if (kind == MB_SPEC_SPLIT) {
-        if (flags & MB_DEBUG_MASK) {
-            total = f.shape[dim];
-            if (mb_split_sizes(total, nchunks, flags, 0, 0) != nchunks) return MB_ERR_CHUNK_COUNT;
-        }
-        want.shape[dim] = total;
+    if (mask) total = f->shape[dim];
+    if (!check && !cat) { /* reduce in place when the output is one of the chunks: start there */
+        for (c = 0; op != MB_RED_CUSTOM && c < nchunks; c++)
+            if (mb__same_view(o, mb__view(&v[c * nvals], k, &sa))) start = c;
+        if (op != MB_RED_CUSTOM) w = mb__view(&v[start * nvals], k, &sw);
+        else start = -1;
+        mb__walk(MB__COPY, o, w, 0);
+        if (k) out->kind = MB_VALUE_SCALAR;
     }
-    rc = mb__same_shape(&o, &want);
-    if (!rc && op == MB_RED_MEAN && f.dtype >= MB_I8) rc = MB_ERR_DTYPE; /* as torch.mean */
-    if (rc || check) return rc;
-    if (first->kind == MB_VALUE_SCALAR) out->kind = MB_VALUE_SCALAR;
-    if (kind == MB_SPEC_SPLIT) {
-        for (c = 0; c < nchunks; c++, off += len) {
-            mb_tensor dst;
-            a = chunks[c * nvals + i].tensor;
-            len = a.shape[dim];
-            if (flags & MB_DEBUG_MASK) { /* re-slice the masked chunk */
-                len = mb__chunk_len(total, nchunks, c, off, flags);
-                mb_narrow(&a, dim, off, len, &a);
+    for (c = 0; c < nchunks; c++) {
+        const mb_value *cv = &v[c * nvals];
+        if (cv->kind != k) return MB_ERR_SPEC;
+        a = mb__view(cv, k, &sa);
+        if (check) {
+            rc = mb_tensor_check(a);
+            if (!rc) rc = mb__same_shape(a, f, cat && !mask ? dim : -1);
+            if (!rc && op == MB__EQ && mb__walk(MB__EQ, f, a, 0)) rc = MB_ERR_NOT_REPLICATED;
+            if (rc) return rc;
+            if (cat && !mask) total += a->shape[dim];
+        } else if (cat) {
+            len = a->shape[dim];
+            if (mask) len = mb__chunk_len(total, nchunks, c, off, flags);
+            mb__narrow(&ta, a, dim, mask ? off : 0, len); /* masked chunks: re-slice */
+            mb__narrow(&to, o, dim, off, len);
+            mb__walk(MB__COPY, &to, &ta, 0); /* zero copy when in place */
+            off += len;
+        } else if (op <= MB_RED_CUSTOM && c != start) {
+            if (op == MB_RED_CUSTOM) {
+                rc = red->fn(out, cv, red->user);
+                if (rc < 0) return rc;
+            } else {
+                mb__walk(op, o, a, 0);
             }
-            mb_narrow(&o, dim, off, len, &dst);
-            if (!mb__same_view(&dst, &a)) mb__walk(MB__COPY, &dst, &a, 0); /* zero copy when in place */
         }
+    }
+    if (!check) {
+        if (op == MB_RED_MEAN) mb__walk(MB__DIV, o, 0, nchunks);
         return MB_OK;
     }
-    /* reduce in place when the output is one of the chunks: start from that one */
-    off = op == MB_RED_CUSTOM ? -1 : 0; /* the chunk the output starts from */
-    for (c = 1; op >= 0 && off == 0 && c < nchunks; c++) {
-        a = mb__view(&chunks[c * nvals + i]);
-        if (mb__same_view(&o, &a)) {
-            want = a;
-            off = c;
-        }
-    }
-    if (!mb__same_view(&o, &want)) mb__walk(MB__COPY, &o, &want, 0);
-    for (c = 0; op >= 0 && c < nchunks; c++) {
-        if (c == off) continue;
-        a = mb__view(&chunks[c * nvals + i]);
-        if (op == MB_RED_CUSTOM) {
-            rc = red->fn(out, &chunks[c * nvals + i], red->user);
-            if (rc < 0) return rc;
-        } else {
-            mb__walk(opmap[op], &o, &a, 0);
-        }
-    }
-    if (op == MB_RED_MEAN) mb__walk(MB__DIV, &o, 0, (double)nchunks);
-    return MB_OK;
+    if (mask && mb_split_sizes(total, nchunks, flags, 0, 0) != nchunks) return MB_ERR_CHUNK_COUNT;
+    rc = mb__same_shape(o, w, cat ? dim : -1);
+    if (!rc && cat && o->shape[dim] != total) rc = MB_ERR_SHAPE;
+    if (!rc && op == MB_RED_MEAN && f->dtype >= MB_I8) rc = MB_ERR_DTYPE; /* as torch.mean */
+    return rc;
 }
 
 MB__DEF int mb_merge(const mb_value *chunks, int nchunks, int nvals, const mb_spec *specs, int flags,
@@ -654,7 +651,7 @@ MB__DEF int mb_merge(const mb_value *chunks, int nchunks, int nvals, const mb_sp
     if (nvals < 0) return MB_ERR_SHAPE;
     for (pass = 1; pass >= 0; pass--)
         for (i = 0; i < nvals; i++) {
-            rc = mb__merge_one(chunks, nchunks, nvals, i, specs ? &specs[i] : 0, flags, &out[i], pass);
+            rc = mb__merge_one(&chunks[i], nchunks, nvals, specs ? &specs[i] : 0, flags, &out[i], pass);
             if (rc) return rc;
         }
     return MB_OK;

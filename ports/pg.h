@@ -801,6 +801,30 @@ PG__DEF int pg_broadcast(pg_group *g, void *buf, size_t count, mb_dtype dt, int 
     return PG_OK;
 }
 
+/* The ring collectives' header: every rank sends a hash of its arguments (kind, dtype, op,
+   counts) to its right neighbour and compares its left neighbour's, so a disagreement is
+   PG_ERR_MISMATCH on a rank next to it (the others then fail too, by size or timeout). */
+static uint32_t pg__fnv(uint32_t h, uint64_t v)
+{
+    int i;
+    for (i = 0; i < 8; i++, v >>= 8) h = (h ^ (uint32_t)(v & 0xFFu)) * 16777619u;
+    return h;
+}
+
+static int pg__ring_check(pg_group *g, uint32_t tag, int kind, mb_dtype dt, int op, const size_t *counts)
+{
+    uint32_t h = 2166136261u, left = 0;
+    int i, rc, n = g->size;
+    if (n == 1) return PG_OK;
+    h = pg__fnv(pg__fnv(pg__fnv(h, (uint64_t)kind), (uint64_t)dt), (uint64_t)op);
+    for (i = 0; i < n; i++) h = pg__fnv(h, (uint64_t)counts[i]);
+    rc = pg__send(g, (g->rank + 1) % n, tag, &h, sizeof h);
+    if (rc < 0) return rc;
+    rc = pg__recv_exact(g, (g->rank - 1 + n) % n, tag, &left, sizeof left);
+    if (rc < 0) return rc;
+    return left == h ? PG_OK : PG_ERR_MISMATCH;
+}
+
 /* Ring reduce-scatter of packed blocks counts[]; the result block `rank` goes to out.
    Block b is combined in ring order b+1, b+2, ..., b (left operand first), so its bits
    do not depend on which rank computes them. Pieces are pipelined independently. */
@@ -908,6 +932,8 @@ PG__DEF int pg_all_reduce(pg_group *g, const void *send, void *recv, size_t coun
     }
     tag = pg__coll_tag(g, PG__K_ALLREDUCE);
     pg__even_counts(g->size, count, counts);
+    rc = pg__ring_check(g, tag, PG__K_ALLREDUCE, dt, (int)op, counts);
+    if (rc < 0) return rc;
     off = pg__offset(counts, g->rank) * es;
     rc = pg__rs_ring(g, tag, send, (unsigned char *)recv + off, counts, dt, op == PG_AVG ? PG_SUM : op);
     if (rc < 0) return rc;
@@ -918,6 +944,7 @@ PG__DEF int pg_all_reduce(pg_group *g, const void *send, void *recv, size_t coun
 PG__DEF int pg_all_gatherv(pg_group *g, const void *send, void *recv, const size_t *counts, mb_dtype dt)
 {
     size_t es = pg_dtype_size(dt), total;
+    uint32_t tag;
     int rc = pg__ok(g);
     if (rc < 0) return rc;
     if (!es) return PG_ERR_DTYPE;
@@ -928,8 +955,11 @@ PG__DEF int pg_all_gatherv(pg_group *g, const void *send, void *recv, const size
         rc = g->ops->all_gatherv(g, send, recv, counts, dt);
         if (rc != PG_ERR_UNSUPPORTED) return rc;
     }
+    tag = pg__coll_tag(g, PG__K_ALLGATHER);
+    rc = pg__ring_check(g, tag, PG__K_ALLGATHER, dt, 0, counts);
+    if (rc < 0) return rc;
     pg__copy((unsigned char *)recv + pg__offset(counts, g->rank) * es, send, counts[g->rank] * es);
-    return pg__ag_ring(g, pg__coll_tag(g, PG__K_ALLGATHER), recv, counts, es);
+    return pg__ag_ring(g, tag, recv, counts, es);
 }
 
 PG__DEF int pg_all_gather(pg_group *g, const void *send, void *recv, size_t count, mb_dtype dt)
@@ -949,6 +979,7 @@ PG__DEF int pg_reduce_scatterv(pg_group *g, const void *send, void *recv, const 
                                pg_red op)
 {
     size_t es = pg_dtype_size(dt), total;
+    uint32_t tag;
     int rc = pg__ok(g);
     if (rc < 0) return rc;
     rc = pg__op_check(dt, op);
@@ -960,7 +991,10 @@ PG__DEF int pg_reduce_scatterv(pg_group *g, const void *send, void *recv, const 
         rc = g->ops->reduce_scatterv(g, send, recv, counts, dt, op);
         if (rc != PG_ERR_UNSUPPORTED) return rc;
     }
-    rc = pg__rs_ring(g, pg__coll_tag(g, PG__K_RSCATTER), send, recv, counts, dt, op == PG_AVG ? PG_SUM : op);
+    tag = pg__coll_tag(g, PG__K_RSCATTER);
+    rc = pg__ring_check(g, tag, PG__K_RSCATTER, dt, (int)op, counts);
+    if (rc < 0) return rc;
+    rc = pg__rs_ring(g, tag, send, recv, counts, dt, op == PG_AVG ? PG_SUM : op);
     if (rc < 0) return rc;
     return op == PG_AVG ? pg_scale_local(recv, counts[g->rank], dt, g->size) : PG_OK;
 }

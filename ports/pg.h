@@ -45,7 +45,8 @@
      - Messages between one (source, destination, tag) triple arrive in send order
        (non-overtaking, like MPI); messages with different tags may be received in any
        order. A message larger than the receive buffer is consumed and reported as
-       PG_ERR_TOO_BIG. One send carries at most `max_msg` bytes (the slot size on
+       PG_ERR_TOO_BIG. A send returns once its buffer may be reused (the port copied it or
+       delivered it). One send carries at most `max_msg` bytes (the slot size on
        shared memory); the collectives split larger payloads themselves. A send completes
        without the receiver's help while fewer than PG_MIN_INFLIGHT messages from this
        sender wait in that receiver's inbox (further sends may block until it takes one);
@@ -229,7 +230,9 @@ PG_API int pg_recover(pg_group *g);
    pg_slot_commit() publishes it under `tag` (bytes <= acquired). Receiver: pg_slot_peek()
    waits for (src, tag) and returns the message in place; pg_slot_release() frees it.
    On ports without shared memory the slot is the group's scratch (one outstanding slot
-   per group; bytes <= pg_scratch_bytes()) and commit/peek copy. */
+   per group, not held across a collective; bytes <= the scratch size) and commit/peek copy.
+   Acquire waits up to the timeout for a free slot (then PG_ERR_NO_SLOT); releasing or
+   committing a pointer that is not an acquired/peeked slot is PG_ERR_NO_SLOT. */
 PG_API int pg_slot_acquire(pg_group *g, int dst, size_t bytes, void **ptr);
 PG_API int pg_slot_commit(pg_group *g, int dst, int tag, void *ptr, size_t bytes);
 PG_API int pg_slot_peek(pg_group *g, int src, int tag, const void **ptr, size_t *bytes);
@@ -239,7 +242,7 @@ PG_API int pg_slot_release(pg_group *g, int src, const void *ptr);
    sub = the parent's ranks[0..n) (parent group ranks, distinct, any order: sub rank i is
    parent rank ranks[i]). Its context id comes from the parent's counter, which advances on
    every call, member or not — so every rank of the parent makes the same sequence of
-   pg_subgroup_init calls on it (as with torch's new_group). Non-members get
+   pg_subgroup_init calls on it (as with torch's new_group). sub != parent. Non-members get
    PG_ERR_NOT_MEMBER (and `sub` is unusable: every call on it returns that code). */
 PG_API int pg_subgroup_init(pg_group *sub, pg_group *parent, const int *ranks, int n);
 
@@ -539,6 +542,7 @@ PG__DEF int pg_subgroup_init(pg_group *sub, pg_group *parent, const int *ranks, 
     int i, j, me = -1, rc;
     uint32_t ctx;
     if (!sub || !parent || !ranks) return PG_ERR_NULL;
+    if (sub == parent) return PG_ERR_SIZE; /* the parent's rank map is still needed */
     rc = pg__ok(parent);
     if (rc < 0) return rc;
     ctx = parent->next_context++; /* advances for members and non-members alike */
@@ -549,7 +553,7 @@ PG__DEF int pg_subgroup_init(pg_group *sub, pg_group *parent, const int *ranks, 
             if (ranks[j] == ranks[i]) return PG_ERR_RANK;
         if (ranks[i] == parent->rank) me = i;
     }
-    if (sub != parent) PG_MEMSET(sub, 0, sizeof *sub);
+    PG_MEMSET(sub, 0, sizeof *sub);
     sub->ops = parent->ops;
     sub->port = parent->port;
     sub->world_rank = parent->world_rank;

@@ -581,6 +581,8 @@ static int pgc_subgroup_body(pg_group *g, void *arg)
         dup[1] = 0;
         PGC_RC(pg_subgroup_init(&other[me], g, dup, 2), PG_ERR_RANK);
         PGC_RC(pg_subgroup_init(&other[me], g, dup, n + 1), PG_ERR_SIZE);
+        PGC_RC(pg_subgroup_init(g, g, dup, 1), PG_ERR_SIZE); /* sub == parent */
+        PGC_RC(pg_subgroup_init(&other[me], g, (const int *)0, 1), PG_ERR_NULL);
     }
     /* tags of different groups never mix: same peer, same user tag, world vs row */
     {

@@ -555,15 +555,22 @@ static int pg_pthread__reduce_range(pg_pthread_world *w, size_t base, size_t lo,
 {
     uint64_t tmp[512];
     size_t es = pg_dtype_size(dt), blk = sizeof tmp / es, i, len;
-    int r;
+    const unsigned char *o = (const unsigned char *)out;
+    int r, direct = 1;
+    pg_red rop = op == PG_AVG ? PG_SUM : op;
+    /* accumulate straight into out unless it overlaps an input (in place) */
+    for (r = 0; r < w->size; r++) {
+        const unsigned char *in = (const unsigned char *)w->pub[r].send + (base + lo) * es;
+        if (o < in + (hi - lo) * es && in < o + (hi - lo) * es) direct = 0;
+    }
     for (i = lo; i < hi; i += len) {
+        unsigned char *acc = direct ? (unsigned char *)out + (i - lo) * es : (unsigned char *)tmp;
         len = hi - i < blk ? hi - i : blk;
-        memcpy(tmp, (const unsigned char *)w->pub[0].send + (base + i) * es, len * es);
+        memcpy(acc, (const unsigned char *)w->pub[0].send + (base + i) * es, len * es);
         for (r = 1; r < w->size; r++)
-            pg_reduce_local(tmp, (const unsigned char *)w->pub[r].send + (base + i) * es, len, dt,
-                            op == PG_AVG ? PG_SUM : op);
-        if (op == PG_AVG) pg_scale_local(tmp, len, dt, w->size);
-        memcpy((unsigned char *)out + (i - lo) * es, tmp, len * es);
+            pg_reduce_local(acc, (const unsigned char *)w->pub[r].send + (base + i) * es, len, dt, rop);
+        if (op == PG_AVG) pg_scale_local(acc, len, dt, w->size);
+        if (!direct) memcpy((unsigned char *)out + (i - lo) * es, tmp, len * es);
     }
     return PG_OK;
 }

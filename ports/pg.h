@@ -50,7 +50,7 @@
        shared memory); the collectives split larger payloads themselves. A send completes
        without the receiver's help while fewer than PG_MIN_INFLIGHT messages from this
        sender wait in that receiver's inbox (further sends may block until it takes one);
-       the generic collectives never need more than one in flight per pair.
+       the generic collectives need at most two in flight per pair to make progress.
      - Every blocking call waits at most the group's timeout (pg_set_timeout) and then
        returns PG_ERR_TIMEOUT; the group stays usable. PG_WAIT_FOREVER disables it.
      - pg_abort(g, err) on one rank makes every blocked call on every rank of the world
@@ -58,7 +58,9 @@
        calls pg_recover().
      - Errors are negative values of enum pg_err; bad input never crashes and never writes
        outside the caller's buffers. Collectives check that the sizes a peer sends match
-       what this rank expects and return PG_ERR_MISMATCH instead of overrunning.
+       what this rank expects and return PG_ERR_MISMATCH instead of overrunning; the ring
+       collectives also compare a hash of (dtype, op, counts) with their neighbours.
+       After a failed collective, call pg_recover() on every rank before the next one.
      - Collectives must be called by every member in the same order (like MPI/torch).
        Reductions combine ranks in a fixed order, so every rank gets the same bits.
 

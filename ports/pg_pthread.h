@@ -91,7 +91,14 @@ typedef struct pg_pthread_rank {
     int rank;
 } pg_pthread_rank;
 
-/* The per-rank state the native collectives publish (one cache line each). */
+#if defined(__GNUC__) || defined(__clang__)
+#define PG_PTHREAD__LINE __attribute__((aligned(64)))
+#else
+#define PG_PTHREAD__LINE
+#endif
+
+/* The per-rank state the native collectives publish: one cache line per rank (on 64-bit
+   hosts), so a peer's spin on `arrive` also brings the arguments, and ranks share no line. */
 typedef struct pg_pthread_pub {
     const void *send;
     void *recv;
@@ -99,16 +106,15 @@ typedef struct pg_pthread_pub {
     size_t count;
     int32_t dt, op, root, kind;
     volatile uint64_t arrive;                 /* barrier epoch reached */
-    uint64_t epoch;                           /* own barrier epoch (private) */
-    uint64_t pad[2];
-} pg_pthread_pub;
+    uint64_t epoch;                           /* own barrier epoch (written by its rank only) */
+} PG_PTHREAD__LINE pg_pthread_pub;
 
 typedef struct pg_pthread_world {
     pg_pthread_box box[PG_PTHREAD_MAX_RANKS][PG_PTHREAD_MAX_RANKS]; /* [src][dst] */
-    pg_pthread_pub pub[PG_PTHREAD_MAX_RANKS];
+    pg_pthread_pub pub[PG_PTHREAD_MAX_RANKS] PG_PTHREAD__LINE;
     uint64_t small[PG_PTHREAD_MAX_RANKS][PG_PTHREAD_SMALL / 8]; /* small in-place all_reduce */
-    volatile uint32_t bell[PG_PTHREAD_MAX_RANKS * 16];  /* doorbell of rank r at [r * 16] */
-    volatile uint32_t sleepers[PG_PTHREAD_MAX_RANKS * 16]; /* rank r blocked on cv[r] */
+    volatile uint32_t bell[PG_PTHREAD_MAX_RANKS * 16] PG_PTHREAD__LINE; /* rank r's at [r * 16] */
+    volatile uint32_t sleepers[PG_PTHREAD_MAX_RANKS * 16] PG_PTHREAD__LINE; /* rank r asleep */
     pthread_mutex_t sleep_mu[PG_PTHREAD_MAX_RANKS];
     pthread_cond_t sleep_cv[PG_PTHREAD_MAX_RANKS];
     volatile int32_t aborted;

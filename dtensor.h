@@ -9,8 +9,11 @@
    and redistribute *plans*: the steps torch's greedy planner (_gen_transform_infos)
    takes from one spec to another, each labelled with the collective it lowers to, with
    bytes/hops per step, a time estimate, a scratch size, and a plan cache with hit/miss
-   counters in caller storage. Executing plans over ports/pg.h comes with the executor.
-   No heap, C99, C++-clean. Uses microbatch.h's types (and mb_dtype_size/mb_tensor_check).
+   counters in caller storage. Section 9 executes them over ports/pg.h: a mesh bound to
+   one pg sub-group per mesh dim, distribute / from_local / to_local / full_tensor, and
+   redistribute with caller scratch (all_gatherv, all_reduce, reduce_scatterv,
+   all_to_allv, local narrow and partition; zero-copy when the layouts allow).
+   No heap, C99, C++-clean. Includes only microbatch.h and ports/pg.h.
 
    Example (rank 3 of a 2x2 mesh; 5 rows sharded twice, then made replicated):
        #define DTENSOR_IMPLEMENTATION
@@ -25,14 +28,16 @@
        dt_plan_redistribute(&a, &b, 0, &plan);                  // all_gather (dim 1), all_gather (dim 0)
 
    Contents:
-       1. Configuration macros             5. Shard sizes, local shapes and views
-       2. Types, error codes               6. Redistribute planner, cost model
-       3. Device mesh                      7. Plan cache
-       4. Placements and specs             8. Implementation (DTENSOR_IMPLEMENTATION)
+       1. Configuration macros             6. Redistribute planner, cost model
+       2. Types, error codes               7. Plan cache
+       3. Device mesh                      8. Execution over ports/pg.h
+       4. Placements and specs             9. Implementation (DTENSOR_IMPLEMENTATION)
+       5. Shard sizes, local shapes and views
 
    Configuration (define before including, or in SPLITCORE_CONFIG_FILE):
        DTENSOR_IMPLEMENTATION  emit the definitions (exactly one .c file; the program also
-                               needs MICROBATCH_IMPLEMENTATION in one .c file)
+                               needs MICROBATCH_IMPLEMENTATION and PG_IMPLEMENTATION in
+                               one .c file, and a port for the executing calls)
        DTENSOR_STATIC          make every function static to its translation unit
        SPLITCORE_CONFIG_FILE   "file.h" included first by every splitcore header
        DT_MAX_MESH_DIMS        largest mesh rank (default 3)
@@ -52,6 +57,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "microbatch.h"
+#include "ports/pg.h"
 
 #ifndef DT_MAX_MESH_DIMS
 #define DT_MAX_MESH_DIMS 3
@@ -88,7 +94,8 @@ enum dt_err {
     DT_ERR_PARTIAL = -12,        /* redistribute to Partial: public call, or from Shard */
     DT_ERR_PARTIAL_OP = -13,     /* Partial(a) -> Partial(b), a != b */
     DT_ERR_UNSUPPORTED = -14,    /* Replicate -> Partial(prod) (torch raises as well) */
-    DT_ERR_TOO_SMALL = -15       /* caller storage, or a DT_MAX_* capacity, too small */
+    DT_ERR_TOO_SMALL = -15,      /* caller storage, or a DT_MAX_* capacity, too small */
+    DT_ERR_COMM = -16            /* a pg collective failed: dt_comm.err holds its pg_err */
 };
 
 /* Reduce ops of Partial, in pg.h's pg_red order (a plan's `red` maps 1:1). */
@@ -195,7 +202,7 @@ typedef struct dt_step {
     uint32_t hops;                    /* ring steps: n-1 (all_reduce 2(n-1)), 0 locally */
     uint64_t bytes;                   /* bytes sent per rank: comm * hops / n, comm = this
                                          rank's gathered (all_gather) or input bytes */
-    uint64_t scratch;                 /* staging bytes the executor needs for this step */
+    uint64_t scratch;                 /* staging bytes of this step (the plan adds holding) */
 } dt_step;
 
 typedef struct dt_plan {
@@ -218,7 +225,9 @@ typedef struct dt_plan {
    pass. Both specs need the same mesh (shape and this rank's coordinate), global shape
    and dtype. Nothing is written on error. */
 DT_API int dt_plan_redistribute(const dt_spec *src, const dt_spec *dst, int flags, dt_plan *plan);
-/* Scratch bytes to execute the plan (max over steps). */
+/* Scratch bytes dt_redistribute needs for the plan: max over steps of its staging (a
+   collective: packed send + receive, each rounded up to 8) plus the intermediate results
+   it reads and writes. 0 for plans without collectives (Partial(sum) partition aside). */
 DT_API size_t dt_plan_scratch_bytes(const dt_plan *plan);
 
 /* Link model for a time estimate: torch's _collective_utils ring model per plan step
@@ -271,12 +280,71 @@ DT_API int dt_plan_cache_clear(dt_plan_cache *c);
 DT_API int dt_plan_cached(dt_plan_cache *c, const dt_spec *src, const dt_spec *dst, int flags,
                           const dt_plan **plan);
 
+/* ---- 8. Execution over ports/pg.h ---------------------------------------------------
+   A dt_comm binds a mesh to a pg group: one pg sub-group per mesh dimension (this rank's
+   slice along it, dt_mesh_group), in caller storage. Every rank of `parent` calls
+   dt_comm_init with an equal mesh (same shape and ranks, its own `rank`) in the same order
+   (pg_subgroup_init's rule); mesh ranks are world ranks and must be in `parent`.
+   Tensors are (spec, local mb_tensor) pairs; local tensors may be any strided view.
+   Scratch pointers must be 8-byte aligned. Every call validates all its arguments
+   before communicating: on bad input nothing is sent and no output is written. A failed
+   collective returns DT_ERR_COMM (the pg_err in c->err; pg_recover() on every rank before
+   the next call). */
+typedef struct dt_comm {
+    const dt_mesh *mesh;
+    int32_t err;                        /* pg_err of the last failed collective */
+    uint32_t collectives;               /* collectives this dt_comm has run */
+    pg_group group[DT_MAX_MESH_DIMS];   /* group[i]: this rank's slice along mesh dim i */
+} dt_comm;
+
+/* A DTensor: its spec and this rank's local tensor (a view, not owned). */
+typedef struct dt_tensor {
+    dt_spec spec;
+    mb_tensor local;
+} dt_tensor;
+
+#define DT_EVERY_RANK (-1) /* dt_distribute: every rank holds the full tensor */
+
+/* DT_ERR_MISMATCH: mesh->rank is not parent's world rank; DT_ERR_RANK: a mesh rank is not
+   in parent; DT_ERR_NOT_MEMBER: this rank is not in the mesh (the call still keeps the
+   parent's sub-group numbering in step with the members'). */
+DT_API int dt_comm_init(dt_comm *c, const dt_mesh *mesh, pg_group *parent);
+/* The sub-group of mesh dim `mesh_dim` (NULL when out of range). */
+DT_API pg_group *dt_comm_group(dt_comm *c, int mesh_dim);
+
+/* from_local: t = (spec, local view) with no communication. global_shape NULL: torch's
+   even assumption (each Shard dim = local size x mesh sizes sharding it); pass the real
+   shape for uneven shards. DT_ERR_MISMATCH when `local` is not this rank's shape under
+   the spec (checked here, for this rank). */
+DT_API int dt_from_local(dt_tensor *t, const dt_mesh *mesh, const dt_placement *placements, int nplacements,
+                         const mb_tensor *local, const int32_t *global_shape);
+/* to_local: the local view (no copy); DT_ERR_MISMATCH when it does not fit the spec. */
+DT_API int dt_to_local(const dt_tensor *t, mb_tensor *local);
+
+/* Redistribute this rank's `in` (src's local shape) into `out` (dst's local shape) along
+   the plan for (src, dst, flags): from `cache` when not NULL. `out` must not overlap `in`.
+   scratch_bytes >= dt_plan_scratch_bytes(plan), else DT_ERR_TOO_SMALL. */
+DT_API int dt_redistribute(dt_comm *c, dt_plan_cache *cache, const dt_spec *src, const mb_tensor *in,
+                           const dt_spec *dst, int flags, mb_tensor *out, void *scratch, size_t scratch_bytes);
+/* full_tensor: redistribute to all-Replicate into `global` (the global shape). */
+DT_API int dt_full_tensor(dt_comm *c, dt_plan_cache *cache, const dt_spec *src, const mb_tensor *in,
+                          mb_tensor *global, void *scratch, size_t scratch_bytes);
+DT_API int dt_full_tensor_scratch_bytes(const dt_spec *src, size_t *bytes);
+/* distribute_tensor: this rank's piece of `global` into `local` (s's local shape).
+   src_rank = the world rank holding `global` (scatterv for Shard, broadcast for
+   Replicate, mesh dim 0 first; `global` is ignored elsewhere), or DT_EVERY_RANK: every
+   rank holds it and takes its piece locally (no communication). Partial placements:
+   DT_ERR_PARTIAL (as torch). */
+DT_API int dt_distribute(dt_comm *c, const dt_spec *s, const mb_tensor *global, int src_rank, mb_tensor *local,
+                         void *scratch, size_t scratch_bytes);
+DT_API int dt_distribute_scratch_bytes(const dt_spec *s, int src_rank, size_t *bytes);
+
 #ifdef __cplusplus
 }
 #endif
 #endif /* DTENSOR_H */
 
-/* ---- 8. Implementation ----------------------------------------------------------- */
+/* ---- 9. Implementation ----------------------------------------------------------- */
 #if defined(DTENSOR_IMPLEMENTATION) && !defined(DTENSOR_IMPLEMENTED)
 #define DTENSOR_IMPLEMENTED
 
@@ -300,15 +368,16 @@ extern "C" {
 #else
 #define DT__DEF
 #endif
+#define DT__R8(x) (((x) + 7u) & ~(uint64_t)7u) /* scratch regions stay 8-byte aligned */
 
 DT__DEF const char *dt_strerror(int err)
 {
     static const char msg[] = "ok\0null pointer\0bad mesh\0bad rank\0not a mesh member\0bad mesh dim\0"
                               "bad placement\0placement count != mesh ndim\0shard dim out of range\0"
                               "bad shape\0bad dtype\0specs or tensor mismatch\0redistribute to Partial\0"
-                              "Partial op change\0unsupported\0too small\0unknown error";
+                              "Partial op change\0unsupported\0too small\0collective failed\0unknown error";
     const char *p = msg;
-    if (err > 0 || err < DT_ERR_TOO_SMALL) err = DT_ERR_TOO_SMALL - 1;
+    if (err > 0 || err < DT_ERR_COMM) err = DT_ERR_COMM - 1;
     for (; err < 0; err++) p += strlen(p) + 1;
     return p;
 }
@@ -649,14 +718,30 @@ static void dt__emit(const dt_spec *s, dt_plan *pl, dt_placement *cur, int md, d
         st->hops = (uint32_t)(st->op == DT_OP_ALL_REDUCE ? 2 * (n - 1) : n - 1);
         comm = st->op == DT_OP_ALL_GATHER ? out : in;
         st->bytes = comm * st->hops / (uint64_t)n;
-        st->scratch = in + out; /* packed send + receive staging */
+        st->scratch = DT__R8(in) + DT__R8(out); /* packed send + receive staging */
         pl->ncollectives++;
     } else if (st->op == DT_OP_PARTITION && st->red == DT_SUM) {
-        st->scratch = out;      /* the divided copy */
+        st->scratch = DT__R8(out);              /* the divided copy */
     }
     pl->hops += st->hops;
     pl->bytes += st->bytes;
-    if (st->scratch > pl->scratch) pl->scratch = st->scratch;
+}
+
+/* Scratch of the executor: per step its staging, plus the intermediate results it reads
+   and writes (kept at the two ends of scratch, alternating); the first step reads the
+   caller's input and the last writes the caller's output. */
+static void dt__scratch(dt_plan *pl, mb_dtype dt, int ndim)
+{
+    int k;
+    uint64_t need;
+    pl->scratch = 0;
+    for (k = 0; k < pl->nsteps; k++) {
+        const dt_step *st = &pl->steps[k];
+        need = st->scratch;
+        if (k > 0) need += DT__R8(dt__bytes(st->in_shape, ndim, dt));
+        if (k + 1 < pl->nsteps) need += DT__R8(dt__bytes(st->out_shape, ndim, dt));
+        if (need > pl->scratch) pl->scratch = need;
+    }
 }
 
 /* Same mesh for planning: shape and this rank's coordinate. */
@@ -720,6 +805,7 @@ DT__DEF int dt_plan_redistribute(const dt_spec *src, const dt_spec *dst, int fla
     for (md = 0; md < m->ndim; md++) /* outer to inner: whatever is left */
         if (!dt__same(cur[md], dst->placements[md]))
             dt__emit(src, &pl, cur, md, dst->placements[md], logical[md]);
+    dt__scratch(&pl, src->dtype, src->ndim);
     *plan = pl;
     return DT_OK;
 }
@@ -825,6 +911,343 @@ DT__DEF int dt_plan_cached(dt_plan_cache *c, const dt_spec *src, const dt_spec *
     victim->stamp = ++c->clock;
     c->misses++;
     *plan = &victim->plan;
+    return DT_OK;
+}
+
+/* ---- execution over ports/pg.h ---- */
+
+DT__DEF int dt_comm_init(dt_comm *c, const dt_mesh *mesh, pg_group *parent)
+{
+    int32_t ranks[DT_MAX_RANKS];
+    int prank[DT_MAX_RANKS];
+    int i, j, n, rc;
+    if (!c || !parent) return DT_ERR_NULL;
+    rc = dt__mesh_check(mesh);
+    if (rc) return rc;
+    if (parent->size <= 0 || parent->rank < 0) return DT_ERR_NOT_MEMBER;
+    if (mesh->rank != parent->world_rank) return DT_ERR_MISMATCH;
+    for (i = 0; i < mesh->size; i++) {
+        for (j = 0; j < parent->size && parent->ranks[j] != mesh->ranks[i]; j++) {}
+        if (j == parent->size) return DT_ERR_RANK;
+    }
+    DT_MEMSET(c, 0, sizeof *c);
+    c->mesh = mesh;
+    for (i = 0; i < mesh->ndim; i++) {
+        /* non-members take the slice of mesh position 0: the context counter still advances */
+        n = dt_mesh_group(mesh, mesh->index < 0 ? mesh->ranks[0] : mesh->rank, i, ranks, DT_MAX_RANKS);
+        for (j = 0; j < n; j++)
+            for (prank[j] = 0; parent->ranks[prank[j]] != ranks[j]; prank[j]++) {}
+        rc = pg_subgroup_init(&c->group[i], parent, prank, n);
+        if (rc && mesh->index >= 0) return c->err = rc, DT_ERR_COMM;
+    }
+    return mesh->index < 0 ? DT_ERR_NOT_MEMBER : DT_OK;
+}
+
+DT__DEF pg_group *dt_comm_group(dt_comm *c, int mesh_dim)
+{
+    return (c && c->mesh && mesh_dim >= 0 && mesh_dim < c->mesh->ndim) ? &c->group[mesh_dim] : 0;
+}
+
+/* DT_OK when t is a valid view of `shape` in the spec's dtype and rank. */
+static int dt__fits(const mb_tensor *t, const dt_spec *s, const int32_t *shape)
+{
+    int d;
+    if (!t) return DT_ERR_NULL;
+    if (mb_tensor_check(t) != MB_OK) return DT_ERR_SHAPE;
+    if (t->dtype != s->dtype || t->ndim != s->ndim) return DT_ERR_MISMATCH;
+    for (d = 0; d < s->ndim; d++)
+        if (t->shape[d] != shape[d]) return DT_ERR_MISMATCH;
+    return DT_OK;
+}
+
+DT__DEF int dt_from_local(dt_tensor *t, const dt_mesh *mesh, const dt_placement *placements, int nplacements,
+                          const mb_tensor *local, const int32_t *global_shape)
+{
+    dt_spec s;
+    int32_t g[MB_MAX_DIMS], shape[MB_MAX_DIMS];
+    int i, rc;
+    if (!t || !local || !placements) return DT_ERR_NULL;
+    if (mb_tensor_check(local) != MB_OK) return DT_ERR_SHAPE;
+    for (i = 0; i < local->ndim; i++) g[i] = global_shape ? global_shape[i] : local->shape[i];
+    rc = dt_spec_init(&s, mesh, placements, nplacements, local->dtype, local->ndim, g, 0);
+    if (rc) return rc;
+    if (!global_shape) /* torch: the even case, local size x the mesh sizes sharding the dim */
+        for (i = 0; i < mesh->ndim; i++)
+            if (s.placements[i].kind == DT_KIND_SHARD) s.shape[s.placements[i].arg] *= mesh->shape[i];
+    rc = dt_spec_init(&s, mesh, s.placements, nplacements, local->dtype, local->ndim, s.shape, 0);
+    if (!rc) rc = dt_local_shape(&s, mesh->rank, shape, 0);
+    if (!rc) rc = dt__fits(local, &s, shape);
+    if (rc) return rc;
+    t->spec = s;
+    t->local = *local;
+    return DT_OK;
+}
+
+DT__DEF int dt_to_local(const dt_tensor *t, mb_tensor *local)
+{
+    int32_t shape[MB_MAX_DIMS];
+    int rc;
+    if (!t || !local) return DT_ERR_NULL;
+    rc = dt_local_shape(&t->spec, t->spec.mesh ? t->spec.mesh->rank : 0, shape, 0);
+    if (!rc) rc = dt__fits(&t->local, &t->spec, shape);
+    if (!rc) *local = t->local;
+    return rc;
+}
+
+/* 1 when the blocks of t along dim d (torch.chunk pieces) lie back to back in rank order. */
+static int dt__direct(const mb_tensor *t, int d)
+{
+    int i;
+    int64_t outer = 1;
+    for (i = 0; i < d; i++) outer *= t->shape[i];
+    return mb_is_contiguous(t) == 1 && (outer <= 1 || mb_numel(t) == 0);
+}
+
+/* The n chunk blocks of t along dim d: element counts, and (buf not NULL) pack them into
+   buf back to back (unpack: buf -> t). */
+static void dt__blocks(const mb_tensor *t, int d, int n, unsigned char *buf, size_t *counts, int unpack)
+{
+    mb_tensor v, p;
+    int32_t pos, len;
+    size_t at = 0;
+    int r;
+    for (r = 0; r < n; r++) {
+        len = dt__chunk(t->shape[d], n, r, &pos);
+        mb_narrow(t, d, pos, len, &v);
+        counts[r] = (size_t)mb_numel(&v);
+        if (buf) {
+            mb_tensor_init(&p, buf + at * mb_dtype_size(t->dtype), t->dtype, t->ndim, v.shape);
+            if (unpack) mb_copy(&v, &p);
+            else mb_copy(&p, &v);
+        }
+        at += counts[r];
+    }
+}
+
+/* A contiguous view of t's shape at p. */
+static mb_tensor dt__at(const mb_tensor *t, void *p)
+{
+    mb_tensor v;
+    mb_tensor_init(&v, p, t->dtype, t->ndim, t->shape);
+    return v;
+}
+
+/* One plan step: x (the step's input) -> y (its output); stage: the step's staging. */
+static int dt__step(dt_comm *c, const dt_step *st, const mb_tensor *x, mb_tensor *y, unsigned char *stage)
+{
+    pg_group *g = &c->group[st->mesh_dim];
+    int n = st->group_size, op = st->op, rc;
+    int ds = st->dst.kind == DT_KIND_SHARD ? st->dst.arg : 0, dr = st->src.kind == DT_KIND_SHARD ? st->src.arg : 0;
+    mb_dtype dt = x->dtype;
+    size_t sc[DT_MAX_RANKS], rcn[DT_MAX_RANKS], xn = (size_t)mb_numel(x), yn = (size_t)mb_numel(y);
+    unsigned char *recv = stage + DT__R8(xn * mb_dtype_size(dt));
+    const void *sp = x->data;
+    void *rp = y->data;
+    mb_tensor v = *x, w;
+    int blk_send = op == DT_OP_REDUCE_SCATTER || op == DT_OP_ALL_TO_ALL;
+    int blk_recv = op == DT_OP_ALL_GATHER || op == DT_OP_ALL_TO_ALL;
+    if (op < DT_OP_ALL_GATHER) { /* local: noop, narrow, partition */
+        int32_t pos, len;
+        if (op == DT_OP_NARROW) {
+            len = dt__chunk(x->shape[ds], n, c->mesh->coord[st->mesh_dim], &pos);
+            mb_narrow(x, ds, pos, len, &v);
+        }
+        if (op != DT_OP_PARTITION || st->red != DT_SUM) return mb_copy(y, &v), DT_OK;
+        w = mb_is_contiguous(y) == 1 ? *y : dt__at(y, stage);
+        mb_copy(&w, &v);
+        pg_scale_local(w.data, yn, dt, n); /* float dtypes: the planner checked */
+        mb_copy(y, &w);
+        return DT_OK;
+    }
+    /* send side: whole tensor or blocks along the target shard dim, packed unless direct */
+    if (blk_send) dt__blocks(x, ds, n, 0, sc, 0);
+    if (blk_send ? !dt__direct(x, ds) : mb_is_contiguous(x) != 1) {
+        if (blk_send) dt__blocks(x, ds, n, stage, sc, 0);
+        else w = dt__at(x, stage), mb_copy(&w, x);
+        sp = stage;
+    }
+    if (blk_recv) dt__blocks(y, dr, n, 0, rcn, 0);
+    if (blk_recv ? !dt__direct(y, dr) : mb_is_contiguous(y) != 1) rp = recv;
+    switch (op) {
+    case DT_OP_ALL_GATHER: rc = pg_all_gatherv(g, sp, rp, rcn, dt); break;
+    case DT_OP_ALL_REDUCE: rc = pg_all_reduce(g, sp, rp, xn, dt, (pg_red)st->red); break;
+    case DT_OP_REDUCE_SCATTER: rc = pg_reduce_scatterv(g, sp, rp, sc, dt, (pg_red)st->red); break;
+    default: rc = pg_all_to_allv(g, sp, sc, rp, rcn, dt); break;
+    }
+    if (rc < 0) return c->err = rc, DT_ERR_COMM;
+    c->collectives++;
+    if (rp == recv) {
+        if (blk_recv) dt__blocks(y, dr, n, recv, rcn, 1);
+        else w = dt__at(y, recv), mb_copy(y, &w);
+    }
+    return DT_OK;
+}
+
+/* Checks shared by the executing calls: comm bound to s's mesh, this rank a member. */
+static int dt__comm_check(const dt_comm *c, const dt_spec *s)
+{
+    int rc = dt_spec_check(s);
+    if (rc) return rc;
+    if (!c || !c->mesh) return DT_ERR_NULL;
+    if (!dt__mesh_same(c->mesh, s->mesh) || c->mesh->rank != s->mesh->rank) return DT_ERR_MISMATCH;
+    return c->mesh->index < 0 ? DT_ERR_NOT_MEMBER : DT_OK;
+}
+
+/* Run the plan: in -> out, intermediate results alternating between scratch's ends. */
+static int dt__run(dt_comm *c, const dt_plan *pl, const mb_tensor *in, mb_tensor *out, unsigned char *scratch,
+                   size_t bytes)
+{
+    mb_tensor x = *in, y;
+    size_t end = bytes & ~(size_t)7, front;
+    int k, rc;
+    if (!pl->nsteps) return mb_copy(out, in), DT_OK;
+    for (k = 0; k < pl->nsteps; k++) {
+        const dt_step *st = &pl->steps[k];
+        int last = k + 1 == pl->nsteps;
+        size_t ob = (size_t)DT__R8(dt__bytes(st->out_shape, x.ndim, x.dtype));
+        y = *out;
+        if (!last) mb_tensor_init(&y, scratch + (k % 2 ? end - ob : 0), x.dtype, x.ndim, st->out_shape);
+        /* the staging lies past whatever occupies the front: the input (k odd) or output */
+        front = k % 2 ? (k ? (size_t)DT__R8(dt__bytes(x.shape, x.ndim, x.dtype)) : 0) : (last ? 0 : ob);
+        rc = dt__step(c, st, &x, &y, scratch + front);
+        if (rc) return rc;
+        x = y;
+    }
+    return DT_OK;
+}
+
+DT__DEF int dt_redistribute(dt_comm *c, dt_plan_cache *cache, const dt_spec *src, const mb_tensor *in,
+                            const dt_spec *dst, int flags, mb_tensor *out, void *scratch, size_t scratch_bytes)
+{
+    dt_plan own;
+    const dt_plan *pl = &own;
+    int32_t shape[MB_MAX_DIMS];
+    int rc = dt__comm_check(c, src);
+    if (rc) return rc;
+    rc = cache ? dt_plan_cached(cache, src, dst, flags, &pl) : dt_plan_redistribute(src, dst, flags, &own);
+    if (!rc) rc = dt_local_shape(src, src->mesh->rank, shape, 0);
+    if (!rc) rc = dt__fits(in, src, shape);
+    if (!rc) rc = dt_local_shape(dst, dst->mesh->rank, shape, 0);
+    if (!rc) rc = dt__fits(out, dst, shape);
+    if (rc) return rc;
+    if (scratch_bytes < pl->scratch || (pl->scratch && !scratch)) return DT_ERR_TOO_SMALL;
+    return dt__run(c, pl, in, out, (unsigned char *)scratch, scratch_bytes);
+}
+
+/* s with every placement Replicate */
+static dt_spec dt__replicated(const dt_spec *s)
+{
+    dt_spec r = *s;
+    DT_MEMSET(r.placements, 0, sizeof r.placements);
+    return r;
+}
+
+DT__DEF int dt_full_tensor(dt_comm *c, dt_plan_cache *cache, const dt_spec *src, const mb_tensor *in,
+                           mb_tensor *global, void *scratch, size_t scratch_bytes)
+{
+    dt_spec r;
+    int rc = dt_spec_check(src);
+    if (rc) return rc;
+    r = dt__replicated(src);
+    return dt_redistribute(c, cache, src, in, &r, 0, global, scratch, scratch_bytes);
+}
+
+DT__DEF int dt_full_tensor_scratch_bytes(const dt_spec *src, size_t *bytes)
+{
+    dt_plan pl;
+    dt_spec r;
+    int rc = dt_spec_check(src);
+    if (!rc) r = dt__replicated(src), rc = dt_plan_redistribute(src, &r, 0, &pl);
+    if (!rc && !bytes) rc = DT_ERR_NULL;
+    if (!rc) *bytes = (size_t)pl.scratch;
+    return rc;
+}
+
+/* distribute from a source rank: mesh dim i runs on the ranks whose coordinates past i are
+   the source's; cur[i] = this rank's shape with mesh dims >= i not applied. */
+static void dt__dist_shape(const dt_spec *s, int upto, int32_t *shape)
+{
+    dt_placement p[DT_MAX_MESH_DIMS], rep = DT_REPLICATE();
+    int i;
+    for (i = 0; i < s->mesh->ndim; i++) p[i] = i < upto ? s->placements[i] : rep;
+    dt__local(s->mesh, s->mesh->coord, p, s->ndim, s->shape, shape, 0);
+}
+
+DT__DEF int dt_distribute_scratch_bytes(const dt_spec *s, int src_rank, size_t *bytes)
+{
+    int32_t a[MB_MAX_DIMS], b[MB_MAX_DIMS];
+    uint64_t need = 0, in, out, t;
+    int i, rc = dt_spec_check(s);
+    if (rc) return rc;
+    if (!bytes) return DT_ERR_NULL;
+    if (src_rank != DT_EVERY_RANK) /* DT_EVERY_RANK copies a view: no scratch */
+        for (i = 0; i < s->mesh->ndim; i++) {
+            dt__dist_shape(s, i, a);
+            dt__dist_shape(s, i + 1, b);
+            in = DT__R8(dt__bytes(a, s->ndim, s->dtype));
+            out = DT__R8(dt__bytes(b, s->ndim, s->dtype));
+            t = in + out + (i ? in : 0) + (i + 1 < s->mesh->ndim ? out : 0);
+            if (t > need) need = t;
+        }
+    *bytes = (size_t)need;
+    return DT_OK;
+}
+
+DT__DEF int dt_distribute(dt_comm *c, const dt_spec *s, const mb_tensor *global, int src_rank, mb_tensor *local,
+                          void *scratch, size_t scratch_bytes)
+{
+    const dt_mesh *m;
+    int32_t sc[DT_MAX_MESH_DIMS], shape[MB_MAX_DIMS];
+    unsigned char *buf = (unsigned char *)scratch, *stage;
+    size_t need, end = scratch_bytes & ~(size_t)7, counts[DT_MAX_RANKS], ib, ob;
+    mb_tensor x, y, w;
+    int i, j, rc = dt__comm_check(c, s), nd, last;
+    if (rc) return rc;
+    m = s->mesh;
+    nd = m->ndim;
+    for (i = 0; i < nd; i++)
+        if (s->placements[i].kind == DT_KIND_PARTIAL) return DT_ERR_PARTIAL;
+    rc = dt_local_shape(s, m->rank, shape, 0);
+    if (!rc) rc = dt__fits(local, s, shape);
+    if (!rc && src_rank == DT_EVERY_RANK) { /* local split: no communication */
+        rc = dt_local_view(s, m->rank, global, &w);
+        return rc ? rc : (mb_copy(local, &w), DT_OK);
+    }
+    if (!rc) rc = dt_mesh_coord(m, src_rank, sc);
+    if (!rc && m->rank == src_rank) rc = dt__fits(global, s, s->shape);
+    if (!rc) rc = dt_distribute_scratch_bytes(s, src_rank, &need);
+    if (rc) return rc;
+    if (scratch_bytes < need || !scratch) return DT_ERR_TOO_SMALL;
+    x = m->rank == src_rank ? *global : *local;
+    for (i = 0; i < nd; i++) {
+        pg_group *g = &c->group[i];
+        int n = m->shape[i], d = s->placements[i].arg, root = m->coord[i] == sc[i];
+        for (j = i + 1; j < nd && m->coord[j] == sc[j]; j++) {}
+        if (j < nd) continue; /* not on the source's path yet */
+        last = i + 1 == nd;
+        dt__dist_shape(s, i, shape);
+        if (!root) mb_tensor_init(&x, buf, s->dtype, s->ndim, shape); /* its shape only */
+        dt__dist_shape(s, i + 1, shape);
+        ib = (size_t)DT__R8(dt__bytes(x.shape, s->ndim, s->dtype));
+        ob = (size_t)DT__R8(dt__bytes(shape, s->ndim, s->dtype));
+        y = *local;
+        if (!last) mb_tensor_init(&y, buf + (i % 2 ? end - ob : 0), s->dtype, s->ndim, shape);
+        stage = buf + (i % 2 ? ib : last ? 0 : ob); /* past the input (i odd) or the output */
+        w = mb_is_contiguous(&y) == 1 ? y : dt__at(&y, stage + ib);
+        if (s->placements[i].kind == DT_KIND_SHARD) {
+            const void *sp = x.data;
+            dt__blocks(&x, d, n, 0, counts, 0);
+            if (root && !dt__direct(&x, d)) dt__blocks(&x, d, n, stage, counts, 0), sp = stage;
+            rc = pg_scatterv(g, sp, w.data, counts, s->dtype, sc[i]);
+        } else {
+            if (root) mb_copy(&w, &x);
+            rc = pg_broadcast(g, w.data, (size_t)mb_numel(&w), s->dtype, sc[i]);
+        }
+        if (rc < 0) return c->err = rc, DT_ERR_COMM;
+        c->collectives++;
+        mb_copy(&y, &w);
+        x = y;
+    }
     return DT_OK;
 }
 

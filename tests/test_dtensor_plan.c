@@ -10,6 +10,7 @@
 
 #define MICROBATCH_IMPLEMENTATION
 #include "microbatch.h"
+#define PG_IMPLEMENTATION
 #define DTENSOR_IMPLEMENTATION
 #include "dtensor.h"
 

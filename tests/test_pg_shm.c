@@ -488,7 +488,7 @@ static void test_stress_million_messages(void **state)
    leaves it out.
    pgc_test_mismatch needs the native all_gatherv: with PG_SHM_NO_NATIVE, pg.h's ring
    all_gatherv lets the one rank whose view is self-consistent return PG_OK. */
-#ifndef PG_SHM_NO_CONFORMANCE
+#if !defined(PG_SHM_NO_CONFORMANCE) || defined(PG_SHM_SUITE_DTENSOR)
 static int (*pgc_body)(pg_group *g, void *arg);
 static void *pgc_arg;
 
@@ -511,7 +511,20 @@ static int pgc_run(int (*body)(pg_group *g, void *arg), void *arg)
     return 0;
 }
 
+#endif
+#ifndef PG_SHM_NO_CONFORMANCE
 #include "pg_conformance.h"
+#endif
+
+/* ---- dtensor.h's execution suite (tests/dtensor_conformance.h) over pg_shm ----
+   -DPG_SHM_SUITE_DTENSOR runs it instead of the suites above (SConstruct's dtensor_smp4
+   firmware: the 4 harts of tests/target/riscv_smp). */
+#ifdef PG_SHM_SUITE_DTENSOR
+#define MICROBATCH_IMPLEMENTATION
+#define DTENSOR_IMPLEMENTATION
+#include "dtensor.h"
+#define dtc_run pgc_run
+#include "dtensor_conformance.h"
 #endif
 
 int main(void)
@@ -526,6 +539,10 @@ int main(void)
         cmocka_unit_test(test_abort_and_recover),
         cmocka_unit_test(test_stress_million_messages),
     };
+#ifdef PG_SHM_SUITE_DTENSOR
+    (void)tests; /* this image runs the dtensor suite only */
+    return cmocka_run_group_tests_name("dtensor over " SUITE_NAME, dtc_tests, NULL, NULL);
+#endif
     int failed = cmocka_run_group_tests_name(SUITE_NAME, tests, NULL, NULL);
 #ifndef PG_SHM_NO_CONFORMANCE
     long total = 0;

@@ -1,0 +1,170 @@
+/* main.c — `scons bench`: dtensor redistribute S(0)->R, P(sum)->R, P(sum)->S(0) of a 1-D
+   f32 tensor on 2 ranks (pg_pthread), 1 KB..4 MB, through the plan cache (every timed
+   call is a cache hit), beside the bare pg collective it lowers to (planner overhead) and
+   beside the same transition written by hand with MPI collectives (dtensor_mpi_bench
+   under mpirun -np 2, started from here like bench/pg). Also the cost of a plan-cache hit
+   alone. Sizes: S->R counts the gathered output, P->S its input, P->R the buffer.
+   One JSON row per measurement (DESIGN.md); median of BENCH_REPEATS. No assertions. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#define MICROBATCH_IMPLEMENTATION
+#define PG_IMPLEMENTATION
+#define DTENSOR_IMPLEMENTATION
+#include "dtensor.h"
+#define PG_PTHREAD_IMPLEMENTATION
+#include "ports/pg_pthread.h"
+#include "../pg/bench_pg.h"
+
+#define NS 5
+static const size_t sizes[NS] = {1024, 16384, 262144, 1u << 20, 4u << 20};
+static const char *const size_names[NS] = {"1KB", "16KB", "256KB", "1MB", "4MB"};
+static const char *const trans[3] = {"S(0)->R", "P(sum)->R", "P(sum)->S(0)"};
+
+static pg_pthread_world world;
+static float inbuf[2][BENCH_MAX_BYTES / 4], outbuf[2][BENCH_MAX_BYTES / 4];
+static dt_mesh mesh[2];
+static dt_comm comm[2];
+static dt_cache_entry entries[2][4];
+static dt_plan_cache cache[2];
+static double dt_us[3][NS], bare_us[3][NS], hit_ns;
+
+static double now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+/* one operation: dtensor (dt = 1) or the bare collective (dt = 0) */
+static int run_op(pg_group *g, int t, size_t bytes, int dt, const dt_spec *src, const dt_spec *dst)
+{
+    int me = pg_rank(g);
+    size_t n = bytes / 4, counts[2] = {n / 2, n - n / 2};
+    mb_tensor in, out;
+    int32_t ls[1];
+    if (!dt) {
+        if (t == 0) return pg_all_gatherv(g, inbuf[me], outbuf[me], counts, MB_F32);
+        if (t == 1) return pg_all_reduce(g, inbuf[me], outbuf[me], n, MB_F32, PG_SUM);
+        return pg_reduce_scatterv(g, inbuf[me], outbuf[me], counts, MB_F32, PG_SUM);
+    }
+    dt_local_shape(src, me, ls, 0);
+    mb_tensor_init(&in, inbuf[me], MB_F32, 1, ls);
+    dt_local_shape(dst, me, ls, 0);
+    mb_tensor_init(&out, outbuf[me], MB_F32, 1, ls);
+    return dt_redistribute(&comm[me], &cache[me], src, &in, dst, 0, &out, 0, 0);
+}
+
+static int body(pg_group *g, void *arg)
+{
+    static const dt_placement S0[1] = {DT_SHARD(0)}, R[1] = {DT_REPLICATE()}, P[1] = {DT_PARTIAL(DT_SUM)};
+    static const int32_t two[1] = {2};
+    const dt_placement *from[3] = {S0, P, P}, *to[3] = {R, R, S0};
+    int me = pg_rank(g), t, s, r, i, k, rc, dt;
+    (void)arg;
+    pg_set_timeout(g, 60000);
+    if ((rc = dt_mesh_init(&mesh[me], 1, two, 0, me)) || (rc = dt_comm_init(&comm[me], &mesh[me], g)) ||
+        (rc = dt_plan_cache_init(&cache[me], entries[me], 4)))
+        return rc;
+    for (i = 0; i < (int)(BENCH_MAX_BYTES / 4); i++) inbuf[me][i] = (float)(i % 7);
+    for (i = 0; i < 20000; i++) /* warm-up */
+        if ((rc = pg_all_reduce(g, inbuf[me], outbuf[me], 16, MB_F32, PG_SUM)) != 0) return rc;
+    for (t = 0; t < 3; t++)
+        for (s = 0; s < NS; s++) {
+            int32_t shape[1];
+            dt_spec src, dst;
+            shape[0] = (int32_t)(sizes[s] / 4);
+            dt_spec_init(&src, &mesh[me], from[t], 1, MB_F32, 1, shape, 0);
+            dt_spec_init(&dst, &mesh[me], to[t], 1, MB_F32, 1, shape, 0);
+            k = bench_iters(sizes[s]);
+            for (dt = 0; dt < 2; dt++) {
+                double v[BENCH_REPEATS], t0;
+                for (i = 0; i < 3; i++)
+                    if ((rc = run_op(g, t, sizes[s], dt, &src, &dst)) != 0) return rc;
+                for (r = 0; r < BENCH_REPEATS; r++) {
+                    if ((rc = pg_barrier(g)) != 0) return rc;
+                    t0 = now_us();
+                    for (i = 0; i < k; i++)
+                        if ((rc = run_op(g, t, sizes[s], dt, &src, &dst)) != 0) return rc;
+                    v[r] = (now_us() - t0) / k;
+                }
+                if (me == 0) (dt ? dt_us : bare_us)[t][s] = bench_median(v, BENCH_REPEATS);
+            }
+        }
+    if (me == 0) { /* a plan-cache hit alone (no communication) */
+        int32_t shape[1] = {1 << 16};
+        dt_spec src, dst;
+        const dt_plan *pl;
+        double v[BENCH_REPEATS], t0;
+        dt_spec_init(&src, &mesh[me], S0, 1, MB_F32, 1, shape, 0);
+        dt_spec_init(&dst, &mesh[me], R, 1, MB_F32, 1, shape, 0);
+        for (r = 0; r < BENCH_REPEATS; r++) {
+            t0 = now_us();
+            for (i = 0; i < 100000; i++)
+                if (dt_plan_cached(&cache[me], &src, &dst, 0, &pl) != 0) return -1;
+            v[r] = (now_us() - t0) * 1000.0 / 100000;
+        }
+        hit_ns = bench_median(v, BENCH_REPEATS);
+    }
+    return 0;
+}
+
+static void row(const char *cas, const char *metric, const char *unit, double ours, const char *peer, double pv)
+{
+    printf("{\"bench\": \"dtensor\", \"case\": \"%s\", \"metric\": \"%s\", \"unit\": \"%s\", \"ours\": %.3f, "
+           "\"peer\": \"%s\", ",
+           cas, metric, unit, ours, peer);
+    if (pv >= 0) printf("\"peer_value\": %.3f}\n", pv);
+    else printf("\"peer_value\": null}\n");
+}
+
+int main(int argc, char **argv)
+{
+    static const char *const bare[3] = {"pg_all_gatherv", "pg_all_reduce", "pg_reduce_scatterv"};
+    static const char *const mpi[3] = {"MPI_Allgatherv", "MPI_Allreduce", "MPI_Reduce_scatter"};
+    double hand[3][NS], v;
+    char cmd[4200], dir[4096], line[256], cas[128], peer[160];
+    const char *slash;
+    FILE *f;
+    int t, s, rc, have = 0;
+    size_t bytes;
+    (void)argc;
+    rc = pg_pthread_run(&world, 2, body, NULL);
+    if (rc != 0) {
+        fprintf(stderr, "dtensor bench failed: %d\n", rc);
+        return 1;
+    }
+    for (t = 0; t < 3; t++)
+        for (s = 0; s < NS; s++) hand[t][s] = -1;
+    slash = strrchr(argv[0], '/');
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - argv[0]) : 1, slash ? argv[0] : ".");
+    snprintf(cmd, sizeof cmd, "mpirun %s --oversubscribe -np 2 %s/dtensor_mpi_bench",
+             geteuid() == 0 ? "--allow-run-as-root" : "", dir);
+    printf("running: %s\n", cmd);
+    fflush(stdout);
+    f = popen(cmd, "r");
+    while (f && fgets(line, sizeof line, f)) {
+        if (sscanf(line, "mpi %d %zu %lf", &t, &bytes, &v) != 3 || t < 0 || t > 2) continue;
+        for (s = 0; s < NS; s++)
+            if (bytes == sizes[s]) hand[t][s] = v, have = 1;
+    }
+    if (!f || pclose(f) != 0 || !have) printf("MPI part failed or missing: its peer values are null\n");
+    for (t = 0; t < 3; t++)
+        for (s = 0; s < NS; s++) {
+            snprintf(cas, sizeof cas, "redistribute %s f32 %s, 2 ranks pg_pthread (cache hit)", trans[t], size_names[s]);
+            snprintf(peer, sizeof peer, "bare %s (same run)", bare[t]);
+            row(cas, "latency_us", "us", dt_us[t][s], peer, bare_us[t][s]);
+            snprintf(cas, sizeof cas, "redistribute %s f32 %s: overhead over the bare collective", trans[t],
+                     size_names[s]);
+            row(cas, "overhead_pct", "%", 100.0 * (dt_us[t][s] - bare_us[t][s]) / bare_us[t][s], "target <= 5 % at >= 16KB",
+                5.0);
+            snprintf(cas, sizeof cas, "redistribute %s f32 %s, 2 ranks pg_pthread", trans[t], size_names[s]);
+            snprintf(peer, sizeof peer, "the same by hand with %s (OpenMPI, 2 processes)", mpi[t]);
+            row(cas, "latency_us", "us", dt_us[t][s], peer, hand[t][s]);
+        }
+    row("plan cache hit (dt_plan_cached, 1-D S(0)->R)", "plan_hit_ns", "ns", hit_ns, "target 1 us", 1000.0);
+    return 0;
+}

@@ -1,6 +1,6 @@
-/* pipeline.h — pipeline-parallel planning: partitions, schedules, checks, export (splitcore)
+/* pipeline.h — pipeline parallelism: partitions, schedules, checks, export, executor (splitcore)
 
-   torch.distributed.pipelining for microcontrollers, planning half. A model is a sequential
+   torch.distributed.pipelining for microcontrollers. A model is a sequential
    list of layers; a balance list cuts it into stages (fairscale's checks, or an exact
    min-max partition by cost or memory); a schedule (GPipe, 1F1B, Interleaved1F1B,
    LoopedBFS, InterleavedZeroBubble/ZB1P, ZBV, forward-only) becomes per-rank action tables
@@ -8,7 +8,9 @@
    _add_send_recv; a validator applies torch's _validate_schedule rules; a simulator finds
    deadlocks and predicts makespan, bubble and peak in-flight activations (= the executor's
    static slot count). Plans read and write torch's action strings and CSV, and are emitted
-   as C `const` tables so firmware links only the executor. No heap, C99, C++-clean.
+   as C `const` tables so firmware links only the executor, which runs one rank's table
+   over any pg.h port with static slots (training with I/W split and checkpointing, or
+   inference streaming; an error on one rank aborts every rank). No heap, C99, C++-clean.
 
    Example:
        #define PIPELINE_IMPLEMENTATION
@@ -27,6 +29,7 @@
        2. Types, error codes           6. Validation and simulation
        3. Model and partitioning       7. Export / import (strings, CSV, C, timeline, trace)
        4. Stage maps and schedules     8. Implementation (PIPELINE_IMPLEMENTATION)
+                                       9. Executor (declarations; definitions in 8)
 
    Configuration (define before including, or in SPLITCORE_CONFIG_FILE):
        PIPELINE_IMPLEMENTATION   emit the definitions (exactly one .c file)
@@ -35,6 +38,11 @@
        PP_MAX_STAGES             stages per plan (default 64, at most 255)
        PP_ASSERT(x)              internal invariant check (default: none)
        PP_MEMCPY(d,s,n), PP_MEMSET(d,v,n), PP_MEMMOVE(d,s,n)   default: string.h
+       PP_NO_EXECUTOR            leave out the executor (section 9): planning only, no pg.h
+                                 code needed. Otherwise the executor's definitions call pg.h:
+                                 link PG_IMPLEMENTATION somewhere (like the ports)
+       PP_NO_PLANNER             executor only (firmware with an emitted plan): no schedules,
+                                 validator, simulator or exporters; pp_strerror() is left out too
 
    Errors are negative return values (enum pp_err); pp_strerror() names them, pp_diag says
    where (rank, step, action). Bad input never writes to the caller's outputs. */
@@ -48,6 +56,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "microbatch.h"
+#ifndef PP_NO_EXECUTOR
+#include "ports/pg.h"  /* the executor talks to any port through pg.h */
+#endif
 
 #ifndef PP_MAX_RANKS
 #define PP_MAX_RANKS 16
@@ -275,6 +286,70 @@ PP_API int pp_timeline(const pp_plan *plan, char *buf, size_t cap, size_t *neede
 /* Chrome trace JSON (Perfetto) of executed actions. */
 PP_API int pp_trace_json(const pp_event *ev, int n, char *buf, size_t cap, size_t *needed);
 
+/* ---- 9. Executor ------------------------------------------------------------------------
+   Runs ONE rank's lowered table (pp_table: emitted by pp_emit_c or from pp_plan_table) over
+   any pg.h port. A stage is a run of layers (cfg.balance); every activation is a contiguous
+   [rows, act_bytes / rows / dtype size] tensor. Static slots: one per in-flight microbatch
+   (the table's peak), each holding the stage input, every layer's output and output
+   gradient, and the input gradient; caller storage sized by pp_exec_bytes(). Training when
+   cfg.loss is set: F runs the stage (and the loss on the last stage), I/B propagate
+   gradients, W/B call backward_weight, which accumulates weight gradients in the layer (the
+   caller zeroes them and steps the optimizer). Checkpointed microbatches (i <
+   pp_checkpoint_stop) drop the stage's intermediate outputs after F and recompute them in
+   I/B. RECV actions are posted receives: the data is taken when F/I/B needs it. Stages that
+   share a rank pass data directly. Inference when cfg.loss is NULL (forward-only tables, a
+   stream of frames = microbatches): the last stage hands each output to cfg.output.
+   An error on any rank aborts the world (pg_abort); then every rank recovers the group
+   (pg_recover) and returns the same code: the root error with the smallest value (layer
+   codes are returned as is). Compile with PP_NO_PLANNER for an executor-only build,
+   PP_NO_EXECUTOR to leave it (and pg.h) out. */
+#ifndef PP_NO_EXECUTOR
+typedef struct pp_exec_cfg {
+    const pp_layer *layers;
+    int32_t nlayers;
+    const int32_t *balance;          /* layers per stage: the table's nstages entries */
+    int32_t rows;                    /* rows per microbatch (dim 0 of every activation) */
+    int32_t dtype;                   /* mb_dtype of every activation */
+    uint32_t in_bytes;               /* model input bytes per microbatch */
+    int32_t checkpoint;              /* enum pp_checkpoint (training) */
+    /* stage 0: write microbatch mb's input into x (a slot; contiguous) */
+    int (*input)(void *user, int mb, mb_tensor *x);
+    /* last stage, training: loss of output y, its gradient into dy (same shape) */
+    int (*loss)(void *user, int mb, const mb_tensor *y, mb_tensor *dy, double *loss);
+    /* last stage, inference: consume output y (may be NULL) */
+    int (*output)(void *user, int mb, const mb_tensor *y);
+    void *user;
+    uint32_t (*now_us)(void *user);  /* optional clock for pp_exec.events */
+} pp_exec_cfg;
+
+typedef struct pp_exec {
+    const pp_exec_cfg *cfg;
+    const pp_table *t;
+    pg_group *g;
+    uint32_t *slot;                  /* per slot: 0 free, else flags | stage << 8 | mb << 16 */
+    mb_value *losses;                /* last stage: one scalar per microbatch */
+    unsigned char *mem;              /* nslots * slot_bytes */
+    uint32_t slot_bytes;
+    int32_t nslots;
+    int16_t first[PP_MAX_STAGES + 1];/* first layer of each stage */
+    pp_event *events;                /* optional: set after init (max_events); nevents per run */
+    int32_t max_events, nevents;
+    int32_t aborted;                 /* the last run saw PG_ERR_ABORTED from the port */
+} pp_exec;
+
+/* Bytes of storage for this rank (0 on bad arguments). */
+PP_API size_t pp_exec_bytes(const pp_exec_cfg *cfg, const pp_table *t);
+/* Check cfg/table/group and lay out storage (8-byte aligned, >= pp_exec_bytes). */
+PP_API int pp_exec_init(pp_exec *e, const pp_exec_cfg *cfg, const pp_table *t, pg_group *g,
+                        void *storage, size_t bytes);
+/* One step: every action of the table. Returns PP_OK or the pipeline's error on every rank. */
+PP_API int pp_exec_run(pp_exec *e);
+/* Last stage, after a training step: the per-microbatch losses merged with `spec`
+   (NULL: sum; MB_REDUCE_CUSTOM(r) for a custom reducer). Needs microbatch.h's
+   implementation. PP_ERR_ARG on ranks without the last stage. */
+PP_API int pp_exec_loss(const pp_exec *e, const mb_spec *spec, double *loss);
+#endif /* PP_NO_EXECUTOR */
+
 #ifdef __cplusplus
 }
 #endif
@@ -302,6 +377,7 @@ PP_API int pp_trace_json(const pp_event *ev, int n, char *buf, size_t cap, size_
 extern "C" {
 #endif
 
+#ifndef PP_NO_PLANNER  /* planning half: firmware may link only the executor below */
 PP_API const char *pp_strerror(int err) {
     switch (err) {
     case PP_OK: return "ok";
@@ -1340,6 +1416,328 @@ PP_API int pp_trace_json(const pp_event *ev, int n, char *buf, size_t cap, size_
     for (i = 0; i < n; i++) if (ev[i].action.type >= PP_TYPE_COUNT) return PP_ERR_ACTION;
     PP__EMIT(pp__trace(&o_, ev, n));
 }
+
+#endif /* PP_NO_PLANNER */
+
+/* ---- executor ---- */
+#if !defined(PP_NO_EXECUTOR) && !defined(PP_EXECUTOR_IMPLEMENTED)
+#define PP_EXECUTOR_IMPLEMENTED
+#define PP__R8(x) (((uint32_t)(x) + 7u) & ~7u)
+static const unsigned char pp__es[MB_DTYPE_COUNT] = {4, 8, 1, 1, 2, 4};
+enum { PP__USED = 1, PP__IDONE = 2, PP__WDONE = 4, PP__SENDB = 8, PP__CKPT = 16 };
+
+static uint32_t pp__inb(const pp_exec_cfg *c, const int16_t *first, int s) {
+    return s ? c->layers[first[s] - 1].act_bytes : c->in_bytes;
+}
+/* Offset of layer l's output within a stage's outputs (l = first[s+1]: all of them). */
+static uint32_t pp__off(const pp_exec_cfg *c, const int16_t *first, int s, int l) {
+    uint32_t n = 0;
+    int k;
+    for (k = first[s]; k < l; k++) n += PP__R8(c->layers[k].act_bytes);
+    return n;
+}
+
+/* Checks; fills first[], the slot size and count. */
+static int pp__xcheck(const pp_exec_cfg *c, const pp_table *t, int16_t *first, uint32_t *slot_bytes,
+                      int32_t *nslots) {
+    int s, l, train, extra = 0;
+    uint32_t unit, best = 0;
+    if (!c || !t || !c->layers || !c->balance || !t->actions || !t->stage_rank) return PP_ERR_NULL;
+    if (c->rows <= 0 || c->dtype < 0 || c->dtype >= MB_DTYPE_COUNT || c->nlayers <= 0 ||
+        c->nlayers > 32767 || !t->nstages || t->nstages > PP_MAX_STAGES || t->rank >= t->nranks ||
+        !t->slots || !t->nmb)
+        return PP_ERR_ARG;
+    if (c->checkpoint < PP_CKPT_ALWAYS || c->checkpoint > PP_CKPT_NEVER) return PP_ERR_CHECKPOINT;
+    train = c->loss != NULL;
+    unit = (uint32_t)c->rows * pp__es[c->dtype];
+    first[0] = 0;
+    for (s = 0; s < t->nstages; s++) {
+        if (c->balance[s] <= 0) return PP_ERR_BALANCE_NONPOSITIVE;
+        if (c->balance[s] > c->nlayers - first[s]) return PP_ERR_BALANCE_SUM;
+        first[s + 1] = (int16_t)(first[s] + c->balance[s]);
+    }
+    if (first[t->nstages] != c->nlayers) return PP_ERR_BALANCE_SUM;
+    if (!c->in_bytes || c->in_bytes % unit) return PP_ERR_ARG;
+    for (l = 0; l < c->nlayers; l++) {
+        const pp_layer *y = &c->layers[l];
+        if (!y->forward || (train && l && !y->backward_input)) return PP_ERR_NULL;
+        if (!y->act_bytes || y->act_bytes % unit || y->act_bytes > 0x3fffffffu) return PP_ERR_ARG;
+    }
+    for (l = 0; l < t->len; l++) {
+        pp_action a = t->actions[l];
+        if (a.type > PP_RECV_B || a.stage >= t->nstages || a.mb >= t->nmb) return PP_ERR_ACTION;
+        if (a.type != PP_IDLE && t->stage_rank[a.stage] != t->rank) return PP_ERR_STAGE_RANK;
+        if (!train && a.type >= PP_B && a.type <= PP_W) return PP_ERR_BACKWARD_COUNT;
+    }
+    for (s = 0; s < t->nstages; s++) {
+        uint32_t n;
+        if (t->stage_rank[s] != t->rank) continue;
+        if ((!s && !c->input) || (s == t->nstages - 1 && !train && !c->output)) return PP_ERR_NULL;
+        n = 2 * PP__R8(pp__inb(c, first, s)) + 2 * pp__off(c, first, s, first[s + 1]);
+        if (n > best) best = n;
+        if (!train && s + 1 < t->nstages && t->stage_rank[s + 1] == t->rank) extra = 1;
+    }
+    *slot_bytes = best;
+    *nslots = t->slots + extra;
+    return PP_OK;
+}
+
+static size_t pp__xlayout(const pp_exec_cfg *c, const pp_table *t, int32_t nslots, uint32_t sb,
+                          size_t *loss_at) {
+    size_t n = PP__R8(4u * (uint32_t)nslots);
+    *loss_at = n;
+    if (c->loss && t->stage_rank[t->nstages - 1] == t->rank) n += sizeof(mb_value) * t->nmb;
+    return n + (size_t)nslots * sb;
+}
+
+PP_API size_t pp_exec_bytes(const pp_exec_cfg *c, const pp_table *t) {
+    int16_t first[PP_MAX_STAGES + 1];
+    uint32_t sb;
+    int32_t ns;
+    size_t at;
+    if (pp__xcheck(c, t, first, &sb, &ns)) return 0;
+    return pp__xlayout(c, t, ns, sb, &at);
+}
+
+PP_API int pp_exec_init(pp_exec *e, const pp_exec_cfg *c, const pp_table *t, pg_group *g,
+                        void *storage, size_t bytes) {
+    pp_exec x;
+    size_t at, need;
+    int rc;
+    if (!e || !g || !storage) return PP_ERR_NULL;
+    PP_MEMSET(&x, 0, sizeof x);
+    rc = pp__xcheck(c, t, x.first, &x.slot_bytes, &x.nslots);
+    if (rc) return rc;
+    if (pg_size(g) != t->nranks || pg_rank(g) != t->rank) return PP_ERR_RANKS;
+    if ((uintptr_t)storage & 7u) return PP_ERR_ARG;
+    need = pp__xlayout(c, t, x.nslots, x.slot_bytes, &at);
+    if (bytes < need) return PP_ERR_TOO_SMALL;
+    x.cfg = c; x.t = t; x.g = g;
+    x.slot = (uint32_t *)storage;
+    if (c->loss && t->stage_rank[t->nstages - 1] == t->rank) {
+        x.losses = (mb_value *)(void *)((unsigned char *)storage + at);
+        at += sizeof(mb_value) * t->nmb;
+    }
+    x.mem = (unsigned char *)storage + at;
+    *e = x;
+    return PP_OK;
+}
+
+static int pp__find(const pp_exec *e, int s, int m) {
+    int k;
+    for (k = 0; k < e->nslots; k++)
+        if ((e->slot[k] & PP__USED) && ((e->slot[k] >> 8) & 0xffu) == (uint32_t)s &&
+            (e->slot[k] >> 16) == (uint32_t)m)
+            return k;
+    return PP_ERR_ACTION;
+}
+
+/* Slot k of stage s: part 0 = input x, 1 = output of layer l, 2 = its gradient, 3 = dx. */
+static unsigned char *pp__at(const pp_exec *e, int k, int s, int part, int l) {
+    const pp_exec_cfg *c = e->cfg;
+    unsigned char *p = e->mem + (size_t)k * e->slot_bytes;
+    uint32_t inb = PP__R8(pp__inb(c, e->first, s)), all = pp__off(c, e->first, s, e->first[s + 1]);
+    if (part == 0) return p;
+    if (part == 3) return p + inb + 2 * all;
+    return p + inb + (part == 2 ? all : 0) + pp__off(c, e->first, s, l);
+}
+
+static void pp__ten(const pp_exec *e, mb_tensor *t, void *p, uint32_t bytes) {
+    int32_t r = e->cfg->rows;
+    PP_MEMSET(t, 0, sizeof *t);
+    t->data = p; t->dtype = (mb_dtype)e->cfg->dtype; t->ndim = 2;
+    t->shape[0] = r; t->shape[1] = (int32_t)(bytes / (uint32_t)r / pp__es[e->cfg->dtype]);
+    t->stride[0] = t->shape[1]; t->stride[1] = 1;
+}
+
+/* Input (which 0) or output (1) or output gradient (2) of layer l of slot k, as a tensor. */
+static void pp__lt(const pp_exec *e, mb_tensor *t, int k, int s, int which, int l) {
+    const pp_layer *L = e->cfg->layers;
+    if (which == 0 && l == e->first[s]) pp__ten(e, t, pp__at(e, k, s, 0, l), pp__inb(e->cfg, e->first, s));
+    else if (which == 0) pp__ten(e, t, pp__at(e, k, s, 1, l - 1), L[l - 1].act_bytes);
+    else pp__ten(e, t, pp__at(e, k, s, which, l), L[l].act_bytes);
+}
+
+static int pp__tag(const pp_table *t, int s, int m, int dir) {
+    return (int)((((uint32_t)m * t->nstages + (uint32_t)s) * 2u + (uint32_t)dir) & 0xffffu);
+}
+
+/* Send (or receive) n bytes to (from) the rank of stage ps, in pieces of the port's max_msg. */
+static int pp__xfer(pp_exec *e, int send, int ps, int tag, unsigned char *p, uint32_t n) {
+    int peer = e->t->stage_rank[ps], rc;
+    size_t max = pg_max_msg(e->g), c, got = 0;
+    while (n) {
+        c = n < max ? n : max;
+        rc = send ? pg_send(e->g, peer, tag, p, c) : pg_recv(e->g, peer, tag, p, c, &got);
+        if (rc < 0) { if (rc == PG_ERR_ABORTED) e->aborted = 1; return rc; }
+        if (!send && got != c) return PG_ERR_MISMATCH;
+        p += c; n -= (uint32_t)c;
+    }
+    return PP_OK;
+}
+
+/* Run layers first[s] .. upto-1 of slot k. */
+static int pp__fwd(pp_exec *e, int k, int s, int upto) {
+    int l, rc;
+    for (l = e->first[s]; l < upto; l++) {
+        mb_tensor x, y;
+        const pp_layer *L = &e->cfg->layers[l];
+        pp__lt(e, &x, k, s, 0, l);
+        pp__lt(e, &y, k, s, 1, l);
+        if ((rc = L->forward(L->self, &x, &y)) < 0) return rc;
+    }
+    return PP_OK;
+}
+
+static void pp__release(pp_exec *e, int k) {
+    if ((e->slot[k] & PP__WDONE) && !(e->slot[k] & PP__SENDB)) e->slot[k] = 0;
+}
+
+static int pp__action(pp_exec *e, pp_action a) {
+    const pp_exec_cfg *c = e->cfg;
+    const pp_table *t = e->t;
+    int s = a.stage, m = a.mb, k, j, l, rc = 0, last = s == t->nstages - 1, train = c->loss != NULL;
+    int hi = e->first[s + 1] - 1;      /* the stage's last layer */
+    mb_tensor x, y;
+    if (a.type == PP_IDLE || a.type == PP_RECV_F || a.type == PP_RECV_B) return PP_OK; /* posted */
+    if (a.type == PP_F) {
+        if (pp__find(e, s, m) >= 0) return PP_ERR_DUPLICATE;
+        for (k = 0; k < e->nslots && e->slot[k]; k++) {}
+        if (k == e->nslots) return PP_ERR_TOO_SMALL;
+        e->slot[k] = PP__USED | (uint32_t)s << 8 | (uint32_t)m << 16;
+        pp__lt(e, &x, k, s, 0, e->first[s]);
+        if (!s) rc = c->input(c->user, m, &x);
+        else if (t->stage_rank[s - 1] == t->rank) {
+            if ((j = pp__find(e, s - 1, m)) < 0) return j;
+            PP_MEMCPY(x.data, pp__at(e, j, s - 1, 1, e->first[s] - 1), pp__inb(c, e->first, s));
+            if (!train) e->slot[j] = 0;
+        } else rc = pp__xfer(e, 0, s - 1, pp__tag(t, s, m, 0), (unsigned char *)x.data,
+                             pp__inb(c, e->first, s));
+        if (rc < 0 || (rc = pp__fwd(e, k, s, hi + 1)) < 0) return rc;
+        pp__lt(e, &y, k, s, 1, hi);
+        if (last && train) {
+            mb_tensor dy;
+            double v = 0;
+            pp__lt(e, &dy, k, s, 2, hi);
+            if ((rc = c->loss(c->user, m, &y, &dy, &v)) < 0) return rc;
+            PP_MEMSET(&e->losses[m], 0, sizeof e->losses[m]);
+            e->losses[m].kind = MB_VALUE_SCALAR;
+            e->losses[m].scalar = v;
+        } else if (last) {
+            rc = c->output(c->user, m, &y);
+            e->slot[k] = 0;
+        }
+        if (train && m < (c->checkpoint == PP_CKPT_ALWAYS ? t->nmb : c->checkpoint == PP_CKPT_EXCEPT_LAST ?
+                          t->nmb - 1 : 0) && hi > e->first[s]) {
+            e->slot[k] |= PP__CKPT;    /* drop the intermediates: recomputed in I/B */
+            PP_MEMSET(pp__at(e, k, s, 1, e->first[s]), 0xff, pp__off(c, e->first, s, hi));
+        }
+        return rc < 0 ? rc : PP_OK;
+    }
+    if ((k = pp__find(e, s, m)) < 0) return k;
+    switch (a.type) {
+    case PP_SEND_F:
+        rc = pp__xfer(e, 1, s + 1, pp__tag(t, s + 1, m, 0), pp__at(e, k, s, 1, hi),
+                      c->layers[hi].act_bytes);
+        if (!train) e->slot[k] = 0;
+        return rc;
+    case PP_SEND_B:
+        if (!(e->slot[k] & PP__SENDB)) return PP_ERR_ACTION;
+        rc = pp__xfer(e, 1, s - 1, pp__tag(t, s - 1, m, 1), pp__at(e, k, s, 3, 0), pp__inb(c, e->first, s));
+        e->slot[k] &= ~(uint32_t)PP__SENDB;
+        pp__release(e, k);
+        return rc;
+    case PP_B: case PP_I:
+        if (e->slot[k] & PP__IDONE) return PP_ERR_DUPLICATE;
+        if (!last && t->stage_rank[s + 1] != t->rank &&
+            (rc = pp__xfer(e, 0, s + 1, pp__tag(t, s, m, 1), pp__at(e, k, s, 2, hi), c->layers[hi].act_bytes)) < 0)
+            return rc;
+        if ((e->slot[k] & PP__CKPT) && (rc = pp__fwd(e, k, s, hi)) < 0) return rc;
+        for (l = hi; l >= e->first[s]; l--) {
+            mb_tensor dy, dx;
+            const pp_layer *L = &c->layers[l];
+            pp__lt(e, &x, k, s, 0, l);
+            pp__lt(e, &dy, k, s, 2, l);
+            if (l > e->first[s]) pp__lt(e, &dx, k, s, 2, l - 1);
+            else if (!s) break;                   /* no gradient for the model input */
+            else if (t->stage_rank[s - 1] == t->rank) {
+                if ((j = pp__find(e, s - 1, m)) < 0) return j;
+                pp__lt(e, &dx, j, s - 1, 2, l - 1);
+            } else {
+                pp__ten(e, &dx, pp__at(e, k, s, 3, 0), pp__inb(c, e->first, s));
+                e->slot[k] |= PP__SENDB;
+            }
+            if ((rc = L->backward_input(L->self, &x, &dy, &dx)) < 0) return rc;
+        }
+        e->slot[k] |= PP__IDONE;
+        if (a.type == PP_I) return PP_OK;
+        /* B = I + W */
+        /* fall through */
+    case PP_W:
+        if (!(e->slot[k] & PP__IDONE) || (e->slot[k] & PP__WDONE)) return PP_ERR_WEIGHT_BEFORE_INPUT;
+        for (l = e->first[s]; l <= hi; l++) {
+            mb_tensor dy;
+            const pp_layer *L = &c->layers[l];
+            if (!L->backward_weight) continue;
+            pp__lt(e, &x, k, s, 0, l);
+            pp__lt(e, &dy, k, s, 2, l);
+            if ((rc = L->backward_weight(L->self, &x, &dy)) < 0) return rc;
+        }
+        e->slot[k] |= PP__WDONE;
+        pp__release(e, k);
+        return PP_OK;
+    default:
+        return PP_ERR_ACTION;
+    }
+}
+
+/* Every rank agrees on the outcome: the smallest root error (not an abort seen from a peer).
+   After any error the world was aborted; every rank recovers it. */
+static int pp__agree(pp_exec *e, int rc) {
+    int32_t mine = (rc < 0 && !e->aborted) ? rc : 0, all = 0;
+    int r;
+    if (mine) pg_abort(e->g, mine);
+    r = pg_all_reduce(e->g, &mine, &all, 1, MB_I32, PG_MIN);
+    if (r >= 0 && !all) return PP_OK;
+    r = pg_recover(e->g);
+    if (r >= 0) r = pg_all_reduce(e->g, &mine, &all, 1, MB_I32, PG_MIN);
+    if (r < 0) return mine ? mine : r;
+    return all ? all : (rc < 0 ? rc : PG_ERR_ABORTED);
+}
+
+PP_API int pp_exec_run(pp_exec *e) {
+    int i, rc = 0;
+    uint32_t t0 = 0;
+    if (!e || !e->t) return PP_ERR_NULL;
+    PP_MEMSET(e->slot, 0, 4u * (uint32_t)e->nslots);
+    e->nevents = 0; e->aborted = 0;
+    for (i = 0; i < e->t->len && rc >= 0; i++) {
+        pp_action a = e->t->actions[i];
+        if (e->cfg->now_us) t0 = e->cfg->now_us(e->cfg->user);
+        rc = pp__action(e, a);
+        if (e->events && e->nevents < e->max_events && a.type != PP_IDLE) {
+            pp_event *v = &e->events[e->nevents++];
+            v->rank = e->t->rank; v->action = a; v->t_start = t0;
+            v->t_end = e->cfg->now_us ? e->cfg->now_us(e->cfg->user) : t0;
+        }
+    }
+    return pp__agree(e, rc);
+}
+
+PP_API int pp_exec_loss(const pp_exec *e, const mb_spec *spec, double *loss) {
+    mb_spec sum = MB_REDUCE(MB_RED_SUM);
+    mb_value out;
+    int rc;
+    if (!e || !loss) return PP_ERR_NULL;
+    if (!e->losses) return PP_ERR_ARG;
+    PP_MEMSET(&out, 0, sizeof out);
+    out.kind = MB_VALUE_SCALAR;
+    rc = mb_merge(e->losses, e->t->nmb, 1, spec ? spec : &sum, 0, &out);
+    if (rc < 0) return rc;
+    *loss = out.scalar;
+    return PP_OK;
+}
+#endif /* PP_NO_EXECUTOR */
 
 #ifdef __cplusplus
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#define PP_NO_EXECUTOR /* planning only: the executor (and pg.h's code) is in test_pipeline_exec.c */
 #define PIPELINE_IMPLEMENTATION
 #include "pipeline.h"
 

@@ -233,7 +233,7 @@ PG_API int pg_recover(pg_group *g);
    waits for (src, tag) and returns the message in place; pg_slot_release() frees it.
    On ports without shared memory the slot is the group's scratch (one outstanding slot
    per group, not held across a collective; bytes <= the scratch size) and commit/peek copy.
-   Acquire waits up to the timeout for a free slot (then PG_ERR_NO_SLOT); releasing or
+   Acquire waits up to the timeout for a free slot (then PG_ERR_TIMEOUT); releasing or
    committing a pointer that is not an acquired/peeked slot is PG_ERR_NO_SLOT. */
 PG_API int pg_slot_acquire(pg_group *g, int dst, size_t bytes, void **ptr);
 PG_API int pg_slot_commit(pg_group *g, int dst, int tag, void *ptr, size_t bytes);
@@ -831,45 +831,76 @@ static int pg__ring_check(pg_group *g, uint32_t tag, int kind, mb_dtype dt, int 
     return left == h ? PG_OK : PG_ERR_MISMATCH;
 }
 
+/* Zero-copy ring step: peek the piece from `left`, combine it with ours straight into a
+   slot of `right`'s inbox (msg op own, the order every path uses), commit, release. */
+static int pg__forward_combine(pg_group *g, int left, int right, uint32_t tag, const void *own, size_t bytes,
+                               mb_dtype dt, pg_red op)
+{
+    const void *p = 0;
+    void *q = 0;
+    size_t got = 0;
+    int rc = g->ops->slot_peek(g->port, g->ranks[left], tag, &p, &got, g->timeout_ms);
+    if (rc < 0) return rc;
+    if (got != bytes) {
+        g->ops->slot_release(g->port, g->ranks[left], p);
+        return PG_ERR_MISMATCH;
+    }
+    rc = g->ops->slot_acquire(g->port, g->ranks[right], bytes, &q, g->timeout_ms);
+    if (rc < 0) {
+        g->ops->slot_release(g->port, g->ranks[left], p);
+        return rc;
+    }
+    PG_MEMCPY(q, p, bytes);
+    pg_reduce_local(q, own, bytes / pg_dtype_size(dt), dt, op); /* arguments validated: cannot fail */
+    g->ops->slot_release(g->port, g->ranks[left], p);
+    return g->ops->slot_commit(g->port, g->ranks[right], tag, q, bytes);
+}
+
 /* Ring reduce-scatter of packed blocks counts[]; the result block `rank` goes to out.
    Block b is combined in ring order b+1, b+2, ..., b (left operand first), so its bits
-   do not depend on which rank computes them. Pieces are pipelined independently. */
+   do not depend on which rank computes them. Pieces are pipelined independently; with
+   zero-copy slots each hop combines straight into the next rank's inbox. */
 static int pg__rs_ring(pg_group *g, uint32_t tag, const void *send, void *out, const size_t *counts, mb_dtype dt,
                        pg_red op)
 {
     size_t es = pg_dtype_size(dt), piece = pg__piece(g, es), maxnp = 0, k;
-    int n = g->size, r = g->rank, s, b, rc;
+    int n = g->size, r = g->rank, s, b, rc, left = (g->rank - 1 + g->size) % g->size, right = (g->rank + 1) % g->size;
+    int zc = g->ops->slot_peek && g->ops->slot_acquire && g->ops->slot_commit && g->ops->slot_release;
     const unsigned char *in = (const unsigned char *)send;
     unsigned char *tmp = g->scratch;
     if (n == 1) {
         pg__copy(out, send, counts[0] * es);
         return PG_OK;
     }
-    if (piece > g->scratch_bytes) piece = g->scratch_bytes - g->scratch_bytes % es; /* tmp must hold a piece */
+    if (!zc && piece > g->scratch_bytes) piece = g->scratch_bytes - g->scratch_bytes % es; /* tmp holds a piece */
     if (!piece) return PG_ERR_SIZE;
     for (b = 0; b < n; b++) {
         size_t np = pg__npieces(counts[b] * es, piece);
         if (np > maxnp) maxnp = np;
     }
     for (k = 0; k < maxnp; k++) {
-        for (s = 0; s < n - 1; s++) {
-            int ob = (r - s - 1 + 2 * n) % n, ib = (r - s - 2 + 2 * n) % n;
-            size_t ob_bytes = counts[ob] * es, ib_bytes = counts[ib] * es;
-            if (k * piece < ob_bytes) {
-                size_t len = pg__piece_len(ob_bytes, piece, k);
-                const void *src = s == 0 ? (const void *)(in + pg__offset(counts, ob) * es + k * piece) : (const void *)tmp;
-                rc = pg__send(g, (r + 1) % n, tag, src, len);
-                if (rc < 0) return rc;
+        int ob = (r - 1 + n) % n; /* step 0 sends our own piece of block r-1 */
+        if (k * piece < counts[ob] * es) {
+            rc = pg__send(g, right, tag, in + pg__offset(counts, ob) * es + k * piece,
+                          pg__piece_len(counts[ob] * es, piece, k));
+            if (rc < 0) return rc;
+        }
+        for (s = 0; s < n - 1; s++) { /* step s receives block r-s-2, combines, passes it on */
+            int ib = (r - s - 2 + 2 * n) % n;
+            size_t ib_bytes = counts[ib] * es, len;
+            const unsigned char *own;
+            if (k * piece >= ib_bytes) continue;
+            len = pg__piece_len(ib_bytes, piece, k);
+            own = in + pg__offset(counts, ib) * es + k * piece;
+            if (s == n - 2) {
+                rc = pg__recv_combine(g, left, tag, (unsigned char *)out + k * piece, own, len, dt, op);
+            } else if (zc) {
+                rc = pg__forward_combine(g, left, right, tag, own, len, dt, op);
+            } else {
+                rc = pg__recv_combine(g, left, tag, tmp, own, len, dt, op);
+                if (rc >= 0) rc = pg__send(g, right, tag, tmp, len);
             }
-            if (k * piece < ib_bytes) {
-                size_t len = pg__piece_len(ib_bytes, piece, k);
-                const unsigned char *own = in + pg__offset(counts, ib) * es + k * piece;
-                void *dst = (s == n - 2) ? (void *)((unsigned char *)out + k * piece) : (void *)tmp;
-                if (s == n - 2 && (const void *)own == dst) dst = tmp; /* in place: keep own until combined */
-                rc = pg__recv_combine(g, (r - 1 + n) % n, tag, dst, own, len, dt, op);
-                if (rc < 0) return rc;
-                if (s == n - 2 && dst == (void *)tmp) pg__copy((unsigned char *)out + k * piece, tmp, len);
-            }
+            if (rc < 0) return rc;
         }
     }
     return PG_OK;

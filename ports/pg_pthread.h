@@ -368,7 +368,7 @@ static int pg_pthread__slot_acquire(void *port, int dst, size_t bytes, void **pt
     int i;
     if (bytes > PG_PTHREAD_SLOT_BYTES) return PG_ERR_TOO_BIG;
     i = pg_pthread__reserve(me, dst, timeout_ms);
-    if (i < 0) return i == PG_ERR_TIMEOUT ? PG_ERR_NO_SLOT : i;
+    if (i < 0) return i;
     me->w->box[me->rank][dst].slot[i].bytes = bytes; /* capacity granted */
     *ptr = me->w->box[me->rank][dst].slot[i].data;
     return PG_OK;
@@ -424,15 +424,25 @@ static int pg_pthread__abort(void *port, int err)
 }
 
 /* Generation barrier over all ranks that ignores the abort flag (for recover). */
-static void pg_pthread__raw_barrier(pg_pthread_world *w)
+static int pg_pthread__raw_barrier(pg_pthread_world *w, uint32_t timeout_ms)
 {
-    uint32_t gen = PG_PTHREAD__LOAD(&w->recover_gen);
+    pg_pthread__wait wt;
+    uint32_t gen = PG_PTHREAD__LOAD(&w->recover_gen), c;
     if (__atomic_add_fetch(&w->recover_count, 1u, __ATOMIC_ACQ_REL) == (uint32_t)w->size) {
         PG_PTHREAD__STORE(&w->recover_count, 0u);
         PG_PTHREAD__STORE(&w->recover_gen, gen + 1u);
-    } else {
-        while (PG_PTHREAD__LOAD(&w->recover_gen) == gen) sched_yield();
+        return PG_OK;
     }
+    pg_pthread__wait_init(&wt, timeout_ms == 0 ? 1u : timeout_ms);
+    while (PG_PTHREAD__LOAD(&w->recover_gen) == gen) {
+        sched_yield();
+        if (wt.timeout == PG_WAIT_FOREVER || (++wt.spins & 63u) || pg_pthread__now_ms() < wt.deadline) continue;
+        c = PG_PTHREAD__LOAD(&w->recover_count); /* give up: withdraw unless the last one came */
+        while (PG_PTHREAD__LOAD(&w->recover_gen) == gen && c > 0)
+            if (__atomic_compare_exchange_n(&w->recover_count, &c, c - 1u, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+                return PG_ERR_TIMEOUT;
+    }
+    return PG_OK;
 }
 
 static int pg_pthread__recover(void *port)
@@ -440,7 +450,7 @@ static int pg_pthread__recover(void *port)
     pg_pthread_rank *me = (pg_pthread_rank *)port;
     pg_pthread_world *w = me->w;
     int s, i;
-    pg_pthread__raw_barrier(w);
+    if (pg_pthread__raw_barrier(w, w->group[me->rank].timeout_ms) < 0) return PG_ERR_TIMEOUT;
     for (s = 0; s < w->size; s++) { /* each rank empties its own inbox */
         pg_pthread_box *b = pg_pthread__box(w, s, me->rank);
         pthread_mutex_lock(&b->mu);
@@ -449,12 +459,12 @@ static int pg_pthread__recover(void *port)
     }
     w->pub[me->rank].epoch = 0;
     PG_PTHREAD__STORE(&w->pub[me->rank].arrive, (uint64_t)0);
-    pg_pthread__raw_barrier(w);
+    pg_pthread__raw_barrier(w, PG_WAIT_FOREVER); /* everyone is here already */
     if (me->rank == 0) {
         PG_PTHREAD__STORE(&w->abort_err, 0);
         PG_PTHREAD__STORE(&w->aborted, 0);
     }
-    pg_pthread__raw_barrier(w);
+    pg_pthread__raw_barrier(w, PG_WAIT_FOREVER);
     return PG_OK;
 }
 

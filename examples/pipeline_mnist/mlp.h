@@ -106,6 +106,17 @@ static void mlp_layers(pp_layer *layers, mlp_linear *lin, int rows) {
     }
 }
 
+/* FNV-1a over the bits of n floats: host and firmware print it for their logits. */
+static uint32_t mlp_fnv1a(const float *v, int n) {
+    uint32_t h = 2166136261u, u;
+    int i, k;
+    for (i = 0; i < n; i++) {
+        memcpy(&u, &v[i], 4);
+        for (k = 0; k < 4; k++) { h ^= (u >> (8 * k)) & 0xffu; h *= 16777619u; }
+    }
+    return h;
+}
+
 static int mlp_argmax(const float *v, int n) {
     int i, best = 0;
     for (i = 1; i < n; i++) if (v[i] > v[best]) best = i;

@@ -1,0 +1,81 @@
+"""bench/pipeline/torch_pipe.py — the peer of bench/pipeline/main.c: PyTorch 1.13's
+torch.distributed.pipeline.sync.Pipe on CPU (Debian python3-torch), started by the bench
+program in the same `scons bench` run. Prints one JSON object per line:
+  {"torch": "1.13.0", "case": ..., "step_us": ..., "samples_s": ...}
+Cases (same shapes as main.c):
+  noop  4 partitions of nn.Identity, chunks 8, one 8x1 float per microbatch: forward +
+        backward of y.sum(); Pipe's own cost per step (per microbatch = step / chunks)
+  mlp   784-256-128-64-10 MLP, balance [2,2,2,1] on cpu, chunks 8, batch 64,
+        checkpoint="never": zero_grad, forward, cross-entropy, backward, SGD step
+Each figure is the median of REPEATS blocks. Without torch: one SKIPPED line, exit 0."""
+import json
+import os
+import sys
+import time
+
+REPEATS = 5
+
+
+def median_step_us(step, steps, warmup):
+    for _ in range(warmup):
+        step()
+    blocks = []
+    for _ in range(REPEATS):
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            step()
+        blocks.append((time.perf_counter() - t0) / steps * 1e6)
+    blocks.sort()
+    return blocks[len(blocks) // 2]
+
+
+def main():
+    try:
+        import torch
+        import torch.nn as nn
+        from torch.distributed import rpc
+        from torch.distributed.pipeline.sync import Pipe
+    except Exception as exc:  # torch absent or without Pipe
+        print("SKIPPED torch Pipe peer: %s" % exc)
+        return 0
+    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+    os.environ.setdefault("MASTER_PORT", str(29500 + os.getpid() % 1000))
+    rpc.init_rpc("worker", rank=0, world_size=1)
+    try:
+        torch.manual_seed(0)
+        # framework overhead: partitions that do nothing
+        noop = Pipe(nn.Sequential(nn.Identity(), nn.Identity(), nn.Identity(), nn.Identity()),
+                    chunks=8, checkpoint="never")
+        x0 = torch.zeros(8, 1, requires_grad=True)
+
+        def noop_step():
+            noop(x0).local_value().sum().backward()
+        us = median_step_us(noop_step, 200, 20)
+        print(json.dumps({"torch": torch.__version__, "case": "noop", "step_us": us,
+                          "threads": torch.get_num_threads()}))
+
+        # the demo's MLP training step
+        model = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 128), nn.ReLU(),
+                              nn.Linear(128, 64), nn.ReLU(), nn.Linear(64, 10))
+        parts = nn.Sequential(nn.Sequential(model[0], model[1]), nn.Sequential(model[2], model[3]),
+                              nn.Sequential(model[4], model[5]), nn.Sequential(model[6]))
+        pipe = Pipe(parts, chunks=8, checkpoint="never")
+        opt = torch.optim.SGD(pipe.parameters(), lr=0.01)
+        lossf = nn.CrossEntropyLoss()
+        x = torch.randn(64, 784)
+        y = torch.randint(0, 10, (64,))
+
+        def mlp_step():
+            opt.zero_grad()
+            lossf(pipe(x).local_value(), y).backward()
+            opt.step()
+        us = median_step_us(mlp_step, 40, 5)
+        print(json.dumps({"torch": torch.__version__, "case": "mlp", "step_us": us,
+                          "samples_s": 64 / us * 1e6, "threads": torch.get_num_threads()}))
+    finally:
+        rpc.shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

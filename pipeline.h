@@ -1514,11 +1514,9 @@ PP_API int pp_exec_init(pp_exec *e, const pp_exec_cfg *c, const pp_table *t, pg_
     if (bytes < need) return PP_ERR_TOO_SMALL;
     x.cfg = c; x.t = t; x.g = g;
     x.slot = (uint32_t *)storage;
-    if (c->loss && t->stage_rank[t->nstages - 1] == t->rank) {
+    x.mem = (unsigned char *)storage + (need - (size_t)x.nslots * x.slot_bytes);
+    if (x.mem != (unsigned char *)storage + at) /* the losses lie between slot[] and mem */
         x.losses = (mb_value *)(void *)((unsigned char *)storage + at);
-        at += sizeof(mb_value) * t->nmb;
-    }
-    x.mem = (unsigned char *)storage + at;
     *e = x;
     return PP_OK;
 }
@@ -1536,35 +1534,38 @@ static int pp__find(const pp_exec *e, int s, int m) {
 static unsigned char *pp__at(const pp_exec *e, int k, int s, int part, int l) {
     const pp_exec_cfg *c = e->cfg;
     unsigned char *p = e->mem + (size_t)k * e->slot_bytes;
-    uint32_t inb = PP__R8(pp__inb(c, e->first, s)), all = pp__off(c, e->first, s, e->first[s + 1]);
-    if (part == 0) return p;
-    if (part == 3) return p + inb + 2 * all;
-    return p + inb + (part == 2 ? all : 0) + pp__off(c, e->first, s, l);
+    if (!part) return p;
+    if (part == 3) l = e->first[s + 1];     /* after every output and output gradient */
+    return p + PP__R8(pp__inb(c, e->first, s)) +
+           (uint32_t)(part >> 1) * pp__off(c, e->first, s, e->first[s + 1]) + pp__off(c, e->first, s, l);
 }
 
-static void pp__ten(const pp_exec *e, mb_tensor *t, void *p, uint32_t bytes) {
-    int32_t r = e->cfg->rows;
+/* Input (which 0) or output (1) or output gradient (2) of layer l of slot k, as a tensor;
+   3: the stage's input gradient (l = first[s] - 1). */
+static void pp__lt(const pp_exec *e, mb_tensor *t, int k, int s, int which, int l) {
+    const pp_exec_cfg *c = e->cfg;
+    uint32_t n;
+    if (!which && l == e->first[s]) n = pp__inb(c, e->first, s);  /* the stage input */
+    else {
+        if (!which) { which = 1; l--; }                            /* layer l-1's output */
+        n = c->layers[l].act_bytes;
+    }
     PP_MEMSET(t, 0, sizeof *t);
-    t->data = p; t->dtype = (mb_dtype)e->cfg->dtype; t->ndim = 2;
-    t->shape[0] = r; t->shape[1] = (int32_t)(bytes / (uint32_t)r / pp__es[e->cfg->dtype]);
+    t->data = pp__at(e, k, s, which, l); t->dtype = (mb_dtype)c->dtype; t->ndim = 2;
+    t->shape[0] = c->rows; t->shape[1] = (int32_t)(n / (uint32_t)c->rows / pp__es[c->dtype]);
     t->stride[0] = t->shape[1]; t->stride[1] = 1;
 }
 
-/* Input (which 0) or output (1) or output gradient (2) of layer l of slot k, as a tensor. */
-static void pp__lt(const pp_exec *e, mb_tensor *t, int k, int s, int which, int l) {
-    const pp_layer *L = e->cfg->layers;
-    if (which == 0 && l == e->first[s]) pp__ten(e, t, pp__at(e, k, s, 0, l), pp__inb(e->cfg, e->first, s));
-    else if (which == 0) pp__ten(e, t, pp__at(e, k, s, 1, l - 1), L[l - 1].act_bytes);
-    else pp__ten(e, t, pp__at(e, k, s, which, l), L[l].act_bytes);
-}
-
-static int pp__tag(const pp_table *t, int s, int m, int dir) {
-    return (int)((((uint32_t)m * t->nstages + (uint32_t)s) * 2u + (uint32_t)dir) & 0xffffu);
-}
-
-/* Send (or receive) n bytes to (from) the rank of stage ps, in pieces of the port's max_msg. */
-static int pp__xfer(pp_exec *e, int send, int ps, int tag, unsigned char *p, uint32_t n) {
-    int peer = e->t->stage_rank[ps], rc;
+/* Move slot k's boundary data in pieces of the port's max_msg: part 0 receives x from stage
+   s-1, 1 sends y to s+1, 2 receives dy from s+1, 3 sends dx to s-1. The tag names the
+   receiving stage, the microbatch and the direction. */
+static int pp__xfer(pp_exec *e, int k, pp_action a, int part) {
+    int s = a.stage, send = part & 1, ps = s + (((part + 1) & 2) ? 1 : -1), rc;
+    int peer = e->t->stage_rank[ps];
+    int tag = (int)((((uint32_t)a.mb * e->t->nstages + (uint32_t)(send ? ps : s)) * 2u +
+                     (uint32_t)(part >> 1)) & 0xffffu);
+    unsigned char *p = pp__at(e, k, s, part, e->first[s + 1] - 1);
+    uint32_t n = pp__inb(e->cfg, e->first, ps > s ? ps : s);
     size_t max = pg_max_msg(e->g), c, got = 0;
     while (n) {
         c = n < max ? n : max;
@@ -1605,14 +1606,15 @@ static int pp__action(pp_exec *e, pp_action a) {
         for (k = 0; k < e->nslots && e->slot[k]; k++) {}
         if (k == e->nslots) return PP_ERR_TOO_SMALL;
         e->slot[k] = PP__USED | (uint32_t)s << 8 | (uint32_t)m << 16;
-        pp__lt(e, &x, k, s, 0, e->first[s]);
-        if (!s) rc = c->input(c->user, m, &x);
-        else if (t->stage_rank[s - 1] == t->rank) {
+        if (!s) {
+            pp__lt(e, &x, k, s, 0, e->first[s]);
+            rc = c->input(c->user, m, &x);
+        } else if (t->stage_rank[s - 1] == t->rank) {
             if ((j = pp__find(e, s - 1, m)) < 0) return j;
-            PP_MEMCPY(x.data, pp__at(e, j, s - 1, 1, e->first[s] - 1), pp__inb(c, e->first, s));
+            PP_MEMCPY(pp__at(e, k, s, 0, 0), pp__at(e, j, s - 1, 1, e->first[s] - 1),
+                      pp__inb(c, e->first, s));
             if (!train) e->slot[j] = 0;
-        } else rc = pp__xfer(e, 0, s - 1, pp__tag(t, s, m, 0), (unsigned char *)x.data,
-                             pp__inb(c, e->first, s));
+        } else rc = pp__xfer(e, k, a, 0);
         if (rc < 0 || (rc = pp__fwd(e, k, s, hi + 1)) < 0) return rc;
         pp__lt(e, &y, k, s, 1, hi);
         if (last && train) {
@@ -1627,8 +1629,9 @@ static int pp__action(pp_exec *e, pp_action a) {
             rc = c->output(c->user, m, &y);
             e->slot[k] = 0;
         }
-        if (train && m < (c->checkpoint == PP_CKPT_ALWAYS ? t->nmb : c->checkpoint == PP_CKPT_EXCEPT_LAST ?
-                          t->nmb - 1 : 0) && hi > e->first[s]) {
+        /* pp_checkpoint_stop: ALWAYS (0) nmb, EXCEPT_LAST (1) nmb - 1, NEVER (2) 0 */
+        if (train && m < (c->checkpoint == PP_CKPT_NEVER ? 0 : t->nmb - c->checkpoint) &&
+            hi > e->first[s]) {
             e->slot[k] |= PP__CKPT;    /* drop the intermediates: recomputed in I/B */
             PP_MEMSET(pp__at(e, k, s, 1, e->first[s]), 0xff, pp__off(c, e->first, s, hi));
         }
@@ -1637,20 +1640,19 @@ static int pp__action(pp_exec *e, pp_action a) {
     if ((k = pp__find(e, s, m)) < 0) return k;
     switch (a.type) {
     case PP_SEND_F:
-        rc = pp__xfer(e, 1, s + 1, pp__tag(t, s + 1, m, 0), pp__at(e, k, s, 1, hi),
-                      c->layers[hi].act_bytes);
+        rc = pp__xfer(e, k, a, 1);
         if (!train) e->slot[k] = 0;
         return rc;
     case PP_SEND_B:
         if (!(e->slot[k] & PP__SENDB)) return PP_ERR_ACTION;
-        rc = pp__xfer(e, 1, s - 1, pp__tag(t, s - 1, m, 1), pp__at(e, k, s, 3, 0), pp__inb(c, e->first, s));
+        rc = pp__xfer(e, k, a, 3);
         e->slot[k] &= ~(uint32_t)PP__SENDB;
         pp__release(e, k);
         return rc;
     case PP_B: case PP_I:
         if (e->slot[k] & PP__IDONE) return PP_ERR_DUPLICATE;
         if (!last && t->stage_rank[s + 1] != t->rank &&
-            (rc = pp__xfer(e, 0, s + 1, pp__tag(t, s, m, 1), pp__at(e, k, s, 2, hi), c->layers[hi].act_bytes)) < 0)
+            (rc = pp__xfer(e, k, a, 2)) < 0)
             return rc;
         if ((e->slot[k] & PP__CKPT) && (rc = pp__fwd(e, k, s, hi)) < 0) return rc;
         for (l = hi; l >= e->first[s]; l--) {
@@ -1658,15 +1660,18 @@ static int pp__action(pp_exec *e, pp_action a) {
             const pp_layer *L = &c->layers[l];
             pp__lt(e, &x, k, s, 0, l);
             pp__lt(e, &dy, k, s, 2, l);
-            if (l > e->first[s]) pp__lt(e, &dx, k, s, 2, l - 1);
-            else if (!s) break;                   /* no gradient for the model input */
-            else if (t->stage_rank[s - 1] == t->rank) {
-                if ((j = pp__find(e, s - 1, m)) < 0) return j;
-                pp__lt(e, &dx, j, s - 1, 2, l - 1);
-            } else {
-                pp__ten(e, &dx, pp__at(e, k, s, 3, 0), pp__inb(c, e->first, s));
-                e->slot[k] |= PP__SENDB;
+            int jk = k, js = s, part = 2;     /* dx: the previous layer's output gradient */
+            if (l == e->first[s]) {
+                if (!s) break;                /* no gradient for the model input */
+                if (t->stage_rank[s - 1] == t->rank) {
+                    if ((jk = pp__find(e, s - 1, m)) < 0) return jk;
+                    js = s - 1;
+                } else {
+                    part = 3;                 /* this slot's dx, sent by SEND_B */
+                    e->slot[k] |= PP__SENDB;
+                }
             }
+            pp__lt(e, &dx, jk, js, part, l - 1);
             if ((rc = L->backward_input(L->self, &x, &dy, &dx)) < 0) return rc;
         }
         e->slot[k] |= PP__IDONE;

@@ -32,6 +32,18 @@ class Budget:
         return "%s <= %d (%s)" % (self.metric, self.limit, where)
 
 
+class SizeVariant:
+    """A further row for a header: its implementation compiled with extra defines
+    (e.g. PP_NO_PLANNER), named "<header> <label>", object "<stem>_<name>"."""
+
+    def __init__(self, label, name, defines, budgets=()):
+        self.label, self.defines, self.budgets = label, list(defines or []), list(budgets)
+        self.suffix = "_" + name if name else ""
+
+    def row_name(self, header):
+        return header + " " + self.label if self.label else header
+
+
 def measure(size_tool, obj):
     out = subprocess.run([size_tool, obj], check=True, stdout=subprocess.PIPE,
                          universal_newlines=True).stdout.splitlines()

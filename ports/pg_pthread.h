@@ -3,7 +3,8 @@
    Implements the pg.h contract (pg_ops) for N threads sharing one address space: one
    mailbox of PG_PTHREAD_SLOTS slots per ordered pair of ranks (mutex-protected slot
    states, payload copied or written in place through zero-copy slots), waiting by
-   spin-then-sleep on a per-rank doorbell counter (a condvar only once spinning failed), timeouts from
+   spin, yield, then sleep on a per-rank doorbell counter (a condvar only once spinning
+   failed; a peer that sleeps is woken, one that spins pays no syscall), timeouts from
    CLOCK_MONOTONIC, a world-wide abort flag. Native collectives for the world group read
    peers' buffers directly (publish pointers, barrier, each rank reduces/copies its share,
    barrier); sub-groups use pg.h's generic algorithms over the mailboxes. All state lives
@@ -31,8 +32,10 @@
        PG_PTHREAD_MAX_RANKS       capacity of a world (default 8)
        PG_PTHREAD_SLOTS           mailbox slots per ordered pair (default 4)
        PG_PTHREAD_SLOT_BYTES      bytes per slot = the port's max_msg (default 16384)
-       PG_PTHREAD_SPIN            spins before sleeping while waiting (default 2000; a
-                                  fortieth when ranks outnumber online CPUs)
+       PG_PTHREAD_SPIN_NS         a wait spins (pause hint) this long before yielding, then
+                                  sleeping (default 20000 ns; a fortieth when ranks
+                                  outnumber online CPUs)
+       PG_PTHREAD_YIELDS          sched_yield() calls between spinning and sleeping (default 4)
        PG_PTHREAD_SMALL           all_reduce up to this many bytes: every rank reduces the
                                   whole buffer (2 barriers, not 3) (default 16384)
    Needs POSIX (clock_gettime, sched_yield): this header defines _POSIX_C_SOURCE when
@@ -58,8 +61,11 @@
 #ifndef PG_PTHREAD_SMALL
 #define PG_PTHREAD_SMALL 16384
 #endif
-#ifndef PG_PTHREAD_SPIN
-#define PG_PTHREAD_SPIN 2000
+#ifndef PG_PTHREAD_SPIN_NS
+#define PG_PTHREAD_SPIN_NS 20000
+#endif
+#ifndef PG_PTHREAD_YIELDS
+#define PG_PTHREAD_YIELDS 4
 #endif
 #ifdef PG_PTHREAD_STATIC
 #define PG_PTHREAD_API static
@@ -121,7 +127,7 @@ typedef struct pg_pthread_world {
     volatile int32_t abort_err;
     volatile uint32_t recover_count, recover_gen;
     int32_t size;
-    uint32_t spin;         /* PG_PTHREAD_SPIN, or 1/40 of it when ranks outnumber the CPUs */
+    uint32_t spin_ns;      /* PG_PTHREAD_SPIN_NS, or 1/40 of it when ranks outnumber the CPUs */
     pg_pthread_rank ctx[PG_PTHREAD_MAX_RANKS];
     pg_group group[PG_PTHREAD_MAX_RANKS];
     /* pg_pthread_run's bookkeeping */
@@ -168,13 +174,6 @@ extern "C" {
 #define PG_PTHREAD__LOAD(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
 #define PG_PTHREAD__STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
 
-static uint64_t pg_pthread__now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 static void pg_pthread__wake(pg_pthread_world *w, int r);
 static void pg_pthread__ring(pg_pthread_world *w, int r)
 {
@@ -182,50 +181,76 @@ static void pg_pthread__ring(pg_pthread_world *w, int r)
     pg_pthread__wake(w, r);
 }
 
-/* A wait in progress: spin, then sleep on the rank's condvar (bounded, so timeouts and
-   peers' progress without a doorbell are still seen). */
+/* A wait in progress. Three phases, so a peer running on another CPU answers within
+   microseconds while a descheduled one costs no CPU: (1) spin with a pause hint for up to
+   w->spin_ns after the wait began, (2) PG_PTHREAD_YIELDS sched_yield()s (the peer may be
+   queued on this CPU), (3) sleep on the rank's condvar, at most 2 ms per sleep (so
+   timeouts and progress without a doorbell are still seen). The clock starts at the first
+   unsuccessful check, so a wait that succeeds at once costs no clock read. */
 typedef struct pg_pthread__wait {
-    uint64_t deadline;
-    uint32_t timeout, spins;
+    uint64_t start;              /* ns at the first wait, 0 before */
+    uint32_t timeout, yields;
 } pg_pthread__wait;
+
+static uint64_t pg_pthread__now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 static void pg_pthread__wait_init(pg_pthread__wait *wt, uint32_t timeout_ms)
 {
     wt->timeout = timeout_ms;
-    wt->spins = 0;
-    wt->deadline = timeout_ms == PG_WAIT_FOREVER ? 0 : pg_pthread__now_ms() + timeout_ms;
+    wt->yields = 0;
+    wt->start = 0;
 }
+
+#if defined(__x86_64__) || defined(__i386__)
+#define PG_PTHREAD__PAUSE() __builtin_ia32_pause()
+#elif defined(__aarch64__) || (defined(__arm__) && defined(__ARM_ARCH) && __ARM_ARCH >= 7)
+#define PG_PTHREAD__PAUSE() __asm__ __volatile__("yield" ::: "memory")
+#else
+#define PG_PTHREAD__PAUSE() ((void)0)
+#endif
 
 /* Wait until rank me's doorbell differs from `seen` (or a short while passed):
    PG_OK to check again, or ABORTED / TIMEOUT. */
 static int pg_pthread__wait_bell(pg_pthread_world *w, int me, uint32_t seen, pg_pthread__wait *wt)
 {
+    const volatile uint32_t *bell = &w->bell[me * 16];
     struct timespec ts;
     uint64_t now;
+    int i;
     if (PG_PTHREAD__LOAD(&w->aborted)) return PG_ERR_ABORTED;
     if (wt->timeout == 0) return PG_ERR_TIMEOUT;
-    while (wt->spins < w->spin) {
-        wt->spins++;
-        if (PG_PTHREAD__LOAD(&w->bell[me * 16]) != seen) return PG_OK;
-#if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_pause();
-#endif
+    now = pg_pthread__now_ns();
+    if (!wt->start) wt->start = now;
+    while (now - wt->start < w->spin_ns) { /* 1. spin */
+        for (i = 0; i < 32; i++) {
+            if (PG_PTHREAD__LOAD(bell) != seen) return PG_OK;
+            PG_PTHREAD__PAUSE();
+        }
+        now = pg_pthread__now_ns();
     }
-    now = pg_pthread__now_ms();
-    if (wt->timeout != PG_WAIT_FOREVER && now >= wt->deadline) return PG_ERR_TIMEOUT;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_nsec += 2000000; /* at most 2 ms per sleep */
+    if (wt->timeout != PG_WAIT_FOREVER && now - wt->start >= (uint64_t)wt->timeout * 1000000u) return PG_ERR_TIMEOUT;
+    if (wt->yields < PG_PTHREAD_YIELDS) { /* 2. let a peer queued on this CPU run */
+        wt->yields++;
+        sched_yield();
+        return PG_OK;
+    }
+    clock_gettime(CLOCK_REALTIME, &ts); /* 3. sleep until rung, at most 2 ms */
+    ts.tv_nsec += 2000000;
     if (ts.tv_nsec >= 1000000000L) {
         ts.tv_sec++;
         ts.tv_nsec -= 1000000000L;
     }
     pthread_mutex_lock(&w->sleep_mu[me]);
     __atomic_add_fetch(&w->sleepers[me * 16], 1u, __ATOMIC_SEQ_CST);
-    if (__atomic_load_n(&w->bell[me * 16], __ATOMIC_SEQ_CST) == seen && !PG_PTHREAD__LOAD(&w->aborted))
+    if (__atomic_load_n(bell, __ATOMIC_SEQ_CST) == seen && !PG_PTHREAD__LOAD(&w->aborted))
         pthread_cond_timedwait(&w->sleep_cv[me], &w->sleep_mu[me], &ts);
     __atomic_sub_fetch(&w->sleepers[me * 16], 1u, __ATOMIC_SEQ_CST);
     pthread_mutex_unlock(&w->sleep_mu[me]);
-    wt->spins = w->spin / 2; /* spin a little before the next sleep */
     return PG_OK;
 }
 
@@ -426,17 +451,16 @@ static int pg_pthread__abort(void *port, int err)
 /* Generation barrier over all ranks that ignores the abort flag (for recover). */
 static int pg_pthread__raw_barrier(pg_pthread_world *w, uint32_t timeout_ms)
 {
-    pg_pthread__wait wt;
-    uint32_t gen = PG_PTHREAD__LOAD(&w->recover_gen), c;
+    uint64_t t0 = pg_pthread__now_ns(), limit = (uint64_t)(timeout_ms == 0 ? 1u : timeout_ms) * 1000000u;
+    uint32_t gen = PG_PTHREAD__LOAD(&w->recover_gen), c, polls = 0;
     if (__atomic_add_fetch(&w->recover_count, 1u, __ATOMIC_ACQ_REL) == (uint32_t)w->size) {
         PG_PTHREAD__STORE(&w->recover_count, 0u);
         PG_PTHREAD__STORE(&w->recover_gen, gen + 1u);
         return PG_OK;
     }
-    pg_pthread__wait_init(&wt, timeout_ms == 0 ? 1u : timeout_ms);
     while (PG_PTHREAD__LOAD(&w->recover_gen) == gen) {
         sched_yield();
-        if (wt.timeout == PG_WAIT_FOREVER || (++wt.spins & 63u) || pg_pthread__now_ms() < wt.deadline) continue;
+        if (timeout_ms == PG_WAIT_FOREVER || (++polls & 63u) || pg_pthread__now_ns() - t0 < limit) continue;
         c = PG_PTHREAD__LOAD(&w->recover_count); /* give up: withdraw unless the last one came */
         while (PG_PTHREAD__LOAD(&w->recover_gen) == gen && c > 0)
             if (__atomic_compare_exchange_n(&w->recover_count, &c, c - 1u, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
@@ -480,43 +504,24 @@ static void pg_pthread__wake(pg_pthread_world *w, int r)
     }
 }
 
-/* Epoch barrier of the world: spin on the peers' published epochs, then sleep. */
+/* Epoch barrier of the world: publish our epoch, ring the peers, wait for theirs. */
 static int pg_pthread__barrier_w(pg_pthread_world *w, int me, uint32_t timeout_ms)
 {
     pg_pthread__wait wt;
     uint64_t e = ++w->pub[me].epoch;
-    int r;
+    int r, rc;
     __atomic_store_n(&w->pub[me].arrive, e, __ATOMIC_SEQ_CST);
     for (r = 0; r < w->size; r++)
-        if (r != me) pg_pthread__wake(w, r);
+        if (r != me) pg_pthread__ring(w, r);
     pg_pthread__wait_init(&wt, timeout_ms == 0 ? 1u : timeout_ms);
-    for (r = 0; r < w->size; r++) {
-        while (__atomic_load_n(&w->pub[r].arrive, __ATOMIC_ACQUIRE) < e) {
-            struct timespec ts;
+    for (r = 0; r < w->size; r++)
+        for (;;) {
+            uint32_t bell = PG_PTHREAD__LOAD(&w->bell[me * 16]);
+            if (__atomic_load_n(&w->pub[r].arrive, __ATOMIC_ACQUIRE) >= e) break;
             if (PG_PTHREAD__LOAD(&w->aborted)) return PG_ERR_ABORTED;
-            if (wt.spins < w->spin) {
-                wt.spins++;
-#if defined(__x86_64__) || defined(__i386__)
-                __builtin_ia32_pause();
-#endif
-                continue;
-            }
-            if (wt.timeout != PG_WAIT_FOREVER && pg_pthread__now_ms() >= wt.deadline) return PG_ERR_TIMEOUT;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            ts.tv_nsec += 2000000;
-            if (ts.tv_nsec >= 1000000000L) {
-                ts.tv_sec++;
-                ts.tv_nsec -= 1000000000L;
-            }
-            pthread_mutex_lock(&w->sleep_mu[me]);
-            __atomic_add_fetch(&w->sleepers[me * 16], 1u, __ATOMIC_SEQ_CST);
-            if (__atomic_load_n(&w->pub[r].arrive, __ATOMIC_SEQ_CST) < e && !PG_PTHREAD__LOAD(&w->aborted))
-                pthread_cond_timedwait(&w->sleep_cv[me], &w->sleep_mu[me], &ts);
-            __atomic_sub_fetch(&w->sleepers[me * 16], 1u, __ATOMIC_SEQ_CST);
-            pthread_mutex_unlock(&w->sleep_mu[me]);
-            wt.spins = w->spin / 2;
+            rc = pg_pthread__wait_bell(w, me, bell, &wt);
+            if (rc < 0) return rc;
         }
-    }
     return PG_OK;
 }
 
@@ -724,7 +729,7 @@ PG_PTHREAD__DEF int pg_pthread_world_init(pg_pthread_world *w, int n)
     w->size = n;
     {   /* oversubscribed (more ranks than CPUs): spinning only delays the peer we wait for */
         long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-        w->spin = (cpus > 0 && n > cpus) ? PG_PTHREAD_SPIN / 40u + 1u : PG_PTHREAD_SPIN;
+        w->spin_ns = (cpus > 0 && n > cpus) ? PG_PTHREAD_SPIN_NS / 40u : PG_PTHREAD_SPIN_NS;
     }
     for (r = 0; r < n; r++) {
         w->ctx[r].w = w;

@@ -126,6 +126,7 @@ TARGETS = {t.name: t for t in [
 PACKAGE_OF = {
     "gcc": "gcc", "g++": "g++", "clang": "clang", "libcmocka": "libcmocka-dev",
     "mpicc": "libopenmpi-dev", "mpirun": "openmpi-bin",
+    "libFuzzer": "libclang-rt-14-dev", "spin": "spin",
     "arm-none-eabi-gcc": "gcc-arm-none-eabi libnewlib-arm-none-eabi",
     "riscv64-unknown-elf-gcc": "gcc-riscv64-unknown-elf picolibc-riscv64-unknown-elf",
     "qemu-system-arm": "qemu-system-arm",

@@ -1,0 +1,113 @@
+"""Reliability checks of `scons test` and `scons fuzz` (issue #8 items 1-3).
+
+- ThreadSanitizer: the threaded suites built with clang -fsanitize=thread and
+  run with halt_on_error=1: one data race or lock-order report fails the run.
+- libFuzzer: every tests/fuzz/fuzz_<name>.c built with clang
+  -fsanitize=fuzzer,address,undefined, run for N seconds from its committed
+  seed corpus tests/fuzz/corpus/<name>/ (read only: new inputs go to
+  build/fuzz/<name>/corpus/, a crash to build/fuzz/<name>/crash-*). Every
+  committed input runs first, so a crash once found and committed there is a
+  regression test.
+- spin: a Promela model is verified exhaustively (safety: assertions and
+  invalid end states, i.e. deadlocks; then every `ltl` property in
+  acceptance mode with weak fairness). Any error fails the step.
+"""
+import glob
+import os
+import re
+import subprocess
+import time
+
+from .runners import run_and_log
+
+TSAN_FLAGS = ["-O1", "-g", "-fno-omit-frame-pointer", "-pthread", "-fsanitize=thread"]
+TSAN_OPTIONS = "halt_on_error=1 second_deadlock_stack=1"
+FUZZ_FLAGS = ["-O1", "-g", "-fno-omit-frame-pointer",
+              "-fsanitize=fuzzer,address,undefined", "-fno-sanitize-recover=all"]
+
+
+def tsan_command(source):
+    return ["env", "TSAN_OPTIONS=" + TSAN_OPTIONS, os.path.abspath(str(source[0]))]
+
+
+def have_libfuzzer(cc="clang"):
+    """clang's libFuzzer runtime (Debian: libclang-rt-<v>-dev) is installed."""
+    try:
+        out = subprocess.run([cc, "-print-runtime-dir"], stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, universal_newlines=True).stdout.strip()
+    except OSError:
+        return False
+    return bool(glob.glob(os.path.join(out, "libclang_rt.fuzzer*.a")))
+
+
+def fuzz_targets(folder="tests/fuzz"):
+    """[(name, source)] for every <folder>/fuzz_<name>.c."""
+    out = []
+    for src in sorted(glob.glob(os.path.join(folder, "fuzz_*.c"))):
+        out.append((os.path.splitext(os.path.basename(src))[0][len("fuzz_"):], src))
+    return out
+
+
+def _stat(output, key):
+    m = re.search(r"stat::%s:\s*(\d+)" % key, output)
+    return int(m.group(1)) if m else None
+
+
+def fuzz_action(name, seconds, seeds, work):
+    """Run the fuzzer target[0] <- source[0] for `seconds` from the seed corpus."""
+    def action(target, source, env):
+        corpus = os.path.join(work, "corpus")
+        os.makedirs(corpus, exist_ok=True)
+        prog = os.path.abspath(str(source[0]))
+        cmd = [prog, "-max_total_time=%d" % seconds, "-timeout=10", "-rss_limit_mb=2048",
+               "-print_final_stats=1", "-artifact_prefix=%s/" % os.path.abspath(work),
+               corpus, os.path.abspath(seeds)]
+        t0 = time.time()
+        status = run_and_log("fuzz " + name, cmd, str(target[0]), timeout_s=seconds + 120)
+        elapsed = time.time() - t0
+        with open(str(target[0])) as log:
+            text = log.read()
+        print("fuzz %s: %.0f s, %s inputs run, %s seeds, %s" % (
+            name, elapsed, _stat(text, "number_of_executed_units"),
+            len(os.listdir(seeds)) if os.path.isdir(seeds) else 0,
+            "no crash" if status == 0 else "FAILED (see %s)" % target[0]))
+        return 0 if status == 0 else 1
+    action.__name__ = "fuzz"
+    return action
+
+
+def spin_action(model, work, depth=200000):
+    """spin -a model; safety run (assertions, invalid end states = deadlocks) compiled
+    with -DNOCLAIM; then every ltl property with ./pan -a -f -N <name>."""
+    def action(target, source, env):
+        os.makedirs(work, exist_ok=True)
+        src = os.path.abspath(str(source[0]))
+        with open(src) as f:
+            claims = re.findall(r"^\s*ltl\s+(\w+)", f.read(), re.M)
+        steps = [["spin", "-a", src],
+                 ["gcc", "-O2", "-DNOCLAIM", "-DSAFETY", "-o", "pan_safety", "pan.c"],
+                 ["./pan_safety", "-m%d" % depth]]
+        if claims:
+            steps.append(["gcc", "-O2", "-DNFAIR=4", "-o", "pan", "pan.c"])
+            steps += [["./pan", "-a", "-f", "-m%d" % depth, "-N", c] for c in claims]
+        log = open(str(target[0]), "w")
+        failed = 0
+        for i, cmd in enumerate(steps):
+            part = "%s.%d" % (target[0], i)
+            # env -C: the steps run in work/ (no os.chdir: scons -j runs actions in threads)
+            status = run_and_log("spin %s: %s" % (model, " ".join(cmd)),
+                                 ["env", "-C", os.path.abspath(work)] + cmd, part)
+            with open(part) as p:
+                text = p.read()
+            log.write(text)
+            errors = re.search(r"errors:\s*(\d+)", text)
+            truncated = "max search depth too small" in text  # an incomplete search proves nothing
+            if status != 0 or truncated or (errors and int(errors.group(1)) != 0):
+                failed = 1
+                break
+        log.close()
+        print("spin %s: %s (%d ltl properties: %s)" % (
+            model, "FAILED" if failed else "verified, 0 errors", len(claims), ", ".join(claims)))
+        return failed
+    action.__name__ = "spin"
+    return action

@@ -224,7 +224,9 @@ PG_API int pg_probe(pg_group *g, int src, int tag, size_t *bytes);
    PG_ERR_ABORTED within one timeout. `err` is informational. */
 PG_API int pg_abort(pg_group *g, int err);
 /* After an abort (or a failed collective): every world rank calls it; it clears the abort
-   state and drops undelivered messages, then the world is usable again. */
+   state, drops undelivered messages and restarts g's collective sequence, then the world is
+   usable again. Sub-groups that took part in the failed collective: recover through them
+   too, or create them anew (pg_subgroup_init) on every rank. */
 PG_API int pg_recover(pg_group *g);
 
 /* ---- 5. Zero-copy slots -----------------------------------------------------------
@@ -469,6 +471,7 @@ PG__DEF int pg_recover(pg_group *g)
     if (!g) return PG_ERR_NULL;
     if (!g->ops || !g->ops->recover) return PG_ERR_UNSUPPORTED;
     g->fallback_dir = 0;
+    g->seq = 0; /* ranks that failed a collective at different points agree again */
     return g->ops->recover(g->port);
 }
 

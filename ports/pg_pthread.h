@@ -508,8 +508,11 @@ static void pg_pthread__wake(pg_pthread_world *w, int r)
 static int pg_pthread__barrier_w(pg_pthread_world *w, int me, uint32_t timeout_ms)
 {
     pg_pthread__wait wt;
-    uint64_t e = ++w->pub[me].epoch;
+    uint64_t e;
     int r, rc;
+    /* an aborted world: never arrive, so no peer can leave this barrier on our account */
+    if (PG_PTHREAD__LOAD(&w->aborted)) return PG_ERR_ABORTED;
+    e = ++w->pub[me].epoch;
     __atomic_store_n(&w->pub[me].arrive, e, __ATOMIC_SEQ_CST);
     for (r = 0; r < w->size; r++)
         if (r != me) pg_pthread__ring(w, r);

@@ -492,6 +492,7 @@ static int pg_shm__sync(pg_shm *s, int word, uint32_t e, int check_abort, uint32
 {
     pg_shm__clock k;
     int c, rc;
+    if (check_abort && pg_shm__aborted(s)) return PG_ERR_ABORTED; /* never arrive when aborted */
     pg_shm__store(s, pg_shm__ctl(s, s->rank) + word, e);
     PG_SHM_FENCE();
     for (c = 0; c < s->cores; c++) pg_shm__notify(s, c);
@@ -580,7 +581,9 @@ static unsigned char *pg_shm__peer(pg_shm *s, int core, int which)
 
 static int pg_shm__end(pg_group *g, int rc)
 {
-    int rc2 = pg_shm__epoch((pg_shm *)g->port, g->timeout_ms);
+    int rc2;
+    if (rc == PG_ERR_TIMEOUT || rc == PG_ERR_ABORTED) return rc; /* a peer is missing: no second wait */
+    rc2 = pg_shm__epoch((pg_shm *)g->port, g->timeout_ms);
     return rc ? rc : rc2;
 }
 

@@ -13,10 +13,11 @@ _print_lock = threading.Lock()
 DEFAULT_TIMEOUT_S = int(os.environ.get("SPLITCORE_RUN_TIMEOUT", "300"))
 
 
-def run_and_log(label, command, log_path, timeout_s=DEFAULT_TIMEOUT_S):
+def run_and_log(label, command, log_path, timeout_s=DEFAULT_TIMEOUT_S, failure_expected=False):
     """Run command (a list) with stdin closed; print its output under a
     header line; write it to log_path. Returns the exit status
-    (124 = timed out, as coreutils timeout reports it)."""
+    (124 = timed out, as coreutils timeout reports it). failure_expected:
+    a non-zero exit is reported as such, not as FAILED (the caller judges)."""
     wrapped = ["timeout", "--kill-after=10", str(timeout_s)] + list(command)
     proc = subprocess.run(wrapped, stdin=subprocess.DEVNULL,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
@@ -26,6 +27,8 @@ def run_and_log(label, command, log_path, timeout_s=DEFAULT_TIMEOUT_S):
         verdict = "TIMEOUT after %d s" % timeout_s
     elif status == 0:
         verdict = "exit 0"
+    elif failure_expected:
+        verdict = "exit %d (a failure was expected)" % status
     else:
         verdict = "FAILED: exit %d" % status
     os.makedirs(os.path.dirname(log_path), exist_ok=True)

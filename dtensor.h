@@ -50,6 +50,16 @@
 #ifndef DTENSOR_H
 #define DTENSOR_H
 
+/* splitcore release 0.1.0 (CHANGELOG.md): every splitcore header defines the same numbers,
+   so including headers of two different releases together is an error. */
+#ifndef SPLITCORE_VERSION_MAJOR
+#define SPLITCORE_VERSION_MAJOR 0
+#define SPLITCORE_VERSION_MINOR 1
+#define SPLITCORE_VERSION_PATCH 0
+#elif SPLITCORE_VERSION_MAJOR != 0 || SPLITCORE_VERSION_MINOR != 1 || SPLITCORE_VERSION_PATCH != 0
+#error "splitcore: headers of different releases are included together"
+#endif
+
 /* ---- 1. Configuration ------------------------------------------------------------ */
 #ifdef SPLITCORE_CONFIG_FILE
 #include SPLITCORE_CONFIG_FILE

@@ -1,0 +1,47 @@
+# splitcoreConfig.cmake: find_package(splitcore [version] [COMPONENTS pthread mpi]).
+# Installed by `scons install PREFIX=...` and by `cmake --install` into
+# <prefix>/share/cmake/splitcore/; the headers are in <prefix>/include/splitcore/.
+#   splitcore::splitcore  include directory (header-only: nothing to link)
+#   splitcore::pthread    + Threads::Threads (ports/pg_pthread.h, ports/platform/host_threads.h)
+#   splitcore::mpi        + MPI::MPI_C (ports/pg_mpi.h)
+get_filename_component(_splitcore_prefix "${CMAKE_CURRENT_LIST_DIR}/../../.." ABSOLUTE)
+if(NOT TARGET splitcore::splitcore)
+  add_library(splitcore::splitcore INTERFACE IMPORTED)
+  set_target_properties(splitcore::splitcore PROPERTIES
+    INTERFACE_INCLUDE_DIRECTORIES "${_splitcore_prefix}/include/splitcore")
+endif()
+
+# Component -> (imported target it adds, find_package arguments that provide it).
+set(_splitcore_pthread_target Threads::Threads)
+set(_splitcore_pthread_find Threads)
+set(_splitcore_mpi_target MPI::MPI_C)
+set(_splitcore_mpi_find MPI COMPONENTS C)
+
+foreach(_splitcore_comp IN LISTS splitcore_FIND_COMPONENTS)
+  set(splitcore_${_splitcore_comp}_FOUND FALSE)
+  set(_splitcore_dep "${_splitcore_${_splitcore_comp}_target}")
+  if(_splitcore_dep)
+    if(NOT TARGET ${_splitcore_dep})
+      find_package(${_splitcore_${_splitcore_comp}_find} QUIET)
+    endif()
+    if(TARGET ${_splitcore_dep})
+      if(NOT TARGET splitcore::${_splitcore_comp})
+        add_library(splitcore::${_splitcore_comp} INTERFACE IMPORTED)
+        set_target_properties(splitcore::${_splitcore_comp} PROPERTIES
+          INTERFACE_LINK_LIBRARIES "splitcore::splitcore;${_splitcore_dep}")
+      endif()
+      set(splitcore_${_splitcore_comp}_FOUND TRUE)
+    endif()
+  endif()
+  if(NOT splitcore_${_splitcore_comp}_FOUND AND splitcore_FIND_REQUIRED_${_splitcore_comp})
+    set(splitcore_FOUND FALSE)
+    if(_splitcore_dep)
+      set(splitcore_NOT_FOUND_MESSAGE "component ${_splitcore_comp}: ${_splitcore_dep} was not found")
+    else()
+      set(splitcore_NOT_FOUND_MESSAGE "unknown component ${_splitcore_comp} (pthread, mpi)")
+    endif()
+  endif()
+endforeach()
+unset(_splitcore_comp)
+unset(_splitcore_dep)
+unset(_splitcore_prefix)

@@ -76,7 +76,9 @@ enum mb_err {
     MB_ERR_NDIM = -2,          /* ndim < 0 or > MB_MAX_DIMS */
     MB_ERR_DIM = -3,           /* dim out of range for the tensor's rank */
     MB_ERR_DTYPE = -4,         /* unknown dtype, dtypes differ, or op undefined for dtype */
-    MB_ERR_SHAPE = -5,         /* negative size, or shapes that must agree do not */
+    MB_ERR_SHAPE = -5,         /* negative size, sizes too large (a contiguous stride over
+                                  INT32_MAX, a product of sizes reaching 2^32 before the
+                                  last dim), or shapes that must agree do not */
     MB_ERR_CHUNKS = -6,        /* chunk count <= 0 */
     MB_ERR_CHUNK_COUNT = -7,   /* values split into different numbers of chunks */
     MB_ERR_TOO_SMALL = -8,     /* caller's output array or storage is too small */
@@ -272,19 +274,22 @@ MB__DEF int64_t mb_numel(const mb_tensor *t)
 MB__DEF int mb_tensor_check(const mb_tensor *t)
 {
     int d;
+    uint64_t n = 1;
     if (!t) return MB_ERR_NULL;
     if ((uint32_t)t->ndim > MB_MAX_DIMS) return MB_ERR_NDIM;
     if (!mb_dtype_size(t->dtype)) return MB_ERR_DTYPE;
-    for (d = 0; d < t->ndim; d++)
-        if ((t->shape[d] | t->stride[d]) < 0) return MB_ERR_SHAPE;
-    return !t->data && mb_numel(t) ? MB_ERR_NULL : MB_OK;
+    for (d = 0; d < t->ndim; d++) { /* a partial size product >= 2^32 is refused: numel < 2^63 */
+        if ((t->shape[d] | t->stride[d]) < 0 || n >> 32) return MB_ERR_SHAPE;
+        n *= (uint32_t)t->shape[d];
+    }
+    return !t->data && n ? MB_ERR_NULL : MB_OK;
 }
 
 MB__DEF int mb_tensor_init(mb_tensor *t, void *data, mb_dtype dt, int ndim, const int32_t *shape)
 {
     mb_tensor v;
     int d;
-    int32_t st = 1;
+    int64_t st = 1;
     if (!t || (ndim > 0 && !shape)) return MB_ERR_NULL;
     if ((unsigned)ndim > MB_MAX_DIMS) return MB_ERR_NDIM;
     MB_MEMSET(&v, 0, sizeof v);
@@ -293,8 +298,9 @@ MB__DEF int mb_tensor_init(mb_tensor *t, void *data, mb_dtype dt, int ndim, cons
     v.ndim = ndim;
     for (d = ndim; d-- > 0;) {
         v.shape[d] = shape[d];
-        v.stride[d] = st;
+        v.stride[d] = (int32_t)st;
         st *= shape[d] > 1 ? shape[d] : 1;
+        if (d && st > INT32_MAX) return MB_ERR_SHAPE; /* the next stride would not fit int32_t */
     }
     d = mb_tensor_check(&v);
     if (d == MB_OK) *t = v;
@@ -320,7 +326,8 @@ static MB__NOINLINE void mb__narrow(mb_tensor *out, const mb_tensor *t, int dim,
     memmove(out, t, sizeof *out);
     t = out;
     out->shape[dim] = len;
-    if (len) out->data = (char *)t->data + (size_t)start * (size_t)t->stride[dim] * mb_dtype_size(t->dtype);
+    if (len && t->data) /* a NULL view is empty (mb_tensor_check): no arithmetic on NULL */
+        out->data = (char *)t->data + (size_t)start * (size_t)t->stride[dim] * mb_dtype_size(t->dtype);
 }
 
 MB__DEF int mb_narrow(const mb_tensor *t, int dim, int32_t start, int32_t length, mb_tensor *out)
@@ -445,7 +452,7 @@ MB__DEF int mb_split_sizes(int32_t size, int chunks, int flags, int32_t *sizes, 
     if (chunks <= 0) return MB_ERR_CHUNKS;
     if (size < 0) return MB_ERR_SHAPE;
     each = size / chunks + (size % chunks != 0); /* torch.chunk: ceil(size / chunks) */
-    n = ((flags & MB_CEIL) && each) ? (int)((size + each - 1) / each) : chunks; /* chunk(empty, k): k empties */
+    n = ((flags & MB_CEIL) && each) ? (int)((size - 1) / each + 1) : chunks; /* chunk(empty, k): k empties */
     if (sizes && n > max_sizes) return MB_ERR_TOO_SMALL;
     for (c = 0; sizes && c < n; c++) off += sizes[c] = mb__chunk_len(size, chunks, c, off, flags);
     return n;
@@ -506,6 +513,14 @@ static int mb__split(const mb_value *args, const mb_spec *specs, int nargs, int 
                     rc = MB_ERR_CHUNK_COUNT;
                     if (counted >= 0 && c != counted) goto fail;
                     counted = c;
+                    if (storage || bytes) { /* debug mask: full-size copies must be addressable */
+                        mb_tensor full;
+                        rc = mb_tensor_init(&full, (void *)t, t->dtype, t->ndim, t->shape);
+                        if (!rc && ((uint64_t)mb_numel(t) > ((size_t)-1 >> 4) / (size_t)(c + 1) ||
+                                    (size_t)c * piece > ((size_t)-1 >> 1) - need))
+                            rc = MB_ERR_SHAPE;
+                        if (rc) goto fail;
+                    }
                     need += (size_t)c * piece;
                 }
             }

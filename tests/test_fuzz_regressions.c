@@ -1,0 +1,114 @@
+/* test_fuzz_regressions.c — every bug the libFuzzer targets (tests/fuzz/) found, as a test.
+
+   Each case is the smallest call that showed the bug under ASan/UBSan; the fuzzer's own
+   input also stays in tests/fuzz/corpus/<target>/ (run first by every fuzzing session).
+   This suite runs on the host under ASan + UBSan and under QEMU on every target. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#define MICROBATCH_IMPLEMENTATION
+#include "microbatch.h"
+
+/* fuzz_microbatch: torch.chunk's count was (size + each - 1) / each in int32: signed
+   overflow for sizes near INT32_MAX. */
+static void test_split_sizes_near_int32_max(void **state)
+{
+    int32_t sizes[3];
+    (void)state;
+    assert_int_equal(mb_split_sizes(INT32_MAX, 2, MB_CEIL, sizes, 3), 2);
+    assert_int_equal(sizes[0], 1073741824);
+    assert_int_equal(sizes[1], 1073741823);
+    assert_int_equal(mb_split_sizes(1996488703, 1, MB_CEIL, sizes, 3), 1);
+    assert_int_equal(sizes[0], 1996488703);
+    assert_int_equal(mb_split_sizes(INT32_MAX, 3, MB_BALANCED, sizes, 3), 3);
+    assert_int_equal(sizes[0] + sizes[1] + sizes[2], INT32_MAX);
+}
+
+/* fuzz_microbatch: mb_tensor_init multiplied the contiguous strides in int32 (overflow for
+   shapes whose inner product passes INT32_MAX); mb_tensor_check's element count could
+   overflow int64 with 6 huge dims. Both are MB_ERR_SHAPE now; the output is untouched. */
+static void test_huge_shapes_are_shape_errors(void **state)
+{
+    static float x[4];
+    const int32_t big[2] = {3, 2147483409}, inner[3] = {2, 65536, 65536};
+    const int32_t ok[2] = {3, INT32_MAX}; /* strides fit; numel > 2^31 is fine */
+    mb_tensor t, before;
+    int d;
+    (void)state;
+    memset(&t, 0xA5, sizeof t);
+    before = t;
+    assert_int_equal(mb_tensor_init(&t, x, MB_F32, 3, inner), MB_ERR_SHAPE);
+    assert_memory_equal(&t, &before, sizeof t);
+    assert_int_equal(mb_tensor_init(&t, x, MB_F32, 2, ok), MB_OK);
+    assert_int_equal(t.stride[0], INT32_MAX);
+    assert_int_equal(mb_tensor_init(&t, x, MB_F32, 2, big), MB_OK);
+    t.ndim = MB_MAX_DIMS; /* a broadcast view: every stride 0, every size huge */
+    for (d = 0; d < MB_MAX_DIMS; d++) {
+        t.shape[d] = INT32_MAX;
+        t.stride[d] = 0;
+    }
+    assert_int_equal(mb_tensor_check(&t), MB_ERR_SHAPE);
+    t.ndim = 2;
+    assert_int_equal(mb_tensor_check(&t), MB_OK); /* 2^62 elements still count */
+}
+
+/* fuzz_microbatch: narrowing an empty view with a NULL data pointer did NULL + offset. */
+static void test_narrow_null_empty_view(void **state)
+{
+    const int32_t shape[2] = {4, 0};
+    mb_tensor t, out;
+    (void)state;
+    assert_int_equal(mb_tensor_init(&t, NULL, MB_F32, 2, shape), MB_OK);
+    assert_int_equal(mb_narrow(&t, 0, 1, 2, &out), MB_OK);
+    assert_null(out.data);
+    assert_int_equal(out.shape[0], 2);
+}
+
+/* fuzz_microbatch: a debug-mask split of a broadcast (stride 0) view whose full-size copies
+   cannot be described (contiguous strides over INT32_MAX, or a storage size that wraps
+   size_t) left the copy's view unset and wrote through it. Now MB_ERR_SHAPE, nothing
+   written. */
+static void test_masked_split_of_huge_broadcast_view(void **state)
+{
+    static double storage[64];
+    static float x[1];
+    mb_value in[1], out[4], before[4];
+    mb_diag diag;
+    size_t bytes = 12345;
+    (void)state;
+    memset(in, 0, sizeof in);
+    in[0].kind = MB_VALUE_TENSOR;
+    in[0].tensor.data = x;
+    in[0].tensor.dtype = MB_F32;
+    in[0].tensor.ndim = 3;
+    in[0].tensor.shape[0] = 4;
+    in[0].tensor.shape[1] = 65536; /* stride 0 on every dim: one element in memory */
+    in[0].tensor.shape[2] = 65536;
+    memset(out, 0x5C, sizeof out);
+    memcpy(before, out, sizeof out);
+    assert_int_equal(mb_split(in, NULL, 1, 4, MB_BALANCED, out, 4, &diag), 4); /* views: fine */
+    memcpy(out, before, sizeof out);
+    assert_int_equal(mb_split_masked_bytes(in, NULL, 1, 4, MB_BALANCED, &bytes), MB_ERR_SHAPE);
+    assert_int_equal(mb_split_masked(in, NULL, 1, 4, MB_BALANCED, out, 4, storage, sizeof storage, &diag),
+                     MB_ERR_SHAPE);
+    assert_memory_equal(out, before, sizeof out);
+    in[0].tensor.shape[1] = 2; /* small: works */
+    in[0].tensor.shape[2] = 1;
+    assert_int_equal(mb_split_masked_bytes(in, NULL, 1, 4, MB_BALANCED, &bytes), 4);
+    assert_int_equal(bytes, 4u * 8u * sizeof(float)); /* 4 full-size copies of 8 floats */
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_split_sizes_near_int32_max),
+        cmocka_unit_test(test_huge_shapes_are_shape_errors),
+        cmocka_unit_test(test_narrow_null_empty_view),
+        cmocka_unit_test(test_masked_split_of_huge_broadcast_view),
+    };
+    return cmocka_run_group_tests_name("fuzz regressions", tests, NULL, NULL);
+}

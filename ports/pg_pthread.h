@@ -35,7 +35,9 @@
        PG_PTHREAD_SPIN_NS         a wait spins (pause hint) this long before yielding, then
                                   sleeping (default 20000 ns; a fortieth when ranks
                                   outnumber online CPUs)
-       PG_PTHREAD_YIELDS          sched_yield() calls between spinning and sleeping (default 4)
+       PG_PTHREAD_YIELD_NS        then it calls sched_yield() until this long after it began,
+                                  then sleeps (default 1000000 ns; a tenth when ranks
+                                  outnumber online CPUs)
        PG_PTHREAD_SMALL           all_reduce up to this many bytes: every rank reduces the
                                   whole buffer (2 barriers, not 3) (default 16384)
    Needs POSIX (clock_gettime, sched_yield): this header defines _POSIX_C_SOURCE when
@@ -64,8 +66,8 @@
 #ifndef PG_PTHREAD_SPIN_NS
 #define PG_PTHREAD_SPIN_NS 20000
 #endif
-#ifndef PG_PTHREAD_YIELDS
-#define PG_PTHREAD_YIELDS 4
+#ifndef PG_PTHREAD_YIELD_NS
+#define PG_PTHREAD_YIELD_NS 1000000
 #endif
 #ifdef PG_PTHREAD_STATIC
 #define PG_PTHREAD_API static
@@ -128,6 +130,7 @@ typedef struct pg_pthread_world {
     volatile uint32_t recover_count, recover_gen;
     int32_t size;
     uint32_t spin_ns;      /* PG_PTHREAD_SPIN_NS, or 1/40 of it when ranks outnumber the CPUs */
+    uint32_t yield_ns;     /* PG_PTHREAD_YIELD_NS, or 1/10 of it then */
     pg_pthread_rank ctx[PG_PTHREAD_MAX_RANKS];
     pg_group group[PG_PTHREAD_MAX_RANKS];
     /* pg_pthread_run's bookkeeping */
@@ -182,14 +185,16 @@ static void pg_pthread__ring(pg_pthread_world *w, int r)
 }
 
 /* A wait in progress. Three phases, so a peer running on another CPU answers within
-   microseconds while a descheduled one costs no CPU: (1) spin with a pause hint for up to
-   w->spin_ns after the wait began, (2) PG_PTHREAD_YIELDS sched_yield()s (the peer may be
-   queued on this CPU), (3) sleep on the rank's condvar, at most 2 ms per sleep (so
-   timeouts and progress without a doorbell are still seen). The clock starts at the first
-   unsuccessful check, so a wait that succeeds at once costs no clock read. */
+   microseconds, a peer preempted by other load gets the CPU back soon, and a long wait
+   costs no CPU: (1) spin with a pause hint until w->spin_ns after the wait began,
+   (2) sched_yield() between checks until w->yield_ns (a peer queued on this CPU runs;
+   on a busy machine a sleeping rank would wait for the scheduler to wake it, a yielding
+   one stays runnable, as MPI's progress loops do), (3) sleep on the rank's condvar, at
+   most 2 ms per sleep (so timeouts and progress without a doorbell are still seen). The
+   clock starts at the first unsuccessful check: a wait that succeeds at once reads none. */
 typedef struct pg_pthread__wait {
     uint64_t start;              /* ns at the first wait, 0 before */
-    uint32_t timeout, yields;
+    uint32_t timeout;
 } pg_pthread__wait;
 
 static uint64_t pg_pthread__now_ns(void)
@@ -202,7 +207,6 @@ static uint64_t pg_pthread__now_ns(void)
 static void pg_pthread__wait_init(pg_pthread__wait *wt, uint32_t timeout_ms)
 {
     wt->timeout = timeout_ms;
-    wt->yields = 0;
     wt->start = 0;
 }
 
@@ -234,8 +238,7 @@ static int pg_pthread__wait_bell(pg_pthread_world *w, int me, uint32_t seen, pg_
         now = pg_pthread__now_ns();
     }
     if (wt->timeout != PG_WAIT_FOREVER && now - wt->start >= (uint64_t)wt->timeout * 1000000u) return PG_ERR_TIMEOUT;
-    if (wt->yields < PG_PTHREAD_YIELDS) { /* 2. let a peer queued on this CPU run */
-        wt->yields++;
+    if (now - wt->start < w->yield_ns) { /* 2. let a peer queued on this CPU run */
         sched_yield();
         return PG_OK;
     }
@@ -733,6 +736,7 @@ PG_PTHREAD__DEF int pg_pthread_world_init(pg_pthread_world *w, int n)
     {   /* oversubscribed (more ranks than CPUs): spinning only delays the peer we wait for */
         long cpus = sysconf(_SC_NPROCESSORS_ONLN);
         w->spin_ns = (cpus > 0 && n > cpus) ? PG_PTHREAD_SPIN_NS / 40u : PG_PTHREAD_SPIN_NS;
+        w->yield_ns = (cpus > 0 && n > cpus) ? PG_PTHREAD_YIELD_NS / 10u : PG_PTHREAD_YIELD_NS;
     }
     for (r = 0; r < n; r++) {
         w->ctx[r].w = w;

@@ -2,8 +2,10 @@
 
    Lets ports/pg_shm.h run on a desktop OS: each "core" is a thread, the shared region is
    ordinary memory. The doorbell is one word per core: notify() sets it and, only when the
-   core sleeps, wakes it (a Linux futex; elsewhere a condition variable). wait() sleeps until
-   the doorbell rang or 1 ms passed. Caches are coherent (no cache hooks); now_us() reads
+   core sleeps, wakes it (a Linux futex; elsewhere a condition variable). wait() first spins
+   on the doorbell for up to PG_SHM_HOST_SPIN_US (pause hint; a peer on another CPU answers
+   in well under a microsecond, a futex round trip costs tens), then sleeps until the
+   doorbell rang or PG_SHM_HOST_TICK_US passed. Caches are coherent (no cache hooks); now_us() reads
    CLOCK_MONOTONIC.
 
    Example:
@@ -38,6 +40,16 @@
 
 #ifndef PG_SHM_HOST_TICK_US
 #define PG_SHM_HOST_TICK_US 1000
+#endif
+#ifndef PG_SHM_HOST_SPIN_US
+#define PG_SHM_HOST_SPIN_US 20
+#endif
+#if defined(__x86_64__) || defined(__i386__)
+#define PG_SHM_HOST__PAUSE() __builtin_ia32_pause()
+#elif defined(__aarch64__)
+#define PG_SHM_HOST__PAUSE() __asm__ __volatile__("yield" ::: "memory")
+#else
+#define PG_SHM_HOST__PAUSE() ((void)0)
 #endif
 
 typedef struct pg_shm_host_bells {
@@ -74,6 +86,16 @@ static inline void pg_shm_host_notify(void *ctx, int core)
 static inline void pg_shm_host_wait(void *ctx, int self)
 {
     pg_shm_host_bells *b = (pg_shm_host_bells *)ctx;
+    uint32_t t0 = pg_shm_host_now_us(ctx);
+    int i;
+    do { /* spin first: no syscall on either side while the peer answers quickly */
+        for (i = 0; i < 32; i++) {
+            if (__atomic_load_n(&b->core[self].bell, __ATOMIC_ACQUIRE) &&
+                __atomic_exchange_n(&b->core[self].bell, 0, __ATOMIC_SEQ_CST))
+                return;
+            PG_SHM_HOST__PAUSE();
+        }
+    } while (pg_shm_host_now_us(ctx) - t0 < PG_SHM_HOST_SPIN_US);
     __atomic_store_n(&b->core[self].sleeping, 1, __ATOMIC_SEQ_CST);
 #ifdef PG_SHM_HOST__FUTEX
     {

@@ -197,7 +197,9 @@ enum dt_op {
     DT_OP_ALL_GATHER,        /* Shard -> Replicate (uneven: all_gatherv) */
     DT_OP_ALL_REDUCE,        /* Partial -> Replicate */
     DT_OP_REDUCE_SCATTER,    /* Partial -> Shard (uneven: reduce_scatterv) */
-    DT_OP_ALL_TO_ALL         /* Shard(i) -> Shard(j) (uneven: all_to_allv) */
+    DT_OP_ALL_TO_ALL,        /* Shard(i) -> Shard(j) (uneven: all_to_allv) */
+    DT_OP_SCATTER,           /* dt_distribute: Replicate on the root -> Shard (scatterv) */
+    DT_OP_BROADCAST          /* dt_distribute: Replicate on the root -> Replicate */
 };
 
 typedef struct dt_step {
@@ -205,6 +207,8 @@ typedef struct dt_step {
     int32_t op;                       /* enum dt_op */
     int32_t red;                      /* dt_red of ALL_REDUCE/REDUCE_SCATTER/PARTITION */
     int32_t group_size;               /* ranks on the mesh dim */
+    int32_t coord;                    /* this rank's place in the group (its coordinate) */
+    int32_t root;                     /* SCATTER/BROADCAST: the source's place */
     dt_placement src, dst;
     int32_t logical_shape[MB_MAX_DIMS]; /* torch's logical shape on this mesh dim */
     int32_t in_shape[MB_MAX_DIMS];    /* this rank's local shape before / after */
@@ -212,15 +216,17 @@ typedef struct dt_step {
     uint32_t hops;                    /* ring steps: n-1 (all_reduce 2(n-1)), 0 locally */
     uint64_t bytes;                   /* bytes sent per rank: comm * hops / n, comm = this
                                          rank's gathered (all_gather) or input bytes */
-    uint64_t scratch;                 /* staging bytes of this step (the plan adds holding) */
 } dt_step;
 
 typedef struct dt_plan {
     int32_t nsteps;
     int32_t ncollectives;             /* steps that communicate */
     uint32_t hops;                    /* sums over steps */
+    int32_t dtype, ndim;              /* the tensor's mb_dtype and rank */
+    int32_t in_shape[MB_MAX_DIMS];    /* this rank's local shape before / after */
+    int32_t out_shape[MB_MAX_DIMS];
     uint64_t bytes;
-    uint64_t scratch;                 /* max over steps: dt_plan_scratch_bytes() */
+    uint64_t scratch;                 /* dt_plan_scratch_bytes() */
     dt_step steps[DT_MAX_STEPS];
 } dt_plan;
 
@@ -235,10 +241,16 @@ typedef struct dt_plan {
    pass. Both specs need the same mesh (shape and this rank's coordinate), global shape
    and dtype. Nothing is written on error. */
 DT_API int dt_plan_redistribute(const dt_spec *src, const dt_spec *dst, int flags, dt_plan *plan);
-/* Scratch bytes dt_redistribute needs for the plan: max over steps of its staging (a
-   collective: packed send + receive, each rounded up to 8) plus the intermediate results
-   it reads and writes. 0 for plans without collectives (Partial(sum) partition aside). */
+/* Scratch bytes dt_redistribute needs for the plan with contiguous local tensors: per
+   step the staging of what the collective cannot read or write in place (blocks that do
+   not lie back to back in rank order, e.g. gathering Shard(1) of a matrix; each region
+   rounded up to 8), plus the intermediate results between steps. Replicate -> Shard
+   steps are views (no copy). 0 when every collective works straight on the caller's
+   tensors: 1-D S(0)->R, P->R, P->S(0), R->S. Strided views may need more:
+   dt_redistribute_scratch_bytes(). */
 DT_API size_t dt_plan_scratch_bytes(const dt_plan *plan);
+/* The same for these local tensors (any strided views); 0 on bad arguments. */
+DT_API size_t dt_redistribute_scratch_bytes(const dt_plan *plan, const mb_tensor *in, const mb_tensor *out);
 
 /* Link model for a time estimate: torch's _collective_utils ring model per plan step
    (redistribute_cost over _gen_transform_infos): base + hops * hop + bytes / bandwidth,
@@ -258,13 +270,14 @@ DT_API int dt_plan_cost_ns(const dt_plan *plan, const dt_link *link, uint64_t *n
 /* ---- 7. Plan cache ------------------------------------------------------------------
    Fixed capacity in caller storage, least-recently-used replacement. A plan depends only
    on the mesh shape, this rank's coordinate, both placement lists, the global shape, the
-   dtype and the flags: that is the key (so a re-created but equal mesh still hits). */
+   dtype and the flags: that is the key (so a re-created but equal mesh still hits). The
+   key holds them as the structs lay them out: the mesh's ndim..coord, each spec's
+   placements..shape (stale entries past ndim only make equal requests miss). */
 typedef struct dt_plan_key {
-    int32_t mesh_ndim, flags, dtype, ndim;
-    int32_t mesh_shape[DT_MAX_MESH_DIMS];
-    int32_t coord[DT_MAX_MESH_DIMS];
-    dt_placement src[DT_MAX_MESH_DIMS], dst[DT_MAX_MESH_DIMS];
-    int32_t shape[MB_MAX_DIMS];
+    int32_t flags;
+    unsigned char mesh[offsetof(dt_mesh, ranks)];
+    unsigned char src[offsetof(dt_spec, stride) - offsetof(dt_spec, placements)];
+    unsigned char dst[offsetof(dt_spec, stride) - offsetof(dt_spec, placements)];
 } dt_plan_key;
 
 typedef struct dt_cache_entry {
@@ -294,7 +307,8 @@ DT_API int dt_plan_cached(dt_plan_cache *c, const dt_spec *src, const dt_spec *d
    A dt_comm binds a mesh to a pg group: one pg sub-group per mesh dimension (this rank's
    slice along it, dt_mesh_group), in caller storage. Every rank of `parent` calls
    dt_comm_init with an equal mesh (same shape and ranks, its own `rank`) in the same order
-   (pg_subgroup_init's rule); mesh ranks are world ranks and must be in `parent`.
+   (pg_subgroup_init's rule); mesh ranks are world ranks and must be in `parent`, which
+   must outlive the dt_comm (a mesh dim spanning all of it runs on it directly).
    Tensors are (spec, local mb_tensor) pairs; local tensors may be any strided view.
    Scratch pointers must be 8-byte aligned. Every call validates all its arguments
    before communicating: on bad input nothing is sent and no output is written. A failed
@@ -304,6 +318,9 @@ typedef struct dt_comm {
     const dt_mesh *mesh;
     int32_t err;                        /* pg_err of the last failed collective */
     uint32_t collectives;               /* collectives this dt_comm has run */
+    pg_group *g[DT_MAX_MESH_DIMS];      /* mesh dim i's group: group[i], or `parent` itself
+                                           when the slice is all of it in order (a port's
+                                           native collectives often serve the world only) */
     pg_group group[DT_MAX_MESH_DIMS];   /* group[i]: this rank's slice along mesh dim i */
 } dt_comm;
 
@@ -333,12 +350,15 @@ DT_API int dt_to_local(const dt_tensor *t, mb_tensor *local);
 
 /* Redistribute this rank's `in` (src's local shape) into `out` (dst's local shape) along
    the plan for (src, dst, flags): from `cache` when not NULL. `out` must not overlap `in`.
-   scratch_bytes >= dt_plan_scratch_bytes(plan), else DT_ERR_TOO_SMALL. */
+   Collectives read `in` and write `out` directly where the layout allows (no copy).
+   scratch_bytes >= dt_redistribute_scratch_bytes(plan, in, out) (for contiguous tensors:
+   dt_plan_scratch_bytes(plan)), else DT_ERR_TOO_SMALL; scratch may be NULL when that is 0. */
 DT_API int dt_redistribute(dt_comm *c, dt_plan_cache *cache, const dt_spec *src, const mb_tensor *in,
                            const dt_spec *dst, int flags, mb_tensor *out, void *scratch, size_t scratch_bytes);
 /* full_tensor: redistribute to all-Replicate into `global` (the global shape). */
 DT_API int dt_full_tensor(dt_comm *c, dt_plan_cache *cache, const dt_spec *src, const mb_tensor *in,
                           mb_tensor *global, void *scratch, size_t scratch_bytes);
+/* Its scratch with contiguous tensors (as dt_plan_scratch_bytes). */
 DT_API int dt_full_tensor_scratch_bytes(const dt_spec *src, size_t *bytes);
 /* distribute_tensor: this rank's piece of `global` into `local` (s's local shape).
    src_rank = the world rank holding `global` (scatterv for Shard, broadcast for
@@ -347,6 +367,8 @@ DT_API int dt_full_tensor_scratch_bytes(const dt_spec *src, size_t *bytes);
    DT_ERR_PARTIAL (as torch). */
 DT_API int dt_distribute(dt_comm *c, const dt_spec *s, const mb_tensor *global, int src_rank, mb_tensor *local,
                          void *scratch, size_t scratch_bytes);
+/* Its scratch on this rank with contiguous tensors: the root packs blocks that do not lie
+   back to back; 2-D meshes hold the intermediate piece. DT_EVERY_RANK: 0. */
 DT_API int dt_distribute_scratch_bytes(const dt_spec *s, int src_rank, size_t *bytes);
 
 #ifdef __cplusplus
@@ -383,9 +405,9 @@ extern "C" {
 DT__DEF const char *dt_strerror(int err)
 {
     static const char msg[] = "ok\0null pointer\0bad mesh\0bad rank\0not a mesh member\0bad mesh dim\0"
-                              "bad placement\0placement count != mesh ndim\0shard dim out of range\0"
-                              "bad shape\0bad dtype\0specs or tensor mismatch\0redistribute to Partial\0"
-                              "Partial op change\0unsupported\0too small\0collective failed\0unknown error";
+                              "bad placement\0placement count\0bad shard dim\0bad shape\0bad dtype\0"
+                              "mismatch\0to Partial\0Partial op change\0unsupported\0too small\0"
+                              "collective failed\0unknown error";
     const char *p = msg;
     if (err > 0 || err < DT_ERR_COMM) err = DT_ERR_COMM - 1;
     for (; err < 0; err++) p += strlen(p) + 1;
@@ -394,20 +416,30 @@ DT__DEF const char *dt_strerror(int err)
 
 /* ---- mesh ---- */
 
-/* Structural check of a mesh (not the rank list: dt_mesh_init validated that). */
-static int dt__mesh_check(const dt_mesh *m)
+/* ndim 1..DT_MAX_MESH_DIMS, sizes >= 1, product (in *size) <= DT_MAX_RANKS. */
+static int dt__mesh_shape(int ndim, const int32_t *shape, int32_t *size)
 {
     int i;
     int32_t n = 1;
-    if (!m) return DT_ERR_NULL;
-    if (m->ndim < 1 || m->ndim > DT_MAX_MESH_DIMS) return DT_ERR_MESH;
-    for (i = 0; i < m->ndim; i++) {
-        if (m->shape[i] < 1) return DT_ERR_MESH;
-        if (m->shape[i] > DT_MAX_RANKS / n) return DT_ERR_TOO_SMALL;
-        n *= m->shape[i];
+    if (ndim < 1 || ndim > DT_MAX_MESH_DIMS) return DT_ERR_MESH;
+    for (i = 0; i < ndim; i++) {
+        if (shape[i] < 1) return DT_ERR_MESH;
+        if (shape[i] > DT_MAX_RANKS / n) return DT_ERR_TOO_SMALL;
+        n *= shape[i];
     }
-    if (n != m->size || m->index < -1 || m->index >= n) return DT_ERR_MESH;
+    *size = n;
     return DT_OK;
+}
+
+/* Structural check of a mesh (not the rank list: dt_mesh_init validated that). */
+static int dt__mesh_check(const dt_mesh *m)
+{
+    int32_t n;
+    int rc;
+    if (!m) return DT_ERR_NULL;
+    rc = dt__mesh_shape(m->ndim, m->shape, &n);
+    if (!rc && (n != m->size || m->index < -1 || m->index >= n)) rc = DT_ERR_MESH;
+    return rc;
 }
 
 /* Row-major position -> coordinate. */
@@ -420,12 +452,12 @@ static void dt__coord(const dt_mesh *m, int32_t index, int32_t *coord)
     }
 }
 
+/* Position of world rank `rank` in the mesh, -1 when it is not a member. */
 static int dt__index_of(const dt_mesh *m, int rank)
 {
-    int32_t i;
-    for (i = 0; i < m->size; i++)
-        if (m->ranks[i] == rank) return (int)i;
-    return DT_ERR_NOT_MEMBER;
+    int i;
+    for (i = m->size - 1; i >= 0 && m->ranks[i] != rank; i--) {}
+    return i;
 }
 
 DT__DEF int dt_mesh_init(dt_mesh *m, int ndim, const int32_t *shape, const int32_t *ranks, int rank)
@@ -434,28 +466,22 @@ DT__DEF int dt_mesh_init(dt_mesh *m, int ndim, const int32_t *shape, const int32
     int32_t i, j;
     int rc;
     if (!m || !shape) return DT_ERR_NULL;
-    if (ndim < 1 || ndim > DT_MAX_MESH_DIMS) return DT_ERR_MESH;
     DT_MEMSET(&v, 0, sizeof v);
-    v.ndim = ndim;
-    v.size = 1;
-    for (i = 0; i < ndim; i++) {
-        v.shape[i] = shape[i];
-        if (shape[i] < 1) return DT_ERR_MESH;
-        if (shape[i] > DT_MAX_RANKS / v.size) return DT_ERR_TOO_SMALL;
-        v.size *= shape[i];
-    }
+    rc = dt__mesh_shape(ndim, shape, &v.size);
+    if (rc) return rc;
     if (rank < 0) return DT_ERR_RANK;
+    v.ndim = ndim;
+    DT_MEMCPY(v.shape, shape, sizeof(int32_t) * (size_t)ndim);
     for (i = 0; i < v.size; i++) {
         v.ranks[i] = ranks ? ranks[i] : i;
-        if (v.ranks[i] < 0) return DT_ERR_RANK;
         for (j = 0; j < i; j++)
-            if (v.ranks[j] == v.ranks[i]) return DT_ERR_RANK;
+            if (v.ranks[j] == v.ranks[i]) v.ranks[i] = -1;
+        if (v.ranks[i] < 0) return DT_ERR_RANK;
     }
     v.rank = rank;
-    rc = dt__index_of(&v, rank);
-    v.index = rc < 0 ? -1 : rc;
+    v.index = dt__index_of(&v, rank);
     for (i = 0; i < DT_MAX_MESH_DIMS; i++) v.coord[i] = -1;
-    if (rc >= 0) dt__coord(&v, v.index, v.coord);
+    if (v.index >= 0) dt__coord(&v, v.index, v.coord);
     *m = v;
     return DT_OK;
 }
@@ -466,7 +492,7 @@ DT__DEF int dt_mesh_coord(const dt_mesh *m, int rank, int32_t *coord)
     if (idx) return idx;
     if (!coord) return DT_ERR_NULL;
     idx = dt__index_of(m, rank);
-    if (idx < 0) return idx;
+    if (idx < 0) return DT_ERR_NOT_MEMBER;
     dt__coord(m, idx, coord);
     return DT_OK;
 }
@@ -486,7 +512,7 @@ DT__DEF int dt_mesh_group(const dt_mesh *m, int rank, int mesh_dim, int32_t *ran
     if (n < 0) return n;
     if (!ranks) return DT_ERR_NULL;
     idx = dt__index_of(m, rank);
-    if (idx < 0) return idx;
+    if (idx < 0) return DT_ERR_NOT_MEMBER;
     if (cap < n) return DT_ERR_TOO_SMALL;
     for (i = m->ndim - 1; i > mesh_dim; i--) step *= m->shape[i];
     base = idx - ((idx / step) % n) * step; /* the slice member with coordinate 0 there */
@@ -504,27 +530,22 @@ static int dt__placement_check(const dt_placement *p, int ndim)
     return (p->arg >= 0 && p->arg < ndim) ? DT_OK : DT_ERR_DIM;
 }
 
-/* Tensor meta: ndim, sizes, strides, dtype, and a byte count that fits comfortably. */
-static int dt__meta_check(const dt_spec *s)
-{
-    int d;
-    uint64_t n = mb_dtype_size(s->dtype);
-    if (!n) return DT_ERR_DTYPE;
-    if (s->ndim < 0 || s->ndim > MB_MAX_DIMS) return DT_ERR_SHAPE;
-    for (d = 0; d < s->ndim; d++) {
-        if (s->shape[d] < 0 || s->stride[d] < 0) return DT_ERR_SHAPE;
-        n *= (uint64_t)s->shape[d];
-        if (n > ((uint64_t)1 << 48)) return DT_ERR_SHAPE; /* keeps cost arithmetic exact */
-    }
-    return DT_OK;
-}
-
 DT__DEF int dt_spec_check(const dt_spec *s)
 {
     int i, rc;
+    uint64_t n;
     if (!s) return DT_ERR_NULL;
     rc = dt__mesh_check(s->mesh);
-    if (!rc) rc = dt__meta_check(s);
+    if (rc) return rc;
+    n = mb_dtype_size(s->dtype);
+    if (!n) return DT_ERR_DTYPE;
+    if (s->ndim < 0 || s->ndim > MB_MAX_DIMS) return DT_ERR_SHAPE;
+    for (i = 0; i < s->ndim; i++) {
+        /* sizes >= 0, bytes <= 2^48 (keeps cost arithmetic exact) */
+        if (s->shape[i] < 0 || s->stride[i] < 0 || (n && (uint64_t)s->shape[i] > ((uint64_t)1 << 48) / n))
+            return DT_ERR_SHAPE;
+        n *= (uint64_t)s->shape[i];
+    }
     for (i = 0; !rc && i < s->mesh->ndim; i++) rc = dt__placement_check(&s->placements[i], s->ndim);
     return rc;
 }
@@ -559,15 +580,7 @@ DT__DEF int dt_spec_init(dt_spec *s, const dt_mesh *mesh, const dt_placement *pl
     return rc;
 }
 
-DT__DEF int dt_spec_is_replicated(const dt_spec *s)
-{
-    int i, rc = dt_spec_check(s);
-    if (rc) return rc;
-    for (i = 0; i < s->mesh->ndim; i++)
-        if (s->placements[i].kind != DT_KIND_REPLICATE) return 0;
-    return 1;
-}
-
+/* Product of the mesh sizes of p's Shard dims. */
 static int32_t dt__num_shards(const dt_mesh *m, const dt_placement *p)
 {
     int i;
@@ -575,6 +588,15 @@ static int32_t dt__num_shards(const dt_mesh *m, const dt_placement *p)
     for (i = 0; i < m->ndim; i++)
         if (p[i].kind == DT_KIND_SHARD) n *= m->shape[i];
     return n;
+}
+
+DT__DEF int dt_spec_is_replicated(const dt_spec *s)
+{
+    int i, rc = dt_spec_check(s);
+    if (rc) return rc;
+    for (i = 0; i < s->mesh->ndim; i++)
+        if (s->placements[i].kind != DT_KIND_REPLICATE) return 0;
+    return 1;
 }
 
 DT__DEF int dt_spec_num_shards(const dt_spec *s)
@@ -603,22 +625,23 @@ DT__DEF int32_t dt_chunk(int32_t n, int32_t k, int32_t i, int32_t *offset)
     return dt__chunk(n, k, i, offset);
 }
 
-/* Local shape (and global offset) at coordinate `coord` for placements p; shape starts as
-   the global shape. An empty piece gets the global dim size as offset (torch). */
-static void dt__local(const dt_mesh *m, const int32_t *coord, const dt_placement *p, int ndim,
-                      const int32_t *global, int32_t *shape, int32_t *offset)
+/* Local shape (and global offset) of s's global shape at mesh coordinate `coord` with
+   placements p, mesh dims 0..upto-1 applied in order. An empty piece gets the global dim
+   size as offset (torch). */
+static void dt__local(const dt_spec *s, const int32_t *coord, const dt_placement *p, int upto, int32_t *shape,
+                      int32_t *offset)
 {
     int i, d;
     int32_t o;
-    for (d = 0; d < ndim; d++) {
-        shape[d] = global[d];
+    for (d = 0; d < s->ndim; d++) {
+        shape[d] = s->shape[d];
         if (offset) offset[d] = 0;
     }
-    for (i = 0; i < m->ndim; i++) {
+    for (i = 0; i < upto; i++) {
         if (p[i].kind != DT_KIND_SHARD) continue;
         d = p[i].arg;
-        shape[d] = dt__chunk(shape[d], m->shape[i], coord[i], &o);
-        if (offset) offset[d] = shape[d] ? offset[d] + o : global[d];
+        shape[d] = dt__chunk(shape[d], s->mesh->shape[i], coord[i], &o);
+        if (offset) offset[d] = shape[d] ? offset[d] + o : s->shape[d];
     }
 }
 
@@ -630,52 +653,201 @@ static uint64_t dt__bytes(const int32_t *shape, int ndim, mb_dtype dt)
     return n;
 }
 
-/* Validate s and find world rank `rank`'s coordinate. */
-static int dt__spec_coord(const dt_spec *s, int rank, int32_t *coord)
-{
-    int rc = dt_spec_check(s);
-    return rc ? rc : dt_mesh_coord(s->mesh, rank, coord);
-}
-
 DT__DEF int dt_local_shape(const dt_spec *s, int rank, int32_t *shape, int32_t *offset)
 {
     int32_t coord[DT_MAX_MESH_DIMS];
-    int rc = dt__spec_coord(s, rank, coord);
-    if (rc) return rc;
-    if (!shape) return DT_ERR_NULL;
-    dt__local(s->mesh, coord, s->placements, s->ndim, s->shape, shape, offset);
-    return DT_OK;
+    int rc = dt_spec_check(s);
+    if (!rc) rc = dt_mesh_coord(s->mesh, rank, coord);
+    if (!rc && !shape) rc = DT_ERR_NULL;
+    if (!rc) dt__local(s, coord, s->placements, s->mesh->ndim, shape, offset);
+    return rc;
 }
 
 DT__DEF int dt_local_bytes(const dt_spec *s, int rank, size_t *bytes)
 {
     int32_t shape[MB_MAX_DIMS];
     int rc = dt_local_shape(s, rank, shape, 0);
-    if (rc) return rc;
-    if (!bytes) return DT_ERR_NULL;
-    *bytes = (size_t)dt__bytes(shape, s->ndim, s->dtype);
-    return DT_OK;
+    if (!rc && !bytes) rc = DT_ERR_NULL;
+    if (!rc) *bytes = (size_t)dt__bytes(shape, s->ndim, s->dtype);
+    return rc;
+}
+
+/* DT_OK when t is a valid view of `shape` (sizes >= 0) in dtype dt, rank ndim. */
+static int dt__fits(const mb_tensor *t, int dt, int ndim, const int32_t *shape)
+{
+    int d, n = 1;
+    if (!t) return DT_ERR_NULL;
+    if ((int)t->dtype != dt || t->ndim != ndim) return DT_ERR_MISMATCH;
+    for (d = 0; d < ndim; d++) {
+        if (t->shape[d] != shape[d]) return DT_ERR_MISMATCH;
+        if (t->stride[d] < 0) return DT_ERR_SHAPE;
+        n &= shape[d] != 0;
+    }
+    return n && !t->data ? DT_ERR_NULL : DT_OK;
+}
+
+/* The same for this rank's local shape under s (s valid, this rank a member). */
+static int dt__fits_local(const mb_tensor *t, const dt_spec *s)
+{
+    int32_t shape[MB_MAX_DIMS];
+    dt__local(s, s->mesh->coord, s->placements, s->mesh->ndim, shape, 0);
+    return dt__fits(t, (int)s->dtype, s->ndim, shape);
 }
 
 DT__DEF int dt_local_view(const dt_spec *s, int rank, const mb_tensor *global, mb_tensor *local)
 {
     int32_t shape[MB_MAX_DIMS], off[MB_MAX_DIMS];
     mb_tensor v;
-    size_t at = 0;
     int d, rc = dt_local_shape(s, rank, shape, off);
+    if (!rc && !local) rc = DT_ERR_NULL;
+    if (!rc) rc = dt__fits(global, (int)s->dtype, s->ndim, s->shape);
     if (rc) return rc;
-    if (!global || !local) return DT_ERR_NULL;
-    if (mb_tensor_check(global) != MB_OK) return DT_ERR_SHAPE;
-    if (global->dtype != s->dtype || global->ndim != s->ndim) return DT_ERR_MISMATCH;
     v = *global;
-    for (d = 0; d < s->ndim; d++) {
-        if (global->shape[d] != s->shape[d]) return DT_ERR_MISMATCH;
-        v.shape[d] = shape[d];
-        at += (size_t)off[d] * (size_t)global->stride[d];
-    }
-    if (mb_numel(&v)) v.data = (char *)global->data + at * mb_dtype_size(s->dtype);
+    for (d = 0; d < s->ndim; d++) mb_narrow(&v, d, off[d], shape[d], &v);
     *local = v;
     return DT_OK;
+}
+
+/* ---- execution core (shared by the planner's scratch query) ---- */
+
+/* Pack the n torch.chunk blocks of t along dim d (d < 0: t whole) into buf back to back,
+   or unpack buf into t. */
+static void dt__blocks(const mb_tensor *t, int d, int n, unsigned char *buf, int unpack)
+{
+    mb_tensor v = *t, p;
+    int32_t pos, len;
+    int r;
+    for (r = 0; r < (d < 0 ? 1 : n); r++) {
+        if (d >= 0) {
+            len = dt__chunk(t->shape[d], n, r, &pos);
+            mb_narrow(t, d, pos, len, &v);
+        }
+        mb_tensor_init(&p, buf, t->dtype, t->ndim, v.shape);
+        if (unpack) mb_copy(&v, &p);
+        else mb_copy(&p, &v);
+        buf += (size_t)mb_numel(&v) * mb_dtype_size(t->dtype);
+    }
+}
+
+/* Element counts of t's n blocks along dim d (torch.chunk: ceil(size/n) while it lasts). */
+static void dt__counts(const mb_tensor *t, int d, int n, size_t *counts)
+{
+    size_t rest = 1, left = (size_t)t->shape[d], full = (left + (size_t)n - 1) / (size_t)n, c;
+    int i;
+    for (i = 0; i < t->ndim; i++)
+        if (i != d) rest *= (size_t)t->shape[i];
+    for (i = 0; i < n; i++) {
+        c = left < full ? left : full;
+        counts[i] = c * rest;
+        left -= c;
+    }
+}
+
+/* 1 when a collective can use t (a checked view) in place: empty, or contiguous with its
+   blocks along d (d >= 0) back to back in rank order. */
+static int dt__direct(const mb_tensor *t, int d)
+{
+    int i;
+    int64_t outer = 1, st = 1;
+    for (i = 0; i < t->ndim; i++)
+        if (!t->shape[i]) return 1;
+    for (i = t->ndim; i-- > 0;) {
+        if (t->shape[i] != 1 && t->stride[i] != st) return 0;
+        st *= t->shape[i];
+        if (i < d) outer *= t->shape[i];
+    }
+    return outer <= 1;
+}
+
+/* One communicating step (or a Partial(sum) partition) x -> y over group g; stage: its
+   staging. Packs the send side and stages the receive side only where the layout is not
+   direct. g NULL: only measure. Returns the staging bytes, or a pg error. */
+static int64_t dt__step(pg_group *g, const dt_step *st, const mb_tensor *x, mb_tensor *y, unsigned char *stage)
+{
+    int n = st->group_size, op = st->op, rc, root = st->coord == st->root;
+    int ds = st->dst.kind == DT_KIND_SHARD ? st->dst.arg : -1, dr = st->src.kind == DT_KIND_SHARD ? st->src.arg : -1;
+    /* partition and a broadcast's root start from a copy of x in the receive buffer */
+    int fill = op == DT_OP_PARTITION || (op == DT_OP_BROADCAST && root);
+    int pack = op != DT_OP_PARTITION && op != DT_OP_BROADCAST && (op != DT_OP_SCATTER || root) && !dt__direct(x, ds);
+    int unstage = !dt__direct(y, dr);
+    mb_dtype dt = x->dtype;
+    size_t sc[DT_MAX_RANKS], rcn[DT_MAX_RANKS], yn = (size_t)mb_numel(y);
+    uint64_t xb = pack ? DT__R8(dt__bytes(x->shape, x->ndim, dt)) : 0;
+    uint64_t need = xb + (unstage ? DT__R8(dt__bytes(y->shape, y->ndim, dt)) : 0);
+    const void *sp = x->data;
+    void *rp = y->data;
+    mb_tensor w;
+    if (!g) return (int64_t)need;
+    if (pack) sp = stage;
+    if (unstage) rp = stage + xb;
+    if (!mb_numel(x)) sp = 0; /* an empty tensor may share its address with the other */
+    if (!yn) rp = 0;
+    if (ds >= 0) dt__counts(x, ds, n, sc);
+    if (dr >= 0) dt__counts(y, dr, n, rcn);
+    if (pack) dt__blocks(x, ds, n, stage, 0);
+    if (fill) {
+        mb_tensor_init(&w, rp, dt, y->ndim, y->shape);
+        mb_copy(&w, x);
+    }
+    switch (op) {
+    case DT_OP_PARTITION: rc = pg_scale_local(rp, yn, dt, n); break; /* float dtypes: the planner checked */
+    case DT_OP_ALL_GATHER: rc = pg_all_gatherv(g, sp, rp, rcn, dt); break;
+    case DT_OP_ALL_REDUCE: rc = pg_all_reduce(g, sp, rp, yn, dt, (pg_red)st->red); break;
+    case DT_OP_REDUCE_SCATTER: rc = pg_reduce_scatterv(g, sp, rp, sc, dt, (pg_red)st->red); break;
+    case DT_OP_ALL_TO_ALL: rc = pg_all_to_allv(g, sp, sc, rp, rcn, dt); break;
+    case DT_OP_SCATTER: rc = pg_scatterv(g, sp, rp, sc, dt, st->root); break;
+    default: rc = pg_broadcast(g, rp, yn, dt, st->root); break;
+    }
+    if (rc < 0) return rc;
+    if (unstage) dt__blocks(y, dr, n, (unsigned char *)rp, 1);
+    return (int64_t)need;
+}
+
+/* Run the plan in -> out (c NULL: only measure). Local steps that only select (narrow,
+   size-1 mesh dims, partitions that keep the value) are views: no copy. A communicating
+   step writes the caller's `out` when it is the last, else an intermediate result; those
+   alternate between scratch's two ends, each step's staging between them. Returns the
+   scratch bytes the run needs, or an error. */
+static int64_t dt__run(dt_comm *c, const dt_plan *pl, const mb_tensor *in, mb_tensor *out, unsigned char *scratch,
+                       size_t bytes)
+{
+    mb_tensor t[2]; /* t[flip]: the next intermediate result, t[!flip]: the current or a view */
+    const mb_tensor *x = in;
+    mb_tensor *y;
+    uint64_t need = 0, xres = 0, ob;
+    size_t end = bytes & ~(size_t)7;
+    int k, flip = 0;
+    int64_t rc;
+    for (k = 0; k < pl->nsteps; k++) {
+        const dt_step *st = &pl->steps[k];
+        int32_t pos, len, d = st->dst.arg;
+        if (st->op < DT_OP_PARTITION || (st->op == DT_OP_PARTITION && st->red != DT_SUM)) {
+            if (st->op == DT_OP_NARROW) {
+                len = dt__chunk(x->shape[d], st->group_size, st->coord, &pos);
+                mb_narrow(x, d, pos, len, &t[!flip]);
+                x = &t[!flip];
+            }
+            continue;
+        }
+        y = out;
+        ob = 0;
+        if (k + 1 < pl->nsteps) {
+            ob = DT__R8(dt__bytes(st->out_shape, pl->ndim, (mb_dtype)pl->dtype));
+            y = &t[flip];
+            /* measuring: any valid address stands for scratch */
+            mb_tensor_init(y, c ? scratch + (flip ? end - ob : 0) : (void *)pl, (mb_dtype)pl->dtype, pl->ndim,
+                           st->out_shape);
+        }
+        rc = dt__step(c ? c->g[st->mesh_dim] : 0, st, x, y, c ? scratch + (flip ? xres : ob) : 0);
+        if (rc < 0) return c->err = (int32_t)rc, DT_ERR_COMM;
+        if (xres + (uint64_t)rc + ob > need) need = xres + (uint64_t)rc + ob;
+        if (c && st->op >= DT_OP_ALL_GATHER) c->collectives++;
+        x = y;
+        xres = ob;
+        flip = !flip;
+    }
+    if (c && x != out) mb_copy(out, x);
+    return (int64_t)need;
 }
 
 /* ---- planner ---- */
@@ -695,9 +867,9 @@ static int dt__pair_check(dt_placement a, dt_placement b, int flags, mb_dtype dt
     return DT_OK;
 }
 
-/* Append the step md: cur[md] -> to; updates cur. */
-static void dt__emit(const dt_spec *s, dt_plan *pl, dt_placement *cur, int md, dt_placement to,
-                     const int32_t *logical)
+/* Append the step md: cur[md] -> to (root >= 0: distribute's scatter/broadcast from that
+   coordinate); updates cur. */
+static void dt__emit(const dt_spec *s, dt_plan *pl, dt_placement *cur, int md, dt_placement to, int root)
 {
     static const unsigned char ops[3][3] = {
         /* to:  R                 S                     P               from: */
@@ -707,115 +879,86 @@ static void dt__emit(const dt_spec *s, dt_plan *pl, dt_placement *cur, int md, d
     const dt_mesh *m = s->mesh;
     dt_step *st = &pl->steps[pl->nsteps++];
     int32_t n = m->shape[md];
-    uint64_t in, out, comm;
-    int d;
+    int op = root < 0 ? (int)ops[cur[md].kind][to.kind] : to.kind == DT_KIND_SHARD ? (int)DT_OP_SCATTER : (int)DT_OP_BROADCAST;
     DT_ASSERT(pl->nsteps <= DT_MAX_STEPS);
     DT_MEMSET(st, 0, sizeof *st);
     st->mesh_dim = md;
     st->group_size = n;
+    st->coord = m->coord[md];
+    st->root = root;
     st->src = cur[md];
     st->dst = to;
     st->red = cur[md].kind == DT_KIND_PARTIAL ? cur[md].arg : to.kind == DT_KIND_PARTIAL ? to.arg : 0;
-    st->op = n == 1 ? (int)DT_OP_NOOP : (int)ops[cur[md].kind][to.kind];
-    for (d = 0; d < s->ndim; d++) st->logical_shape[d] = logical[d];
-    dt__local(m, m->coord, cur, s->ndim, s->shape, st->in_shape, 0);
+    st->op = n == 1 ? DT_OP_NOOP : op;
+    dt__local(s, m->coord, s->placements, md, st->logical_shape, 0);
+    dt__local(s, m->coord, cur, m->ndim, st->in_shape, 0);
     cur[md] = to;
-    dt__local(m, m->coord, cur, s->ndim, s->shape, st->out_shape, 0);
-    in = dt__bytes(st->in_shape, s->ndim, s->dtype);
-    out = dt__bytes(st->out_shape, s->ndim, s->dtype);
+    dt__local(s, m->coord, cur, m->ndim, st->out_shape, 0);
     if (st->op >= DT_OP_ALL_GATHER) {
         /* torch's ring model: bytes = comm * hops / n, comm = the data the collective spans */
-        st->hops = (uint32_t)(st->op == DT_OP_ALL_REDUCE ? 2 * (n - 1) : n - 1);
-        comm = st->op == DT_OP_ALL_GATHER ? out : in;
-        st->bytes = comm * st->hops / (uint64_t)n;
-        st->scratch = DT__R8(in) + DT__R8(out); /* packed send + receive staging */
+        st->hops = (uint32_t)(n - 1) << (st->op == DT_OP_ALL_REDUCE);
+        st->bytes = dt__bytes(st->op == DT_OP_ALL_GATHER || st->op == DT_OP_BROADCAST ? st->out_shape : st->in_shape,
+                              s->ndim, s->dtype) * st->hops / (uint64_t)n;
         pl->ncollectives++;
-    } else if (st->op == DT_OP_PARTITION && st->red == DT_SUM) {
-        st->scratch = DT__R8(out);              /* the divided copy */
+        pl->hops += st->hops;
+        pl->bytes += st->bytes;
     }
-    pl->hops += st->hops;
-    pl->bytes += st->bytes;
 }
 
-/* Scratch of the executor: per step its staging, plus the intermediate results it reads
-   and writes (kept at the two ends of scratch, alternating); the first step reads the
-   caller's input and the last writes the caller's output. */
-static void dt__scratch(dt_plan *pl, mb_dtype dt, int ndim)
+/* The plan's tensor meta, local shapes (placements cur at the end) and scratch with
+   contiguous local tensors. */
+static void dt__finish(dt_plan *pl, const dt_spec *s, const dt_placement *cur)
 {
-    int k;
-    uint64_t need;
-    pl->scratch = 0;
-    for (k = 0; k < pl->nsteps; k++) {
-        const dt_step *st = &pl->steps[k];
-        need = st->scratch;
-        if (k > 0) need += DT__R8(dt__bytes(st->in_shape, ndim, dt));
-        if (k + 1 < pl->nsteps) need += DT__R8(dt__bytes(st->out_shape, ndim, dt));
-        if (need > pl->scratch) pl->scratch = need;
-    }
+    mb_tensor in, out;
+    pl->dtype = (int32_t)s->dtype;
+    pl->ndim = s->ndim;
+    dt__local(s, s->mesh->coord, cur, s->mesh->ndim, pl->out_shape, 0);
+    DT_MEMCPY(pl->in_shape, pl->nsteps ? pl->steps[0].in_shape : pl->out_shape, sizeof pl->in_shape);
+    mb_tensor_init(&in, pl, s->dtype, s->ndim, pl->in_shape);
+    mb_tensor_init(&out, pl, s->dtype, s->ndim, pl->out_shape);
+    pl->scratch = (uint64_t)dt__run(0, pl, &in, &out, 0, 0);
 }
 
 /* Same mesh for planning: shape and this rank's coordinate. */
 static int dt__mesh_same(const dt_mesh *a, const dt_mesh *b)
 {
-    int i;
-    if (a == b) return 1;
-    if (a->ndim != b->ndim || a->size != b->size || a->index != b->index) return 0;
-    for (i = 0; i < a->ndim; i++)
-        if (a->shape[i] != b->shape[i]) return 0;
-    for (i = 0; i < a->size; i++)
-        if (a->ranks[i] != b->ranks[i]) return 0;
-    return 1;
+    return a == b || (a->ndim == b->ndim && a->size == b->size && a->index == b->index &&
+                      !memcmp(a->shape, b->shape, sizeof a->shape) &&
+                      !memcmp(a->ranks, b->ranks, sizeof(int32_t) * (size_t)a->size));
 }
 
 DT__DEF int dt_plan_redistribute(const dt_spec *src, const dt_spec *dst, int flags, dt_plan *plan)
 {
     const dt_mesh *m;
-    dt_placement cur[DT_MAX_MESH_DIMS];
-    int32_t logical[DT_MAX_MESH_DIMS][MB_MAX_DIMS];
+    dt_placement cur[DT_MAX_MESH_DIMS], to;
     dt_plan pl;
-    int i, md, d, rc = dt_spec_check(src);
+    int i, j, md, nd, rc = dt_spec_check(src);
     if (!rc) rc = dt_spec_check(dst);
     if (rc) return rc;
     if (!plan) return DT_ERR_NULL;
     m = src->mesh;
-    if (!dt__mesh_same(m, dst->mesh) || src->dtype != dst->dtype || src->ndim != dst->ndim)
+    nd = m->ndim;
+    if (!dt__mesh_same(m, dst->mesh) || src->dtype != dst->dtype || src->ndim != dst->ndim ||
+        memcmp(src->shape, dst->shape, sizeof(int32_t) * (size_t)src->ndim))
         return DT_ERR_MISMATCH;
-    for (d = 0; d < src->ndim; d++)
-        if (src->shape[d] != dst->shape[d]) return DT_ERR_MISMATCH;
     if (m->index < 0) return DT_ERR_NOT_MEMBER;
-    for (i = 0; i < m->ndim; i++) {
+    for (i = 0; i < nd; i++) {
         rc = dt__pair_check(src->placements[i], dst->placements[i], flags, src->dtype);
         if (rc) return rc;
         cur[i] = src->placements[i];
     }
-    /* logical shape per mesh dim: the shape seen after the src sharding of dims before it */
-    for (d = 0; d < src->ndim; d++) logical[0][d] = src->shape[d];
-    for (i = 0; i + 1 < m->ndim; i++) {
-        for (d = 0; d < src->ndim; d++) logical[i + 1][d] = logical[i][d];
-        if (cur[i].kind == DT_KIND_SHARD) {
-            d = cur[i].arg;
-            logical[i + 1][d] = dt__chunk(logical[i][d], m->shape[i], m->coord[i], 0);
-        }
-    }
     DT_MEMSET(&pl, 0, sizeof pl);
-    if (dt__num_shards(m, cur) > 1) {
-        /* inner to outer: a Shard target whose tensor dim is sharded differently on an
-           earlier mesh dim (nested sharding) is first replicated */
-        for (md = m->ndim - 1; md >= 0; md--) {
-            dt_placement to = dst->placements[md];
-            if (to.kind == DT_KIND_SHARD)
-                for (i = 0; i < md; i++)
-                    if (dt__is_shard(cur[i], to.arg) != dt__is_shard(dst->placements[i], to.arg)) {
-                        to.kind = DT_KIND_REPLICATE;
-                        to.arg = 0;
-                    }
-            if (!dt__same(cur[md], to)) dt__emit(src, &pl, cur, md, to, logical[md]);
-        }
+    /* two passes: inner to outer (when sharded at all), a Shard target whose tensor dim is
+       sharded differently on an earlier mesh dim (nested sharding) is first replicated;
+       then outer to inner, whatever is left */
+    for (j = dt__num_shards(m, cur) > 1 ? 0 : nd; j < 2 * nd; j++) {
+        md = j < nd ? nd - 1 - j : j - nd;
+        to = dst->placements[md];
+        for (i = 0; j < nd && to.kind == DT_KIND_SHARD && i < md; i++)
+            if (dt__is_shard(cur[i], to.arg) != dt__is_shard(dst->placements[i], to.arg)) to.kind = to.arg = 0;
+        if (!dt__same(cur[md], to)) dt__emit(src, &pl, cur, md, to, -1);
     }
-    for (md = 0; md < m->ndim; md++) /* outer to inner: whatever is left */
-        if (!dt__same(cur[md], dst->placements[md]))
-            dt__emit(src, &pl, cur, md, dst->placements[md], logical[md]);
-    dt__scratch(&pl, src->dtype, src->ndim);
+    dt__finish(&pl, src, cur);
     *plan = pl;
     return DT_OK;
 }
@@ -825,6 +968,12 @@ DT__DEF size_t dt_plan_scratch_bytes(const dt_plan *plan)
     return plan ? (size_t)plan->scratch : 0;
 }
 
+DT__DEF size_t dt_redistribute_scratch_bytes(const dt_plan *plan, const mb_tensor *in, const mb_tensor *out)
+{
+    if (!plan || (uint32_t)plan->nsteps > DT_MAX_STEPS || mb_tensor_check(in) || mb_tensor_check(out)) return 0;
+    return (size_t)dt__run(0, plan, in, (mb_tensor *)out, 0, 0);
+}
+
 DT__DEF int dt_plan_cost_ns(const dt_plan *plan, const dt_link *link, uint64_t *ns)
 {
     static const dt_link torch = DT_LINK_TORCH;
@@ -832,7 +981,7 @@ DT__DEF int dt_plan_cost_ns(const dt_plan *plan, const dt_link *link, uint64_t *
     int i;
     if (!plan || !ns) return DT_ERR_NULL;
     if (!link) link = &torch;
-    if (plan->nsteps < 0 || plan->nsteps > DT_MAX_STEPS || !link->bytes_per_us) return DT_ERR_TOO_SMALL;
+    if ((uint32_t)plan->nsteps > DT_MAX_STEPS || !link->bytes_per_us) return DT_ERR_TOO_SMALL;
     for (i = 0; i < plan->nsteps; i++) {
         const dt_step *st = &plan->steps[i];
         if (st->op < DT_OP_ALL_GATHER) continue;
@@ -852,39 +1001,13 @@ DT__DEF int dt_plan_cache_init(dt_plan_cache *c, dt_cache_entry *storage, int ca
     DT_MEMSET(c, 0, sizeof *c);
     c->entries = storage;
     c->capacity = capacity;
-    DT_MEMSET(storage, 0, DT_PLAN_CACHE_BYTES(capacity));
     return DT_OK;
 }
 
 DT__DEF int dt_plan_cache_clear(dt_plan_cache *c)
 {
     if (!c || !c->entries) return DT_ERR_NULL;
-    DT_MEMSET(c->entries, 0, DT_PLAN_CACHE_BYTES(c->capacity));
     c->count = 0;
-    return DT_OK;
-}
-
-/* The key of (src, dst, flags); DT_OK only for specs that can be read safely. */
-static int dt__key(const dt_spec *src, const dt_spec *dst, int flags, dt_plan_key *k)
-{
-    const dt_mesh *m;
-    int i;
-    if (!src || !dst || !src->mesh || !dst->mesh) return DT_ERR_NULL;
-    m = src->mesh;
-    if (m->ndim < 1 || m->ndim > DT_MAX_MESH_DIMS || src->ndim < 0 || src->ndim > MB_MAX_DIMS)
-        return DT_ERR_SHAPE;
-    DT_MEMSET(k, 0, sizeof *k);
-    k->mesh_ndim = m->ndim;
-    k->flags = flags;
-    k->dtype = (int32_t)src->dtype;
-    k->ndim = src->ndim;
-    for (i = 0; i < m->ndim; i++) {
-        k->mesh_shape[i] = m->shape[i];
-        k->coord[i] = m->coord[i];
-        k->src[i] = src->placements[i];
-        k->dst[i] = dst->placements[i];
-    }
-    for (i = 0; i < src->ndim; i++) k->shape[i] = src->shape[i];
     return DT_OK;
 }
 
@@ -892,39 +1015,47 @@ DT__DEF int dt_plan_cached(dt_plan_cache *c, const dt_spec *src, const dt_spec *
                            const dt_plan **plan)
 {
     dt_plan_key k;
-    dt_plan pl;
     dt_cache_entry *e, *victim;
     int i, rc;
-    if (!c || !c->entries || !plan) return DT_ERR_NULL;
-    rc = dt__key(src, dst, flags, &k);
-    if (rc) return rc;
-    victim = &c->entries[0];
+    if (!c || !c->entries || !plan || !src || !dst || !src->mesh || !dst->mesh) return DT_ERR_NULL;
+    victim = c->entries;
     for (i = 0; i < c->count; i++) {
         e = &c->entries[i];
-        /* a stored key came from valid specs, so an equal key is a valid, equal request
-           (the dst spec's own mesh/meta are checked to be the src's on the miss path) */
-        if (memcmp(&e->key, &k, sizeof k) == 0 && dt__mesh_same(src->mesh, dst->mesh) &&
-            dst->ndim == src->ndim && dst->dtype == src->dtype &&
-            memcmp(dst->shape, src->shape, sizeof(int32_t) * (size_t)src->ndim) == 0) {
-            e->stamp = ++c->clock;
+        /* a stored key came from valid specs on one mesh, so an equal key on one mesh is
+           a valid, equal request */
+        if (e->key.flags == flags && !memcmp(e->key.mesh, src->mesh, sizeof k.mesh) &&
+            !memcmp(e->key.src, src->placements, sizeof k.src) && !memcmp(e->key.dst, dst->placements, sizeof k.dst) &&
+            dt__mesh_same(src->mesh, dst->mesh)) {
+            victim = e;
             c->hits++;
-            *plan = &e->plan;
-            return DT_OK;
+            goto found;
         }
         if (e->stamp < victim->stamp) victim = e;
     }
-    rc = dt_plan_redistribute(src, dst, flags, &pl);
+    if (c->count < c->capacity) victim = &c->entries[c->count];
+    rc = dt_plan_redistribute(src, dst, flags, &victim->plan); /* writes nothing on error */
     if (rc) return rc;
-    if (c->count < c->capacity) victim = &c->entries[c->count++];
-    victim->key = k;
-    victim->plan = pl;
-    victim->stamp = ++c->clock;
+    if (victim == &c->entries[c->count]) c->count++;
+    victim->key.flags = flags;
+    DT_MEMCPY(victim->key.mesh, src->mesh, sizeof k.mesh);
+    DT_MEMCPY(victim->key.src, src->placements, sizeof k.src);
+    DT_MEMCPY(victim->key.dst, dst->placements, sizeof k.dst);
     c->misses++;
+found:
+    victim->stamp = ++c->clock;
     *plan = &victim->plan;
     return DT_OK;
 }
 
 /* ---- execution over ports/pg.h ---- */
+
+/* Position of world rank r in group g (g->size when absent). */
+static int dt__in_group(const pg_group *g, int32_t r)
+{
+    int j;
+    for (j = 0; j < g->size && g->ranks[j] != r; j++) {}
+    return j;
+}
 
 DT__DEF int dt_comm_init(dt_comm *c, const dt_mesh *mesh, pg_group *parent)
 {
@@ -936,17 +1067,19 @@ DT__DEF int dt_comm_init(dt_comm *c, const dt_mesh *mesh, pg_group *parent)
     if (rc) return rc;
     if (parent->size <= 0 || parent->rank < 0) return DT_ERR_NOT_MEMBER;
     if (mesh->rank != parent->world_rank) return DT_ERR_MISMATCH;
-    for (i = 0; i < mesh->size; i++) {
-        for (j = 0; j < parent->size && parent->ranks[j] != mesh->ranks[i]; j++) {}
-        if (j == parent->size) return DT_ERR_RANK;
-    }
+    for (i = 0; i < mesh->size; i++)
+        if (dt__in_group(parent, mesh->ranks[i]) == parent->size) return DT_ERR_RANK;
     DT_MEMSET(c, 0, sizeof *c);
     c->mesh = mesh;
     for (i = 0; i < mesh->ndim; i++) {
         /* non-members take the slice of mesh position 0: the context counter still advances */
         n = dt_mesh_group(mesh, mesh->index < 0 ? mesh->ranks[0] : mesh->rank, i, ranks, DT_MAX_RANKS);
-        for (j = 0; j < n; j++)
-            for (prank[j] = 0; parent->ranks[prank[j]] != ranks[j]; prank[j]++) {}
+        for (j = 0; j < n; j++) prank[j] = dt__in_group(parent, ranks[j]);
+        /* the whole parent in its order: its own collectives (the same on every rank) */
+        for (j = 0; j < n && prank[j] == j; j++) {}
+        c->g[i] = parent;
+        if (j == parent->size) continue;
+        c->g[i] = &c->group[i];
         rc = pg_subgroup_init(&c->group[i], parent, prank, n);
         if (rc && mesh->index >= 0) return c->err = rc, DT_ERR_COMM;
     }
@@ -955,38 +1088,26 @@ DT__DEF int dt_comm_init(dt_comm *c, const dt_mesh *mesh, pg_group *parent)
 
 DT__DEF pg_group *dt_comm_group(dt_comm *c, int mesh_dim)
 {
-    return (c && c->mesh && mesh_dim >= 0 && mesh_dim < c->mesh->ndim) ? &c->group[mesh_dim] : 0;
-}
-
-/* DT_OK when t is a valid view of `shape` in the spec's dtype and rank. */
-static int dt__fits(const mb_tensor *t, const dt_spec *s, const int32_t *shape)
-{
-    int d;
-    if (!t) return DT_ERR_NULL;
-    if (mb_tensor_check(t) != MB_OK) return DT_ERR_SHAPE;
-    if (t->dtype != s->dtype || t->ndim != s->ndim) return DT_ERR_MISMATCH;
-    for (d = 0; d < s->ndim; d++)
-        if (t->shape[d] != shape[d]) return DT_ERR_MISMATCH;
-    return DT_OK;
+    return (c && c->mesh && mesh_dim >= 0 && mesh_dim < c->mesh->ndim) ? c->g[mesh_dim] : 0;
 }
 
 DT__DEF int dt_from_local(dt_tensor *t, const dt_mesh *mesh, const dt_placement *placements, int nplacements,
                           const mb_tensor *local, const int32_t *global_shape)
 {
     dt_spec s;
-    int32_t g[MB_MAX_DIMS], shape[MB_MAX_DIMS];
     int i, rc;
-    if (!t || !local || !placements) return DT_ERR_NULL;
+    if (!t || !local) return DT_ERR_NULL;
     if (mb_tensor_check(local) != MB_OK) return DT_ERR_SHAPE;
-    for (i = 0; i < local->ndim; i++) g[i] = global_shape ? global_shape[i] : local->shape[i];
-    rc = dt_spec_init(&s, mesh, placements, nplacements, local->dtype, local->ndim, g, 0);
+    rc = dt_spec_init(&s, mesh, placements, nplacements, local->dtype, local->ndim,
+                      global_shape ? global_shape : local->shape, 0);
     if (rc) return rc;
-    if (!global_shape) /* torch: the even case, local size x the mesh sizes sharding the dim */
+    if (!global_shape) { /* torch: the even case, local size x the mesh sizes sharding the dim */
         for (i = 0; i < mesh->ndim; i++)
             if (s.placements[i].kind == DT_KIND_SHARD) s.shape[s.placements[i].arg] *= mesh->shape[i];
-    rc = dt_spec_init(&s, mesh, s.placements, nplacements, local->dtype, local->ndim, s.shape, 0);
-    if (!rc) rc = dt_local_shape(&s, mesh->rank, shape, 0);
-    if (!rc) rc = dt__fits(local, &s, shape);
+        rc = dt_spec_init(&s, mesh, s.placements, nplacements, local->dtype, local->ndim, s.shape, 0);
+    }
+    if (!rc && mesh->index < 0) rc = DT_ERR_NOT_MEMBER;
+    if (!rc) rc = dt__fits_local(local, &s);
     if (rc) return rc;
     t->spec = s;
     t->local = *local;
@@ -995,135 +1116,31 @@ DT__DEF int dt_from_local(dt_tensor *t, const dt_mesh *mesh, const dt_placement 
 
 DT__DEF int dt_to_local(const dt_tensor *t, mb_tensor *local)
 {
-    int32_t shape[MB_MAX_DIMS];
     int rc;
     if (!t || !local) return DT_ERR_NULL;
-    rc = dt_local_shape(&t->spec, t->spec.mesh ? t->spec.mesh->rank : 0, shape, 0);
-    if (!rc) rc = dt__fits(&t->local, &t->spec, shape);
+    rc = dt_spec_check(&t->spec);
+    if (!rc && t->spec.mesh->index < 0) rc = DT_ERR_NOT_MEMBER;
+    if (!rc) rc = dt__fits_local(&t->local, &t->spec);
     if (!rc) *local = t->local;
     return rc;
 }
 
-/* 1 when the blocks of t along dim d (torch.chunk pieces) lie back to back in rank order. */
-static int dt__direct(const mb_tensor *t, int d)
+/* Checks shared by the executing calls: comm bound to mesh m, this rank a member. */
+static int dt__comm_check(const dt_comm *c, const dt_mesh *m)
 {
-    int i;
-    int64_t outer = 1;
-    for (i = 0; i < d; i++) outer *= t->shape[i];
-    return mb_is_contiguous(t) == 1 && (outer <= 1 || mb_numel(t) == 0);
-}
-
-/* The n chunk blocks of t along dim d: element counts, and (buf not NULL) pack them into
-   buf back to back (unpack: buf -> t). */
-static void dt__blocks(const mb_tensor *t, int d, int n, unsigned char *buf, size_t *counts, int unpack)
-{
-    mb_tensor v, p;
-    int32_t pos, len;
-    size_t at = 0;
-    int r;
-    for (r = 0; r < n; r++) {
-        len = dt__chunk(t->shape[d], n, r, &pos);
-        mb_narrow(t, d, pos, len, &v);
-        counts[r] = (size_t)mb_numel(&v);
-        if (buf) {
-            mb_tensor_init(&p, buf + at * mb_dtype_size(t->dtype), t->dtype, t->ndim, v.shape);
-            if (unpack) mb_copy(&v, &p);
-            else mb_copy(&p, &v);
-        }
-        at += counts[r];
-    }
-}
-
-/* A contiguous view of t's shape at p. */
-static mb_tensor dt__at(const mb_tensor *t, void *p)
-{
-    mb_tensor v;
-    mb_tensor_init(&v, p, t->dtype, t->ndim, t->shape);
-    return v;
-}
-
-/* One plan step: x (the step's input) -> y (its output); stage: the step's staging. */
-static int dt__step(dt_comm *c, const dt_step *st, const mb_tensor *x, mb_tensor *y, unsigned char *stage)
-{
-    pg_group *g = &c->group[st->mesh_dim];
-    int n = st->group_size, op = st->op, rc;
-    int ds = st->dst.kind == DT_KIND_SHARD ? st->dst.arg : 0, dr = st->src.kind == DT_KIND_SHARD ? st->src.arg : 0;
-    mb_dtype dt = x->dtype;
-    size_t sc[DT_MAX_RANKS], rcn[DT_MAX_RANKS], xn = (size_t)mb_numel(x), yn = (size_t)mb_numel(y);
-    unsigned char *recv = stage + DT__R8(xn * mb_dtype_size(dt));
-    const void *sp = x->data;
-    void *rp = y->data;
-    mb_tensor v = *x, w;
-    int blk_send = op == DT_OP_REDUCE_SCATTER || op == DT_OP_ALL_TO_ALL;
-    int blk_recv = op == DT_OP_ALL_GATHER || op == DT_OP_ALL_TO_ALL;
-    if (op < DT_OP_ALL_GATHER) { /* local: noop, narrow, partition */
-        int32_t pos, len;
-        if (op == DT_OP_NARROW) {
-            len = dt__chunk(x->shape[ds], n, c->mesh->coord[st->mesh_dim], &pos);
-            mb_narrow(x, ds, pos, len, &v);
-        }
-        if (op != DT_OP_PARTITION || st->red != DT_SUM) return mb_copy(y, &v), DT_OK;
-        w = mb_is_contiguous(y) == 1 ? *y : dt__at(y, stage);
-        mb_copy(&w, &v);
-        pg_scale_local(w.data, yn, dt, n); /* float dtypes: the planner checked */
-        mb_copy(y, &w);
-        return DT_OK;
-    }
-    /* send side: whole tensor or blocks along the target shard dim, packed unless direct */
-    if (blk_send) dt__blocks(x, ds, n, 0, sc, 0);
-    if (blk_send ? !dt__direct(x, ds) : mb_is_contiguous(x) != 1) {
-        if (blk_send) dt__blocks(x, ds, n, stage, sc, 0);
-        else w = dt__at(x, stage), mb_copy(&w, x);
-        sp = stage;
-    }
-    if (blk_recv) dt__blocks(y, dr, n, 0, rcn, 0);
-    if (blk_recv ? !dt__direct(y, dr) : mb_is_contiguous(y) != 1) rp = recv;
-    switch (op) {
-    case DT_OP_ALL_GATHER: rc = pg_all_gatherv(g, sp, rp, rcn, dt); break;
-    case DT_OP_ALL_REDUCE: rc = pg_all_reduce(g, sp, rp, xn, dt, (pg_red)st->red); break;
-    case DT_OP_REDUCE_SCATTER: rc = pg_reduce_scatterv(g, sp, rp, sc, dt, (pg_red)st->red); break;
-    default: rc = pg_all_to_allv(g, sp, sc, rp, rcn, dt); break;
-    }
-    if (rc < 0) return c->err = rc, DT_ERR_COMM;
-    c->collectives++;
-    if (rp == recv) {
-        if (blk_recv) dt__blocks(y, dr, n, recv, rcn, 1);
-        else w = dt__at(y, recv), mb_copy(y, &w);
-    }
-    return DT_OK;
-}
-
-/* Checks shared by the executing calls: comm bound to s's mesh, this rank a member. */
-static int dt__comm_check(const dt_comm *c, const dt_spec *s)
-{
-    int rc = dt_spec_check(s);
-    if (rc) return rc;
     if (!c || !c->mesh) return DT_ERR_NULL;
-    if (!dt__mesh_same(c->mesh, s->mesh) || c->mesh->rank != s->mesh->rank) return DT_ERR_MISMATCH;
+    if (!dt__mesh_same(c->mesh, m) || c->mesh->rank != m->rank) return DT_ERR_MISMATCH;
     return c->mesh->index < 0 ? DT_ERR_NOT_MEMBER : DT_OK;
 }
 
-/* Run the plan: in -> out, intermediate results alternating between scratch's ends. */
-static int dt__run(dt_comm *c, const dt_plan *pl, const mb_tensor *in, mb_tensor *out, unsigned char *scratch,
-                   size_t bytes)
+/* Enough scratch for this run? Then run it. */
+static int dt__exec(dt_comm *c, const dt_plan *pl, const mb_tensor *in, mb_tensor *out, void *scratch, size_t bytes)
 {
-    mb_tensor x = *in, y;
-    size_t end = bytes & ~(size_t)7, front;
-    int k, rc;
-    if (!pl->nsteps) return mb_copy(out, in), DT_OK;
-    for (k = 0; k < pl->nsteps; k++) {
-        const dt_step *st = &pl->steps[k];
-        int last = k + 1 == pl->nsteps;
-        size_t ob = (size_t)DT__R8(dt__bytes(st->out_shape, x.ndim, x.dtype));
-        y = *out;
-        if (!last) mb_tensor_init(&y, scratch + (k % 2 ? end - ob : 0), x.dtype, x.ndim, st->out_shape);
-        /* the staging lies past whatever occupies the front: the input (k odd) or output */
-        front = k % 2 ? (k ? (size_t)DT__R8(dt__bytes(x.shape, x.ndim, x.dtype)) : 0) : (last ? 0 : ob);
-        rc = dt__step(c, st, &x, &y, scratch + front);
-        if (rc) return rc;
-        x = y;
-    }
-    return DT_OK;
+    /* contiguous tensors need what the plan says (it measured them) */
+    int64_t need = dt__direct(in, -1) && dt__direct(out, -1) ? (int64_t)pl->scratch : dt__run(0, pl, in, out, 0, 0);
+    if ((uint64_t)need > bytes || (need && !scratch)) return DT_ERR_TOO_SMALL;
+    need = dt__run(c, pl, in, out, (unsigned char *)scratch, bytes);
+    return need < 0 ? (int)need : DT_OK;
 }
 
 DT__DEF int dt_redistribute(dt_comm *c, dt_plan_cache *cache, const dt_spec *src, const mb_tensor *in,
@@ -1131,17 +1148,12 @@ DT__DEF int dt_redistribute(dt_comm *c, dt_plan_cache *cache, const dt_spec *src
 {
     dt_plan own;
     const dt_plan *pl = &own;
-    int32_t shape[MB_MAX_DIMS];
-    int rc = dt__comm_check(c, src);
-    if (rc) return rc;
-    rc = cache ? dt_plan_cached(cache, src, dst, flags, &pl) : dt_plan_redistribute(src, dst, flags, &own);
-    if (!rc) rc = dt_local_shape(src, src->mesh->rank, shape, 0);
-    if (!rc) rc = dt__fits(in, src, shape);
-    if (!rc) rc = dt_local_shape(dst, dst->mesh->rank, shape, 0);
-    if (!rc) rc = dt__fits(out, dst, shape);
-    if (rc) return rc;
-    if (scratch_bytes < pl->scratch || (pl->scratch && !scratch)) return DT_ERR_TOO_SMALL;
-    return dt__run(c, pl, in, out, (unsigned char *)scratch, scratch_bytes);
+    int rc = cache ? dt_plan_cached(cache, src, dst, flags, &pl) : dt_plan_redistribute(src, dst, flags, &own);
+    if (!rc) rc = dt__comm_check(c, src->mesh);
+    if (!rc) rc = dt__fits(in, pl->dtype, pl->ndim, pl->in_shape);
+    if (!rc) rc = dt__fits(out, pl->dtype, pl->ndim, pl->out_shape);
+    if (!rc) rc = dt__exec(c, pl, in, out, scratch, scratch_bytes);
+    return rc;
 }
 
 /* s with every placement Replicate */
@@ -1156,8 +1168,7 @@ DT__DEF int dt_full_tensor(dt_comm *c, dt_plan_cache *cache, const dt_spec *src,
                            mb_tensor *global, void *scratch, size_t scratch_bytes)
 {
     dt_spec r;
-    int rc = dt_spec_check(src);
-    if (rc) return rc;
+    if (!src) return DT_ERR_NULL;
     r = dt__replicated(src);
     return dt_redistribute(c, cache, src, in, &r, 0, global, scratch, scratch_bytes);
 }
@@ -1166,99 +1177,64 @@ DT__DEF int dt_full_tensor_scratch_bytes(const dt_spec *src, size_t *bytes)
 {
     dt_plan pl;
     dt_spec r;
-    int rc = dt_spec_check(src);
-    if (!rc) r = dt__replicated(src), rc = dt_plan_redistribute(src, &r, 0, &pl);
-    if (!rc && !bytes) rc = DT_ERR_NULL;
+    int rc;
+    if (!src || !bytes) return DT_ERR_NULL;
+    r = dt__replicated(src);
+    rc = dt_plan_redistribute(src, &r, 0, &pl);
     if (!rc) *bytes = (size_t)pl.scratch;
     return rc;
 }
 
-/* distribute from a source rank: mesh dim i runs on the ranks whose coordinates past i are
-   the source's; cur[i] = this rank's shape with mesh dims >= i not applied. */
-static void dt__dist_shape(const dt_spec *s, int upto, int32_t *shape)
+/* distribute's plan on this rank: DT_EVERY_RANK plans Replicate -> s (local views; it
+   also rejects Partial targets and non-members); from src_rank's coordinate, mesh dim 0
+   first, mesh dim i runs on the ranks whose coordinates past i are the source's (the
+   others join later). */
+static int dt__dist_plan(const dt_spec *s, int src_rank, dt_plan *pl)
 {
-    dt_placement p[DT_MAX_MESH_DIMS], rep = DT_REPLICATE();
-    int i;
-    for (i = 0; i < s->mesh->ndim; i++) p[i] = i < upto ? s->placements[i] : rep;
-    dt__local(s->mesh, s->mesh->coord, p, s->ndim, s->shape, shape, 0);
+    const dt_mesh *m = s->mesh;
+    int32_t sc[DT_MAX_MESH_DIMS];
+    dt_spec r = dt__replicated(s);
+    int i, j, rc = dt_plan_redistribute(&r, s, 0, pl);
+    if (!rc && src_rank != DT_EVERY_RANK) rc = dt_mesh_coord(m, src_rank, sc);
+    if (rc || src_rank == DT_EVERY_RANK) return rc;
+    DT_MEMSET(pl, 0, sizeof *pl);
+    for (i = 0; i < m->ndim; i++) {
+        for (j = i + 1; j < m->ndim && m->coord[j] == sc[j]; j++) {}
+        if (j < m->ndim) r.placements[i] = s->placements[i]; /* not on the source's path yet */
+        else dt__emit(s, pl, r.placements, i, s->placements[i], sc[i]);
+    }
+    dt__finish(pl, s, r.placements);
+    return DT_OK;
 }
 
 DT__DEF int dt_distribute_scratch_bytes(const dt_spec *s, int src_rank, size_t *bytes)
 {
-    int32_t a[MB_MAX_DIMS], b[MB_MAX_DIMS];
-    uint64_t need = 0, in, out, t;
-    int i, rc = dt_spec_check(s);
-    if (rc) return rc;
-    if (!bytes) return DT_ERR_NULL;
-    if (src_rank != DT_EVERY_RANK) /* DT_EVERY_RANK copies a view: no scratch */
-        for (i = 0; i < s->mesh->ndim; i++) {
-            dt__dist_shape(s, i, a);
-            dt__dist_shape(s, i + 1, b);
-            in = DT__R8(dt__bytes(a, s->ndim, s->dtype));
-            out = DT__R8(dt__bytes(b, s->ndim, s->dtype));
-            t = in + out + (i ? in : 0) + (i + 1 < s->mesh->ndim ? out : 0);
-            if (t > need) need = t;
-        }
-    *bytes = (size_t)need;
-    return DT_OK;
+    dt_plan pl;
+    int rc = dt_spec_check(s);
+    if (!rc && !bytes) rc = DT_ERR_NULL;
+    if (!rc) rc = dt__dist_plan(s, src_rank, &pl);
+    if (!rc) *bytes = (size_t)pl.scratch;
+    return rc;
 }
 
 DT__DEF int dt_distribute(dt_comm *c, const dt_spec *s, const mb_tensor *global, int src_rank, mb_tensor *local,
                           void *scratch, size_t scratch_bytes)
 {
-    const dt_mesh *m;
-    int32_t sc[DT_MAX_MESH_DIMS], shape[MB_MAX_DIMS];
-    unsigned char *buf = (unsigned char *)scratch, *stage;
-    size_t need, end = scratch_bytes & ~(size_t)7, counts[DT_MAX_RANKS], ib, ob;
-    mb_tensor x, y, w;
-    int i, j, rc = dt__comm_check(c, s), nd, last;
+    dt_plan pl;
+    mb_tensor x;
+    int rc = dt_spec_check(s);
+    if (!rc) rc = dt__comm_check(c, s->mesh);
+    if (!rc) rc = dt__dist_plan(s, src_rank, &pl);
+    if (!rc) rc = dt__fits_local(local, s);
     if (rc) return rc;
-    m = s->mesh;
-    nd = m->ndim;
-    for (i = 0; i < nd; i++)
-        if (s->placements[i].kind == DT_KIND_PARTIAL) return DT_ERR_PARTIAL;
-    rc = dt_local_shape(s, m->rank, shape, 0);
-    if (!rc) rc = dt__fits(local, s, shape);
-    if (!rc && src_rank == DT_EVERY_RANK) { /* local split: no communication */
-        rc = dt_local_view(s, m->rank, global, &w);
-        return rc ? rc : (mb_copy(local, &w), DT_OK);
+    if (src_rank == DT_EVERY_RANK || src_rank == s->mesh->rank) {
+        rc = dt__fits(global, (int)s->dtype, s->ndim, s->shape);
+        if (rc) return rc;
+        x = *global;
+    } else { /* only its shape is read here: the first step receives */
+        mb_tensor_init(&x, (void *)s, s->dtype, s->ndim, pl.in_shape);
     }
-    if (!rc) rc = dt_mesh_coord(m, src_rank, sc);
-    if (!rc && m->rank == src_rank) rc = dt__fits(global, s, s->shape);
-    if (!rc) rc = dt_distribute_scratch_bytes(s, src_rank, &need);
-    if (rc) return rc;
-    if (scratch_bytes < need || !scratch) return DT_ERR_TOO_SMALL;
-    x = m->rank == src_rank ? *global : *local;
-    for (i = 0; i < nd; i++) {
-        pg_group *g = &c->group[i];
-        int n = m->shape[i], d = s->placements[i].arg, root = m->coord[i] == sc[i];
-        for (j = i + 1; j < nd && m->coord[j] == sc[j]; j++) {}
-        if (j < nd) continue; /* not on the source's path yet */
-        last = i + 1 == nd;
-        dt__dist_shape(s, i, shape);
-        if (!root) mb_tensor_init(&x, buf, s->dtype, s->ndim, shape); /* its shape only */
-        dt__dist_shape(s, i + 1, shape);
-        ib = (size_t)DT__R8(dt__bytes(x.shape, s->ndim, s->dtype));
-        ob = (size_t)DT__R8(dt__bytes(shape, s->ndim, s->dtype));
-        y = *local;
-        if (!last) mb_tensor_init(&y, buf + (i % 2 ? end - ob : 0), s->dtype, s->ndim, shape);
-        stage = buf + (i % 2 ? ib : last ? 0 : ob); /* past the input (i odd) or the output */
-        w = mb_is_contiguous(&y) == 1 ? y : dt__at(&y, stage + ib);
-        if (s->placements[i].kind == DT_KIND_SHARD) {
-            const void *sp = x.data;
-            dt__blocks(&x, d, n, 0, counts, 0);
-            if (root && !dt__direct(&x, d)) dt__blocks(&x, d, n, stage, counts, 0), sp = stage;
-            rc = pg_scatterv(g, sp, w.data, counts, s->dtype, sc[i]);
-        } else {
-            if (root) mb_copy(&w, &x);
-            rc = pg_broadcast(g, w.data, (size_t)mb_numel(&w), s->dtype, sc[i]);
-        }
-        if (rc < 0) return c->err = rc, DT_ERR_COMM;
-        c->collectives++;
-        mb_copy(&y, &w);
-        x = y;
-    }
-    return DT_OK;
+    return dt__exec(c, &pl, &x, local, scratch, scratch_bytes);
 }
 
 #ifdef __cplusplus

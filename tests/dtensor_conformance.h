@@ -464,14 +464,14 @@ static int dtc_regressions_body(pg_group *g, void *arg)
    written; a correct call afterwards still works (no stray messages) ---- */
 static int dtc_bad_input_body(pg_group *g, void *arg)
 {
-    static const dt_placement S0[1] = {S0_}, S2[1] = {DT_SHARD(2)}, R[1] = {R_}, PSUM[1] = {P_(DT_SUM)},
-                              PMAX[1] = {P_(DT_MAX)}, PAVG[1] = {P_(DT_AVG)};
+    static const dt_placement S0[1] = {S0_}, S1[1] = {S1_}, S2[1] = {DT_SHARD(2)}, R[1] = {R_},
+                              PSUM[1] = {P_(DT_SUM)}, PMAX[1] = {P_(DT_MAX)}, PAVG[1] = {P_(DT_AVG)};
     static const int32_t shape[2] = {13, 3}, four[1] = {4};
     int me = dtc_me(g), i;
-    dt_spec s0, r, ps, pm, pa;
+    dt_spec s0, s1, r, ps, pm, pa;
     dt_mesh other;
     dt_comm bad;
-    mb_tensor G, in, full;
+    mb_tensor G, in, in1, full, loc1;
     int32_t ls[2], wrong[2];
     size_t need;
     (void)arg;
@@ -487,9 +487,14 @@ static int dtc_bad_input_body(pg_group *g, void *arg)
     dtc_poison(dtc_out[me]);
     DTC_OK(mb_tensor_init(&full, dtc_out[me], MB_F32, 2, shape));
     DTC_OK(dt_full_tensor_scratch_bytes(&s0, &need));
-    /* too-small scratch */
-    DTC_RC(dt_full_tensor(&dtc_comm[me], 0, &s0, &in, &full, dtc_scr[me], need - 1), DT_ERR_TOO_SMALL);
-    DTC_RC(dt_full_tensor(&dtc_comm[me], 0, &s0, &in, &full, 0, need), DT_ERR_TOO_SMALL);
+    DTC_CHECK(need == 0); /* S(0) -> R gathers straight into `full` */
+    /* too-small scratch: S(1)'s column blocks are staged (13 x 3 f32: 160 bytes) */
+    DTC_OK(dt_spec_init(&s1, &dtc_mesh[me], S1, 1, MB_F32, 2, shape, 0));
+    DTC_SUB(dtc_local(&s1, &G, dtc_mid[me], &in1));
+    DTC_OK(dt_full_tensor_scratch_bytes(&s1, &need));
+    DTC_CHECK(need == 160);
+    DTC_RC(dt_full_tensor(&dtc_comm[me], 0, &s1, &in1, &full, dtc_scr[me], need - 1), DT_ERR_TOO_SMALL);
+    DTC_RC(dt_full_tensor(&dtc_comm[me], 0, &s1, &in1, &full, 0, need), DT_ERR_TOO_SMALL);
     /* wrong local shape: in and out */
     DTC_OK(dt_local_shape(&s0, me, ls, 0));
     wrong[0] = ls[0] + 1;
@@ -533,7 +538,12 @@ static int dtc_bad_input_body(pg_group *g, void *arg)
     DTC_RC(dt_distribute(&dtc_comm[me], &s0, &G, 7, &in, dtc_scr[me], DTC_SCRATCH), DT_ERR_NOT_MEMBER);
     DTC_RC(dt_distribute(&dtc_comm[me], &s0, &G, 0, &full, dtc_scr[me], DTC_SCRATCH), DT_ERR_MISMATCH);
     DTC_OK(dt_distribute_scratch_bytes(&s0, 0, &need));
-    DTC_RC(dt_distribute(&dtc_comm[me], &s0, &G, 0, &in, dtc_scr[me], need - 1), DT_ERR_TOO_SMALL);
+    DTC_CHECK(need == 0); /* rank 0 scatters its row blocks in place */
+    DTC_OK(dt_distribute_scratch_bytes(&s1, 0, &need));
+    DTC_CHECK(need == (me == 0 ? 160u : 0u)); /* the root packs its column blocks */
+    DTC_OK(mb_tensor_init(&loc1, dtc_out[me], MB_F32, 2, in1.shape));
+    if (need) /* the others, needing none, would enter the collective */
+        DTC_RC(dt_distribute(&dtc_comm[me], &s1, &G, 0, &loc1, dtc_scr[me], need - 1), DT_ERR_TOO_SMALL);
     (void)pa;
     for (i = 0; i < DTC_ELEMS; i++) DTC_CHECK(dtc_out[me][i] == DTC_SENTINEL); /* nothing written */
     /* and the world is still in step: a correct call works */

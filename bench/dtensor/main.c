@@ -139,7 +139,7 @@ static int body(pg_group *g, void *arg)
                 if (dt_plan_cached(&cache[me], &src, &dst, 0, &pl) != 0) return -1;
             v[r] = (now_us() - t0) * 1000.0 / 100000;
         }
-        hit_ns = bench_median(v, BENCH_REPEATS);
+        hit_ns = median(v, BENCH_REPEATS);
     }
     return 0;
 }
@@ -209,7 +209,7 @@ static int null_overhead(void)
                 for (i = 0; i < 100000; i++) rc |= run_op(&g, t, 16384, dt, &src, &dst);
                 v[dt][r] = (now_us() - t0) * 1000.0 / 100000;
             }
-        overhead_ns[t] = bench_median(v[1], BENCH_REPEATS) - bench_median(v[0], BENCH_REPEATS);
+        overhead_ns[t] = median(v[1], BENCH_REPEATS) - median(v[0], BENCH_REPEATS);
     }
     return rc;
 }

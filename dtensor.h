@@ -42,6 +42,9 @@
        SPLITCORE_CONFIG_FILE   "file.h" included first by every splitcore header
        DT_MAX_MESH_DIMS        largest mesh rank (default 3)
        DT_MAX_RANKS            largest mesh size (default 64)
+       DT_NO_CONSTRUCTION      leave out distribute / from_local / to_local / full_tensor
+                               (firmware that holds its shards and only redistributes:
+                               mesh, specs, planner, cache and executor, the "core")
        DT_ASSERT(x)            internal invariant check (default: none)
        DT_MEMCPY(d,s,n), DT_MEMSET(d,v,n)   default: memcpy / memset
 
@@ -339,6 +342,14 @@ DT_API int dt_comm_init(dt_comm *c, const dt_mesh *mesh, pg_group *parent);
 /* The sub-group of mesh dim `mesh_dim` (NULL when out of range). */
 DT_API pg_group *dt_comm_group(dt_comm *c, int mesh_dim);
 
+/* Redistribute this rank's `in` (src's local shape) into `out` (dst's local shape) along
+   the plan for (src, dst, flags): from `cache` when not NULL. `out` must not overlap `in`.
+   Collectives read `in` and write `out` directly where the layout allows (no copy).
+   scratch_bytes >= dt_redistribute_scratch_bytes(plan, in, out) (for contiguous tensors:
+   dt_plan_scratch_bytes(plan)), else DT_ERR_TOO_SMALL; scratch may be NULL when that is 0. */
+DT_API int dt_redistribute(dt_comm *c, dt_plan_cache *cache, const dt_spec *src, const mb_tensor *in,
+                           const dt_spec *dst, int flags, mb_tensor *out, void *scratch, size_t scratch_bytes);
+#ifndef DT_NO_CONSTRUCTION
 /* from_local: t = (spec, local view) with no communication. global_shape NULL: torch's
    even assumption (each Shard dim = local size x mesh sizes sharding it); pass the real
    shape for uneven shards. DT_ERR_MISMATCH when `local` is not this rank's shape under
@@ -348,13 +359,6 @@ DT_API int dt_from_local(dt_tensor *t, const dt_mesh *mesh, const dt_placement *
 /* to_local: the local view (no copy); DT_ERR_MISMATCH when it does not fit the spec. */
 DT_API int dt_to_local(const dt_tensor *t, mb_tensor *local);
 
-/* Redistribute this rank's `in` (src's local shape) into `out` (dst's local shape) along
-   the plan for (src, dst, flags): from `cache` when not NULL. `out` must not overlap `in`.
-   Collectives read `in` and write `out` directly where the layout allows (no copy).
-   scratch_bytes >= dt_redistribute_scratch_bytes(plan, in, out) (for contiguous tensors:
-   dt_plan_scratch_bytes(plan)), else DT_ERR_TOO_SMALL; scratch may be NULL when that is 0. */
-DT_API int dt_redistribute(dt_comm *c, dt_plan_cache *cache, const dt_spec *src, const mb_tensor *in,
-                           const dt_spec *dst, int flags, mb_tensor *out, void *scratch, size_t scratch_bytes);
 /* full_tensor: redistribute to all-Replicate into `global` (the global shape). */
 DT_API int dt_full_tensor(dt_comm *c, dt_plan_cache *cache, const dt_spec *src, const mb_tensor *in,
                           mb_tensor *global, void *scratch, size_t scratch_bytes);
@@ -370,6 +374,7 @@ DT_API int dt_distribute(dt_comm *c, const dt_spec *s, const mb_tensor *global, 
 /* Its scratch on this rank with contiguous tensors: the root packs blocks that do not lie
    back to back; 2-D meshes hold the intermediate piece. DT_EVERY_RANK: 0. */
 DT_API int dt_distribute_scratch_bytes(const dt_spec *s, int src_rank, size_t *bytes);
+#endif /* DT_NO_CONSTRUCTION */
 
 #ifdef __cplusplus
 }
@@ -686,14 +691,6 @@ static int dt__fits(const mb_tensor *t, int dt, int ndim, const int32_t *shape)
     return n && !t->data ? DT_ERR_NULL : DT_OK;
 }
 
-/* The same for this rank's local shape under s (s valid, this rank a member). */
-static int dt__fits_local(const mb_tensor *t, const dt_spec *s)
-{
-    int32_t shape[MB_MAX_DIMS];
-    dt__local(s, s->mesh->coord, s->placements, s->mesh->ndim, shape, 0);
-    return dt__fits(t, (int)s->dtype, s->ndim, shape);
-}
-
 DT__DEF int dt_local_view(const dt_spec *s, int rank, const mb_tensor *global, mb_tensor *local)
 {
     int32_t shape[MB_MAX_DIMS], off[MB_MAX_DIMS];
@@ -794,9 +791,11 @@ static int64_t dt__step(pg_group *g, const dt_step *st, const mb_tensor *x, mb_t
     case DT_OP_ALL_GATHER: rc = pg_all_gatherv(g, sp, rp, rcn, dt); break;
     case DT_OP_ALL_REDUCE: rc = pg_all_reduce(g, sp, rp, yn, dt, (pg_red)st->red); break;
     case DT_OP_REDUCE_SCATTER: rc = pg_reduce_scatterv(g, sp, rp, sc, dt, (pg_red)st->red); break;
-    case DT_OP_ALL_TO_ALL: rc = pg_all_to_allv(g, sp, sc, rp, rcn, dt); break;
+#ifndef DT_NO_CONSTRUCTION
     case DT_OP_SCATTER: rc = pg_scatterv(g, sp, rp, sc, dt, st->root); break;
-    default: rc = pg_broadcast(g, rp, yn, dt, st->root); break;
+    case DT_OP_BROADCAST: rc = pg_broadcast(g, rp, yn, dt, st->root); break;
+#endif
+    default: rc = pg_all_to_allv(g, sp, sc, rp, rcn, dt); break;
     }
     if (rc < 0) return rc;
     if (unstage) dt__blocks(y, dr, n, (unsigned char *)rp, 1);
@@ -1091,6 +1090,47 @@ DT__DEF pg_group *dt_comm_group(dt_comm *c, int mesh_dim)
     return (c && c->mesh && mesh_dim >= 0 && mesh_dim < c->mesh->ndim) ? c->g[mesh_dim] : 0;
 }
 
+/* Checks shared by the executing calls: comm bound to mesh m, this rank a member. */
+static int dt__comm_check(const dt_comm *c, const dt_mesh *m)
+{
+    if (!c || !c->mesh) return DT_ERR_NULL;
+    if (!dt__mesh_same(c->mesh, m) || c->mesh->rank != m->rank) return DT_ERR_MISMATCH;
+    return c->mesh->index < 0 ? DT_ERR_NOT_MEMBER : DT_OK;
+}
+
+/* Enough scratch for this run? Then run it. */
+static int dt__exec(dt_comm *c, const dt_plan *pl, const mb_tensor *in, mb_tensor *out, void *scratch, size_t bytes)
+{
+    /* contiguous tensors need what the plan says (it measured them) */
+    int64_t need = dt__direct(in, -1) && dt__direct(out, -1) ? (int64_t)pl->scratch : dt__run(0, pl, in, out, 0, 0);
+    if ((uint64_t)need > bytes || (need && !scratch)) return DT_ERR_TOO_SMALL;
+    need = dt__run(c, pl, in, out, (unsigned char *)scratch, bytes);
+    return need < 0 ? (int)need : DT_OK;
+}
+
+DT__DEF int dt_redistribute(dt_comm *c, dt_plan_cache *cache, const dt_spec *src, const mb_tensor *in,
+                            const dt_spec *dst, int flags, mb_tensor *out, void *scratch, size_t scratch_bytes)
+{
+    dt_plan own;
+    const dt_plan *pl = &own;
+    int rc = cache ? dt_plan_cached(cache, src, dst, flags, &pl) : dt_plan_redistribute(src, dst, flags, &own);
+    if (!rc) rc = dt__comm_check(c, src->mesh);
+    if (!rc) rc = dt__fits(in, pl->dtype, pl->ndim, pl->in_shape);
+    if (!rc) rc = dt__fits(out, pl->dtype, pl->ndim, pl->out_shape);
+    if (!rc) rc = dt__exec(c, pl, in, out, scratch, scratch_bytes);
+    return rc;
+}
+
+#ifndef DT_NO_CONSTRUCTION /* distribute, from_local, to_local, full_tensor */
+
+/* The same for this rank's local shape under s (s valid, this rank a member). */
+static int dt__fits_local(const mb_tensor *t, const dt_spec *s)
+{
+    int32_t shape[MB_MAX_DIMS];
+    dt__local(s, s->mesh->coord, s->placements, s->mesh->ndim, shape, 0);
+    return dt__fits(t, (int)s->dtype, s->ndim, shape);
+}
+
 DT__DEF int dt_from_local(dt_tensor *t, const dt_mesh *mesh, const dt_placement *placements, int nplacements,
                           const mb_tensor *local, const int32_t *global_shape)
 {
@@ -1122,37 +1162,6 @@ DT__DEF int dt_to_local(const dt_tensor *t, mb_tensor *local)
     if (!rc && t->spec.mesh->index < 0) rc = DT_ERR_NOT_MEMBER;
     if (!rc) rc = dt__fits_local(&t->local, &t->spec);
     if (!rc) *local = t->local;
-    return rc;
-}
-
-/* Checks shared by the executing calls: comm bound to mesh m, this rank a member. */
-static int dt__comm_check(const dt_comm *c, const dt_mesh *m)
-{
-    if (!c || !c->mesh) return DT_ERR_NULL;
-    if (!dt__mesh_same(c->mesh, m) || c->mesh->rank != m->rank) return DT_ERR_MISMATCH;
-    return c->mesh->index < 0 ? DT_ERR_NOT_MEMBER : DT_OK;
-}
-
-/* Enough scratch for this run? Then run it. */
-static int dt__exec(dt_comm *c, const dt_plan *pl, const mb_tensor *in, mb_tensor *out, void *scratch, size_t bytes)
-{
-    /* contiguous tensors need what the plan says (it measured them) */
-    int64_t need = dt__direct(in, -1) && dt__direct(out, -1) ? (int64_t)pl->scratch : dt__run(0, pl, in, out, 0, 0);
-    if ((uint64_t)need > bytes || (need && !scratch)) return DT_ERR_TOO_SMALL;
-    need = dt__run(c, pl, in, out, (unsigned char *)scratch, bytes);
-    return need < 0 ? (int)need : DT_OK;
-}
-
-DT__DEF int dt_redistribute(dt_comm *c, dt_plan_cache *cache, const dt_spec *src, const mb_tensor *in,
-                            const dt_spec *dst, int flags, mb_tensor *out, void *scratch, size_t scratch_bytes)
-{
-    dt_plan own;
-    const dt_plan *pl = &own;
-    int rc = cache ? dt_plan_cached(cache, src, dst, flags, &pl) : dt_plan_redistribute(src, dst, flags, &own);
-    if (!rc) rc = dt__comm_check(c, src->mesh);
-    if (!rc) rc = dt__fits(in, pl->dtype, pl->ndim, pl->in_shape);
-    if (!rc) rc = dt__fits(out, pl->dtype, pl->ndim, pl->out_shape);
-    if (!rc) rc = dt__exec(c, pl, in, out, scratch, scratch_bytes);
     return rc;
 }
 
@@ -1236,6 +1245,8 @@ DT__DEF int dt_distribute(dt_comm *c, const dt_spec *s, const mb_tensor *global,
     }
     return dt__exec(c, &pl, &x, local, scratch, scratch_bytes);
 }
+
+#endif /* DT_NO_CONSTRUCTION */
 
 #ifdef __cplusplus
 }

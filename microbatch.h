@@ -156,7 +156,7 @@ MB_API size_t mb_dtype_size(mb_dtype dt);  /* 0 for an unknown dtype */
 MB_API int mb_tensor_init(mb_tensor *t, void *data, mb_dtype dt, int ndim, const int32_t *shape);
 /* Validate a view (dtype, ndim, sizes >= 0, strides >= 0). */
 MB_API int mb_tensor_check(const mb_tensor *t);
-MB_API int64_t mb_numel(const mb_tensor *t);
+MB_API int64_t mb_numel(const mb_tensor *t); /* < 0: NULL, bad ndim or a negative size */
 /* 1 when row-major contiguous (size-1 dims ignored), 0 when not, < 0 on bad input. */
 MB_API int mb_is_contiguous(const mb_tensor *t);
 /* dim in [-ndim, ndim) -> [0, ndim); otherwise MB_ERR_DIM. */
@@ -267,7 +267,12 @@ MB__DEF int64_t mb_numel(const mb_tensor *t)
 {
     int64_t n = 1;
     int d;
-    for (d = 0; d < t->ndim; d++) n *= t->shape[d];
+    if (!t) return MB_ERR_NULL;
+    if ((uint32_t)t->ndim > MB_MAX_DIMS) return MB_ERR_NDIM;
+    for (d = 0; d < t->ndim; d++) {
+        if (t->shape[d] < 0) return MB_ERR_SHAPE;
+        n *= t->shape[d];
+    }
     return n;
 }
 

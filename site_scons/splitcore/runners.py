@@ -11,6 +11,8 @@ _print_lock = threading.Lock()
 
 # A hung QEMU (a crash that never reaches the exit path) fails after this.
 DEFAULT_TIMEOUT_S = int(os.environ.get("SPLITCORE_RUN_TIMEOUT", "300"))
+# `scons soak`'s long runs (minutes each on 2 cores).
+SOAK_TIMEOUT_S = int(os.environ.get("SPLITCORE_RUN_TIMEOUT", "3600"))
 
 
 def run_and_log(label, command, log_path, timeout_s=DEFAULT_TIMEOUT_S, failure_expected=False):
@@ -43,11 +45,11 @@ def run_and_log(label, command, log_path, timeout_s=DEFAULT_TIMEOUT_S, failure_e
     return status
 
 
-def run_action(label, command_of):
+def run_action(label, command_of, timeout_s=None):
     """An SCons action: target[0] is the log; command_of(source) gives the
     command line. The build step fails when the program does not exit 0."""
     def action(target, source, env):
-        status = run_and_log(label, command_of(source), str(target[0]))
+        status = run_and_log(label, command_of(source), str(target[0]), timeout_s or DEFAULT_TIMEOUT_S)
         return 0 if status == 0 else 1
     action.__name__ = "run"
     return action

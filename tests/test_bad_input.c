@@ -1,0 +1,684 @@
+/* test_bad_input.c — the error contract as one table (issue #8 item 5).
+   Every public function of microbatch.h, pipeline.h, dtensor.h and ports/pg.h (over a
+   2-rank pg_pthread world driven from one thread, timeouts 0) gets its invalid inputs —
+   NULL pointers, out-of-range dims/ranks/tags, zero/negative counts, wrong dtypes,
+   undersized buffers, inconsistent specs — as rows {function, case, expected code}. For
+   each row the test fills every output the call may write with a canary, makes the call,
+   and asserts the code and that every canary byte is intact. After the pg rows no message
+   sits in any mailbox and the peer's group is byte-for-byte unchanged (peers untouched).
+   The table is the documentation: `test_bad_input --markdown docs/error-contract.md`
+   writes it; a normal run fails when docs/error-contract.md (read from the directory
+   scons runs in) differs from the table, so the document cannot go stale. */
+#define _POSIX_C_SOURCE 200809L
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+
+#define MICROBATCH_IMPLEMENTATION
+#include "microbatch.h"
+#define PIPELINE_IMPLEMENTATION
+#include "pipeline.h"
+#define DTENSOR_IMPLEMENTATION
+#include "dtensor.h"
+#define PG_IMPLEMENTATION
+#include "ports/pg.h"
+#define PG_PTHREAD_IMPLEMENTATION
+#include "ports/pg_pthread.h"
+
+/* ---- outputs: one canary area every row's outputs point into ------------------------- */
+#define CANARY 0xA5
+static union { uint64_t align; unsigned char b[65536]; } out_area;
+#define OUT(type) ((type *)(void *)out_area.b)
+#define OUT_AT(type, off) ((type *)(void *)(out_area.b + (off)))
+
+/* ---- inputs: valid fixtures and invalid variants (never checked for changes) --------- */
+static float fx[8][4];
+static int32_t shape84[2] = {8, 4}, shape_neg[2] = {8, -1}, shape44[2] = {4, 4};
+static mb_tensor t84, t_ndim7, t_negshape, t_dtype, t_neg_stride;
+static mb_value args[2], args_bad_kind[1], chunks4[4];
+static mb_spec spec_split5 = MB_SPLIT(5), spec_bad_kind = {99, 0, 0, 0}, spec_custom_null = {MB_SPEC_REDUCE, 0,
+                                                                                               MB_RED_CUSTOM, 0};
+static mb_spec spec_concat0 = MB_CONCAT(0);
+
+static pp_plan sched, lowered;
+static pp_table table0;
+static int32_t bal2[2] = {1, 1}, bal_bad[2] = {2, 0};
+static uint32_t costs3[3] = {1, 2, 3};
+static pp_layer layers2[2];
+static pp_costs costs;
+static uint64_t work[4096];
+static pp_event events1[1];
+static pp_exec_cfg xcfg;
+static pp_exec xexec_unset;
+static pp_action lower_work[2], send_f = PP_ACTION(PP_SEND_F, 1, 10);
+static size_t needed;
+
+static dt_mesh mesh2, mesh3;
+static dt_spec sp_shard0, sp_repl, sp_partial, sp_other_shape, sp_other_mesh;
+static dt_placement pl_shard0[1] = {DT_SHARD(0)}, pl_repl[1] = {DT_REPLICATE()}, pl_partial[1] = {DT_PARTIAL(DT_SUM)};
+static dt_placement pl_bad_kind[1] = {{7, 0}}, pl_shard9[1] = {DT_SHARD(9)}, pl_partial_bad[1] = {DT_PARTIAL(9)};
+static dt_plan dplan;
+static dt_cache_entry centries[2];
+static dt_plan_cache cache;
+static dt_comm dcomm;
+static dt_tensor dtt;
+static int32_t ranks_dup[2] = {0, 0}, ranks_neg[2] = {0, -1}, shape_m2[1] = {2}, shape_m0[1] = {0};
+
+static pg_pthread_world world;
+static pg_group *g0, *g1, g1_before;
+static pg_group nomember; /* a sub-group this rank is not in */
+static pg_ops ops_nosend;
+static float pin[64];
+static size_t counts2[2] = {2, 2}, counts_big[2] = {(size_t)-1 / 2, 2};
+
+/* ---- the table ------------------------------------------------------------------------
+   ROW(id, header, function, case, expected code, call): `call` runs with every output in
+   the canary area. The expected code is written by name, so the document shows it. */
+#define BAD_INPUT_TABLE(ROW) \
+    ROW(mb1, "microbatch.h", "mb_dtype_size", "unknown dtype", 0, (int)mb_dtype_size((mb_dtype)99)) \
+    ROW(mb2, "microbatch.h", "mb_strerror", "unknown code (returns \"unknown error\", never NULL)", 0, \
+        mb_strerror(12345) == NULL) \
+    ROW(mb3, "microbatch.h", "mb_tensor_init", "NULL tensor", MB_ERR_NULL, mb_tensor_init(NULL, fx, MB_F32, 2, shape84)) \
+    ROW(mb4, "microbatch.h", "mb_tensor_init", "NULL data", MB_ERR_NULL, \
+        mb_tensor_init(OUT(mb_tensor), NULL, MB_F32, 2, shape84)) \
+    ROW(mb5, "microbatch.h", "mb_tensor_init", "ndim > MB_MAX_DIMS", MB_ERR_NDIM, \
+        mb_tensor_init(OUT(mb_tensor), fx, MB_F32, MB_MAX_DIMS + 1, shape84)) \
+    ROW(mb6, "microbatch.h", "mb_tensor_init", "ndim < 0", MB_ERR_NDIM, mb_tensor_init(OUT(mb_tensor), fx, MB_F32, -1, shape84)) \
+    ROW(mb7, "microbatch.h", "mb_tensor_init", "unknown dtype", MB_ERR_DTYPE, \
+        mb_tensor_init(OUT(mb_tensor), fx, (mb_dtype)99, 2, shape84)) \
+    ROW(mb8, "microbatch.h", "mb_tensor_init", "negative size", MB_ERR_SHAPE, \
+        mb_tensor_init(OUT(mb_tensor), fx, MB_F32, 2, shape_neg)) \
+    ROW(mb9, "microbatch.h", "mb_tensor_check", "NULL", MB_ERR_NULL, mb_tensor_check(NULL)) \
+    ROW(mb10, "microbatch.h", "mb_tensor_check", "ndim > MB_MAX_DIMS", MB_ERR_NDIM, mb_tensor_check(&t_ndim7)) \
+    ROW(mb11, "microbatch.h", "mb_tensor_check", "negative size", MB_ERR_SHAPE, mb_tensor_check(&t_negshape)) \
+    ROW(mb12, "microbatch.h", "mb_tensor_check", "negative stride", MB_ERR_SHAPE, mb_tensor_check(&t_neg_stride)) \
+    ROW(mb13, "microbatch.h", "mb_tensor_check", "unknown dtype", MB_ERR_DTYPE, mb_tensor_check(&t_dtype)) \
+    ROW(mb14, "microbatch.h", "mb_numel", "NULL", MB_ERR_NULL, (int)mb_numel(NULL)) \
+    ROW(mb15, "microbatch.h", "mb_numel", "negative size", MB_ERR_SHAPE, (int)mb_numel(&t_negshape)) \
+    ROW(mb15b, "microbatch.h", "mb_numel", "ndim > MB_MAX_DIMS", MB_ERR_NDIM, (int)mb_numel(&t_ndim7)) \
+    ROW(mb16, "microbatch.h", "mb_is_contiguous", "NULL", MB_ERR_NULL, mb_is_contiguous(NULL)) \
+    ROW(mb17, "microbatch.h", "mb_normalize_dim", "dim >= ndim", MB_ERR_DIM, mb_normalize_dim(2, 2)) \
+    ROW(mb18, "microbatch.h", "mb_normalize_dim", "dim < -ndim", MB_ERR_DIM, mb_normalize_dim(-3, 2)) \
+    ROW(mb19, "microbatch.h", "mb_normalize_dim", "ndim 0 (no dim exists)", MB_ERR_DIM, mb_normalize_dim(0, 0)) \
+    ROW(mb20, "microbatch.h", "mb_narrow", "NULL out", MB_ERR_NULL, mb_narrow(&t84, 0, 0, 1, NULL)) \
+    ROW(mb21, "microbatch.h", "mb_narrow", "dim out of range", MB_ERR_DIM, mb_narrow(&t84, 2, 0, 1, OUT(mb_tensor))) \
+    ROW(mb22, "microbatch.h", "mb_narrow", "start + length > size", MB_ERR_RANGE, \
+        mb_narrow(&t84, 0, 6, 3, OUT(mb_tensor))) \
+    ROW(mb23, "microbatch.h", "mb_narrow", "negative length", MB_ERR_RANGE, mb_narrow(&t84, 0, 0, -1, OUT(mb_tensor))) \
+    ROW(mb24, "microbatch.h", "mb_narrow", "invalid tensor", MB_ERR_SHAPE, mb_narrow(&t_negshape, 0, 0, 1, OUT(mb_tensor))) \
+    ROW(mb25, "microbatch.h", "mb_copy", "NULL dst", MB_ERR_NULL, mb_copy(NULL, &t84)) \
+    ROW(mb26, "microbatch.h", "mb_copy", "shapes differ", MB_ERR_SHAPE, mb_copy(out_tensor(MB_F32, 4, 4), &t84)) \
+    ROW(mb27, "microbatch.h", "mb_copy", "dtypes differ", MB_ERR_DTYPE, mb_copy(out_tensor(MB_I32, 8, 4), &t84)) \
+    ROW(mb28, "microbatch.h", "mb_zero", "NULL", MB_ERR_NULL, mb_zero(NULL)) \
+    ROW(mb29, "microbatch.h", "mb_zero", "invalid tensor", MB_ERR_SHAPE, mb_zero(&t_negshape)) \
+    ROW(mb30, "microbatch.h", "mb_split_sizes", "chunks <= 0", MB_ERR_CHUNKS, \
+        mb_split_sizes(8, 0, MB_BALANCED, OUT(int32_t), 4)) \
+    ROW(mb31, "microbatch.h", "mb_split_sizes", "negative size", MB_ERR_SHAPE, \
+        mb_split_sizes(-1, 2, MB_BALANCED, OUT(int32_t), 4)) \
+    ROW(mb32, "microbatch.h", "mb_split_sizes", "sizes[] shorter than the chunk count", MB_ERR_TOO_SMALL, \
+        mb_split_sizes(8, 4, MB_BALANCED, OUT(int32_t), 3)) \
+    ROW(mb33, "microbatch.h", "mb_split", "NULL args", MB_ERR_NULL, mb_split(NULL, NULL, 1, 2, 0, OUT(mb_value), 4, NULL)) \
+    ROW(mb34, "microbatch.h", "mb_split", "NULL out", MB_ERR_NULL, mb_split(args, NULL, 2, 2, 0, NULL, 4, NULL)) \
+    ROW(mb35, "microbatch.h", "mb_split", "chunks <= 0", MB_ERR_CHUNKS, mb_split(args, NULL, 2, 0, 0, OUT(mb_value), 4, NULL)) \
+    ROW(mb36, "microbatch.h", "mb_split", "out[] smaller than chunks x nargs", MB_ERR_TOO_SMALL, \
+        mb_split(args, NULL, 2, 4, 0, OUT(mb_value), 3, NULL)) \
+    ROW(mb37, "microbatch.h", "mb_split", "split dim out of range", MB_ERR_DIM, \
+        mb_split(args, &spec_split5, 1, 2, 0, OUT(mb_value), 4, NULL)) \
+    ROW(mb38, "microbatch.h", "mb_split", "unknown spec kind", MB_ERR_SPEC, \
+        mb_split(args, &spec_bad_kind, 1, 2, 0, OUT(mb_value), 4, NULL)) \
+    ROW(mb39, "microbatch.h", "mb_split", "unknown value kind", MB_ERR_SPEC, \
+        mb_split(args_bad_kind, NULL, 1, 2, 0, OUT(mb_value), 4, NULL)) \
+    ROW(mb40, "microbatch.h", "mb_split", "MB_STRICT and split dim < chunks", MB_ERR_SPLIT_SIZE, \
+        mb_split(args, NULL, 1, 9, MB_STRICT, OUT(mb_value), 32, NULL)) \
+    ROW(mb41, "microbatch.h", "mb_split_masked_bytes", "NULL bytes", MB_ERR_NULL, \
+        mb_split_masked_bytes(args, NULL, 1, 2, 0, NULL)) \
+    ROW(mb42, "microbatch.h", "mb_split_masked", "storage too small", MB_ERR_TOO_SMALL, \
+        mb_split_masked(args, NULL, 1, 2, 0, OUT(mb_value), 4, OUT_AT(void, 4096), 8, NULL)) \
+    ROW(mb43, "microbatch.h", "mb_split_masked", "storage not 8-byte aligned", MB_ERR_ALIGN, \
+        mb_split_masked(args, NULL, 1, 2, 0, OUT(mb_value), 4, OUT_AT(void, 4097), 4096, NULL)) \
+    ROW(mb44, "microbatch.h", "mb_merge", "NULL chunks", MB_ERR_NULL, mb_merge(NULL, 2, 1, NULL, 0, OUT(mb_value))) \
+    ROW(mb45, "microbatch.h", "mb_merge", "nchunks <= 0", MB_ERR_CHUNKS, mb_merge(chunks4, 0, 1, NULL, 0, out_value(8, 4))) \
+    ROW(mb46, "microbatch.h", "mb_merge", "output shape != merged shape", MB_ERR_SHAPE, \
+        mb_merge(chunks4, 4, 1, NULL, 0, out_value(4, 4))) \
+    ROW(mb47, "microbatch.h", "mb_merge", "concat dim out of range", MB_ERR_DIM, \
+        mb_merge(chunks4, 4, 1, &spec_split5, 0, out_value(8, 4))) \
+    ROW(mb48, "microbatch.h", "mb_merge", "custom reduce without a reducer", MB_ERR_SPEC, \
+        mb_merge(chunks4, 4, 1, &spec_custom_null, 0, out_value(2, 4))) \
+    ROW(mb49, "microbatch.h", "mb_merge", "output dtype differs", MB_ERR_DTYPE, \
+        mb_merge(chunks4, 4, 1, &spec_concat0, 0, out_value_dt(MB_I32, 8, 4))) \
+    \
+    ROW(pp1, "pipeline.h", "pp_strerror", "unknown code (returns a string, never NULL)", 0, pp_strerror(12345) == NULL) \
+    ROW(pp2, "pipeline.h", "pp_balance_check", "NULL balance", PP_ERR_NULL, pp_balance_check(NULL, 2, 2, 2, 1, 0, NULL)) \
+    ROW(pp3, "pipeline.h", "pp_balance_check", "sum != layers", PP_ERR_BALANCE_SUM, pp_balance_check(bal2, 2, 3, 2, 1, 0, NULL)) \
+    ROW(pp4, "pipeline.h", "pp_balance_check", "an entry <= 0", PP_ERR_BALANCE_NONPOSITIVE, \
+        pp_balance_check(bal_bad, 2, 2, 2, 1, 0, NULL)) \
+    ROW(pp5, "pipeline.h", "pp_balance_check", "more partitions than ranks", PP_ERR_PARTITIONS, \
+        pp_balance_check(bal2, 2, 2, 1, 1, 0, NULL)) \
+    ROW(pp6, "pipeline.h", "pp_balance_check", "chunks <= 0", PP_ERR_CHUNKS, pp_balance_check(bal2, 2, 2, 2, 0, 0, NULL)) \
+    ROW(pp7, "pipeline.h", "pp_balance_check", "unknown checkpoint mode", PP_ERR_CHECKPOINT, \
+        pp_balance_check(bal2, 2, 2, 2, 1, 7, NULL)) \
+    ROW(pp8, "pipeline.h", "pp_balance_by_cost", "NULL cost", PP_ERR_NULL, pp_balance_by_cost(NULL, 3, 2, OUT(int32_t), NULL)) \
+    ROW(pp9, "pipeline.h", "pp_balance_by_cost", "more parts than layers", PP_ERR_LAYERS, \
+        pp_balance_by_cost(costs3, 3, 4, OUT(int32_t), OUT_AT(uint64_t, 64))) \
+    ROW(pp10, "pipeline.h", "pp_balance_by_cost", "nparts <= 0", PP_ERR_ARG, \
+        pp_balance_by_cost(costs3, 3, 0, OUT(int32_t), OUT_AT(uint64_t, 64))) \
+    ROW(pp11, "pipeline.h", "pp_balance_layers", "unknown criterion", PP_ERR_ARG, \
+        pp_balance_layers(layers2, 2, 2, 9, 1, OUT(int32_t), NULL)) \
+    ROW(pp12, "pipeline.h", "pp_balance_layers", "NULL layers", PP_ERR_NULL, \
+        pp_balance_layers(NULL, 2, 2, PP_BY_COST, 1, OUT(int32_t), NULL)) \
+    ROW(pp13, "pipeline.h", "pp_checkpoint_stop", "unknown mode", PP_ERR_CHECKPOINT, pp_checkpoint_stop(9, 4)) \
+    ROW(pp14, "pipeline.h", "pp_checkpoint_stop", "chunks <= 0", PP_ERR_CHUNKS, pp_checkpoint_stop(PP_CKPT_ALWAYS, 0)) \
+    ROW(pp15, "pipeline.h", "pp_stage_map", "unknown style", PP_ERR_MAP, pp_stage_map(5, 2, 4, OUT(uint8_t))) \
+    ROW(pp16, "pipeline.h", "pp_stage_map", "\"v\" with stages % ranks != 0", PP_ERR_MAP, \
+        pp_stage_map(PP_MAP_V, 2, 3, OUT(uint8_t))) \
+    ROW(pp17, "pipeline.h", "pp_stage_map", "NULL map", PP_ERR_NULL, pp_stage_map(PP_MAP_LOOP, 2, 4, NULL)) \
+    ROW(pp18, "pipeline.h", "pp_stage_map", "ranks <= 0", PP_ERR_ARG, pp_stage_map(PP_MAP_LOOP, 0, 4, OUT(uint8_t))) \
+    ROW(pp19, "pipeline.h", "pp_schedule_name", "unknown schedule (returns a name, never NULL)", 0, \
+        pp_schedule_name(99) == NULL) \
+    ROW(pp20, "pipeline.h", "pp_schedule_from_name", "unknown name", PP_ERR_SCHEDULE, pp_schedule_from_name("nope")) \
+    ROW(pp21, "pipeline.h", "pp_schedule_from_name", "NULL", PP_ERR_NULL, pp_schedule_from_name(NULL)) \
+    ROW(pp22, "pipeline.h", "pp_schedule_check", "unknown schedule", PP_ERR_SCHEDULE, pp_schedule_check(99, 2, 1, 4)) \
+    ROW(pp23, "pipeline.h", "pp_schedule_check", "ranks > PP_MAX_RANKS", PP_ERR_ARG, \
+        pp_schedule_check(PP_SCHED_1F1B, PP_MAX_RANKS + 1, 1, 64)) \
+    ROW(pp24, "pipeline.h", "pp_schedule_check", "ZBV with 1 stage per rank", PP_ERR_STAGES_PER_RANK, \
+        pp_schedule_check(PP_SCHED_ZBV, 2, 1, 4)) \
+    ROW(pp25, "pipeline.h", "pp_schedule_check", "interleaved: M not a multiple of rounds", PP_ERR_ROUNDS, \
+        pp_schedule_check(PP_SCHED_INTERLEAVED_1F1B, 4, 2, 9)) \
+    ROW(pp26, "pipeline.h", "pp_schedule_check", "microbatches <= 0", PP_ERR_ARG, pp_schedule_check(PP_SCHED_GPIPE, 2, 1, 0)) \
+    ROW(pp27, "pipeline.h", "pp_plan_bytes", "ranks <= 0 (returns 0)", 0, (int)pp_plan_bytes(0, 1, 4)) \
+    ROW(pp28, "pipeline.h", "pp_plan_init", "NULL plan", PP_ERR_NULL, pp_plan_init(NULL, OUT(void), 4096, 2, 2, 4)) \
+    ROW(pp29, "pipeline.h", "pp_plan_init", "storage too small", PP_ERR_TOO_SMALL, \
+        pp_plan_init(OUT_AT(pp_plan, 4096), OUT(void), 4, 2, 2, 4)) \
+    ROW(pp30, "pipeline.h", "pp_plan_init", "stages > PP_MAX_STAGES", PP_ERR_ARG, \
+        pp_plan_init(OUT_AT(pp_plan, 4096), OUT(void), 4096, 2, PP_MAX_STAGES + 1, 4)) \
+    ROW(pp31, "pipeline.h", "pp_plan_init", "misaligned storage", PP_ERR_ARG, \
+        pp_plan_init(OUT_AT(pp_plan, 4096), OUT_AT(void, 1), 4096, 2, 2, 4)) \
+    ROW(pp32, "pipeline.h", "pp_schedule_build", "unknown schedule", PP_ERR_SCHEDULE, \
+        pp_schedule_build(OUT_AT(pp_plan, 4096), 99, 2, 1, 4, OUT(void), 4096, NULL)) \
+    ROW(pp33, "pipeline.h", "pp_schedule_build", "storage too small", PP_ERR_TOO_SMALL, \
+        pp_schedule_build(OUT_AT(pp_plan, 4096), PP_SCHED_1F1B, 2, 1, 4, OUT(void), 8, NULL)) \
+    ROW(pp34, "pipeline.h", "pp_schedule_build", "NULL plan", PP_ERR_NULL, \
+        pp_schedule_build(NULL, PP_SCHED_1F1B, 2, 1, 4, OUT(void), 4096, NULL)) \
+    ROW(pp35, "pipeline.h", "pp_plan_table", "rank out of range", PP_ERR_ARG, pp_plan_table(&lowered, 2, OUT(pp_table))) \
+    ROW(pp36, "pipeline.h", "pp_plan_table", "NULL out", PP_ERR_NULL, pp_plan_table(&lowered, 0, NULL)) \
+    ROW(pp37, "pipeline.h", "pp_peak_inflight", "rank out of range", PP_ERR_ARG, pp_peak_inflight(&sched, 5)) \
+    ROW(pp38, "pipeline.h", "pp_lower", "storage too small (storage is working memory; `out` untouched)", \
+        PP_ERR_TOO_SMALL, pp_lower(&sched, OUT_AT(pp_plan, 4096), lower_work, 8, NULL)) \
+    ROW(pp39, "pipeline.h", "pp_lower", "NULL input plan", PP_ERR_NULL, pp_lower(NULL, OUT_AT(pp_plan, 4096), OUT(void), 4096, NULL)) \
+    ROW(pp40, "pipeline.h", "pp_validate", "NULL", PP_ERR_NULL, pp_validate(NULL, NULL)) \
+    ROW(pp41, "pipeline.h", "pp_sim_bytes", "NULL (returns 0)", 0, (int)pp_sim_bytes(NULL)) \
+    ROW(pp42, "pipeline.h", "pp_simulate", "work too small", PP_ERR_TOO_SMALL, \
+        pp_simulate(&lowered, &costs, work, 8, OUT(pp_sim), OUT_AT(pp_event, 4096), 16, OUT_AT(int, 8192), NULL)) \
+    ROW(pp43, "pipeline.h", "pp_simulate", "NULL costs", PP_ERR_NULL, \
+        pp_simulate(&lowered, NULL, work, sizeof work, OUT(pp_sim), NULL, 0, NULL, NULL)) \
+    ROW(pp44, "pipeline.h", "pp_action_format", "buffer too small", PP_ERR_TOO_SMALL, \
+        pp_action_format(send_f, OUT(char), 2)) \
+    ROW(pp45, "pipeline.h", "pp_action_parse", "malformed", PP_ERR_PARSE, pp_action_parse("0X0", 3, OUT(pp_action))) \
+    ROW(pp46, "pipeline.h", "pp_action_parse", "NULL out", PP_ERR_NULL, pp_action_parse("0F0", 3, NULL)) \
+    ROW(pp47, "pipeline.h", "pp_csv_write", "buffer too small", PP_ERR_TOO_SMALL, \
+        pp_csv_write(&sched, OUT(char), 4, &needed)) \
+    ROW(pp48, "pipeline.h", "pp_csv_read", "more rows than ranks", PP_ERR_RANKS, \
+        pp_csv_read(out_plan(), "0F0\r\n1F0\r\n0B0\r\n", 15, NULL)) \
+    ROW(pp49, "pipeline.h", "pp_csv_read", "malformed cell", PP_ERR_PARSE, pp_csv_read(out_plan(), "0Q0\r\n\r\n", 7, NULL)) \
+    ROW(pp50, "pipeline.h", "pp_emit_c", "buffer too small", PP_ERR_TOO_SMALL, \
+        pp_emit_c(&lowered, "plan", OUT(char), 16, &needed)) \
+    ROW(pp51, "pipeline.h", "pp_emit_c", "NULL name", PP_ERR_NULL, pp_emit_c(&lowered, NULL, OUT(char), 4096, NULL)) \
+    ROW(pp52, "pipeline.h", "pp_timeline", "buffer too small", PP_ERR_TOO_SMALL, \
+        pp_timeline(&sched, OUT(char), 4, &needed)) \
+    ROW(pp53, "pipeline.h", "pp_trace_json", "buffer too small", PP_ERR_TOO_SMALL, \
+        pp_trace_json(events1, 1, OUT(char), 4, &needed)) \
+    ROW(pp54, "pipeline.h", "pp_trace_json", "negative count", PP_ERR_ARG, pp_trace_json(events1, -1, OUT(char), 4096, NULL)) \
+    ROW(pp55, "pipeline.h", "pp_exec_bytes", "NULL table (returns 0)", 0, (int)pp_exec_bytes(&xcfg, NULL)) \
+    ROW(pp56, "pipeline.h", "pp_exec_init", "NULL group", PP_ERR_NULL, \
+        pp_exec_init(OUT(pp_exec), &xcfg, &table0, NULL, OUT_AT(void, 4096), 8192)) \
+    ROW(pp57, "pipeline.h", "pp_exec_init", "storage too small", PP_ERR_TOO_SMALL, \
+        pp_exec_init(OUT(pp_exec), &xcfg, &table0, g0, OUT_AT(void, 4096), 8)) \
+    ROW(pp58, "pipeline.h", "pp_exec_init", "misaligned storage", PP_ERR_ARG, \
+        pp_exec_init(OUT(pp_exec), &xcfg, &table0, g0, OUT_AT(void, 4097), 8192)) \
+    ROW(pp59, "pipeline.h", "pp_exec_init", "group size != table ranks", PP_ERR_RANKS, \
+        pp_exec_init(OUT(pp_exec), &xcfg, &table0, &nomember, OUT_AT(void, 4096), 8192)) \
+    ROW(pp60, "pipeline.h", "pp_exec_init", "balance inconsistent with the layers", PP_ERR_BALANCE_SUM, \
+        pp_exec_init(OUT(pp_exec), xcfg_bad_balance(), &table0, g0, OUT_AT(void, 4096), 8192)) \
+    ROW(pp61, "pipeline.h", "pp_exec_run", "NULL", PP_ERR_NULL, pp_exec_run(NULL)) \
+    ROW(pp62, "pipeline.h", "pp_exec_run", "never initialised (zeroed)", PP_ERR_NULL, pp_exec_run(&xexec_unset)) \
+    ROW(pp63, "pipeline.h", "pp_exec_loss", "NULL loss", PP_ERR_NULL, pp_exec_loss(&xexec_unset, NULL, NULL)) \
+    ROW(pp64, "pipeline.h", "pp_exec_loss", "not the last stage's rank", PP_ERR_ARG, \
+        pp_exec_loss(&xexec_unset, NULL, OUT(double))) \
+    \
+    ROW(dt1, "dtensor.h", "dt_strerror", "unknown code (returns a string, never NULL)", 0, dt_strerror(12345) == NULL) \
+    ROW(dt2, "dtensor.h", "dt_mesh_init", "NULL mesh", DT_ERR_NULL, dt_mesh_init(NULL, 1, shape_m2, NULL, 0)) \
+    ROW(dt3, "dtensor.h", "dt_mesh_init", "ndim > DT_MAX_MESH_DIMS", DT_ERR_MESH, \
+        dt_mesh_init(OUT(dt_mesh), DT_MAX_MESH_DIMS + 1, shape84, NULL, 0)) \
+    ROW(dt4, "dtensor.h", "dt_mesh_init", "a mesh size < 1", DT_ERR_MESH, dt_mesh_init(OUT(dt_mesh), 1, shape_m0, NULL, 0)) \
+    ROW(dt5, "dtensor.h", "dt_mesh_init", "repeated rank", DT_ERR_RANK, dt_mesh_init(OUT(dt_mesh), 1, shape_m2, ranks_dup, 0)) \
+    ROW(dt6, "dtensor.h", "dt_mesh_init", "negative rank", DT_ERR_RANK, dt_mesh_init(OUT(dt_mesh), 1, shape_m2, ranks_neg, 0)) \
+    ROW(dt7, "dtensor.h", "dt_mesh_init", "negative own rank", DT_ERR_RANK, dt_mesh_init(OUT(dt_mesh), 1, shape_m2, NULL, -1)) \
+    ROW(dt8, "dtensor.h", "dt_mesh_coord", "rank not in the mesh", DT_ERR_NOT_MEMBER, dt_mesh_coord(&mesh2, 7, OUT(int32_t))) \
+    ROW(dt9, "dtensor.h", "dt_mesh_coord", "NULL coord", DT_ERR_NULL, dt_mesh_coord(&mesh2, 0, NULL)) \
+    ROW(dt10, "dtensor.h", "dt_mesh_dim_size", "mesh dim out of range", DT_ERR_MESH_DIM, dt_mesh_dim_size(&mesh2, 1)) \
+    ROW(dt11, "dtensor.h", "dt_mesh_group", "cap too small", DT_ERR_TOO_SMALL, dt_mesh_group(&mesh2, 0, 0, OUT(int32_t), 1)) \
+    ROW(dt12, "dtensor.h", "dt_mesh_group", "mesh dim out of range", DT_ERR_MESH_DIM, \
+        dt_mesh_group(&mesh2, 0, 3, OUT(int32_t), 8)) \
+    ROW(dt13, "dtensor.h", "dt_spec_init", "placement count != mesh ndim", DT_ERR_PLACEMENT_COUNT, \
+        dt_spec_init(OUT(dt_spec), &mesh2, pl_shard0, 2, MB_F32, 2, shape44, NULL)) \
+    ROW(dt14, "dtensor.h", "dt_spec_init", "unknown placement kind", DT_ERR_PLACEMENT, \
+        dt_spec_init(OUT(dt_spec), &mesh2, pl_bad_kind, 1, MB_F32, 2, shape44, NULL)) \
+    ROW(dt15, "dtensor.h", "dt_spec_init", "Partial with an unknown op", DT_ERR_PLACEMENT, \
+        dt_spec_init(OUT(dt_spec), &mesh2, pl_partial_bad, 1, MB_F32, 2, shape44, NULL)) \
+    ROW(dt16, "dtensor.h", "dt_spec_init", "shard dim out of range", DT_ERR_DIM, \
+        dt_spec_init(OUT(dt_spec), &mesh2, pl_shard9, 1, MB_F32, 2, shape44, NULL)) \
+    ROW(dt17, "dtensor.h", "dt_spec_init", "unknown dtype", DT_ERR_DTYPE, \
+        dt_spec_init(OUT(dt_spec), &mesh2, pl_shard0, 1, (mb_dtype)99, 2, shape44, NULL)) \
+    ROW(dt18, "dtensor.h", "dt_spec_init", "negative size", DT_ERR_SHAPE, \
+        dt_spec_init(OUT(dt_spec), &mesh2, pl_shard0, 1, MB_F32, 2, shape_neg, NULL)) \
+    ROW(dt19, "dtensor.h", "dt_spec_init", "NULL mesh", DT_ERR_NULL, \
+        dt_spec_init(OUT(dt_spec), NULL, pl_shard0, 1, MB_F32, 2, shape44, NULL)) \
+    ROW(dt20, "dtensor.h", "dt_spec_check", "NULL", DT_ERR_NULL, dt_spec_check(NULL)) \
+    ROW(dt21, "dtensor.h", "dt_spec_is_replicated", "NULL", DT_ERR_NULL, dt_spec_is_replicated(NULL)) \
+    ROW(dt22, "dtensor.h", "dt_spec_num_shards", "NULL", DT_ERR_NULL, dt_spec_num_shards(NULL)) \
+    ROW(dt23, "dtensor.h", "dt_chunk", "k <= 0", DT_ERR_MESH, dt_chunk(5, 0, 0, OUT(int32_t))) \
+    ROW(dt23b, "dtensor.h", "dt_chunk", "i outside 0..k-1", DT_ERR_RANK, dt_chunk(5, 2, 2, OUT(int32_t))) \
+    ROW(dt23c, "dtensor.h", "dt_chunk", "n < 0", DT_ERR_SHAPE, dt_chunk(-5, 2, 0, OUT(int32_t))) \
+    ROW(dt24, "dtensor.h", "dt_local_shape", "rank not in the mesh", DT_ERR_NOT_MEMBER, \
+        dt_local_shape(&sp_shard0, 9, OUT(int32_t), OUT_AT(int32_t, 64))) \
+    ROW(dt25, "dtensor.h", "dt_local_shape", "NULL shape", DT_ERR_NULL, dt_local_shape(&sp_shard0, 0, NULL, NULL)) \
+    ROW(dt26, "dtensor.h", "dt_local_bytes", "NULL bytes", DT_ERR_NULL, dt_local_bytes(&sp_shard0, 0, NULL)) \
+    ROW(dt27, "dtensor.h", "dt_local_view", "global does not match the spec", DT_ERR_MISMATCH, \
+        dt_local_view(&sp_shard0, 0, &t84, OUT(mb_tensor))) \
+    ROW(dt28, "dtensor.h", "dt_plan_redistribute", "specs on different meshes", DT_ERR_MISMATCH, \
+        dt_plan_redistribute(&sp_shard0, &sp_other_mesh, 0, OUT(dt_plan))) \
+    ROW(dt29, "dtensor.h", "dt_plan_redistribute", "global shapes differ", DT_ERR_MISMATCH, \
+        dt_plan_redistribute(&sp_shard0, &sp_other_shape, 0, OUT(dt_plan))) \
+    ROW(dt30, "dtensor.h", "dt_plan_redistribute", "to Partial (public redistribute)", DT_ERR_PARTIAL, \
+        dt_plan_redistribute(&sp_repl, &sp_partial, 0, OUT(dt_plan))) \
+    ROW(dt31, "dtensor.h", "dt_plan_redistribute", "NULL plan", DT_ERR_NULL, dt_plan_redistribute(&sp_repl, &sp_shard0, 0, NULL)) \
+    ROW(dt32, "dtensor.h", "dt_plan_scratch_bytes", "NULL (returns 0)", 0, (int)dt_plan_scratch_bytes(NULL)) \
+    ROW(dt33, "dtensor.h", "dt_plan_cost_ns", "NULL ns", DT_ERR_NULL, dt_plan_cost_ns(&dplan, NULL, NULL)) \
+    ROW(dt34, "dtensor.h", "dt_plan_cache_init", "capacity <= 0", DT_ERR_TOO_SMALL, \
+        dt_plan_cache_init(OUT(dt_plan_cache), centries, 0)) \
+    ROW(dt35, "dtensor.h", "dt_plan_cache_init", "NULL storage", DT_ERR_NULL, dt_plan_cache_init(OUT(dt_plan_cache), NULL, 2)) \
+    ROW(dt36, "dtensor.h", "dt_plan_cache_clear", "NULL", DT_ERR_NULL, dt_plan_cache_clear(NULL)) \
+    ROW(dt37, "dtensor.h", "dt_plan_cached", "failing plan (inconsistent specs)", DT_ERR_MISMATCH, \
+        dt_plan_cached(&cache, &sp_shard0, &sp_other_shape, 0, OUT(const dt_plan *))) \
+    ROW(dt38, "dtensor.h", "dt_comm_init", "NULL parent", DT_ERR_NULL, dt_comm_init(OUT(dt_comm), &mesh2, NULL)) \
+    ROW(dt39, "dtensor.h", "dt_comm_init", "mesh rank != parent's rank", DT_ERR_MISMATCH, \
+        dt_comm_init(OUT(dt_comm), &mesh2, g1)) \
+    ROW(dt40, "dtensor.h", "dt_comm_init", "mesh rank not in parent", DT_ERR_RANK, dt_comm_init(OUT(dt_comm), &mesh3, g0)) \
+    ROW(dt41, "dtensor.h", "dt_comm_group", "mesh dim out of range (returns NULL)", 0, dt_comm_group(&dcomm, 2) != NULL) \
+    ROW(dt42, "dtensor.h", "dt_from_local", "local shape wrong for the spec", DT_ERR_MISMATCH, \
+        dt_from_local(OUT(dt_tensor), &mesh2, pl_shard0, 1, &t84, shape44)) \
+    ROW(dt43, "dtensor.h", "dt_from_local", "placement count != mesh ndim", DT_ERR_PLACEMENT_COUNT, \
+        dt_from_local(OUT(dt_tensor), &mesh2, pl_shard0, 2, &t84, NULL)) \
+    ROW(dt44, "dtensor.h", "dt_to_local", "NULL local", DT_ERR_NULL, dt_to_local(&dtt, NULL)) \
+    ROW(dt45, "dtensor.h", "dt_redistribute", "in does not match src's local shape", DT_ERR_MISMATCH, \
+        dt_redistribute(&dcomm, NULL, &sp_shard0, &t84, &sp_repl, 0, out_tensor(MB_F32, 4, 4), \
+                        OUT_AT(void, 8192), 4096)) \
+    ROW(dt46, "dtensor.h", "dt_redistribute", "scratch too small", DT_ERR_TOO_SMALL, \
+        dt_redistribute(&dcomm, NULL, &sp_shard0, in_local(2, 4), &sp_repl, 0, out_tensor(MB_F32, 4, 4), \
+                        OUT_AT(void, 8192), 8)) \
+    ROW(dt47, "dtensor.h", "dt_redistribute", "to Partial", DT_ERR_PARTIAL, \
+        dt_redistribute(&dcomm, NULL, &sp_repl, in_local(4, 4), &sp_partial, 0, out_tensor(MB_F32, 4, 4), \
+                        OUT_AT(void, 8192), 4096)) \
+    ROW(dt48, "dtensor.h", "dt_full_tensor", "global has the wrong shape", DT_ERR_MISMATCH, \
+        dt_full_tensor(&dcomm, NULL, &sp_shard0, in_local(2, 4), out_tensor(MB_F32, 8, 4), OUT_AT(void, 8192), 4096)) \
+    ROW(dt49, "dtensor.h", "dt_full_tensor_scratch_bytes", "NULL bytes", DT_ERR_NULL, \
+        dt_full_tensor_scratch_bytes(&sp_shard0, NULL)) \
+    ROW(dt50, "dtensor.h", "dt_distribute", "Partial placement", DT_ERR_PARTIAL, \
+        dt_distribute(&dcomm, &sp_partial, in_local(4, 4), 0, out_tensor(MB_F32, 4, 4), OUT_AT(void, 8192), 4096)) \
+    ROW(dt51, "dtensor.h", "dt_distribute", "src_rank not in the mesh", DT_ERR_NOT_MEMBER, \
+        dt_distribute(&dcomm, &sp_shard0, in_local(4, 4), 5, out_tensor(MB_F32, 2, 4), OUT_AT(void, 8192), 4096)) \
+    ROW(dt52, "dtensor.h", "dt_distribute_scratch_bytes", "NULL bytes", DT_ERR_NULL, \
+        dt_distribute_scratch_bytes(&sp_shard0, 0, NULL)) \
+    \
+    ROW(pg1, "ports/pg.h", "pg_strerror", "unknown code (returns \"unknown error\")", 0, pg_strerror(12345) == NULL) \
+    ROW(pg2, "ports/pg.h", "pg_dtype_size", "unknown dtype (returns 0)", 0, (int)pg_dtype_size((mb_dtype)99)) \
+    ROW(pg2b, "ports/pg.h", "pg_wire_tag", "context, kind, low beyond their bits (masked: bits 30-31 stay 0)", 0, \
+        (int)(pg_wire_tag(0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu) >> 30)) \
+    ROW(pg3, "ports/pg.h", "pg_group_init", "NULL ops", PG_ERR_NULL, pg_group_init(OUT(pg_group), NULL, NULL, 0, 2, 64)) \
+    ROW(pg4, "ports/pg.h", "pg_group_init", "ops without send", PG_ERR_NULL, \
+        pg_group_init(OUT(pg_group), &ops_nosend, NULL, 0, 2, 64)) \
+    ROW(pg5, "ports/pg.h", "pg_group_init", "world size > PG_MAX_RANKS", PG_ERR_SIZE, \
+        pg_group_init(OUT(pg_group), pg_pthread_ops(), NULL, 0, PG_MAX_RANKS + 1, 64)) \
+    ROW(pg6, "ports/pg.h", "pg_group_init", "max_msg 0", PG_ERR_SIZE, pg_group_init(OUT(pg_group), pg_pthread_ops(), NULL, 0, 2, 0)) \
+    ROW(pg7, "ports/pg.h", "pg_group_init", "rank >= size", PG_ERR_RANK, \
+        pg_group_init(OUT(pg_group), pg_pthread_ops(), NULL, 2, 2, 64)) \
+    ROW(pg8, "ports/pg.h", "pg_rank", "NULL", PG_ERR_NULL, pg_rank(NULL)) \
+    ROW(pg9, "ports/pg.h", "pg_rank", "not a member", PG_ERR_NOT_MEMBER, pg_rank(&nomember)) \
+    ROW(pg10, "ports/pg.h", "pg_size", "NULL", PG_ERR_NULL, pg_size(NULL)) \
+    ROW(pg11, "ports/pg.h", "pg_world_rank", "rank out of range", PG_ERR_RANK, pg_world_rank(g0, 2)) \
+    ROW(pg12, "ports/pg.h", "pg_set_timeout", "NULL", PG_ERR_NULL, pg_set_timeout(NULL, 1)) \
+    ROW(pg13, "ports/pg.h", "pg_timeout", "NULL (returns 0)", 0, (int)pg_timeout(NULL)) \
+    ROW(pg14, "ports/pg.h", "pg_group_set_scratch", "fewer than 8 bytes", PG_ERR_SIZE, pg_group_set_scratch(g0, OUT(void), 4)) \
+    ROW(pg15, "ports/pg.h", "pg_group_set_scratch", "NULL group", PG_ERR_NULL, pg_group_set_scratch(NULL, OUT(void), 64)) \
+    ROW(pg16, "ports/pg.h", "pg_scratch_bytes", "NULL (returns 0)", 0, (int)pg_scratch_bytes(NULL)) \
+    ROW(pg17, "ports/pg.h", "pg_max_msg", "NULL (returns 0)", 0, (int)pg_max_msg(NULL)) \
+    ROW(pg18, "ports/pg.h", "pg_send", "dst out of range", PG_ERR_RANK, pg_send(g0, 2, 0, pin, 4)) \
+    ROW(pg19, "ports/pg.h", "pg_send", "negative dst", PG_ERR_RANK, pg_send(g0, -1, 0, pin, 4)) \
+    ROW(pg20, "ports/pg.h", "pg_send", "tag > PG_TAG_MAX", PG_ERR_TAG, pg_send(g0, 1, PG_TAG_MAX + 1, pin, 4)) \
+    ROW(pg21, "ports/pg.h", "pg_send", "negative tag", PG_ERR_TAG, pg_send(g0, 1, -1, pin, 4)) \
+    ROW(pg22, "ports/pg.h", "pg_send", "NULL buffer, bytes > 0", PG_ERR_NULL, pg_send(g0, 1, 0, NULL, 4)) \
+    ROW(pg23, "ports/pg.h", "pg_send", "bytes > max_msg", PG_ERR_TOO_BIG, pg_send(g0, 1, 0, out_area.b, pg_max_msg(g0) + 1)) \
+    ROW(pg24, "ports/pg.h", "pg_send", "not a member", PG_ERR_NOT_MEMBER, pg_send(&nomember, 0, 0, pin, 4)) \
+    ROW(pg25, "ports/pg.h", "pg_recv", "src out of range", PG_ERR_RANK, pg_recv(g0, 5, 0, OUT(void), 64, OUT_AT(size_t, 4096))) \
+    ROW(pg26, "ports/pg.h", "pg_recv", "NULL buffer, cap > 0", PG_ERR_NULL, pg_recv(g0, 1, 0, NULL, 64, OUT_AT(size_t, 4096))) \
+    ROW(pg27, "ports/pg.h", "pg_recv", "NULL group", PG_ERR_NULL, pg_recv(NULL, 1, 0, OUT(void), 64, NULL)) \
+    ROW(pg28, "ports/pg.h", "pg_recv_timeout", "tag out of range", PG_ERR_TAG, \
+        pg_recv_timeout(g0, 1, 70000, OUT(void), 64, OUT_AT(size_t, 4096), 0)) \
+    ROW(pg29, "ports/pg.h", "pg_recv_timeout", "nothing sent, timeout 0", PG_ERR_TIMEOUT, \
+        pg_recv_timeout(g0, 1, 3, OUT(void), 64, OUT_AT(size_t, 4096), 0)) \
+    ROW(pg30, "ports/pg.h", "pg_probe", "src out of range", PG_ERR_RANK, pg_probe(g0, 2, 0, OUT(size_t))) \
+    ROW(pg31, "ports/pg.h", "pg_abort", "NULL", PG_ERR_NULL, pg_abort(NULL, -1)) \
+    ROW(pg32, "ports/pg.h", "pg_recover", "NULL", PG_ERR_NULL, pg_recover(NULL)) \
+    ROW(pg33, "ports/pg.h", "pg_slot_acquire", "NULL ptr", PG_ERR_NULL, pg_slot_acquire(g0, 1, 8, NULL)) \
+    ROW(pg34, "ports/pg.h", "pg_slot_acquire", "bytes > max_msg", PG_ERR_TOO_BIG, \
+        pg_slot_acquire(g0, 1, pg_max_msg(g0) + 1, OUT(void *))) \
+    ROW(pg35, "ports/pg.h", "pg_slot_acquire", "dst out of range", PG_ERR_RANK, pg_slot_acquire(g0, 3, 8, OUT(void *))) \
+    ROW(pg36, "ports/pg.h", "pg_slot_commit", "pointer never acquired", PG_ERR_NO_SLOT, pg_slot_commit(g0, 1, 0, pin, 8)) \
+    ROW(pg37, "ports/pg.h", "pg_slot_commit", "NULL pointer", PG_ERR_NULL, pg_slot_commit(g0, 1, 0, NULL, 8)) \
+    ROW(pg38, "ports/pg.h", "pg_slot_peek", "NULL ptr", PG_ERR_NULL, pg_slot_peek(g0, 1, 0, NULL, OUT(size_t))) \
+    ROW(pg39, "ports/pg.h", "pg_slot_peek", "tag out of range", PG_ERR_TAG, \
+        pg_slot_peek(g0, 1, -5, OUT(const void *), OUT_AT(size_t, 64))) \
+    ROW(pg40, "ports/pg.h", "pg_slot_release", "pointer never peeked", PG_ERR_NO_SLOT, pg_slot_release(g0, 1, pin)) \
+    ROW(pg41, "ports/pg.h", "pg_subgroup_init", "sub == parent", PG_ERR_SIZE, pg_subgroup_init(g0, g0, ranks_dup, 1)) \
+    ROW(pg42, "ports/pg.h", "pg_subgroup_init", "repeated rank", PG_ERR_RANK, \
+        pg_subgroup_init(OUT(pg_group), g0, ranks_dup, 2)) \
+    ROW(pg43, "ports/pg.h", "pg_subgroup_init", "rank outside the parent", PG_ERR_RANK, \
+        pg_subgroup_init(OUT(pg_group), g0, ranks_neg, 2)) \
+    ROW(pg44, "ports/pg.h", "pg_subgroup_init", "n <= 0", PG_ERR_SIZE, pg_subgroup_init(OUT(pg_group), g0, ranks_dup, 0)) \
+    ROW(pg45, "ports/pg.h", "pg_barrier", "NULL", PG_ERR_NULL, pg_barrier(NULL)) \
+    ROW(pg46, "ports/pg.h", "pg_barrier", "not a member", PG_ERR_NOT_MEMBER, pg_barrier(&nomember)) \
+    ROW(pg47, "ports/pg.h", "pg_broadcast", "root out of range", PG_ERR_RANK, pg_broadcast(g0, OUT(void), 4, MB_F32, 2)) \
+    ROW(pg48, "ports/pg.h", "pg_broadcast", "unknown dtype", PG_ERR_DTYPE, pg_broadcast(g0, OUT(void), 4, (mb_dtype)99, 0)) \
+    ROW(pg49, "ports/pg.h", "pg_broadcast", "NULL buffer, count > 0", PG_ERR_NULL, pg_broadcast(g0, NULL, 4, MB_F32, 0)) \
+    ROW(pg50, "ports/pg.h", "pg_all_reduce", "unknown op", PG_ERR_OP, pg_all_reduce(g0, pin, OUT(void), 4, MB_F32, (pg_red)9)) \
+    ROW(pg51, "ports/pg.h", "pg_all_reduce", "AVG on integers", PG_ERR_DTYPE, pg_all_reduce(g0, pin, OUT(void), 4, MB_I32, PG_AVG)) \
+    ROW(pg52, "ports/pg.h", "pg_all_reduce", "unknown dtype", PG_ERR_DTYPE, \
+        pg_all_reduce(g0, pin, OUT(void), 4, (mb_dtype)99, PG_SUM)) \
+    ROW(pg53, "ports/pg.h", "pg_all_reduce", "count overflows bytes", PG_ERR_SIZE, \
+        pg_all_reduce(g0, pin, OUT(void), (size_t)-1 / 2, MB_F32, PG_SUM)) \
+    ROW(pg54, "ports/pg.h", "pg_all_reduce", "NULL recv", PG_ERR_NULL, pg_all_reduce(g0, pin, NULL, 4, MB_F32, PG_SUM)) \
+    ROW(pg55, "ports/pg.h", "pg_all_gather", "NULL send", PG_ERR_NULL, pg_all_gather(g0, NULL, OUT(void), 4, MB_F32)) \
+    ROW(pg56, "ports/pg.h", "pg_all_gather", "count x size overflows", PG_ERR_SIZE, \
+        pg_all_gather(g0, pin, OUT(void), (size_t)-1 / 4, MB_F32)) \
+    ROW(pg57, "ports/pg.h", "pg_all_gatherv", "NULL counts", PG_ERR_NULL, pg_all_gatherv(g0, pin, OUT(void), NULL, MB_F32)) \
+    ROW(pg58, "ports/pg.h", "pg_all_gatherv", "counts sum overflows", PG_ERR_SIZE, \
+        pg_all_gatherv(g0, pin, OUT(void), counts_big, MB_F32)) \
+    ROW(pg59, "ports/pg.h", "pg_reduce_scatter", "unknown op", PG_ERR_OP, \
+        pg_reduce_scatter(g0, pin, OUT(void), 2, MB_F32, (pg_red)-1)) \
+    ROW(pg60, "ports/pg.h", "pg_reduce_scatter", "NULL group", PG_ERR_NULL, pg_reduce_scatter(NULL, pin, OUT(void), 2, MB_F32, PG_SUM)) \
+    ROW(pg61, "ports/pg.h", "pg_reduce_scatterv", "AVG on integers", PG_ERR_DTYPE, \
+        pg_reduce_scatterv(g0, pin, OUT(void), counts2, MB_I8, PG_AVG)) \
+    ROW(pg62, "ports/pg.h", "pg_reduce_scatterv", "NULL counts", PG_ERR_NULL, \
+        pg_reduce_scatterv(g0, pin, OUT(void), NULL, MB_F32, PG_SUM)) \
+    ROW(pg63, "ports/pg.h", "pg_all_to_all", "in place (send == recv)", PG_ERR_SIZE, \
+        pg_all_to_all(g0, OUT(void), OUT(void), 2, MB_F32)) \
+    ROW(pg64, "ports/pg.h", "pg_all_to_all", "unknown dtype", PG_ERR_DTYPE, pg_all_to_all(g0, pin, OUT(void), 2, (mb_dtype)-1)) \
+    ROW(pg65, "ports/pg.h", "pg_all_to_allv", "NULL recv counts", PG_ERR_NULL, \
+        pg_all_to_allv(g0, pin, counts2, OUT(void), NULL, MB_F32)) \
+    ROW(pg66, "ports/pg.h", "pg_all_to_allv", "NULL send, counts > 0", PG_ERR_NULL, \
+        pg_all_to_allv(g0, NULL, counts2, OUT(void), counts2, MB_F32)) \
+    ROW(pg67, "ports/pg.h", "pg_gather", "root out of range", PG_ERR_RANK, pg_gather(g0, pin, OUT(void), 2, MB_F32, -1)) \
+    ROW(pg68, "ports/pg.h", "pg_gather", "NULL recv on the root", PG_ERR_NULL, pg_gather(g0, pin, NULL, 2, MB_F32, 0)) \
+    ROW(pg69, "ports/pg.h", "pg_gatherv", "unknown dtype", PG_ERR_DTYPE, pg_gatherv(g0, pin, OUT(void), counts2, (mb_dtype)77, 0)) \
+    ROW(pg70, "ports/pg.h", "pg_scatter", "root out of range", PG_ERR_RANK, pg_scatter(g0, pin, OUT(void), 2, MB_F32, 2)) \
+    ROW(pg71, "ports/pg.h", "pg_scatterv", "NULL recv, count > 0", PG_ERR_NULL, pg_scatterv(g0, pin, NULL, counts2, MB_F32, 1)) \
+    ROW(pg72, "ports/pg.h", "pg_reduce_local", "unknown op", PG_ERR_OP, pg_reduce_local(OUT(void), pin, 4, MB_F32, (pg_red)9)) \
+    ROW(pg73, "ports/pg.h", "pg_reduce_local", "AVG on integers", PG_ERR_DTYPE, pg_reduce_local(OUT(void), pin, 4, MB_I16, PG_AVG)) \
+    ROW(pg74, "ports/pg.h", "pg_scale_local", "integer dtype", PG_ERR_DTYPE, pg_scale_local(OUT(void), 4, MB_I32, 2)) \
+    ROW(pg75, "ports/pg.h", "pg_scale_local", "divisor <= 0", PG_ERR_SIZE, pg_scale_local(OUT(void), 4, MB_F32, 0))
+
+/* ---- helpers the rows use (outputs inside the canary area) --------------------------- */
+static mb_tensor *out_tensor(mb_dtype dt, int32_t rows, int32_t cols)
+{
+    /* the tensor struct is an input (not in the canary area); its data is */
+    static mb_tensor t;
+    int32_t sh[2];
+    sh[0] = rows; sh[1] = cols;
+    mb_tensor_init(&t, out_area.b + 16384, dt, 2, sh);
+    return &t;
+}
+static mb_value *out_value_dt(mb_dtype dt, int32_t rows, int32_t cols)
+{
+    static mb_value v;
+    memset(&v, 0, sizeof v);
+    v.kind = MB_VALUE_TENSOR;
+    v.tensor = *out_tensor(dt, rows, cols);
+    return &v;
+}
+static mb_value *out_value(int32_t rows, int32_t cols) { return out_value_dt(MB_F32, rows, cols); }
+static mb_tensor *in_local(int32_t rows, int32_t cols)
+{
+    static float data[64];
+    static mb_tensor t;
+    int32_t sh[2];
+    sh[0] = rows; sh[1] = cols;
+    mb_tensor_init(&t, data, MB_F32, 2, sh);
+    return &t;
+}
+static pp_plan *out_plan(void)
+{
+    /* an initialised, empty 2-rank custom plan to import into */
+    static pp_plan p;
+    static pp_action st[256];
+    pp_plan_init(&p, st, sizeof st, 2, 2, 1);
+    return &p;
+}
+static const pp_exec_cfg *xcfg_bad_balance(void)
+{
+    static pp_exec_cfg c;
+    static int32_t bal[2] = {2, 1};
+    c = xcfg;
+    c.balance = bal;
+    return &c;
+}
+
+/* ---- running the table --------------------------------------------------------------- */
+typedef struct bad_row {
+    const char *header, *function, *what, *code_name;
+    int expected;
+    int (*call)(void);
+} bad_row;
+
+#define ROW_FN(id, h, f, what, code, call) static int row_##id(void) { return (call); }
+BAD_INPUT_TABLE(ROW_FN)
+#define ROW_ENTRY(id, h, f, what, code, call) {h, f, what, #code, code, row_##id},
+static const bad_row rows[] = {BAD_INPUT_TABLE(ROW_ENTRY)};
+#define NROWS ((int)(sizeof rows / sizeof rows[0]))
+
+static int dummy_fwd(void *self, const mb_tensor *x, mb_tensor *y) { (void)self; (void)x; (void)y; return 0; }
+static int dummy_bi(void *self, const mb_tensor *x, const mb_tensor *dy, mb_tensor *dx)
+{
+    (void)self; (void)x; (void)dy; (void)dx;
+    return 0;
+}
+static int dummy_input(void *user, int mb, mb_tensor *x) { (void)user; (void)mb; (void)x; return 0; }
+static int dummy_loss(void *user, int mb, const mb_tensor *y, mb_tensor *dy, double *loss)
+{
+    (void)user; (void)mb; (void)y; (void)dy;
+    *loss = 0;
+    return 0;
+}
+
+static void fixtures(void)
+{
+    static pp_action st[2][512];
+    static int32_t ranks3[2] = {0, 5};
+    size_t i;
+    int32_t sh7[MB_MAX_DIMS + 1] = {1, 1, 1, 1, 1, 1, 1};
+    (void)sh7;
+    mb_tensor_init(&t84, fx, MB_F32, 2, shape84);
+    t_ndim7 = t84; t_ndim7.ndim = MB_MAX_DIMS + 1;
+    t_negshape = t84; t_negshape.shape[1] = -1;
+    t_dtype = t84; t_dtype.dtype = (mb_dtype)99;
+    t_neg_stride = t84; t_neg_stride.stride[0] = -4;
+    memset(args, 0, sizeof args);
+    args[0].kind = MB_VALUE_TENSOR; args[0].tensor = t84;
+    args[1].kind = MB_VALUE_SCALAR; args[1].scalar = 2.0;
+    memset(args_bad_kind, 0, sizeof args_bad_kind);
+    args_bad_kind[0].kind = 7; args_bad_kind[0].tensor = t84;
+    assert_int_equal(mb_split(args, NULL, 1, 4, MB_BALANCED, chunks4, 4, NULL), 4);
+
+    assert_int_equal(pp_schedule_build(&sched, PP_SCHED_1F1B, 2, 1, 4, st[0], sizeof st[0], NULL), 0);
+    assert_int_equal(pp_lower(&sched, &lowered, st[1], sizeof st[1], NULL), 0);
+    assert_int_equal(pp_plan_table(&lowered, 0, &table0), 0);
+    for (i = 0; i < 2; i++) {
+        memset(&layers2[i], 0, sizeof layers2[i]);
+        layers2[i].act_bytes = 32; layers2[i].cost = 1;
+        layers2[i].forward = dummy_fwd; layers2[i].backward_input = dummy_bi;
+    }
+    memset(&costs, 0, sizeof costs);
+    costs.f = 1; costs.b = 2;
+    memset(&xcfg, 0, sizeof xcfg);
+    xcfg.layers = layers2; xcfg.nlayers = 2; xcfg.balance = bal2; xcfg.rows = 2; xcfg.dtype = MB_F32;
+    xcfg.in_bytes = 32;
+    xcfg.input = dummy_input;
+    xcfg.loss = dummy_loss;
+    memset(&xexec_unset, 0, sizeof xexec_unset);
+    memset(events1, 0, sizeof events1);
+
+    assert_int_equal(dt_mesh_init(&mesh2, 1, shape_m2, NULL, 0), 0);
+    assert_int_equal(dt_mesh_init(&mesh3, 1, shape_m2, ranks3, 0), 0);
+    assert_int_equal(dt_spec_init(&sp_shard0, &mesh2, pl_shard0, 1, MB_F32, 2, shape44, NULL), 0);
+    assert_int_equal(dt_spec_init(&sp_repl, &mesh2, pl_repl, 1, MB_F32, 2, shape44, NULL), 0);
+    assert_int_equal(dt_spec_init(&sp_partial, &mesh2, pl_partial, 1, MB_F32, 2, shape44, NULL), 0);
+    assert_int_equal(dt_spec_init(&sp_other_shape, &mesh2, pl_repl, 1, MB_F32, 2, shape84, NULL), 0);
+    assert_int_equal(dt_spec_init(&sp_other_mesh, &mesh3, pl_repl, 1, MB_F32, 2, shape44, NULL), 0);
+    assert_int_equal(dt_plan_redistribute(&sp_shard0, &sp_repl, 0, &dplan), 0);
+    assert_int_equal(dt_plan_cache_init(&cache, centries, 2), 0);
+    assert_int_equal(dt_from_local(&dtt, &mesh2, pl_shard0, 1, in_local(2, 4), NULL), 0);
+
+    /* a 2-rank pg_pthread world driven from this thread: nothing may block (timeout 0) */
+    assert_int_equal(pg_pthread_world_init(&world, 2), 0);
+    g0 = pg_pthread_group(&world, 0);
+    g1 = pg_pthread_group(&world, 1);
+    pg_set_timeout(g0, 0);
+    pg_set_timeout(g1, 0);
+    memset(&nomember, 0, sizeof nomember);
+    nomember.rank = -1; /* what pg_subgroup_init leaves on a non-member */
+    nomember.ops = pg_pthread_ops();
+    nomember.size = 2;
+    ops_nosend = *pg_pthread_ops();
+    ops_nosend.send = NULL;
+    /* dt_comm over the world: dt rows that would communicate must fail before that */
+    assert_int_equal(dt_comm_init(&dcomm, &mesh2, g0), 0);
+    g1_before = *g1;
+    for (i = 0; i < 64; i++) pin[i] = (float)i;
+}
+
+static int first_changed(void)
+{
+    size_t i;
+    for (i = 0; i < sizeof out_area.b; i++)
+        if (out_area.b[i] != CANARY) return (int)i;
+    return -1;
+}
+
+static void test_bad_input_table(void **state)
+{
+    int i, failures = 0, s, d, k;
+    (void)state;
+    fixtures();
+    for (i = 0; i < NROWS; i++) {
+        int rc, changed;
+        memset(out_area.b, CANARY, sizeof out_area.b);
+        rc = rows[i].call();
+        changed = first_changed();
+        if (rc != rows[i].expected || changed >= 0) {
+            print_error("%s %s (%s): got %d, expected %s = %d%s\n", rows[i].header, rows[i].function, rows[i].what,
+                        rc, rows[i].code_name, rows[i].expected, changed >= 0 ? "; OUTPUT WRITTEN" : "");
+            failures++;
+        }
+    }
+    /* peers untouched: no bad pg call left a message anywhere or changed rank 1's group */
+    for (s = 0; s < 2; s++)
+        for (d = 0; d < 2; d++)
+            for (k = 0; k < PG_PTHREAD_SLOTS; k++)
+                if (world.box[s][d].slot[k].state != 0) {
+                    print_error("mailbox %d->%d slot %d not free after the pg rows\n", s, d, k);
+                    failures++;
+                }
+    if (memcmp(&g1_before, g1, sizeof *g1) != 0) {
+        print_error("rank 1's group changed\n");
+        failures++;
+    }
+    printf("bad input: %d rows over %s; %d failed\n", NROWS, "microbatch.h, pipeline.h, dtensor.h, ports/pg.h",
+           failures);
+    assert_int_equal(failures, 0);
+}
+
+/* ---- the document -------------------------------------------------------------------- */
+static int markdown(char *buf, size_t cap)
+{
+    size_t n = 0;
+    int i;
+    const char *last = "";
+#define PUT(...) do { int w_ = snprintf(buf + n, n < cap ? cap - n : 0, __VA_ARGS__); \
+    if (w_ > 0) n += (size_t)w_; } while (0)
+    PUT("# splitcore error contract\n\n"
+        "Generated from the table in `tests/test_bad_input.c` (`build/host/tests/test_bad_input --markdown "
+        "docs/error-contract.md`); `scons test` fails when this file and the table differ.\n\n"
+        "Every public function returns a negative code of its header's enum on bad input "
+        "(`mb_strerror`, `pp_strerror`, `dt_strerror`, `pg_strerror` name them). For every row the test "
+        "fills all outputs of the call with a canary first and checks afterwards that not one byte of "
+        "them changed: **bad input never writes to the caller's outputs**. pg rows run on a 2-rank world; "
+        "afterwards no message is in any mailbox and the peer's group is unchanged: **bad input never "
+        "reaches a peer**. Functions returning a size or a pointer report bad input as 0 / NULL (stated in "
+        "the case). Faults at run time (timeouts, aborts, corrupt shared memory) are covered by "
+        "`tests/test_faults.c`.\n");
+    for (i = 0; i < NROWS; i++) {
+        if (strcmp(last, rows[i].header) != 0) {
+            PUT("\n## `%s`\n\n| function | invalid input | returns |\n|---|---|---|\n", rows[i].header);
+            last = rows[i].header;
+        }
+        if (rows[i].expected)
+            PUT("| `%s` | %s | `%s` (%d) |\n", rows[i].function, rows[i].what, rows[i].code_name, rows[i].expected);
+        else
+            PUT("| `%s` | %s | as stated |\n", rows[i].function, rows[i].what);
+    }
+#undef PUT
+    return n < cap ? (int)n : -1;
+}
+
+static char doc[65536], file_doc[65536];
+
+static void test_document_matches_table(void **state)
+{
+    FILE *f = fopen("docs/error-contract.md", "rb");
+    size_t got;
+    int n = markdown(doc, sizeof doc);
+    (void)state;
+    assert_true(n > 0);
+    if (!f) {
+        print_error("docs/error-contract.md not found (run from the project root)\n");
+        fail();
+    }
+    got = fread(file_doc, 1, sizeof file_doc - 1, f);
+    fclose(f);
+    file_doc[got] = 0;
+    if (strcmp(doc, file_doc) != 0) {
+        print_error("docs/error-contract.md differs from the table: run "
+                    "build/host/tests/test_bad_input --markdown docs/error-contract.md\n");
+        fail();
+    }
+}
+
+int main(int argc, char **argv)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_bad_input_table),
+        cmocka_unit_test(test_document_matches_table),
+    };
+    if (argc == 3 && strcmp(argv[1], "--markdown") == 0) {
+        FILE *f = fopen(argv[2], "wb");
+        int n = markdown(doc, sizeof doc);
+        if (!f || n < 0 || fwrite(doc, 1, (size_t)n, f) != (size_t)n) return 1;
+        fclose(f);
+        printf("wrote %d rows to %s\n", NROWS, argv[2]);
+        return 0;
+    }
+    return cmocka_run_group_tests_name("bad input (the error contract table)", tests, NULL, NULL);
+}

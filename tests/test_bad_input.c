@@ -58,8 +58,8 @@ static pp_action lower_work[2], send_f = PP_ACTION(PP_SEND_F, 1, 10);
 static size_t needed;
 
 static dt_mesh mesh2, mesh3;
-static dt_spec sp_shard0, sp_repl, sp_partial, sp_other_shape, sp_other_mesh;
-static dt_placement pl_shard0[1] = {DT_SHARD(0)}, pl_repl[1] = {DT_REPLICATE()}, pl_partial[1] = {DT_PARTIAL(DT_SUM)};
+static dt_spec sp_shard0, sp_shard1, sp_repl, sp_partial, sp_other_shape, sp_other_mesh;
+static dt_placement pl_shard0[1] = {DT_SHARD(0)}, pl_shard1[1] = {DT_SHARD(1)}, pl_repl[1] = {DT_REPLICATE()}, pl_partial[1] = {DT_PARTIAL(DT_SUM)};
 static dt_placement pl_bad_kind[1] = {{7, 0}}, pl_shard9[1] = {DT_SHARD(9)}, pl_partial_bad[1] = {DT_PARTIAL(9)};
 static dt_plan dplan;
 static dt_cache_entry centries[2];
@@ -318,8 +318,10 @@ static size_t counts2[2] = {2, 2}, counts_big[2] = {(size_t)-1 / 2, 2};
         dt_redistribute(&dcomm, NULL, &sp_shard0, &t84, &sp_repl, 0, out_tensor(MB_F32, 4, 4), \
                         OUT_AT(void, 8192), 4096)) \
     ROW(dt46, "dtensor.h", "dt_redistribute", "scratch too small", DT_ERR_TOO_SMALL, \
-        dt_redistribute(&dcomm, NULL, &sp_shard0, in_local(2, 4), &sp_repl, 0, out_tensor(MB_F32, 4, 4), \
+        dt_redistribute(&dcomm, NULL, &sp_shard1, in_local(4, 2), &sp_repl, 0, out_tensor(MB_F32, 4, 4), \
                         OUT_AT(void, 8192), 8)) \
+    ROW(dt46b, "dtensor.h", "dt_redistribute_scratch_bytes", "NULL plan (returns 0)", 0, \
+        (int)dt_redistribute_scratch_bytes(NULL, &t84, &t84)) \
     ROW(dt47, "dtensor.h", "dt_redistribute", "to Partial", DT_ERR_PARTIAL, \
         dt_redistribute(&dcomm, NULL, &sp_repl, in_local(4, 4), &sp_partial, 0, out_tensor(MB_F32, 4, 4), \
                         OUT_AT(void, 8192), 4096)) \
@@ -543,6 +545,7 @@ static void fixtures(void)
     assert_int_equal(dt_mesh_init(&mesh2, 1, shape_m2, NULL, 0), 0);
     assert_int_equal(dt_mesh_init(&mesh3, 1, shape_m2, ranks3, 0), 0);
     assert_int_equal(dt_spec_init(&sp_shard0, &mesh2, pl_shard0, 1, MB_F32, 2, shape44, NULL), 0);
+    assert_int_equal(dt_spec_init(&sp_shard1, &mesh2, pl_shard1, 1, MB_F32, 2, shape44, NULL), 0);
     assert_int_equal(dt_spec_init(&sp_repl, &mesh2, pl_repl, 1, MB_F32, 2, shape44, NULL), 0);
     assert_int_equal(dt_spec_init(&sp_partial, &mesh2, pl_partial, 1, MB_F32, 2, shape44, NULL), 0);
     assert_int_equal(dt_spec_init(&sp_other_shape, &mesh2, pl_repl, 1, MB_F32, 2, shape84, NULL), 0);

@@ -9,10 +9,11 @@
    and redistribute *plans*: the steps torch's greedy planner (_gen_transform_infos)
    takes from one spec to another, each labelled with the collective it lowers to, with
    bytes/hops per step, a time estimate, a scratch size, and a plan cache with hit/miss
-   counters in caller storage. Section 9 executes them over ports/pg.h: a mesh bound to
+   counters in caller storage. Section 8 executes them over ports/pg.h: a mesh bound to
    one pg sub-group per mesh dim, distribute / from_local / to_local / full_tensor, and
    redistribute with caller scratch (all_gatherv, all_reduce, reduce_scatterv,
-   all_to_allv, local narrow and partition; zero-copy when the layouts allow).
+   all_to_allv straight on the caller's tensors when their blocks lie back to back, local
+   narrow as a view, partition).
    No heap, C99, C++-clean. Includes only microbatch.h and ports/pg.h.
 
    Example (rank 3 of a 2x2 mesh; 5 rows sharded twice, then made replicated):
@@ -212,6 +213,8 @@ typedef struct dt_step {
     int32_t group_size;               /* ranks on the mesh dim */
     int32_t coord;                    /* this rank's place in the group (its coordinate) */
     int32_t root;                     /* SCATTER/BROADCAST: the source's place */
+    int32_t stage;                    /* with contiguous local tensors: 1 the send side is
+                                         packed, 2 the receive side staged (in scratch) */
     dt_placement src, dst;
     int32_t logical_shape[MB_MAX_DIMS]; /* torch's logical shape on this mesh dim */
     int32_t in_shape[MB_MAX_DIMS];    /* this rank's local shape before / after */
@@ -744,36 +747,42 @@ static void dt__counts(const mb_tensor *t, int d, int n, size_t *counts)
    blocks along d (d >= 0) back to back in rank order. */
 static int dt__direct(const mb_tensor *t, int d)
 {
-    int i;
+    int i, ok = 1;
     int64_t outer = 1, st = 1;
-    for (i = 0; i < t->ndim; i++)
-        if (!t->shape[i]) return 1;
     for (i = t->ndim; i-- > 0;) {
-        if (t->shape[i] != 1 && t->stride[i] != st) return 0;
+        if (!t->shape[i]) return 1;
+        if (t->shape[i] != 1 && t->stride[i] != st) ok = 0;
         st *= t->shape[i];
         if (i < d) outer *= t->shape[i];
     }
-    return outer <= 1;
+    return ok && outer <= 1;
 }
 
 /* One communicating step (or a Partial(sum) partition) x -> y over group g; stage: its
    staging. Packs the send side and stages the receive side only where the layout is not
    direct. g NULL: only measure. Returns the staging bytes, or a pg error. */
-static int64_t dt__step(pg_group *g, const dt_step *st, const mb_tensor *x, mb_tensor *y, unsigned char *stage)
+static int64_t dt__step(pg_group *g, const dt_step *st, const mb_tensor *x, mb_tensor *y, unsigned char *stage,
+                        int fast)
 {
-    int n = st->group_size, op = st->op, rc, root = st->coord == st->root;
+    int n = st->group_size, op = st->op, rc, root = st->coord == st->root, pack, unstage;
     int ds = st->dst.kind == DT_KIND_SHARD ? st->dst.arg : -1, dr = st->src.kind == DT_KIND_SHARD ? st->src.arg : -1;
     /* partition and a broadcast's root start from a copy of x in the receive buffer */
-    int fill = op == DT_OP_PARTITION || (op == DT_OP_BROADCAST && root);
-    int pack = op != DT_OP_PARTITION && op != DT_OP_BROADCAST && (op != DT_OP_SCATTER || root) && !dt__direct(x, ds);
-    int unstage = !dt__direct(y, dr);
+    int fill = op == DT_OP_PARTITION || (op == DT_OP_BROADCAST && root), f = st->stage;
     mb_dtype dt = x->dtype;
     size_t sc[DT_MAX_RANKS], rcn[DT_MAX_RANKS], yn = (size_t)mb_numel(y);
-    uint64_t xb = pack ? DT__R8(dt__bytes(x->shape, x->ndim, dt)) : 0;
-    uint64_t need = xb + (unstage ? DT__R8(dt__bytes(y->shape, y->ndim, dt)) : 0);
+    uint64_t xb, need;
     const void *sp = x->data;
     void *rp = y->data;
     mb_tensor w;
+    if (fast <= 0) { /* else the plan's, measured with contiguous tensors */
+        f = (op != DT_OP_PARTITION && op != DT_OP_BROADCAST && (op != DT_OP_SCATTER || root) && !dt__direct(x, ds)) |
+            !dt__direct(y, dr) << 1;
+        if (fast < 0) ((dt_step *)st)->stage = f; /* planning: the plan is the caller's */
+    }
+    pack = f & 1;
+    unstage = f >> 1;
+    xb = pack ? DT__R8(dt__bytes(x->shape, x->ndim, dt)) : 0;
+    need = xb + (unstage ? DT__R8(dt__bytes(y->shape, y->ndim, dt)) : 0);
     if (!g) return (int64_t)need;
     if (pack) sp = stage;
     if (unstage) rp = stage + xb;
@@ -806,9 +815,10 @@ static int64_t dt__step(pg_group *g, const dt_step *st, const mb_tensor *x, mb_t
    size-1 mesh dims, partitions that keep the value) are views: no copy. A communicating
    step writes the caller's `out` when it is the last, else an intermediate result; those
    alternate between scratch's two ends, each step's staging between them. Returns the
-   scratch bytes the run needs, or an error. */
+   scratch bytes the run needs, or an error. fast: in and out are contiguous (the steps'
+   recorded staging applies); < 0: planning (measure and record it). */
 static int64_t dt__run(dt_comm *c, const dt_plan *pl, const mb_tensor *in, mb_tensor *out, unsigned char *scratch,
-                       size_t bytes)
+                       size_t bytes, int fast)
 {
     mb_tensor t[2]; /* t[flip]: the next intermediate result, t[!flip]: the current or a view */
     const mb_tensor *x = in;
@@ -837,7 +847,7 @@ static int64_t dt__run(dt_comm *c, const dt_plan *pl, const mb_tensor *in, mb_te
             mb_tensor_init(y, c ? scratch + (flip ? end - ob : 0) : (void *)pl, (mb_dtype)pl->dtype, pl->ndim,
                            st->out_shape);
         }
-        rc = dt__step(c ? c->g[st->mesh_dim] : 0, st, x, y, c ? scratch + (flip ? xres : ob) : 0);
+        rc = dt__step(c ? c->g[st->mesh_dim] : 0, st, x, y, c ? scratch + (flip ? xres : ob) : 0, fast);
         if (rc < 0) return c->err = (int32_t)rc, DT_ERR_COMM;
         if (xres + (uint64_t)rc + ob > need) need = xres + (uint64_t)rc + ob;
         if (c && st->op >= DT_OP_ALL_GATHER) c->collectives++;
@@ -915,7 +925,7 @@ static void dt__finish(dt_plan *pl, const dt_spec *s, const dt_placement *cur)
     DT_MEMCPY(pl->in_shape, pl->nsteps ? pl->steps[0].in_shape : pl->out_shape, sizeof pl->in_shape);
     mb_tensor_init(&in, pl, s->dtype, s->ndim, pl->in_shape);
     mb_tensor_init(&out, pl, s->dtype, s->ndim, pl->out_shape);
-    pl->scratch = (uint64_t)dt__run(0, pl, &in, &out, 0, 0);
+    pl->scratch = (uint64_t)dt__run(0, pl, &in, &out, 0, 0, -1);
 }
 
 /* Same mesh for planning: shape and this rank's coordinate. */
@@ -970,7 +980,7 @@ DT__DEF size_t dt_plan_scratch_bytes(const dt_plan *plan)
 DT__DEF size_t dt_redistribute_scratch_bytes(const dt_plan *plan, const mb_tensor *in, const mb_tensor *out)
 {
     if (!plan || (uint32_t)plan->nsteps > DT_MAX_STEPS || mb_tensor_check(in) || mb_tensor_check(out)) return 0;
-    return (size_t)dt__run(0, plan, in, (mb_tensor *)out, 0, 0);
+    return (size_t)dt__run(0, plan, in, (mb_tensor *)out, 0, 0, 0);
 }
 
 DT__DEF int dt_plan_cost_ns(const dt_plan *plan, const dt_link *link, uint64_t *ns)
@@ -1101,10 +1111,11 @@ static int dt__comm_check(const dt_comm *c, const dt_mesh *m)
 /* Enough scratch for this run? Then run it. */
 static int dt__exec(dt_comm *c, const dt_plan *pl, const mb_tensor *in, mb_tensor *out, void *scratch, size_t bytes)
 {
-    /* contiguous tensors need what the plan says (it measured them) */
-    int64_t need = dt__direct(in, -1) && dt__direct(out, -1) ? (int64_t)pl->scratch : dt__run(0, pl, in, out, 0, 0);
+    /* contiguous tensors run as the plan measured them */
+    int fast = dt__direct(in, -1) && dt__direct(out, -1);
+    int64_t need = fast ? (int64_t)pl->scratch : dt__run(0, pl, in, out, 0, 0, 0);
     if ((uint64_t)need > bytes || (need && !scratch)) return DT_ERR_TOO_SMALL;
-    need = dt__run(c, pl, in, out, (unsigned char *)scratch, bytes);
+    need = dt__run(c, pl, in, out, (unsigned char *)scratch, bytes, fast);
     return need < 0 ? (int)need : DT_OK;
 }
 

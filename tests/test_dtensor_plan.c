@@ -687,11 +687,25 @@ static void test_plan_cost(void **state)
     /* the gather writes the caller's output in place: no scratch */
     assert_int_equal(p.scratch, 0);
     assert_int_equal(dt_plan_scratch_bytes(&p), 0);
+    assert_int_equal(p.steps[0].stage, 0);
+    {   /* ... unless the output is a strided view: a column-major (16,4) stages the 256 B */
+        static float buf[64];
+        int32_t in_shape[2] = {4, 4}, out_shape[2] = {16, 4};
+        mb_tensor in, out;
+        assert_int_equal(mb_tensor_init(&in, buf, MB_F32, 2, in_shape), MB_OK);
+        assert_int_equal(mb_tensor_init(&out, buf, MB_F32, 2, out_shape), MB_OK);
+        assert_int_equal(dt_redistribute_scratch_bytes(&p, &in, &out), 0);
+        out.stride[0] = 1;
+        out.stride[1] = 16;
+        assert_int_equal(dt_redistribute_scratch_bytes(&p, &in, &out), 256);
+        assert_int_equal(dt_redistribute_scratch_bytes(NULL, &in, &out), 0);
+    }
     assert_int_equal(dt_plan_cost_ns(&p, NULL, &ns), DT_OK);
     assert_int_equal(ns, 6600 + 3 * 600 + 192 * 1000 / 94167);
     /* S1 -> R: the gathered column blocks are not back to back in the output: staged */
     assert_int_equal(plan2(&m, S1, R, R, R, 16, 4, &p), DT_OK);
     assert_int_equal(dt_plan_scratch_bytes(&p), 256);
+    assert_int_equal(p.steps[0].stage, 2); /* the receive side */
     /* all_reduce: 2(n-1) hops */
     assert_int_equal(plan2(&m, PSUM, R, R, R, 16, 4, &p), DT_OK);
     assert_int_equal(p.hops, 6);

@@ -249,6 +249,10 @@ typedef struct pp_costs {
     uint32_t comm;                   /* latency from a send (or a cross-rank F/B in an
                                         unlowered plan) to the data being usable */
     const uint32_t *stage_f, *stage_b, *stage_i, *stage_w; /* per-stage overrides or NULL */
+    uint32_t cores;                  /* processing units the ranks share: rank r runs on
+                                        unit r % cores, one action at a time per unit
+                                        (several stages per core, as in firmware);
+                                        0 = one unit per rank */
 } pp_costs;
 
 typedef struct pp_sim {
@@ -269,7 +273,9 @@ typedef struct pp_event {            /* one executed (or simulated) action */
 PP_API size_t pp_sim_bytes(const pp_plan *plan);
 /* Dry-run every rank's table (torch's _simulate_comms_compute readiness rules on lowered
    plans; direct cross-rank dependencies on compute-only ones) with costs. Each rank runs its
-   row in order; an action starts when the rank is free and its inputs are there. SEND is
+   row in order; an action starts when the rank (and with costs.cores, its unit) is free and
+   its inputs are there; a free unit takes the ready action that can start first (ties: the
+   lower rank), so actions start in time order. SEND is
    non-blocking (occupies `send`); RECV is posted like torch's irecv (occupies `recv`, does
    not wait) and the F/B that consumes it waits for send end + comm. Deadlock ->
    PP_ERR_DEADLOCK and diag names a blocked rank and action. events (may be NULL) receives
@@ -305,8 +311,8 @@ PP_API int pp_trace_json(const pp_event *ev, int n, char *buf, size_t cap, size_
    cfg.loss is set: F runs the stage (and the loss on the last stage), I/B propagate
    gradients, W/B call backward_weight, which accumulates weight gradients in the layer (the
    caller zeroes them and steps the optimizer). Checkpointed microbatches (i <
-   pp_checkpoint_stop) drop the stage's intermediate outputs after F and recompute them in
-   I/B. RECV actions are posted receives: the data is taken when F/I/B needs it. Stages that
+   pp_checkpoint_stop) recompute the stage's intermediate outputs from its kept input in
+   I/B (fairscale's semantics; the slot keeps room for them, so this trades time only). RECV actions are posted receives: the data is taken when F/I/B needs it. Stages that
    share a rank pass data directly. Inference when cfg.loss is NULL (forward-only tables, a
    stream of frames = microbatches): the last stage hands each output to cfg.output.
    An error on any rank aborts the world (pg_abort); then every rank recovers the group
@@ -1005,9 +1011,56 @@ static uint32_t pp__cost(const pp_costs *c, pp_action a) {
     }
 }
 
+/* Whether rank r's next action a has its inputs (work planes t), and from when (*dep). */
+static int pp__ready(const pp_plan *p, const pp_costs *c, const uint32_t *t, pp_action a, int r,
+                     uint32_t *dep) {
+    size_t plane = (size_t)p->nstages * (size_t)p->nmb;
+    int s = a.stage, m = a.mb, S = p->nstages, M = p->nmb;
+    uint32_t x;
+    *dep = 0;
+#define PP__T(k, s, m) t[(size_t)(k) * plane + (size_t)(s) * (size_t)M + (size_t)(m)]
+    switch (a.type) {
+    case PP_F:
+        if (s == 0) return 1;
+        if (p->lowered) {
+            if ((x = PP__T(PP__TRF, s, m)) != PP__NOT) *dep = x;
+            else if ((x = PP__T(PP__TF, s - 1, m)) != PP__NOT && p->stage_rank[s - 1] == r) *dep = x;
+            else return 0;
+        } else if ((x = PP__T(PP__TF, s - 1, m)) != PP__NOT)
+            *dep = x + (p->stage_rank[s - 1] != r ? c->comm : 0);
+        else return 0;
+        return 1;
+    case PP_B: case PP_I:
+        if (s == S - 1) return 1;
+        if (p->lowered) {
+            if ((x = PP__T(PP__TRB, s, m)) != PP__NOT) *dep = x;
+            else if ((x = PP__T(PP__TB, s + 1, m)) != PP__NOT && p->stage_rank[s + 1] == r) *dep = x;
+            else return 0;
+        } else if ((x = PP__T(PP__TB, s + 1, m)) != PP__NOT)
+            *dep = x + (p->stage_rank[s + 1] != r ? c->comm : 0);
+        else return 0;
+        return 1;
+    case PP_SEND_F:
+        return (*dep = PP__T(PP__TF, s, m)) != PP__NOT;
+    case PP_SEND_B:
+        return (*dep = PP__T(PP__TB, s, m)) != PP__NOT;
+    case PP_RECV_F:
+        if (s == 0 || (x = PP__T(PP__TSF, s - 1, m)) == PP__NOT) return 0;
+        *dep = x + c->comm;
+        return 1;
+    case PP_RECV_B:
+        if (s == S - 1 || (x = PP__T(PP__TSB, s + 1, m)) == PP__NOT) return 0;
+        *dep = x + c->comm;
+        return 1;
+    default:
+        return 1;   /* W, UNSHARD, RESHARD, REDUCE_GRAD: always ready */
+    }
+#undef PP__T
+}
+
 PP_API int pp_simulate(const pp_plan *p, const pp_costs *c, void *work, size_t work_bytes,
                        pp_sim *out, pp_event *events, int max_events, int *nevents, pp_diag *diag) {
-    uint32_t *t, clock[PP_MAX_RANKS];
+    uint32_t *t, clock[PP_MAX_RANKS], unit[PP_MAX_RANKS];
     int cur[PP_MAX_RANKS], r, i, S, M, nev = 0, total = 0;
     size_t plane;
     pp_sim res;
@@ -1037,84 +1090,58 @@ PP_API int pp_simulate(const pp_plan *p, const pp_costs *c, void *work, size_t w
         for (k = 0; k < 6 * plane; k++) t[k] = PP__NOT;
     }
     PP_MEMSET(&res, 0, sizeof res);
-    for (r = 0; r < p->nranks; r++) { cur[r] = 0; clock[r] = 0; }
+    for (r = 0; r < p->nranks; r++) { cur[r] = 0; clock[r] = 0; unit[r] = 0; }
 #define PP__T(k, s, m) t[(size_t)(k) * plane + (size_t)(s) * (size_t)M + (size_t)(m)]
     for (;;) {
-        int progress = 0, left = 0;
+        int best = -1, left = 0;
+        uint32_t best_start = 0, best_dep = 0, arrive, start, end;
+        pp_action a;
         for (r = 0; r < p->nranks; r++) {
-            const pp_action *row = pp__row(p, r);
-            while (cur[r] < p->len[r]) {
-                pp_action a = row[cur[r]];
-                int s = a.stage, m = a.mb, ready = 1;
-                uint32_t dep = 0, arrive = 0, x, start, end;
-                if (a.type == PP_IDLE) { cur[r]++; continue; }
-                switch (a.type) {
-                case PP_F:
-                    if (s == 0) break;
-                    if (p->lowered) {
-                        if ((x = PP__T(PP__TRF, s, m)) != PP__NOT) dep = x;
-                        else if ((x = PP__T(PP__TF, s - 1, m)) != PP__NOT && p->stage_rank[s - 1] == r) dep = x;
-                        else ready = 0;
-                    } else if ((x = PP__T(PP__TF, s - 1, m)) != PP__NOT)
-                        dep = x + (p->stage_rank[s - 1] != r ? c->comm : 0);
-                    else ready = 0;
-                    break;
-                case PP_B: case PP_I:
-                    if (s == S - 1) break;
-                    if (p->lowered) {
-                        if ((x = PP__T(PP__TRB, s, m)) != PP__NOT) dep = x;
-                        else if ((x = PP__T(PP__TB, s + 1, m)) != PP__NOT && p->stage_rank[s + 1] == r) dep = x;
-                        else ready = 0;
-                    } else if ((x = PP__T(PP__TB, s + 1, m)) != PP__NOT)
-                        dep = x + (p->stage_rank[s + 1] != r ? c->comm : 0);
-                    else ready = 0;
-                    break;
-                case PP_SEND_F:
-                    if ((x = PP__T(PP__TF, s, m)) != PP__NOT) dep = x; else ready = 0;
-                    break;
-                case PP_SEND_B:
-                    if ((x = PP__T(PP__TB, s, m)) != PP__NOT) dep = x; else ready = 0;
-                    break;
-                case PP_RECV_F:
-                    if (s > 0 && (x = PP__T(PP__TSF, s - 1, m)) != PP__NOT) dep = x + c->comm; else ready = 0;
-                    break;
-                case PP_RECV_B:
-                    if (s < S - 1 && (x = PP__T(PP__TSB, s + 1, m)) != PP__NOT) dep = x + c->comm; else ready = 0;
-                    break;
-                default: break;   /* W, UNSHARD, RESHARD, REDUCE_GRAD: always ready */
-                }
-                if (!ready) break;
-                /* RECV is posted like torch's irecv: it does not wait, its consumer does */
-                if (a.type == PP_RECV_F || a.type == PP_RECV_B) { arrive = dep; dep = 0; }
-                start = clock[r] > dep ? clock[r] : dep;
-                end = start + pp__cost(c, a);
-                clock[r] = end;
-                switch (a.type) {
-                case PP_F: PP__T(PP__TF, s, m) = end; res.busy[r] += end - start; break;
-                case PP_B: case PP_I: PP__T(PP__TB, s, m) = end; res.busy[r] += end - start; break;
-                case PP_W: res.busy[r] += end - start; break;
-                case PP_SEND_F: PP__T(PP__TSF, s, m) = end; break;
-                case PP_SEND_B: PP__T(PP__TSB, s, m) = end; break;
-                case PP_RECV_F: PP__T(PP__TRF, s, m) = end > arrive ? end : arrive; break;
-                case PP_RECV_B: PP__T(PP__TRB, s, m) = end > arrive ? end : arrive; break;
-                default: break;
-                }
-                if (events) {
-                    events[nev].rank = (uint16_t)r; events[nev].action = a;
-                    events[nev].t_start = start; events[nev].t_end = end;
-                }
-                nev++;
-                cur[r]++;
-                progress = 1;
-            }
-            if (cur[r] < p->len[r]) left = 1;
+            uint32_t dep;
+            while (cur[r] < p->len[r] && pp__row(p, r)[cur[r]].type == PP_IDLE) cur[r]++;
+            if (cur[r] >= p->len[r]) continue;
+            left = 1;
+            if (!pp__ready(p, c, t, pp__row(p, r)[cur[r]], r, &dep)) continue;
+            start = clock[r];
+            if (c->cores && unit[r % c->cores] > start) start = unit[r % c->cores];
+            if (pp__row(p, r)[cur[r]].type != PP_RECV_F && pp__row(p, r)[cur[r]].type != PP_RECV_B &&
+                dep > start)
+                start = dep;
+            if (best < 0 || start < best_start) { best = r; best_start = start; best_dep = dep; }
         }
         if (!left) break;
-        if (!progress) {
+        if (best < 0) {
             for (r = 0; r < p->nranks; r++)
                 if (cur[r] < p->len[r]) { pp__diag(diag, r, cur[r], pp__row(p, r)[cur[r]]); break; }
             return PP_ERR_DEADLOCK;
         }
+        r = best;
+        a = pp__row(p, r)[cur[r]];
+        /* RECV is posted like torch's irecv: it does not wait, its consumer does */
+        arrive = best_dep;
+        start = best_start;
+        end = start + pp__cost(c, a);
+        clock[r] = end;
+        if (c->cores) unit[r % c->cores] = end;
+        {
+            int s = a.stage, m = a.mb;
+            switch (a.type) {
+            case PP_F: PP__T(PP__TF, s, m) = end; res.busy[r] += end - start; break;
+            case PP_B: case PP_I: PP__T(PP__TB, s, m) = end; res.busy[r] += end - start; break;
+            case PP_W: res.busy[r] += end - start; break;
+            case PP_SEND_F: PP__T(PP__TSF, s, m) = end; break;
+            case PP_SEND_B: PP__T(PP__TSB, s, m) = end; break;
+            case PP_RECV_F: PP__T(PP__TRF, s, m) = end > arrive ? end : arrive; break;
+            case PP_RECV_B: PP__T(PP__TRB, s, m) = end > arrive ? end : arrive; break;
+            default: break;
+            }
+        }
+        if (events) {
+            events[nev].rank = (uint16_t)r; events[nev].action = a;
+            events[nev].t_start = start; events[nev].t_end = end;
+        }
+        nev++;
+        cur[r]++;
     }
 #undef PP__T
     {
@@ -1518,7 +1545,7 @@ PP_API int pp_exec_init(pp_exec *e, const pp_exec_cfg *c, const pp_table *t, pg_
     PP_MEMSET(&x, 0, sizeof x);
     rc = pp__xcheck(c, t, x.first, &x.slot_bytes, &x.nslots);
     if (rc) return rc;
-    if (pg_size(g) != t->nranks || pg_rank(g) != t->rank) return PP_ERR_RANKS;
+    if (g->size != t->nranks || g->rank != t->rank) return PP_ERR_RANKS;
     if ((uintptr_t)storage & 7u) return PP_ERR_ARG;
     need = pp__xlayout(c, t, x.nslots, x.slot_bytes, &at);
     if (bytes < need) return PP_ERR_TOO_SMALL;
@@ -1629,22 +1656,16 @@ static int pp__action(pp_exec *e, pp_action a) {
         pp__lt(e, &y, k, s, 1, hi);
         if (last && train) {
             mb_tensor dy;
-            double v = 0;
             pp__lt(e, &dy, k, s, 2, hi);
-            if ((rc = c->loss(c->user, m, &y, &dy, &v)) < 0) return rc;
-            PP_MEMSET(&e->losses[m], 0, sizeof e->losses[m]);
-            e->losses[m].kind = MB_VALUE_SCALAR;
-            e->losses[m].scalar = v;
+            e->losses[m].kind = MB_VALUE_SCALAR;   /* scalar 0 (zeroed by pp_exec_run) */
+            if ((rc = c->loss(c->user, m, &y, &dy, &e->losses[m].scalar)) < 0) return rc;
         } else if (last) {
             rc = c->output(c->user, m, &y);
             e->slot[k] = 0;
         }
         /* pp_checkpoint_stop: ALWAYS (0) nmb, EXCEPT_LAST (1) nmb - 1, NEVER (2) 0 */
-        if (train && m < (c->checkpoint == PP_CKPT_NEVER ? 0 : t->nmb - c->checkpoint) &&
-            hi > e->first[s]) {
-            e->slot[k] |= PP__CKPT;    /* drop the intermediates: recomputed in I/B */
-            PP_MEMSET(pp__at(e, k, s, 1, e->first[s]), 0xff, pp__off(c, e->first, s, hi));
-        }
+        if (train && m < (c->checkpoint == PP_CKPT_NEVER ? 0 : t->nmb - c->checkpoint))
+            e->slot[k] |= PP__CKPT;    /* the intermediates are recomputed in I/B */
         return rc < 0 ? rc : PP_OK;
     }
     if ((k = pp__find(e, s, m)) < 0) return k;
@@ -1706,25 +1727,36 @@ static int pp__action(pp_exec *e, pp_action a) {
     }
 }
 
-/* Every rank agrees on the outcome: the smallest root error (not an abort seen from a peer).
-   After any error the world was aborted; every rank recovers it. */
+/* Every rank agrees on the outcome. No collective when the step went well: each rank
+   reports to a root (the rank of stage 0 in training, of the last stage when streaming:
+   the one that finishes last), which answers once every rank did (empty messages; a failed
+   rank never reports). An error instead aborts the world, so every rank's wait ends in
+   PG_ERR_ABORTED; then all recover and take the smallest root error (not an abort seen
+   from a peer). */
 static int pp__agree(pp_exec *e, int rc) {
-    int32_t mine = (rc < 0 && !e->aborted) ? rc : 0, all = 0;
-    int r;
+    const pp_table *t = e->t;
+    int me = t->rank, root = t->stage_rank[e->cfg->loss ? 0 : t->nstages - 1], pass, r, x = rc;
+    int32_t mine, all;
+    for (pass = 0; pass < 2; pass++)
+        for (r = 0; r < t->nranks && x >= 0; r++)
+            if (r != me && (me == root || r == root))
+                x = pass == (me == root) ? pg_send(e->g, r, 0xffff, NULL, 0)
+                                         : pg_recv(e->g, r, 0xffff, NULL, 0, NULL);
+    if (x >= 0) return PP_OK;
+    if (x == PG_ERR_ABORTED && rc >= 0) e->aborted = 1;   /* the exchange saw a peer's abort */
+    mine = e->aborted ? 0 : x;
     if (mine) pg_abort(e->g, mine);
-    r = pg_all_reduce(e->g, &mine, &all, 1, MB_I32, PG_MIN);
-    if (r >= 0 && !all) return PP_OK;
-    r = pg_recover(e->g);
-    if (r >= 0) r = pg_all_reduce(e->g, &mine, &all, 1, MB_I32, PG_MIN);
-    if (r < 0) return mine ? mine : r;
-    return all ? all : (rc < 0 ? rc : PG_ERR_ABORTED);
+    all = mine;
+    if ((rc = pg_recover(e->g)) < 0 || (rc = pg_all_reduce(e->g, &all, &all, 1, MB_I32, PG_MIN)) < 0)
+        return mine ? mine : rc;
+    return all ? all : PG_ERR_ABORTED;
 }
 
 PP_API int pp_exec_run(pp_exec *e) {
     int i, rc = 0;
     uint32_t t0 = 0;
     if (!e || !e->t) return PP_ERR_NULL;
-    PP_MEMSET(e->slot, 0, 4u * (uint32_t)e->nslots);
+    PP_MEMSET(e->slot, 0, (size_t)(e->mem - (unsigned char *)e->slot)); /* slot states, losses */
     e->nevents = 0; e->aborted = 0;
     for (i = 0; i < e->t->len && rc >= 0; i++) {
         pp_action a = e->t->actions[i];

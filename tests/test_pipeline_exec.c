@@ -40,11 +40,13 @@ static const int dims[5] = {DIN, 8, 8, 8, DOUT};
 typedef struct lin { int in, out; float w[8 * 8], b[8], gw[8 * 8], gb[8]; int fail_mb; } lin;
 typedef struct model { lin lin[4]; float scale[DOUT], gscale[DOUT]; pp_layer layers[NL]; } model;
 
+static int lin_fwd_calls;   /* Linear forwards (atomic: ranks are threads): recomputation */
 static int lin_fwd(void *self, const mb_tensor *x, mb_tensor *y) {
     lin *L = (lin *)self;
     const float *xp = (const float *)x->data;
     float *yp = (float *)y->data;
     int r, o, i;
+    __atomic_add_fetch(&lin_fwd_calls, 1, __ATOMIC_RELAXED);
     if (x->shape[1] != L->in || y->shape[1] != L->out || x->shape[0] != y->shape[0]) return -900;
     for (r = 0; r < x->shape[0]; r++)
         for (o = 0; o < L->out; o++) {
@@ -348,7 +350,11 @@ static void train_equal(int port) {
                 int have = 0;
                 model_zero_grad(&par); model_zero_grad(&ref);
                 the_job.step = step;
+                lin_fwd_calls = 0;
                 run_ranks(port, SCHEDS[si].P, rcs);
+                /* each stage is Linear + activation: F runs its Linear once per microbatch,
+                   and I/B runs it again for checkpointed ones (microbatch i < stop) */
+                assert_int_equal(lin_fwd_calls, 4 * (NMB + pp_checkpoint_stop(ck, NMB)));
                 for (r = 0; r < SCHEDS[si].P; r++) {
                     if (rcs[r]) print_error("%s ckpt %d rank %d: %d\n", pp_schedule_name(SCHEDS[si].kind), ck, r, rcs[r]);
                     assert_int_equal(rcs[r], 0);

@@ -439,6 +439,47 @@ static void test_simulator(void **state) {
         assert_true(sz.makespan < si.makespan);
         assert_true(sz.bubble_ppm < si.bubble_ppm);
     }
+    /* shared processing units (costs.cores): rank r on unit r % cores, one action at a time */
+    {
+        pp_plan fo;
+        pp_sim s0, s1, s2, s4;
+        pp_event ev[64];
+        int n, k;
+        memset(&c, 0, sizeof c);
+        c.f = 10;
+        build(&fo, PP_SCHED_FORWARD_ONLY, 4, 1, 4, st_a, sizeof st_a);
+        assert_int_equal(pp_simulate(&fo, &c, work, sizeof work, &s0, NULL, 0, NULL, NULL), PP_OK);
+        assert_int_equal(s0.makespan, (4 + 4 - 1) * 10);
+        c.cores = 4;                          /* one unit per rank: the same */
+        assert_int_equal(pp_simulate(&fo, &c, work, sizeof work, &s4, NULL, 0, NULL, NULL), PP_OK);
+        assert_int_equal(s4.makespan, s0.makespan);
+        c.cores = 1;                          /* one unit: every action in turn, never idle */
+        assert_int_equal(pp_simulate(&fo, &c, work, sizeof work, &s1, NULL, 0, NULL, NULL), PP_OK);
+        assert_int_equal(s1.makespan, 16 * 10);
+        /* ranks 0, 2 on unit 0 and 1, 3 on unit 1; worked by hand: the earliest start first,
+           ties to the lower rank: r0 F0..F3 0-40, r1 10-50, r2 40-80, r3 50-90 */
+        c.cores = 2;
+        assert_int_equal(pp_simulate(&fo, &c, work, sizeof work, &s2, ev, 64, &n, NULL), PP_OK);
+        assert_int_equal(s2.makespan, 90);
+        assert_int_equal(s2.end[0], 40); assert_int_equal(s2.end[1], 50);
+        assert_int_equal(s2.end[2], 80); assert_int_equal(s2.end[3], 90);
+        assert_int_equal(n, 16);
+        for (k = 1; k < n; k++) assert_true(ev[k].t_start >= ev[k - 1].t_start); /* time order */
+        for (k = 0; k < n; k++)
+            if (ev[k].rank == 2 && ev[k].action.mb == 0) assert_int_equal(ev[k].t_start, 40);
+        /* training 1F1B: one unit runs the sum of every action's cost; two units at least
+           half of it, and never less than with a unit per rank (330) */
+        c.b = 20; c.cores = 1;
+        build(&fb, PP_SCHED_1F1B, 4, 1, 8, st_b, sizeof st_b);
+        assert_int_equal(pp_simulate(&fb, &c, work, sizeof work, &s1, NULL, 0, NULL, NULL), PP_OK);
+        assert_int_equal(s1.makespan, 4 * 8 * (10 + 20));
+        c.cores = 2;
+        assert_int_equal(pp_simulate(&fb, &c, work, sizeof work, &s2, NULL, 0, NULL, NULL), PP_OK);
+        assert_true(s2.makespan >= 4 * 8 * (10 + 20) / 2 && s2.makespan < s1.makespan);
+        c.cores = 0;
+        assert_int_equal(pp_simulate(&fb, &c, work, sizeof work, &s0, NULL, 0, NULL, NULL), PP_OK);
+        assert_int_equal(s0.makespan, 330);
+    }
     /* too little workspace */
     assert_int_equal(pp_simulate(&gp, &c, work, 8, &a, NULL, 0, NULL, NULL), PP_ERR_TOO_SMALL);
 }

@@ -1,24 +1,41 @@
-/* bench/pipeline/main.c — `scons bench`: pipeline.h's executor (1F1B, 4 stages on 4
-   pg_pthread ranks, 8 microbatches) beside its peers, all measured in the same run:
-     noop        layers that do nothing (F/B/W no-ops, one float per microbatch): the
-                 executor's own cost. Rows: ns per action (step time / actions of the
-                 busiest rank's lowered table) and us per microbatch (step / 8) vs torch
-                 Pipe's per-microbatch cost on 4 nn.Identity partitions.
-     1f1b_equal  4 equal stages of fixed integer work (F = K iterations, B = 2K), and
-     1f1b_sleep  the same costs as sleeps (a rank is busy but leaves its CPU: the
-                 simulator's one-core-per-rank assumption holds even on fewer cores).
-                 Measured step vs pp_simulate's prediction from single-action costs
-                 measured alone (+ the noop case's per-action overhead for every action),
-                 and vs ideal = M * (F + B) (no bubble, no overhead).
-     mlp         the demo's 784-256-128-64-10 MLP (examples/pipeline_mnist/mlp.h), balance
-                 2,2,2,1, 8 microbatches of 8: zero grads, pp_exec_run, SGD step, vs
-                 PyTorch 1.13's torch.distributed.pipeline.sync.Pipe on CPU, same model,
-                 chunks and batch (bench/pipeline/torch_pipe.py, run by this program).
-   Every step ends with a barrier (torch's step is synchronous too). Each figure is the
-   median of REPEATS blocks. Without torch: one SKIPPED line and no torch rows. No
-   assertions; the issue's targets are printed as plain lines. */
+/* bench/pipeline/main.c — `scons bench`: pipeline.h's executor on pg_pthread beside its
+   peers, all measured in the same run. Every model has 4 stages and M = 8 microbatches
+   (torch: 4 partitions, chunks = 8); a layout says how the stages sit on ranks (threads):
+     4r_1f1b   4 ranks, one stage each, 1F1B (the demo's layout)
+     2r_il     2 ranks, two stages each (stages 0, 2 on rank 0; 1, 3 on rank 1),
+               Interleaved1F1B: a rank per CPU on this 2-CPU machine
+   Cases:
+     noop      layers that do nothing (F/B no-ops, one float per microbatch). Framework
+               overhead per microbatch = (step time of the no-op model - 0) / M, the same
+               definition as for torch's Pipe on 4 nn.Identity partitions with chunks = 8
+               (forward + backward; bench/pipeline/torch_pipe.py). Also ns per action
+               (step / actions of the busiest rank's lowered table), and a 2-stage row
+               (2 ranks, 1F1B) beside torch with 2 partitions.
+     equal     4 equal stages of fixed work (F = 200 us, B = 400 us): busy integer work, or
+               the same costs as sleeps. Measured step vs pp_simulate's prediction from
+               costs measured in this run (F and B alone, median of 21; every action also
+               pays the no-op case's time per action of the same layout), and vs ideal =
+               M * (F + B) * 4 stages / ranks (no bubble, no overhead). Busy 4r_1f1b pins
+               rank r to CPU r % 2 and tells the simulator so (costs.cores = 2: ranks on one
+               CPU take turns); sleeps and 2r_il have a CPU per rank (cores = 0).
+     mlp       the demo's 784-256-128-64-10 MLP (examples/pipeline_mnist/mlp.h), balance
+               2,2,2,1, 8 microbatches of 8, 4r_1f1b: zero grads, pp_exec_run, SGD step, vs
+               PyTorch 1.13's torch.distributed.pipeline.sync.Pipe on CPU, same model,
+               chunks and batch.
+     instr     callgrind: instructions per action of the no-op 4r_1f1b run (valgrind
+               --tool=callgrind on this program, collecting inside pp_exec_run): everything
+               (executor, pg.h, pg_pthread and its waits), and the executor alone (minus the
+               port's send/recv/abort/recover, which it calls through pg.h's vtable).
+   Steps run back to back (pp_exec_run returns on every rank only once the step is done
+   everywhere); rank 0 times blocks of steps; each figure is the median of REPEATS blocks,
+   except the no-op cases: the best of NOOP_BLOCKS blocks of 300 steps, on both sides (the
+   framework's own cost with the least interference from other processes on the machine).
+   Without torch or valgrind: a SKIPPED line and no such rows. No assertions; the issue's
+   targets are printed as plain lines. */
 #define _GNU_SOURCE 1
 #include <math.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,10 +53,12 @@
 #include "ports/pg_pthread.h"
 #include "examples/pipeline_mnist/mlp.h"
 
-#define RANKS 4
+#define MAXR 4
 #define M 8
 #define REPEATS 5
+#define NOOP_BLOCKS 21               /* no-op: the best of 21 blocks (torch: the same) */
 #define MB_ROWS 8
+#define CG_STEPS 40
 
 static double now_ns(void) {
     struct timespec ts;
@@ -108,14 +127,39 @@ static int mlp_loss(void *u, int mb, const mb_tensor *y, mb_tensor *dy, double *
     return 0;
 }
 
-/* ---- one job: a model on 4 ranks, timed on rank 0 ---- */
-static pp_action store[2][2048];
+/* ---- layouts ---- */
+typedef struct layout { const char *name; int sched, ranks, stages_per_rank; } layout;
+static const layout L4 = {"4r_1f1b", PP_SCHED_1F1B, 4, 1};
+static const layout L2 = {"2r_il", PP_SCHED_INTERLEAVED_1F1B, 2, 2};
+static const layout L2S = {"2r_1f1b_2stages", PP_SCHED_1F1B, 2, 1};
+
+static pp_action store[2][4096];
 static pp_plan sched, plan;
-static pp_table tab[RANKS];
-static pp_exec_cfg cfg[RANKS];
-static uint64_t mem[RANKS][(1 << 20) / 8];
+static pp_table tab[MAXR];
+static pp_exec_cfg cfg[MAXR];
+static uint64_t mem[MAXR][(1 << 20) / 8];
 static pg_pthread_world world;
-typedef struct job { int steps, warmup, mlp; double step_ns[REPEATS]; } job;
+static int nranks, busiest, pin_cpus;
+typedef struct job { int steps, warmup, mlp, blocks; double step_ns[NOOP_BLOCKS]; } job;
+
+static void die(int rc, const char *what) {
+    fprintf(stderr, "bench pipeline: %s: %d (%s)\n", what, rc, pp_strerror(rc));
+    exit(1);
+}
+
+/* Plan and per-rank tables of a layout; sets nranks and busiest (actions of the longest row). */
+static void setup(const layout *lo) {
+    int r, rc;
+    if ((rc = pp_schedule_build(&sched, lo->sched, lo->ranks, lo->stages_per_rank, M, store[0], sizeof store[0], NULL)))
+        die(rc, lo->name);
+    if ((rc = pp_lower(&sched, &plan, store[1], sizeof store[1], NULL))) die(rc, "lower");
+    nranks = lo->ranks;
+    busiest = 0;
+    for (r = 0; r < nranks; r++) {
+        if ((rc = pp_plan_table(&plan, r, &tab[r]))) die(rc, "table");
+        if (plan.len[r] > busiest) busiest = plan.len[r];
+    }
+}
 
 static void mlp_step_pre(int r) {   /* the linear layer k lives on rank k (balance 2,2,2,1) */
     memset(G[r], 0, sizeof(float) * (size_t)(mlp_dims[r] * mlp_dims[r + 1]));
@@ -132,8 +176,14 @@ static int body(pg_group *g, void *arg) {
     int r = pg_rank(g), rc, rep, s;
     pp_exec e;
     pg_set_timeout(g, 60000);
+    if (pin_cpus) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(r % pin_cpus, &set);
+        pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+    }
     if ((rc = pp_exec_init(&e, &cfg[r], &tab[r], g, mem[r], sizeof mem[r]))) return rc;
-    for (rep = -1; rep < REPEATS; rep++) {
+    for (rep = -1; rep < j->blocks; rep++) {
         int n = rep < 0 ? j->warmup : j->steps;
         double t0;
         if ((rc = pg_barrier(g))) return rc;
@@ -142,16 +192,10 @@ static int body(pg_group *g, void *arg) {
             if (j->mlp) mlp_step_pre(r);
             if ((rc = pp_exec_run(&e))) return rc;
             if (j->mlp) mlp_step_post(r);
-            if ((rc = pg_barrier(g))) return rc;
         }
         if (r == 0 && rep >= 0) j->step_ns[rep] = (now_ns() - t0) / n;
     }
     return 0;
-}
-
-static void die(int rc, const char *what) {
-    fprintf(stderr, "bench pipeline: %s: %d (%s)\n", what, rc, pp_strerror(rc));
-    exit(1);
 }
 
 /* Configure cfg[] for layers (one balance for all ranks) and run job; median step ns. */
@@ -159,7 +203,7 @@ static double run_job(const pp_layer *layers, int nlayers, const int32_t *balanc
                       uint32_t in_bytes, int (*input)(void *, int, mb_tensor *),
                       int (*loss)(void *, int, const mb_tensor *, mb_tensor *, double *), job *j) {
     int r, rc;
-    for (r = 0; r < RANKS; r++) {
+    for (r = 0; r < nranks; r++) {
         pp_exec_cfg *c = &cfg[r];
         memset(c, 0, sizeof *c);
         c->layers = layers; c->nlayers = nlayers; c->balance = balance; c->rows = rows;
@@ -167,9 +211,31 @@ static double run_job(const pp_layer *layers, int nlayers, const int32_t *balanc
         c->input = input; c->loss = loss;
         if (pp_exec_bytes(c, &tab[r]) > sizeof mem[r]) die(PP_ERR_TOO_SMALL, "storage");
     }
-    if ((rc = pg_pthread_world_init(&world, RANKS))) die(rc, "world");
-    if ((rc = pg_pthread_run(&world, RANKS, body, j))) die(rc, "run");
-    return median(j->step_ns, REPEATS);
+    if ((rc = pg_pthread_world_init(&world, nranks))) die(rc, "world");
+    if (!j->blocks) j->blocks = REPEATS;
+    if ((rc = pg_pthread_run(&world, nranks, body, j))) die(rc, "run");
+    if (j->blocks == NOOP_BLOCKS) { qsort(j->step_ns, NOOP_BLOCKS, sizeof(double), cmp_d); return j->step_ns[0]; }
+    return median(j->step_ns, j->blocks);
+}
+
+static pp_layer noop[4], eq[4], mlp[MLP_LAYERS];
+static const int32_t one_each[4] = {1, 1, 1, 1};
+
+static void make_layers(void) {
+    int k;
+    for (k = 0; k < 4; k++) {
+        noop[k].forward = noop_f; noop[k].backward_input = noop_bi; noop[k].backward_weight = noop_bw;
+        noop[k].act_bytes = 4;
+        eq[k].forward = eq_f; eq[k].backward_input = eq_bi; eq[k].act_bytes = MB_ROWS * 64 * 4;
+    }
+}
+
+/* No-op model on a layout: median step ns (steps back to back). */
+static double noop_step(const layout *lo, int steps, int warmup) {
+    job j;
+    setup(lo);
+    memset(&j, 0, sizeof j); j.steps = steps; j.warmup = warmup; j.blocks = NOOP_BLOCKS;
+    return run_job(noop, lo->ranks * lo->stages_per_rank, one_each, 1, 4, noop_input, noop_loss, &j);
 }
 
 static void row(const char *cs, const char *metric, const char *unit, double ours,
@@ -179,109 +245,207 @@ static void row(const char *cs, const char *metric, const char *unit, double our
            cs, metric, unit, ours, peer, peer_value);
 }
 
-/* The torch peer: bench/pipeline/torch_pipe.py beside this program's source. */
-static int torch_peer(double *noop_us, double *mlp_us) {
-    char exe[4096], cmd[8400], line[1024];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+/* The repository root (this program lives in <root>/build/bench/), or 0. */
+static int root_dir(char *out, size_t cap) {
+    ssize_t n = readlink("/proc/self/exe", out, cap - 1);
     char *cut;
-    FILE *p;
-    int got = 0;
     if (n <= 0) return 0;
-    exe[n] = 0;
-    cut = strstr(exe, "/build/bench/");
+    out[n] = 0;
+    cut = strstr(out, "/build/bench/");
     if (!cut) return 0;
     *cut = 0;
-    if (access("/usr/bin/python3", X_OK)) { printf("SKIPPED torch Pipe peer: no /usr/bin/python3\n"); return 0; }
-    snprintf(cmd, sizeof cmd, "/usr/bin/python3 '%s/bench/pipeline/torch_pipe.py' 2>/dev/null", exe);
+    return 1;
+}
+
+/* The torch peer: bench/pipeline/torch_pipe.py; step_us per case name. */
+typedef struct torch_res { double noop4, noop2, mlp; int got; } torch_res;
+static void torch_peer(torch_res *t) {
+    char root[4096], cmd[8400], line[1024];
+    FILE *p;
+    memset(t, 0, sizeof *t);
+    if (!root_dir(root, sizeof root)) return;
+    if (access("/usr/bin/python3", X_OK)) { printf("SKIPPED torch Pipe peer: no /usr/bin/python3\n"); return; }
+    snprintf(cmd, sizeof cmd, "/usr/bin/python3 '%s/bench/pipeline/torch_pipe.py' 2>/dev/null", root);
     fflush(stdout);
     p = popen(cmd, "r");
-    if (!p) return 0;
+    if (!p) return;
     while (fgets(line, sizeof line, p)) {
         char *s = strstr(line, "\"step_us\": ");
         if (line[0] != '{') { fputs(line, stdout); continue; }
         printf("torch: %s", line);
         if (!s) continue;
-        if (strstr(line, "\"case\": \"noop\"")) { *noop_us = atof(s + 11); got |= 1; }
-        if (strstr(line, "\"case\": \"mlp\"")) { *mlp_us = atof(s + 11); got |= 2; }
+        if (strstr(line, "\"case\": \"noop\"")) { t->noop4 = atof(s + 11); t->got |= 1; }
+        if (strstr(line, "\"case\": \"noop_2stages\"")) { t->noop2 = atof(s + 11); t->got |= 2; }
+        if (strstr(line, "\"case\": \"mlp\"")) { t->mlp = atof(s + 11); t->got |= 4; }
     }
     pclose(p);
-    return got;
 }
 
-int main(void) {
-    static pp_layer noop[4], eq[4], mlp[MLP_LAYERS];
-    static const int32_t one_each[4] = {1, 1, 1, 1};
-    static uint32_t simwork[8192];
-    int r, k, i, rc, busiest = 0, got;
-    double noop_ns, per_action_ns, torch_noop_us = 0, torch_mlp_us = 0;
+/* ---- callgrind: run the no-op 4r_1f1b model CG_STEPS times under valgrind ---- */
+static int callgrind_child(void) {
     job j;
+    make_layers();
+    setup(&L4);
+    memset(&j, 0, sizeof j); j.steps = CG_STEPS / (REPEATS + 1); j.warmup = CG_STEPS / (REPEATS + 1); j.blocks = REPEATS;
+    run_job(noop, 4, one_each, 1, 4, noop_input, noop_loss, &j);
+    return 0;
+}
+
+/* Inclusive Ir of the functions callgrind_annotate lists whose name contains `fn`. */
+static double annotate_incl(const char *out_file, const char *const *fns, int nfns) {
+    char cmd[8400], line[2048];
+    double sum = 0;
+    FILE *p;
+    snprintf(cmd, sizeof cmd, "callgrind_annotate --inclusive=yes --threshold=100 '%s' 2>/dev/null", out_file);
+    p = popen(cmd, "r");
+    if (!p) return -1;
+    while (fgets(line, sizeof line, p)) {
+        char *name = strrchr(line, ':'), num[64];
+        int i, k = 0;
+        const char *c;
+        if (!name) continue;
+        name++;
+        for (i = 0; i < nfns; i++) {
+            size_t n = strlen(fns[i]);
+            if (!strncmp(name, fns[i], n) && (name[n] == ' ' || name[n] == '\n' || name[n] == '[' || name[n] == '\'')) break;
+        }
+        if (i == nfns) continue;
+        for (c = line; *c && k < 63; c++) {
+            if (*c >= '0' && *c <= '9') num[k++] = *c;
+            else if (*c == ',') continue;
+            else if (k) break;
+        }
+        num[k] = 0;
+        sum += atof(num);
+    }
+    pclose(p);
+    return sum;
+}
+
+static void callgrind_rows(void) {
+    char root[4096], exe[4096], out[4400], cmd[12000];
+    static const char *const all[] = {"pp_exec_run"};
+    static const char *const port[] = {"pg_pthread__send", "pg_pthread__recv", "pg_pthread__abort",
+                                       "pg_pthread__recover"};
+    double total, in_port, actions;
+    int r;
+    ssize_t n;
+    if (access("/usr/bin/valgrind", X_OK) && system("command -v valgrind >/dev/null 2>&1")) {
+        printf("SKIPPED callgrind rows: no valgrind\n");
+        return;
+    }
+    if (!root_dir(root, sizeof root)) return;
+    n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) return;
+    exe[n] = 0;
+    snprintf(out, sizeof out, "%s/build/bench/pipeline.callgrind", root);
+    snprintf(cmd, sizeof cmd, "valgrind --tool=callgrind --toggle-collect=pp_exec_run --callgrind-out-file='%s' "
+             "'%s' callgrind >/dev/null 2>&1", out, exe);
+    fflush(stdout);
+    if (system(cmd) != 0) { printf("SKIPPED callgrind rows: valgrind failed\n"); return; }
+    total = annotate_incl(out, all, 1);
+    in_port = annotate_incl(out, port, 4);
+    setup(&L4);
+    actions = 0;
+    for (r = 0; r < nranks; r++) actions += plan.len[r];
+    actions *= (double)(CG_STEPS / (REPEATS + 1)) * (REPEATS + 1);
+    if (total <= 0 || in_port < 0) { printf("SKIPPED callgrind rows: no pp_exec_run in the profile\n"); return; }
+    printf("callgrind: %.0f instructions in pp_exec_run (%.0f in the port's send/recv), %.0f actions\n",
+           total, in_port, actions);
+    row("noop_4r_1f1b_per_action_all (callgrind: executor + pg.h + pg_pthread incl. waits, per action)",
+        "action_instr", "instr", total / actions, "none", 0);
+    row("noop_4r_1f1b_per_action_executor (callgrind: pipeline.h + pg.h wrappers, port excluded)",
+        "action_instr", "instr", (total - in_port) / actions, "none", 0);
+}
+
+int main(int argc, char **argv) {
+    static uint32_t simwork[8192];
+    int k, i, rc, li;
+    double ns4, ns2, ns2s, act4, act2, per_action[2];
+    torch_res tr;
+    job j;
+    const layout *los[2] = {&L4, &L2};
     (void)mlp_argmax; (void)mlp_fnv1a;   /* mlp.h helpers the demo uses */
+    if (argc > 1 && !strcmp(argv[1], "callgrind")) return callgrind_child();
 
-    if ((rc = pp_schedule_build(&sched, PP_SCHED_1F1B, RANKS, 1, M, store[0], sizeof store[0], NULL))) die(rc, "1F1B");
-    if ((rc = pp_lower(&sched, &plan, store[1], sizeof store[1], NULL))) die(rc, "lower");
-    for (r = 0; r < RANKS; r++) {
-        if ((rc = pp_plan_table(&plan, r, &tab[r]))) die(rc, "table");
-        if (plan.len[r] > busiest) busiest = plan.len[r];
+    printf("pipeline bench: 4 stages, %d microbatches, pg_pthread, %ld online CPUs; layouts 4r_1f1b "
+           "(4 ranks, 1F1B) and 2r_il (2 ranks x 2 stages, Interleaved1F1B)\n", M, sysconf(_SC_NPROCESSORS_ONLN));
+    make_layers();
+
+    /* 1. framework overhead: no-op model */
+    ns4 = noop_step(&L4, 300, 100); act4 = ns4 / busiest; per_action[0] = act4;
+    printf("noop 4r_1f1b: step %.1f us, busiest rank %d actions\n", ns4 / 1e3, busiest);
+    ns2 = noop_step(&L2, 300, 100); act2 = ns2 / busiest; per_action[1] = act2;
+    printf("noop 2r_il: step %.1f us, busiest rank %d actions\n", ns2 / 1e3, busiest);
+    ns2s = noop_step(&L2S, 300, 100);
+    printf("noop 2r_1f1b_2stages: step %.1f us\n", ns2s / 1e3);
+    if (argc > 1 && !strcmp(argv[1], "noop")) return 0;   /* `pipeline noop`: only these */
+
+    torch_peer(&tr);
+    row("noop_4r_1f1b_per_action (no-op step / actions of the busiest rank)", "action_ns", "ns", act4, "none", 0);
+    row("noop_2r_il_per_action (no-op step / actions of the busiest rank)", "action_ns", "ns", act2, "none", 0);
+    {
+        const char *peer = (tr.got & 1) ? "torch_pipe_1.13" : "none";
+        double tv = (tr.got & 1) ? tr.noop4 / M : 0;
+        row("noop_4r_1f1b_per_microbatch (no-op 4-stage step / 8 microbatches; torch: 4 Identity partitions, chunks 8)",
+            "overhead_us", "us", ns4 / M / 1e3, peer, tv);
+        row("noop_2r_il_per_microbatch (no-op 4-stage step / 8 microbatches; torch: 4 Identity partitions, chunks 8)",
+            "overhead_us", "us", ns2 / M / 1e3, peer, tv);
+        if (tr.got & 1) {
+            printf("target: overhead per microbatch >= 100x lower than torch Pipe (4 stages, chunks 8): "
+                   "4r_1f1b %.0fx (%s), 2r_il %.0fx (%s)\n",
+                   tr.noop4 * 1e3 / ns4, tr.noop4 * 1e3 / ns4 >= 100 ? "met" : "NOT met",
+                   tr.noop4 * 1e3 / ns2, tr.noop4 * 1e3 / ns2 >= 100 ? "met" : "NOT met");
+        }
+        row("noop_2r_1f1b_2stages_per_microbatch (2-stage no-op step / 8; torch: 2 Identity partitions, chunks 8)",
+            "overhead_us", "us", ns2s / M / 1e3, (tr.got & 2) ? "torch_pipe_1.13" : "none", (tr.got & 2) ? tr.noop2 / M : 0);
     }
-    printf("pipeline bench: 1F1B, %d stages on %d pg_pthread ranks, %d microbatches, %ld online CPUs; "
-           "busiest rank runs %d actions per step\n", RANKS, RANKS, M, sysconf(_SC_NPROCESSORS_ONLN), busiest);
 
-    /* 1. framework overhead */
-    for (k = 0; k < 4; k++) {
-        noop[k].forward = noop_f; noop[k].backward_input = noop_bi; noop[k].backward_weight = noop_bw;
-        noop[k].act_bytes = 4;
-    }
-    memset(&j, 0, sizeof j); j.steps = 2000; j.warmup = 200;
-    noop_ns = run_job(noop, 4, one_each, 1, 4, noop_input, noop_loss, &j);
-    per_action_ns = noop_ns / busiest;
-
-    /* 3. (started early: it is the slow one) torch peer */
-    got = torch_peer(&torch_noop_us, &torch_mlp_us);
-
-    row("noop_per_action", "action_ns", "ns", per_action_ns, "none", 0);
-    if (got & 1) {
-        row("noop_per_microbatch", "overhead_us", "us", noop_ns / M / 1e3, "torch_pipe_1.13", torch_noop_us / M);
-        printf("target: overhead per microbatch >= 100x lower than torch Pipe: %.0fx (%s)\n",
-               torch_noop_us * 1e3 / noop_ns, torch_noop_us * 1e3 / noop_ns >= 100 ? "met" : "NOT met");
-    } else {
-        row("noop_per_microbatch", "overhead_us", "us", noop_ns / M / 1e3, "none", 0);
-    }
-
-    /* 2. equal stages: busy work, then sleeps */
+    /* 2. equal stages: busy work, then sleeps, on both layouts */
     {
         double t[21], f_ns, b_ns;
         int mode;
         work_iters = 1000;
         t[0] = now_ns(); spin_work(1000000); t[1] = now_ns();
         work_iters = (uint64_t)(f_ns_target / ((t[1] - t[0]) / 1e6));
-        for (k = 0; k < 4; k++) { eq[k].forward = eq_f; eq[k].backward_input = eq_bi; eq[k].act_bytes = MB_ROWS * 64 * 4; }
-        for (mode = 0; mode < 2; mode++) {
-            pp_costs c;
-            pp_sim sim;
-            double ideal;
-            const char *cs = mode ? "1f1b_sleep" : "1f1b_equal";
-            sleep_mode = mode;
-            for (i = 0; i < 21; i++) { double a = now_ns(); do_cost(1); t[i] = now_ns() - a; }
-            f_ns = median(t, 21);
-            for (i = 0; i < 21; i++) { double a = now_ns(); do_cost(2); t[i] = now_ns() - a; }
-            b_ns = median(t, 21);
-            memset(&c, 0, sizeof c);   /* ns; every action also pays the executor's overhead */
-            c.f = (uint32_t)(f_ns + per_action_ns); c.b = (uint32_t)(b_ns + per_action_ns);
-            c.send = c.recv = (uint32_t)per_action_ns;
-            if ((rc = pp_simulate(&plan, &c, simwork, sizeof simwork, &sim, NULL, 0, NULL, NULL))) die(rc, "simulate");
-            ideal = M * (f_ns + b_ns);
-            memset(&j, 0, sizeof j); j.steps = 20; j.warmup = 3;
-            noop_ns = run_job(eq, 4, one_each, MB_ROWS, MB_ROWS * 64 * 4, noop_input, noop_loss, &j);
-            printf("%s: F %.1f us, B %.1f us alone; simulator %.1f us (bubble %.1f %%), ideal %.1f us, measured %.1f us\n",
-                   cs, f_ns / 1e3, b_ns / 1e3, sim.makespan / 1e3, sim.bubble_ppm / 1e4, ideal / 1e3, noop_ns / 1e3);
-            row(cs, "step_us", "us", noop_ns / 1e3, "simulator", sim.makespan / 1e3);
-            row(cs, "step_us", "us", noop_ns / 1e3, "ideal", ideal / 1e3);
-            printf("target: %s measured within 10 %% of the simulator: %+.1f %% (%s)\n", cs,
-                   (noop_ns / sim.makespan - 1) * 100, noop_ns / sim.makespan <= 1.10 && noop_ns / sim.makespan >= 0.90 ? "met" : "NOT met");
-        }
+        for (li = 0; li < 2; li++)
+            for (mode = 0; mode < 2; mode++) {
+                const layout *lo = los[li];
+                pp_costs c;
+                pp_sim sim;
+                double ideal, meas, o = per_action[li];
+                char cs[160];
+                snprintf(cs, sizeof cs, "equal_%s_%s (4 stages F 200 us B 400 us %s; vs pp_simulate from costs measured here%s)",
+                         lo->name, mode ? "sleep" : "busy", mode ? "as sleeps" : "busy work",
+                         (!mode && lo->ranks > 2) ? ", 2 CPUs: costs.cores = 2" : "");
+                sleep_mode = mode;
+                for (i = 0; i < 21; i++) { double a = now_ns(); do_cost(1); t[i] = now_ns() - a; }
+                f_ns = median(t, 21);
+                for (i = 0; i < 21; i++) { double a = now_ns(); do_cost(2); t[i] = now_ns() - a; }
+                b_ns = median(t, 21);
+                setup(lo);
+                memset(&c, 0, sizeof c);   /* ns; every action also pays the executor's time per action */
+                c.f = (uint32_t)(f_ns + o); c.b = (uint32_t)(b_ns + o);
+                c.send = c.recv = (uint32_t)o;
+                c.cores = (!mode && lo->ranks > 2) ? 2u : 0u;
+                pin_cpus = (int)c.cores;
+                if ((rc = pp_simulate(&plan, &c, simwork, sizeof simwork, &sim, NULL, 0, NULL, NULL))) die(rc, "simulate");
+                ideal = M * (f_ns + b_ns) * 4 / lo->ranks;
+                memset(&j, 0, sizeof j); j.steps = 10; j.warmup = 2;
+                meas = run_job(eq, 4, one_each, MB_ROWS, MB_ROWS * 64 * 4, noop_input, noop_loss, &j);
+                pin_cpus = 0;
+                printf("equal %s %s: F %.1f us, B %.1f us alone, %.2f us per action; simulator %.1f us (bubble %.1f %%), "
+                       "ideal %.1f us, measured %.1f us\n", lo->name, mode ? "sleep" : "busy", f_ns / 1e3, b_ns / 1e3,
+                       o / 1e3, sim.makespan / 1e3, sim.bubble_ppm / 1e4, ideal / 1e3, meas / 1e3);
+                row(cs, "step_us", "us", meas / 1e3, "simulator", sim.makespan / 1e3);
+                row(cs, "step_us", "us", meas / 1e3, "ideal", ideal / 1e3);
+                printf("target: equal %s %s measured within 10 %% of the simulator: %+.1f %% (%s)\n", lo->name,
+                       mode ? "sleep" : "busy", (meas / sim.makespan - 1) * 100,
+                       meas / sim.makespan <= 1.10 && meas / sim.makespan >= 0.90 ? "met" : "NOT met");
+            }
     }
 
-    /* 3. the demo's MLP */
+    /* 3. the demo's MLP, 4r_1f1b */
     for (k = 0; k < 4; k++) {
         int n = mlp_dims[k] * mlp_dims[k + 1];
         for (i = 0; i < n; i++) W[k][i] = urand() * 0.05f;
@@ -293,16 +457,20 @@ int main(void) {
         labels[i] = i % 10;
     }
     mlp_layers(mlp, lin, MB_ROWS);
+    setup(&L4);
     memset(&j, 0, sizeof j); j.steps = 200; j.warmup = 20; j.mlp = 1;
-    noop_ns = run_job(mlp, MLP_LAYERS, mlp_balance, MB_ROWS, MB_ROWS * MLP_IN * 4, mlp_input, mlp_loss, &j);
-    if (got & 2) {
-        row("mlp_784_256_128_64_10", "step_us", "us", noop_ns / 1e3, "torch_pipe_1.13", torch_mlp_us);
-        row("mlp_784_256_128_64_10", "samples_s", "samples/s", M * MB_ROWS / (noop_ns / 1e9), "torch_pipe_1.13", M * MB_ROWS / (torch_mlp_us / 1e6));
-        printf("target: training step faster than torch Pipe: %.1fx (%s)\n", torch_mlp_us * 1e3 / noop_ns,
-               torch_mlp_us * 1e3 < noop_ns ? "NOT met" : "met");
-    } else {
-        row("mlp_784_256_128_64_10", "step_us", "us", noop_ns / 1e3, "none", 0);
-        row("mlp_784_256_128_64_10", "samples_s", "samples/s", M * MB_ROWS / (noop_ns / 1e9), "none", 0);
+    {
+        double ns = run_job(mlp, MLP_LAYERS, mlp_balance, MB_ROWS, MB_ROWS * MLP_IN * 4, mlp_input, mlp_loss, &j);
+        const char *peer = (tr.got & 4) ? "torch_pipe_1.13" : "none";
+        double tv = (tr.got & 4) ? tr.mlp : 0;
+        row("mlp_784_256_128_64_10", "step_us", "us", ns / 1e3, peer, tv);
+        row("mlp_784_256_128_64_10", "samples_s", "samples/s", M * MB_ROWS / (ns / 1e9), peer,
+            tv ? M * MB_ROWS / (tv / 1e6) : 0);
+        if (tr.got & 4)
+            printf("target: training step faster than torch Pipe: %.1fx (%s)\n", tv * 1e3 / ns, tv * 1e3 < ns ? "NOT met" : "met");
     }
+
+    /* 4. instructions per action */
+    callgrind_rows();
     return 0;
 }

@@ -5,28 +5,31 @@ program in the same `scons bench` run. Prints one JSON object per line:
 Cases (same shapes as main.c):
   noop  4 partitions of nn.Identity, chunks 8, one 8x1 float per microbatch: forward +
         backward of y.sum(); Pipe's own cost per step (per microbatch = step / chunks)
+  noop_2stages  the same with 2 partitions
   mlp   784-256-128-64-10 MLP, balance [2,2,2,1] on cpu, chunks 8, batch 64,
         checkpoint="never": zero_grad, forward, cross-entropy, backward, SGD step
-Each figure is the median of REPEATS blocks. Without torch: one SKIPPED line, exit 0."""
+Each figure is the median of REPEATS blocks; the no-op cases take the best of NOOP_BLOCKS
+blocks (as main.c does for ours). Without torch: one SKIPPED line, exit 0."""
 import json
 import os
 import sys
 import time
 
 REPEATS = 5
+NOOP_BLOCKS = 21  # no-op cases: the best of 21 blocks, as bench/pipeline/main.c does
 
 
-def median_step_us(step, steps, warmup):
+def median_step_us(step, steps, warmup, repeats=REPEATS, best=False):
     for _ in range(warmup):
         step()
     blocks = []
-    for _ in range(REPEATS):
+    for _ in range(repeats):
         t0 = time.perf_counter()
         for _ in range(steps):
             step()
         blocks.append((time.perf_counter() - t0) / steps * 1e6)
     blocks.sort()
-    return blocks[len(blocks) // 2]
+    return blocks[0] if best else blocks[len(blocks) // 2]
 
 
 def main():
@@ -50,8 +53,15 @@ def main():
 
         def noop_step():
             noop(x0).local_value().sum().backward()
-        us = median_step_us(noop_step, 200, 20)
+        us = median_step_us(noop_step, 100, 20, NOOP_BLOCKS, True)
         print(json.dumps({"torch": torch.__version__, "case": "noop", "step_us": us,
+                          "threads": torch.get_num_threads()}))
+        noop2 = Pipe(nn.Sequential(nn.Identity(), nn.Identity()), chunks=8, checkpoint="never")
+
+        def noop2_step():
+            noop2(x0).local_value().sum().backward()
+        us = median_step_us(noop2_step, 100, 20, NOOP_BLOCKS, True)
+        print(json.dumps({"torch": torch.__version__, "case": "noop_2stages", "step_us": us,
                           "threads": torch.get_num_threads()}))
 
         # the demo's MLP training step

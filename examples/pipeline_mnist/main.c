@@ -78,7 +78,11 @@ static uint32_t now_us(void *user) {
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint32_t)((uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u);
 }
-static double now_s(void) { return now_us(NULL) / 1e6; }
+static double now_s(void) {   /* not from now_us: its 32-bit microseconds wrap every 71 min */
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
 
 /* ---- plans, configs, per-rank contexts ---- */
 static pp_action store[4][2048];

@@ -5,10 +5,21 @@
    and sent with MPI_Isend, so a send never waits for its receiver while the pool has
    room); receives poll MPI_Iprobe so every wait honours the group's timeout and notices
    an abort; pg_abort sends a message on a reserved tag to every rank. Collectives of the
-   world group map to MPI's non-blocking collectives (MPI_Iallreduce, ...) polled with the
-   same timeout, preceded by a tiny MPI_Iallreduce that compares every rank's arguments
-   so disagreements return PG_ERR_MISMATCH (PG_MPI_CHECK_ARGS=0 drops that check);
-   sub-groups use pg.h's generic algorithms. No heap in this header.
+   world group (up to PG_MPI_SMALL_RANKS ranks):
+     - small ones (every message <= PG_MPI_SMALL bytes: all_reduce, all_gather(v),
+       reduce_scatter(v)) are one exchange of messages between every pair of ranks, each a
+       64-byte header (the collective, dtype, op, counts) in front of the payload, polled
+       with the group's timeout; every rank checks every header, so disagreements return
+       PG_ERR_MISMATCH on every rank, and reduces in rank order (every rank, same bits);
+     - larger ones first exchange the headers alone (the same check, and a rendezvous:
+       every rank has arrived with the same arguments), then make the blocking MPI call
+       (MPI_Allreduce, ...), as fast as raw MPI. Once the check has passed, the call itself
+       has no timeout (a peer that timed out in the check at the very moment the last rank
+       arrived would leave the others in it); `blocking = 0` uses MPI's non-blocking
+       collectives polled with the timeout instead (slower in OpenMPI).
+   Bigger worlds check with one small MPI_Iallreduce. check_args = 0 skips the header
+   exchange of large collectives (then a disagreement is MPI's undefined behaviour).
+   Sub-groups use pg.h's generic algorithms. No heap in this header.
 
    Example (run with mpirun -np 4 ./prog):
        #define PG_IMPLEMENTATION
@@ -29,10 +40,15 @@
        PG_MPI_STATIC          make every function static
        PG_MPI_MAX_MSG         largest p2p message = the port's max_msg (default 65536)
        PG_MPI_SEND_SLOTS      buffered sends in flight (default 16)
-       PG_MPI_CHECK_ARGS      default of pg_mpi_port.check_args (1): native collectives first
-                              compare every rank's arguments (one small MPI_Iallreduce)
-       PG_MPI_BLOCKING        default of pg_mpi_port.blocking (0): 1 uses blocking MPI
-                              collectives (less overhead; no timeout/abort inside them)
+       PG_MPI_CHECK_ARGS      default of pg_mpi_port.check_args (1): large native collectives
+                              first compare every rank's arguments (the header exchange)
+       PG_MPI_BLOCKING        default of pg_mpi_port.blocking (1): large native collectives
+                              are blocking MPI calls once the check passed; 0: non-blocking
+                              ones polled with the timeout (no check: timeout/abort inside)
+       PG_MPI_SMALL           largest payload of one message of a small collective (16384;
+                              <= PG_MPI_MAX_MSG - 64)
+       PG_MPI_SMALL_RANKS     largest world that uses the exchanges above (default 8; the
+                              port holds PG_MPI_SMALL_RANKS receive buffers of them)
    Needs <mpi.h> (Debian: libopenmpi-dev; compile with mpicc). */
 #ifndef PG_MPI_H
 #define PG_MPI_H
@@ -56,7 +72,16 @@
 #define PG_MPI_CHECK_ARGS 1
 #endif
 #ifndef PG_MPI_BLOCKING
-#define PG_MPI_BLOCKING 0
+#define PG_MPI_BLOCKING 1
+#endif
+#ifndef PG_MPI_SMALL
+#define PG_MPI_SMALL 16384
+#endif
+#ifndef PG_MPI_SMALL_RANKS
+#define PG_MPI_SMALL_RANKS 8
+#endif
+#if PG_MPI_SMALL + 64 > PG_MPI_MAX_MSG || PG_MPI_SMALL % 8
+#error "PG_MPI_SMALL must be a multiple of 8 and <= PG_MPI_MAX_MSG - 64"
 #endif
 #ifdef PG_MPI_STATIC
 #define PG_MPI_API static
@@ -65,6 +90,7 @@
 #endif
 
 #define PG_MPI_ABORT_TAG ((int)(PG_TAG_PORT_BIT | 1u)) /* reserved: abort messages */
+#define PG_MPI_COLL_TAG ((int)(PG_TAG_PORT_BIT | 2u))  /* reserved: collective exchanges */
 
 #ifdef __cplusplus
 extern "C" {
@@ -78,17 +104,18 @@ typedef struct pg_mpi_port {
     int aborted, abort_err, coll_broken;
     MPI_Request recover_bar; /* pg_recover's Ibarrier in progress */
     int recover_stage;
-    int check_args;       /* compare arguments before native collectives (PG_MPI_CHECK_ARGS) */
-    int blocking;         /* blocking MPI collectives (PG_MPI_BLOCKING): faster, but a native
-                             collective then cannot time out or see an abort once entered */
+    int check_args;       /* compare arguments before large native collectives (PG_MPI_CHECK_ARGS) */
+    int blocking;         /* large native collectives are blocking MPI calls (PG_MPI_BLOCKING):
+                             fast, but no timeout/abort once entered (after the check) */
     MPI_Request send_req[PG_MPI_SEND_SLOTS];
     MPI_Request abort_req[PG_MAX_RANKS];
     int abort_msg;
     int icounts[2][PG_MAX_RANKS], idispls[2][PG_MAX_RANKS]; /* size_t counts as MPI ints */
-    int64_t check[2 * (4 + PG_MAX_RANKS)];
+    int64_t check[10];
     MPI_Op int_sum, int_prod; /* wrap-around integer SUM/PROD (pg.h semantics) */
     uint64_t send_buf[PG_MPI_SEND_SLOTS][(PG_MPI_MAX_MSG + 7) / 8];
     uint64_t drain_buf[(PG_MPI_MAX_MSG + 7) / 8];
+    uint64_t stage[PG_MPI_SMALL_RANKS][(64 + PG_MPI_SMALL) / 8]; /* exchange receives, by rank */
     pg_group world;
 } pg_mpi_port;
 
@@ -173,13 +200,13 @@ static int pg_mpi__complete(pg_mpi_port *p, MPI_Request *req, uint32_t timeout_m
     }
 }
 
-static int pg_mpi__send(void *port, int dst, uint32_t tag, const void *buf, size_t bytes, uint32_t timeout_ms)
+/* Buffered send of head[0..hbytes) + buf[0..bytes) as one message: copied into a free
+   send slot (waits for one within the timeout), then MPI_Isend. */
+static int pg_mpi__post(pg_mpi_port *p, int dst, int tag, const void *head, size_t hbytes, const void *buf,
+                        size_t bytes, uint32_t timeout_ms)
 {
-    pg_mpi_port *p = (pg_mpi_port *)port;
     pg_mpi__wait w;
     int i, done, rc;
-    if (dst < 0 || dst >= p->size) return PG_ERR_RANK;
-    if (bytes > PG_MPI_MAX_MSG) return PG_ERR_TOO_BIG;
     if ((rc = pg_mpi__poll_abort(p)) < 0) return rc;
     pg_mpi__wait_init(&w, timeout_ms);
     for (;;) {
@@ -187,15 +214,24 @@ static int pg_mpi__send(void *port, int dst, uint32_t tag, const void *buf, size
             done = p->send_req[i] == MPI_REQUEST_NULL;
             if (!done) MPI_Test(&p->send_req[i], &done, MPI_STATUS_IGNORE);
             if (done) {
-                if (bytes) memcpy(p->send_buf[i], buf, bytes);
-                if (MPI_Isend(p->send_buf[i], (int)bytes, MPI_BYTE, dst, (int)tag, p->p2p, &p->send_req[i]) !=
-                    MPI_SUCCESS)
+                unsigned char *d = (unsigned char *)p->send_buf[i];
+                if (hbytes) memcpy(d, head, hbytes);
+                if (bytes) memcpy(d + hbytes, buf, bytes);
+                if (MPI_Isend(d, (int)(hbytes + bytes), MPI_BYTE, dst, tag, p->p2p, &p->send_req[i]) != MPI_SUCCESS)
                     return PG_ERR_PORT;
                 return PG_OK;
             }
         }
         if ((rc = pg_mpi__wait_step(p, &w)) < 0) return rc;
     }
+}
+
+static int pg_mpi__send(void *port, int dst, uint32_t tag, const void *buf, size_t bytes, uint32_t timeout_ms)
+{
+    pg_mpi_port *p = (pg_mpi_port *)port;
+    if (dst < 0 || dst >= p->size) return PG_ERR_RANK;
+    if (bytes > PG_MPI_MAX_MSG) return PG_ERR_TOO_BIG;
+    return pg_mpi__post(p, dst, (int)tag, 0, 0, buf, bytes, timeout_ms);
 }
 
 static int pg_mpi__recv(void *port, int src, uint32_t tag, void *buf, size_t cap, size_t *got, uint32_t timeout_ms)
@@ -371,30 +407,119 @@ static int pg_mpi__finish(pg_mpi_port *p, MPI_Request *req, uint32_t timeout_ms)
     return rc;
 }
 
-/* Compare (kind, count, dt, op|root, counts[]) over all ranks: PG_ERR_MISMATCH if any differ. */
-static int pg_mpi__check(pg_mpi_port *p, uint32_t timeout_ms, int kind, size_t count, int dt, int op,
-                         const size_t *counts)
+/* ---- the argument check and the exchange of small collectives ----
+   A header: words 0..4 are what every rank must agree on (magic + collective, count,
+   dtype, op or root, a hash of the per-rank counts), word 5 the payload bytes that follow. */
+#define PG_MPI__HDR 64
+static void pg_mpi__header(int64_t *h, int kind, size_t count, mb_dtype dt, int op_or_root, const size_t *counts,
+                           int n)
+{
+    uint64_t x = 1469598103934665603u; /* FNV-1a over the counts */
+    int i;
+    for (i = 0; counts && i < n; i++) x = (x ^ (uint64_t)counts[i]) * 1099511628211u;
+    h[0] = 0x70670000 + kind;
+    h[1] = (int64_t)count;
+    h[2] = (int64_t)dt;
+    h[3] = op_or_root;
+    h[4] = (int64_t)(x >> 1);
+    h[5] = h[6] = h[7] = 0;
+}
+
+/* One exchange with every other rank: to rank j the header and out[j][0..ob[j]) as one
+   message; from rank j into p->stage[j] a header equal to ours and ib[j] payload bytes.
+   PG_OK, PG_ERR_MISMATCH when a header or a size disagrees (every rank sees every header,
+   so every rank returns it), or TIMEOUT / ABORTED / PORT with the receives cancelled (sends
+   still pending are finished or drained by pg_recover). */
+static int pg_mpi__exchange(pg_mpi_port *p, uint32_t timeout_ms, int64_t *hdr, const unsigned char *const *out,
+                            const size_t *ob, const size_t *ib)
+{
+    MPI_Request rq[PG_MPI_SMALL_RANKS];
+    MPI_Status st[PG_MPI_SMALL_RANKS];
+    pg_mpi__wait w;
+    int j, k, n = 0, rc = PG_OK, flag = 0, got = 0;
+    for (j = 0; j < p->size && rc == PG_OK; j++)
+        if (j != p->rank) {
+            if (MPI_Irecv(p->stage[j], (int)sizeof p->stage[j], MPI_BYTE, j, PG_MPI_COLL_TAG, p->p2p, &rq[n]) !=
+                MPI_SUCCESS)
+                rc = PG_ERR_PORT;
+            else n++;
+        }
+    for (j = 0; j < p->size && rc == PG_OK; j++)
+        if (j != p->rank) {
+            hdr[5] = (int64_t)ob[j];
+            rc = pg_mpi__post(p, j, PG_MPI_COLL_TAG, hdr, PG_MPI__HDR, out[j], ob[j], timeout_ms);
+        }
+    pg_mpi__wait_init(&w, timeout_ms == 0 ? 1u : timeout_ms);
+    while (rc == PG_OK) {
+        if (MPI_Testall(n, rq, &flag, st) != MPI_SUCCESS) rc = PG_ERR_PORT;
+        else if (flag) break;
+        else rc = pg_mpi__wait_step(p, &w);
+    }
+    if (rc < 0) {
+        for (k = 0; k < n; k++)
+            if (rq[k] != MPI_REQUEST_NULL) {
+                MPI_Cancel(&rq[k]);
+                MPI_Wait(&rq[k], MPI_STATUS_IGNORE);
+            }
+        return rc;
+    }
+    for (j = 0, k = 0; j < p->size; j++)
+        if (j != p->rank) {
+            const int64_t *h = (const int64_t *)p->stage[j];
+            MPI_Get_count(&st[k++], MPI_BYTE, &got);
+            if (got < 0 || (size_t)got != PG_MPI__HDR + ib[j] || memcmp(h, hdr, 5 * sizeof *h) != 0)
+                rc = PG_ERR_MISMATCH;
+        }
+    return rc;
+}
+
+/* Before a large native collective: every rank arrived with the same header (the exchange
+   without payloads; one MPI_Iallreduce of max(x), max(-x) in bigger worlds). */
+static int pg_mpi__check(pg_mpi_port *p, uint32_t timeout_ms, int64_t *hdr)
 {
     MPI_Request req;
-    int i, m = 4 + (counts ? p->size : 0), rc;
+    int i, rc;
     if (!p->check_args) return PG_OK;
-    p->check[0] = kind;
-    p->check[1] = (int64_t)count;
-    p->check[2] = dt;
-    p->check[3] = op;
-    for (i = 4; i < m; i++) p->check[i] = (int64_t)counts[i - 4];
-    for (i = 0; i < m; i++) p->check[m + i] = -p->check[i];
-    if (p->blocking) {
-        if (MPI_Allreduce(MPI_IN_PLACE, p->check, 2 * m, MPI_INT64_T, MPI_MAX, p->coll) != MPI_SUCCESS)
-            return PG_ERR_PORT;
-    } else {
-        if (MPI_Iallreduce(MPI_IN_PLACE, p->check, 2 * m, MPI_INT64_T, MPI_MAX, p->coll, &req) != MPI_SUCCESS)
-            return PG_ERR_PORT;
-        if ((rc = pg_mpi__finish(p, &req, timeout_ms)) < 0) return rc;
+    if (p->size <= PG_MPI_SMALL_RANKS) {
+        const unsigned char *none[PG_MPI_SMALL_RANKS];
+        size_t zero[PG_MPI_SMALL_RANKS];
+        for (i = 0; i < p->size; i++) {
+            none[i] = 0;
+            zero[i] = 0;
+        }
+        return pg_mpi__exchange(p, timeout_ms, hdr, none, zero, zero);
     }
-    for (i = 0; i < m; i++)
-        if (p->check[i] != -p->check[m + i]) return PG_ERR_MISMATCH;
+    for (i = 0; i < 5; i++) {
+        p->check[i] = hdr[i];
+        p->check[5 + i] = -hdr[i];
+    }
+    if (MPI_Iallreduce(MPI_IN_PLACE, p->check, 10, MPI_INT64_T, MPI_MAX, p->coll, &req) != MPI_SUCCESS)
+        return PG_ERR_PORT;
+    if ((rc = pg_mpi__finish(p, &req, timeout_ms)) < 0) return rc;
+    for (i = 0; i < 5; i++)
+        if (p->check[i] != -p->check[5 + i]) return PG_ERR_MISMATCH;
     return PG_OK;
+}
+
+/* Small all_reduce / reduce_scatter after the exchange: recv = op over ranks in rank order
+   of rank r's block (mine for this rank, p->stage[r] after the header for the others). */
+static int pg_mpi__reduce_ranks(pg_mpi_port *p, const void *mine, void *recv, size_t count, mb_dtype dt, pg_red op)
+{
+    size_t bytes = count * pg_dtype_size(dt);
+    const unsigned char *own = (const unsigned char *)mine, *first;
+    unsigned char *out = (unsigned char *)recv;
+    int r;
+    if (!bytes) return PG_OK;
+    if (own < out + bytes && out < own + bytes && !(p->rank == 0 && own == out)) { /* keep mine: recv overlaps it */
+        memcpy((unsigned char *)p->stage[p->rank] + PG_MPI__HDR, own, bytes);
+        own = (const unsigned char *)p->stage[p->rank] + PG_MPI__HDR;
+    }
+    first = p->rank == 0 ? own : (const unsigned char *)p->stage[0] + PG_MPI__HDR;
+    if (first != out) memcpy(out, first, bytes);
+    for (r = 1; r < p->size; r++)
+        pg_reduce_local(out, r == p->rank ? own : (const unsigned char *)p->stage[r] + PG_MPI__HDR, count, dt,
+                        op == PG_AVG ? PG_SUM : op);
+    return op == PG_AVG ? pg_scale_local(out, count, dt, p->size) : PG_OK;
 }
 
 /* size_t counts -> MPI int counts and packed displacements in p->icounts[which] */
@@ -411,18 +536,28 @@ static int pg_mpi__icounts(pg_mpi_port *p, int which, const size_t *counts)
     return off > (size_t)INT_MAX ? PG_ERR_UNSUPPORTED : PG_OK;
 }
 
-/* Common start of a native collective: the port if g may use one (else NULL with *rc =
-   UNSUPPORTED, or ABORTED, or the argument check's verdict). */
-static pg_mpi_port *pg_mpi__enter(pg_group *g, int *rc, int kind, size_t count, mb_dtype dt, int op_or_root,
-                                  const size_t *counts, size_t max_count)
+/* Common start of a native collective: the port if g may use one, else NULL with *rc =
+   UNSUPPORTED (sub-group, too large for MPI's int counts) or ABORTED. */
+static pg_mpi_port *pg_mpi__enter(pg_group *g, int *rc, size_t count, const size_t *counts, size_t max_count)
 {
     pg_mpi_port *p = pg_mpi__native(g);
     *rc = PG_ERR_UNSUPPORTED;
     if (!p || count > max_count || (counts && pg_mpi__icounts(p, 0, counts) < 0)) return (pg_mpi_port *)0;
     if ((*rc = pg_mpi__poll_abort(p)) < 0) return (pg_mpi_port *)0;
-    if (kind && (*rc = pg_mpi__check(p, g->timeout_ms, kind, count, (int)dt, op_or_root, counts)) < 0)
-        return (pg_mpi_port *)0;
     return p;
+}
+
+/* The exchange of a small collective when every block fits: 1 and *rc its result, or 0
+   (use the native path). Block j (bytes[j]) goes to rank j; rank j's arrives in stage[j]. */
+static int pg_mpi__small(pg_mpi_port *p, pg_group *g, int *rc, int64_t *hdr, const unsigned char *const *out,
+                         const size_t *ob, const size_t *ib)
+{
+    int r;
+    if (p->size > PG_MPI_SMALL_RANKS) return 0;
+    for (r = 0; r < p->size; r++)
+        if (ob[r] > PG_MPI_SMALL || ib[r] > PG_MPI_SMALL) return 0;
+    *rc = pg_mpi__exchange(p, g->timeout_ms, hdr, out, ob, ib);
+    return 1;
 }
 
 /* Blocking mode: the blocking MPI call. Otherwise the non-blocking one (which sets req),
@@ -435,7 +570,7 @@ static int pg_mpi__barrier(pg_group *g)
 {
     MPI_Request req;
     int rc;
-    pg_mpi_port *p = pg_mpi__enter(g, &rc, 0, 0, MB_I32, 0, 0, 0);
+    pg_mpi_port *p = pg_mpi__enter(g, &rc, 0, 0, 0);
     if (!p) return rc;
     return PG_MPI__RUN(p, g, MPI_Barrier(p->coll), MPI_Ibarrier(p->coll, &req));
 }
@@ -443,10 +578,13 @@ static int pg_mpi__barrier(pg_group *g)
 static int pg_mpi__broadcast(pg_group *g, void *buf, size_t count, mb_dtype dt, int root)
 {
     MPI_Request req;
+    int64_t hdr[8];
     int rc;
-    pg_mpi_port *p = pg_mpi__enter(g, &rc, 1, count, dt, root, 0, (size_t)INT_MAX);
+    pg_mpi_port *p = pg_mpi__enter(g, &rc, count, 0, (size_t)INT_MAX);
     MPI_Datatype t = pg_mpi__type(dt);
     if (!p) return rc;
+    pg_mpi__header(hdr, 1, count, dt, root, 0, 0);
+    if ((rc = pg_mpi__check(p, g->timeout_ms, hdr)) < 0) return rc;
     return PG_MPI__RUN(p, g, MPI_Bcast(buf, (int)count, t, root, p->coll),
                        MPI_Ibcast(buf, (int)count, t, root, p->coll, &req));
 }
@@ -454,68 +592,105 @@ static int pg_mpi__broadcast(pg_group *g, void *buf, size_t count, mb_dtype dt, 
 static int pg_mpi__all_reduce(pg_group *g, const void *send, void *recv, size_t count, mb_dtype dt, pg_red op)
 {
     MPI_Request req;
-    int rc;
-    pg_mpi_port *p = pg_mpi__enter(g, &rc, 2, count, dt, (int)op, 0, (size_t)INT_MAX);
+    int64_t hdr[8];
+    const unsigned char *out[PG_MPI_SMALL_RANKS];
+    size_t b[PG_MPI_SMALL_RANKS];
+    int rc, r;
+    pg_mpi_port *p = pg_mpi__enter(g, &rc, count, 0, (size_t)INT_MAX);
     MPI_Datatype t = pg_mpi__type(dt);
     const void *s = send == recv ? MPI_IN_PLACE : send;
     if (!p) return rc;
+    pg_mpi__header(hdr, 2, count, dt, (int)op, 0, 0);
+    for (r = 0; r < p->size && r < PG_MPI_SMALL_RANKS; r++) {
+        out[r] = (const unsigned char *)send;
+        b[r] = count * pg_dtype_size(dt);
+    }
+    if (pg_mpi__small(p, g, &rc, hdr, out, b, b))
+        return rc < 0 ? rc : pg_mpi__reduce_ranks(p, send, recv, count, dt, op);
+    if ((rc = pg_mpi__check(p, g->timeout_ms, hdr)) < 0) return rc;
     rc = PG_MPI__RUN(p, g, MPI_Allreduce(s, recv, (int)count, t, pg_mpi__op(p, op, dt), p->coll),
                      MPI_Iallreduce(s, recv, (int)count, t, pg_mpi__op(p, op, dt), p->coll, &req));
     return rc < 0 || op != PG_AVG ? rc : pg_scale_local(recv, count, dt, p->size);
 }
 
-static int pg_mpi__all_gather(pg_group *g, const void *send, void *recv, size_t count, mb_dtype dt)
-{
-    MPI_Request req;
-    int rc;
-    pg_mpi_port *p = pg_mpi__enter(g, &rc, 3, count, dt, 0, 0, (size_t)INT_MAX / (size_t)g->size);
-    MPI_Datatype t = pg_mpi__type(dt);
-    const void *own = (const unsigned char *)recv + (size_t)g->rank * count * pg_dtype_size(dt);
-    const void *s = send == own ? MPI_IN_PLACE : send;
-    if (!p) return rc;
-    return PG_MPI__RUN(p, g, MPI_Allgather(s, (int)count, t, recv, (int)count, t, p->coll),
-                       MPI_Iallgather(s, (int)count, t, recv, (int)count, t, p->coll, &req));
-}
-
 static int pg_mpi__all_gatherv(pg_group *g, const void *send, void *recv, const size_t *counts, mb_dtype dt)
 {
     MPI_Request req;
-    int rc, *c, *d;
-    pg_mpi_port *p = pg_mpi__enter(g, &rc, 4, 0, dt, 0, counts, 0);
+    int64_t hdr[8];
+    const unsigned char *out[PG_MPI_SMALL_RANKS];
+    size_t ob[PG_MPI_SMALL_RANKS], ib[PG_MPI_SMALL_RANKS], es = pg_dtype_size(dt);
+    int rc, r, *c, *d;
+    pg_mpi_port *p = pg_mpi__enter(g, &rc, 0, counts, 0);
     MPI_Datatype t = pg_mpi__type(dt);
     const void *s;
+    unsigned char *own;
     if (!p) return rc;
     c = p->icounts[0];
     d = p->idispls[0];
-    s = send == (const void *)((const unsigned char *)recv + (size_t)d[g->rank] * pg_dtype_size(dt)) ? MPI_IN_PLACE
-                                                                                                    : send;
+    own = (unsigned char *)recv + (size_t)d[g->rank] * es;
+    pg_mpi__header(hdr, 4, 0, dt, 0, counts, p->size);
+    for (r = 0; r < p->size && r < PG_MPI_SMALL_RANKS; r++) {
+        out[r] = (const unsigned char *)send;
+        ob[r] = counts[g->rank] * es;
+        ib[r] = counts[r] * es;
+    }
+    if (pg_mpi__small(p, g, &rc, hdr, out, ob, ib)) {
+        if (rc < 0) return rc;
+        if (own != send && ob[0]) memmove(own, send, ob[0]); /* own block first: send may overlap others */
+        for (r = 0; r < p->size; r++)
+            if (r != g->rank && ib[r])
+                memcpy((unsigned char *)recv + (size_t)d[r] * es, (const unsigned char *)p->stage[r] + PG_MPI__HDR, ib[r]);
+        return PG_OK;
+    }
+    if ((rc = pg_mpi__check(p, g->timeout_ms, hdr)) < 0) return rc;
+    s = send == (const void *)own ? MPI_IN_PLACE : send;
+    for (r = 1; r < p->size && c[r] == c[0]; r++) {}
+    if (r == p->size) /* even counts (agreed by every rank): MPI_Allgather */
+        return PG_MPI__RUN(p, g, MPI_Allgather(s, c[0], t, recv, c[0], t, p->coll),
+                           MPI_Iallgather(s, c[0], t, recv, c[0], t, p->coll, &req));
     return PG_MPI__RUN(p, g, MPI_Allgatherv(s, c[g->rank], t, recv, c, d, t, p->coll),
                        MPI_Iallgatherv(s, c[g->rank], t, recv, c, d, t, p->coll, &req));
 }
 
-static int pg_mpi__reduce_scatter(pg_group *g, const void *send, void *recv, size_t count, mb_dtype dt, pg_red op)
+static int pg_mpi__all_gather(pg_group *g, const void *send, void *recv, size_t count, mb_dtype dt)
 {
-    MPI_Request req;
-    int rc;
-    pg_mpi_port *p = pg_mpi__enter(g, &rc, 5, count, dt, (int)op, 0, (size_t)INT_MAX / (size_t)g->size);
-    MPI_Datatype t = pg_mpi__type(dt);
-    if (!p) return rc;
-    rc = PG_MPI__RUN(p, g, MPI_Reduce_scatter_block(send, recv, (int)count, t, pg_mpi__op(p, op, dt), p->coll),
-                     MPI_Ireduce_scatter_block(send, recv, (int)count, t, pg_mpi__op(p, op, dt), p->coll, &req));
-    return rc < 0 || op != PG_AVG ? rc : pg_scale_local(recv, count, dt, p->size);
+    size_t counts[PG_MAX_RANKS];
+    int r;
+    for (r = 0; r < g->size; r++) counts[r] = count;
+    return pg_mpi__all_gatherv(g, send, recv, counts, dt);
 }
 
 static int pg_mpi__reduce_scatterv(pg_group *g, const void *send, void *recv, const size_t *counts, mb_dtype dt,
                                    pg_red op)
 {
     MPI_Request req;
-    int rc;
-    pg_mpi_port *p = pg_mpi__enter(g, &rc, 6, 0, dt, (int)op, counts, 0);
+    int64_t hdr[8];
+    const unsigned char *out[PG_MPI_SMALL_RANKS];
+    size_t ob[PG_MPI_SMALL_RANKS], ib[PG_MPI_SMALL_RANKS], es = pg_dtype_size(dt), mine = counts[g->rank];
+    int rc, r;
+    pg_mpi_port *p = pg_mpi__enter(g, &rc, 0, counts, 0);
     MPI_Datatype t = pg_mpi__type(dt);
     if (!p) return rc;
+    pg_mpi__header(hdr, 6, 0, dt, (int)op, counts, p->size);
+    for (r = 0; r < p->size && r < PG_MPI_SMALL_RANKS; r++) {
+        out[r] = (const unsigned char *)send + (size_t)p->idispls[0][r] * es;
+        ob[r] = counts[r] * es;
+        ib[r] = mine * es;
+    }
+    if (pg_mpi__small(p, g, &rc, hdr, out, ob, ib))
+        return rc < 0 ? rc : pg_mpi__reduce_ranks(p, out[g->rank], recv, mine, dt, op);
+    if ((rc = pg_mpi__check(p, g->timeout_ms, hdr)) < 0) return rc;
     rc = PG_MPI__RUN(p, g, MPI_Reduce_scatter(send, recv, p->icounts[0], t, pg_mpi__op(p, op, dt), p->coll),
                      MPI_Ireduce_scatter(send, recv, p->icounts[0], t, pg_mpi__op(p, op, dt), p->coll, &req));
-    return rc < 0 || op != PG_AVG ? rc : pg_scale_local(recv, counts[g->rank], dt, p->size);
+    return rc < 0 || op != PG_AVG ? rc : pg_scale_local(recv, mine, dt, p->size);
+}
+
+static int pg_mpi__reduce_scatter(pg_group *g, const void *send, void *recv, size_t count, mb_dtype dt, pg_red op)
+{
+    size_t counts[PG_MAX_RANKS];
+    int r;
+    for (r = 0; r < g->size; r++) counts[r] = count;
+    return pg_mpi__reduce_scatterv(g, send, recv, counts, dt, op);
 }
 
 /* all_to_allv, gatherv, scatterv: pg.h's generic versions over the buffered p2p (their

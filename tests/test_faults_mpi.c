@@ -1,7 +1,7 @@
 /* test_faults_mpi.c — fault injection on pg_mpi, run by `scons test` as
    mpirun --oversubscribe -np 4 (site_scons/splitcore/faults.py checks the run).
    1. A stalled rank: rank 3 sleeps 3x the 300 ms timeout; every other rank's pg_recv and
-      pg_all_reduce (native, polled MPI_Iallreduce) returns PG_ERR_TIMEOUT within 2x the
+      pg_all_reduce (native: pg_mpi's polled exchange) returns PG_ERR_TIMEOUT within 2x the
       timeout. Then every rank recovers (pg_recover) and an all_reduce gives the right sum.
       Rank 0 prints "faults_mpi: stall ok ..." only if every rank passed (MPI_Allreduce on
       MPI_COMM_WORLD, outside the port).

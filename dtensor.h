@@ -1114,7 +1114,14 @@ static int dt__exec(dt_comm *c, const dt_plan *pl, const mb_tensor *in, mb_tenso
     /* contiguous tensors run as the plan measured them */
     int fast = dt__direct(in, -1) && dt__direct(out, -1);
     int64_t need = fast ? (int64_t)pl->scratch : dt__run(0, pl, in, out, 0, 0, 0);
+    const dt_step *st = pl->steps;
     if ((uint64_t)need > bytes || (need && !scratch)) return DT_ERR_TOO_SMALL;
+    if (fast && pl->nsteps == 1 && st->op >= DT_OP_ALL_GATHER && !st->stage) { /* the usual case, straight */
+        need = dt__step(c->g[st->mesh_dim], st, in, out, 0, 1);
+        if (need < 0) return c->err = (int32_t)need, DT_ERR_COMM;
+        c->collectives++;
+        return DT_OK;
+    }
     need = dt__run(c, pl, in, out, (unsigned char *)scratch, bytes, fast);
     return need < 0 ? (int)need : DT_OK;
 }

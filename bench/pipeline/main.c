@@ -12,12 +12,14 @@
                (step / actions of the busiest rank's lowered table), and a 2-stage row
                (2 ranks, 1F1B) beside torch with 2 partitions.
      equal     4 equal stages of fixed work (F = 200 us, B = 400 us): busy integer work, or
-               the same costs as sleeps. Measured step vs pp_simulate's prediction from
-               costs measured in this run (F and B alone, median of 21; every action also
-               pays the no-op case's time per action of the same layout), and vs ideal =
-               M * (F + B) * 4 stages / ranks (no bubble, no overhead). Busy 4r_1f1b pins
-               rank r to CPU r % 2 and tells the simulator so (costs.cores = 2: ranks on one
-               CPU take turns); sleeps and 2r_il have a CPU per rank (cores = 0).
+               the same costs as sleeps. Measured step vs pp_simulate's prediction from the
+               per-action costs profiled in the same run (median F and B time of the layer
+               calls during the measured steps, plus the no-op case's time per action of the
+               same layout on every action, and a message's latency to a rank that waited
+               one forward's time, measured here: costs.comm), and vs ideal = M * (F + B) * 4 stages / ranks
+               (costs alone: no bubble, no overhead). Busy 4r_1f1b pins rank r to CPU r % 2;
+               a second prediction for it starts from F and B measured alone and lets ranks
+               on one CPU take turns (costs.cores = 2).
      mlp       the demo's 784-256-128-64-10 MLP (examples/pipeline_mnist/mlp.h), balance
                2,2,2,1, 8 microbatches of 8, 4r_1f1b: zero grads, pp_exec_run, SGD step, vs
                PyTorch 1.13's torch.distributed.pipeline.sync.Pipe on CPU, same model,
@@ -96,9 +98,20 @@ static void do_cost(int mult) {
     }
 }
 /* B's cost sits in the weight gradient: stage 0 skips the input gradient of the model input,
-   and every stage must cost the same */
-static int eq_f(void *s, const mb_tensor *x, mb_tensor *y) { (void)s; (void)x; (void)y; do_cost(1); return 0; }
-static int eq_bw(void *s, const mb_tensor *x, const mb_tensor *dy) { (void)s; (void)x; (void)dy; do_cost(2); return 0; }
+   and every stage must cost the same. Each call's duration is recorded (the simulator's
+   per-action costs, profiled in the same run). */
+#define NDUR 4096
+static double fdur[NDUR], bdur[NDUR];
+static int nf, nb;
+static void timed_cost(int mult, double *dur, int *n) {
+    double t0 = now_ns();
+    int k;
+    do_cost(mult);
+    k = __atomic_fetch_add(n, 1, __ATOMIC_RELAXED);
+    if (k < NDUR) dur[k] = now_ns() - t0;
+}
+static int eq_f(void *s, const mb_tensor *x, mb_tensor *y) { (void)s; (void)x; (void)y; timed_cost(1, fdur, &nf); return 0; }
+static int eq_bw(void *s, const mb_tensor *x, const mb_tensor *dy) { (void)s; (void)x; (void)dy; timed_cost(2, bdur, &nb); return 0; }
 
 /* ---- MLP (random weights and data: only time matters) ---- */
 static float W0[784 * 256], W1[256 * 128], W2[128 * 64], W3[64 * 10];
@@ -221,6 +234,34 @@ static double run_job(const pp_layer *layers, int nlayers, const int32_t *balanc
     if ((rc = pg_pthread_run(&world, nranks, body, j))) die(rc, "run");
     if (j->blocks == NOOP_BLOCKS) { qsort(j->step_ns, NOOP_BLOCKS, sizeof(double), cmp_d); return j->step_ns[0]; }
     return median(j->step_ns, j->blocks);
+}
+
+/* Hand-off latency to a waiting rank, as the pipeline sees it: rank 0 works (or sleeps)
+   for one forward's time, so rank 1's receive has gone past spinning, then sends its clock;
+   rank 1 notes how late the message arrived. Median of 21. */
+#define NLAT 21
+static double lat[NLAT + 2];
+static int lat_body(pg_group *g, void *arg) {
+    int i, rc;
+    double t0;
+    (void)arg;
+    pg_set_timeout(g, 60000);
+    for (i = 0; i < NLAT + 2; i++) {
+        if (pg_rank(g) == 0) {
+            do_cost(1);
+            t0 = now_ns();
+            if ((rc = pg_send(g, 1, 1, &t0, sizeof t0))) return rc;
+        } else {
+            if ((rc = pg_recv(g, 0, 1, &t0, sizeof t0, NULL))) return rc;
+            lat[i] = now_ns() - t0;
+        }
+    }
+    return 0;
+}
+static double handoff_ns(void) {
+    int rc;
+    if ((rc = pg_pthread_world_init(&world, 2)) || (rc = pg_pthread_run(&world, 2, lat_body, NULL))) die(rc, "latency");
+    return median(lat + 2, NLAT);   /* the first two: warm-up */
 }
 
 static pp_layer noop[4], eq[4], mlp[MLP_LAYERS];
@@ -412,7 +453,7 @@ int main(int argc, char **argv) {
 
     /* 2. equal stages: busy work, then sleeps, on both layouts */
     {
-        double t[21], f_ns, b_ns;
+        double t[21], f_ns, b_ns, fa, ba, lat_ns;
         int mode;
         for (i = 0; i < 21; i++) { double a = now_ns(); spin_work(100000); t[i] = now_ns() - a; }
         qsort(t, 21, sizeof t[0], cmp_d);   /* the fastest of 21: least disturbed by others */
@@ -421,36 +462,49 @@ int main(int argc, char **argv) {
             for (mode = 0; mode < 2; mode++) {
                 const layout *lo = los[li];
                 pp_costs c;
-                pp_sim sim;
+                pp_sim sim, alone;
                 double ideal, meas, o = per_action[li];
-                char cs[160];
-                snprintf(cs, sizeof cs, "equal_%s_%s (4 stages F 200 us B 400 us %s; vs pp_simulate from costs measured here%s)",
-                         lo->name, mode ? "sleep" : "busy", mode ? "as sleeps" : "busy work",
-                         (!mode && lo->ranks > 2) ? ", 2 CPUs: costs.cores = 2" : "");
+                int pinned = !mode && lo->ranks > 2;
+                char cs[200];
+                snprintf(cs, sizeof cs, "equal_%s_%s (4 stages F 200 us B 400 us %s%s; vs pp_simulate from the "
+                         "layers' times in this run, the no-op time per action, the hand-off latency)", lo->name, mode ? "sleep" : "busy",
+                         mode ? "as sleeps" : "busy work", pinned ? ", rank r on CPU r % 2" : "");
                 sleep_mode = mode;
                 for (i = 0; i < 21; i++) { double a = now_ns(); do_cost(1); t[i] = now_ns() - a; }
-                f_ns = median(t, 21);
+                fa = median(t, 21);
                 for (i = 0; i < 21; i++) { double a = now_ns(); do_cost(2); t[i] = now_ns() - a; }
-                b_ns = median(t, 21);
+                ba = median(t, 21);
+                lat_ns = handoff_ns();
                 setup(lo);
-                memset(&c, 0, sizeof c);   /* ns; every action also pays the executor's time per action */
-                c.f = (uint32_t)(f_ns + o); c.b = (uint32_t)(b_ns + o);
-                c.send = c.recv = (uint32_t)o;
-                c.cores = (!mode && lo->ranks > 2) ? 2u : 0u;
-                pin_cpus = (int)c.cores;
-                if ((rc = pp_simulate(&plan, &c, simwork, sizeof simwork, &sim, NULL, 0, NULL, NULL))) die(rc, "simulate");
-                ideal = M * (f_ns + b_ns) * 4 / lo->ranks;
+                pin_cpus = pinned ? 2 : 0;
+                nf = nb = 0;
                 memset(&j, 0, sizeof j); j.steps = 10; j.warmup = 2;
                 meas = run_job(eq, 4, one_each, MB_ROWS, MB_ROWS * 64 * 4, noop_input, noop_loss, &j);
                 pin_cpus = 0;
-                printf("equal %s %s: F %.1f us, B %.1f us alone, %.2f us per action; simulator %.1f us (bubble %.1f %%), "
-                       "ideal %.1f us, measured %.1f us\n", lo->name, mode ? "sleep" : "busy", f_ns / 1e3, b_ns / 1e3,
-                       o / 1e3, sim.makespan / 1e3, sim.bubble_ppm / 1e4, ideal / 1e3, meas / 1e3);
+                f_ns = median(fdur, nf < NDUR ? nf : NDUR);   /* the layers' own times, this run */
+                b_ns = median(bdur, nb < NDUR ? nb : NDUR);
+                memset(&c, 0, sizeof c);   /* ns; every action also pays the executor's time per action */
+                c.f = (uint32_t)(f_ns + o); c.b = (uint32_t)(b_ns + o);
+                c.send = c.recv = (uint32_t)o;
+                c.comm = (uint32_t)lat_ns;
+                if ((rc = pp_simulate(&plan, &c, simwork, sizeof simwork, &sim, NULL, 0, NULL, NULL))) die(rc, "simulate");
+                ideal = M * (fa + ba) * 4 / lo->ranks;
+                printf("equal %s %s: F %.1f us, B %.1f us in the run (%.1f, %.1f alone), %.2f us per action, "
+                       "hand-off %.1f us; simulator %.1f us (bubble %.1f %%), ideal %.1f us, measured %.1f us\n", lo->name,
+                       mode ? "sleep" : "busy", f_ns / 1e3, b_ns / 1e3, fa / 1e3, ba / 1e3, o / 1e3, lat_ns / 1e3,
+                       sim.makespan / 1e3, sim.bubble_ppm / 1e4, ideal / 1e3, meas / 1e3);
                 row(cs, "step_us", "us", meas / 1e3, "simulator", sim.makespan / 1e3);
                 row(cs, "step_us", "us", meas / 1e3, "ideal", ideal / 1e3);
                 printf("target: equal %s %s measured within 10 %% of the simulator: %+.1f %% (%s)\n", lo->name,
                        mode ? "sleep" : "busy", (meas / sim.makespan - 1) * 100,
                        meas / sim.makespan <= 1.10 && meas / sim.makespan >= 0.90 ? "met" : "NOT met");
+                if (pinned) {   /* a priori: costs measured alone, 2 ranks per CPU take turns */
+                    c.f = (uint32_t)(fa + o); c.b = (uint32_t)(ba + o); c.cores = 2;
+                    if ((rc = pp_simulate(&plan, &c, simwork, sizeof simwork, &alone, NULL, 0, NULL, NULL))) die(rc, "simulate");
+                    printf("equal %s busy: simulator from costs alone with costs.cores = 2 (rank r on CPU r %% 2): "
+                           "%.1f us (%+.1f %%)\n", lo->name, alone.makespan / 1e3, (meas / alone.makespan - 1) * 100);
+                    row(cs, "step_us", "us", meas / 1e3, "simulator_alone_costs_cores2", alone.makespan / 1e3);
+                }
             }
     }
 

@@ -5,10 +5,12 @@
    states, payload copied or written in place through zero-copy slots), waiting by
    spin, yield, then sleep on a per-rank doorbell counter (a condvar only once spinning
    failed; a peer that sleeps is woken, one that spins pays no syscall), timeouts from
-   CLOCK_MONOTONIC, a world-wide abort flag. Native collectives for the world group read
-   peers' buffers directly (publish pointers, barrier, each rank reduces/copies its share,
-   barrier); sub-groups use pg.h's generic algorithms over the mailboxes. All state lives
-   in one pg_pthread_world the caller places (static storage); no heap.
+   CLOCK_MONOTONIC, a world-wide abort flag. Native collectives for the world group: small
+   ones (<= PG_PTHREAD_SMALL bytes of input per rank) stage their input in the world and
+   meet once; larger ones read peers' buffers directly (publish pointers, barrier, each
+   rank reduces/copies its share, barrier). Sub-groups use pg.h's generic algorithms over
+   the mailboxes. All state lives in one pg_pthread_world the caller places (static
+   storage); no heap.
 
    Example:
        #define PG_IMPLEMENTATION
@@ -38,8 +40,9 @@
        PG_PTHREAD_YIELD_NS        then it calls sched_yield() until this long after it began,
                                   then sleeps (default 1000000 ns; a tenth when ranks
                                   outnumber online CPUs)
-       PG_PTHREAD_SMALL           all_reduce up to this many bytes: every rank reduces the
-                                  whole buffer (2 barriers, not 3) (default 16384)
+       PG_PTHREAD_SMALL           collectives whose per-rank input is at most this many bytes
+                                  copy it into the world and meet once (default 16384; the
+                                  world holds 2 x PG_PTHREAD_MAX_RANKS such buffers)
    Needs POSIX (clock_gettime, sched_yield): this header defines _POSIX_C_SOURCE when
    included first; otherwise define it (>= 200112L) before any system header. */
 #ifndef PG_PTHREAD_H
@@ -105,14 +108,19 @@ typedef struct pg_pthread_rank {
 #define PG_PTHREAD__LINE
 #endif
 
-/* The per-rank state the native collectives publish: one cache line per rank (on 64-bit
-   hosts), so a peer's spin on `arrive` also brings the arguments, and ranks share no line. */
-typedef struct pg_pthread_pub {
+/* A native collective's arguments as a rank publishes them. */
+typedef struct pg_pthread_args {
     const void *send;
     void *recv;
-    const size_t *counts;
+    uint64_t counts;                          /* hash of the per-rank counts */
     size_t count;
     int32_t dt, op, root, kind;
+} pg_pthread_args;
+
+/* The per-rank state the native collectives publish: two cache lines per rank (on 64-bit
+   hosts), so a peer's spin on `arrive` also brings the arguments, and ranks share no line. */
+typedef struct pg_pthread_pub {
+    pg_pthread_args a[2];                     /* by the parity of the barrier epoch they meet at */
     volatile uint64_t arrive;                 /* barrier epoch reached */
     uint64_t epoch;                           /* own barrier epoch (written by its rank only) */
 } PG_PTHREAD__LINE pg_pthread_pub;
@@ -120,7 +128,7 @@ typedef struct pg_pthread_pub {
 typedef struct pg_pthread_world {
     pg_pthread_box box[PG_PTHREAD_MAX_RANKS][PG_PTHREAD_MAX_RANKS]; /* [src][dst] */
     pg_pthread_pub pub[PG_PTHREAD_MAX_RANKS] PG_PTHREAD__LINE;
-    uint64_t small[PG_PTHREAD_MAX_RANKS][PG_PTHREAD_SMALL / 8]; /* small in-place all_reduce */
+    uint64_t small[2][PG_PTHREAD_MAX_RANKS][PG_PTHREAD_SMALL / 8]; /* small collectives' inputs, by parity */
     volatile uint32_t bell[PG_PTHREAD_MAX_RANKS * 16] PG_PTHREAD__LINE; /* rank r's at [r * 16] */
     volatile uint32_t sleepers[PG_PTHREAD_MAX_RANKS * 16] PG_PTHREAD__LINE; /* rank r asleep */
     pthread_mutex_t sleep_mu[PG_PTHREAD_MAX_RANKS];
@@ -545,40 +553,42 @@ static int pg_pthread__barrier(pg_group *g)
 
 enum { PG_PTHREAD__AR = 1, PG_PTHREAD__AG, PG_PTHREAD__RS, PG_PTHREAD__BC };
 
-/* Publish this rank's arguments, meet, and check every rank agrees. */
+/* The argument slot (and staging buffer) of this rank's coming barrier: its epoch's parity. */
+static int pg_pthread__parity(const pg_pthread_world *w, int me) { return (int)((w->pub[me].epoch + 1u) & 1u); }
+
+/* Publish this rank's arguments in the slot of the coming barrier, meet, check every rank
+   agrees. Returns that slot (0 or 1), or < 0. Slots alternate, so a rank that leaves a
+   one-barrier collective early and publishes the next one never overwrites what a slower
+   rank still checks; the counts are compared by hash (the arrays may be gone by then). */
 static int pg_pthread__enter(pg_group *g, int kind, const void *send, void *recv, size_t count,
                              const size_t *counts, int dt, int op, int root)
 {
     pg_pthread_world *w = ((pg_pthread_rank *)g->port)->w;
-    pg_pthread_pub *p = &w->pub[g->rank];
-    int r, i, rc, bad = 0;
-    p->send = send;
-    p->recv = recv;
-    p->count = count;
-    p->counts = counts;
-    p->dt = dt;
-    p->op = op;
-    p->root = root;
-    p->kind = kind;
+    int s = pg_pthread__parity(w, g->rank), r, rc, bad = 0;
+    pg_pthread_args *a = &w->pub[g->rank].a[s];
+    uint64_t h = 1469598103934665603u; /* FNV-1a over the counts */
+    for (r = 0; counts && r < w->size; r++) h = (h ^ (uint64_t)counts[r]) * 1099511628211u;
+    a->send = send;
+    a->recv = recv;
+    a->count = count;
+    a->counts = h;
+    a->dt = dt;
+    a->op = op;
+    a->root = root;
+    a->kind = kind;
     rc = pg_pthread__barrier_w(w, g->rank, g->timeout_ms);
     if (rc < 0) return rc;
     for (r = 0; r < w->size; r++) {
-        const pg_pthread_pub *q = &w->pub[r];
-        if (q->kind != kind || q->count != count || q->dt != dt || q->op != op || q->root != root) bad = 1;
-        if (counts && !bad)
-            for (i = 0; i < w->size; i++)
-                if (q->counts[i] != counts[i]) bad = 1;
+        const pg_pthread_args *q = &w->pub[r].a[s];
+        if (q->kind != kind || q->count != count || q->counts != h || q->dt != dt || q->op != op || q->root != root)
+            bad = 1;
     }
-    if (bad) { /* everyone sees the same published values: all fail alike */
-        rc = pg_pthread__barrier_w(w, g->rank, g->timeout_ms);
-        return rc < 0 ? rc : PG_ERR_MISMATCH;
-    }
-    return PG_OK;
+    return bad ? PG_ERR_MISMATCH : s; /* everyone sees the same published values: all fail alike */
 }
 
-/* Reduce element range [lo, hi) of every rank's `send + base` into out, rank order. */
-static int pg_pthread__reduce_range(pg_pthread_world *w, size_t base, size_t lo, size_t hi, void *out,
-                                    mb_dtype dt, pg_red op)
+/* Reduce elements [lo, hi) of every rank's src[r] into out, in rank order. */
+static void pg_pthread__reduce_range(int n, const unsigned char *const *src, size_t lo, size_t hi, void *out,
+                                     mb_dtype dt, pg_red op)
 {
     uint64_t tmp[512];
     size_t es = pg_dtype_size(dt), blk = sizeof tmp / es, i, len;
@@ -586,20 +596,28 @@ static int pg_pthread__reduce_range(pg_pthread_world *w, size_t base, size_t lo,
     int r, direct = 1;
     pg_red rop = op == PG_AVG ? PG_SUM : op;
     /* accumulate straight into out unless it overlaps an input (in place) */
-    for (r = 0; r < w->size; r++) {
-        const unsigned char *in = (const unsigned char *)w->pub[r].send + (base + lo) * es;
+    for (r = 0; r < n; r++) {
+        const unsigned char *in = src[r] + lo * es;
         if (o < in + (hi - lo) * es && in < o + (hi - lo) * es) direct = 0;
     }
     for (i = lo; i < hi; i += len) {
         unsigned char *acc = direct ? (unsigned char *)out + (i - lo) * es : (unsigned char *)tmp;
         len = hi - i < blk ? hi - i : blk;
-        memcpy(acc, (const unsigned char *)w->pub[0].send + (base + i) * es, len * es);
-        for (r = 1; r < w->size; r++)
-            pg_reduce_local(acc, (const unsigned char *)w->pub[r].send + (base + i) * es, len, dt, rop);
-        if (op == PG_AVG) pg_scale_local(acc, len, dt, w->size);
+        memcpy(acc, src[0] + i * es, len * es);
+        for (r = 1; r < n; r++) pg_reduce_local(acc, src[r] + i * es, len, dt, rop);
+        if (op == PG_AVG) pg_scale_local(acc, len, dt, n);
         if (!direct) memcpy((unsigned char *)out + (i - lo) * es, tmp, len * es);
     }
-    return PG_OK;
+}
+
+/* Rank r's published send buffer + off elements (slot s), or its staging buffer. */
+static void pg_pthread__sources(const pg_pthread_world *w, int s, int staged, size_t off_bytes,
+                                const unsigned char **src)
+{
+    int r;
+    for (r = 0; r < w->size; r++)
+        src[r] = (staged ? (const unsigned char *)w->small[s][r] : (const unsigned char *)w->pub[r].a[s].send) +
+                 off_bytes;
 }
 
 static size_t pg_pthread__share(size_t count, int n, int r)
@@ -609,34 +627,36 @@ static size_t pg_pthread__share(size_t count, int n, int r)
     return lo > count ? count : lo;
 }
 
+/* Small collectives (a rank's input <= PG_PTHREAD_SMALL bytes) copy their input into the
+   world's staging buffer of the coming barrier's parity, meet once, and read the staged
+   inputs: one barrier, and nobody waits for peers to finish reading its buffers. Larger
+   ones read peers' buffers in place and meet again before returning. */
 static int pg_pthread__all_reduce(pg_group *g, const void *send, void *recv, size_t count, mb_dtype dt, pg_red op)
 {
     pg_pthread_world *w = pg_pthread__native(g);
-    size_t es = pg_dtype_size(dt), lo, hi;
-    int rc, r, n;
+    const unsigned char *src[PG_PTHREAD_MAX_RANKS];
+    size_t es = pg_dtype_size(dt), lo, hi, bytes = count * es;
+    int rc, r, n, s, small = bytes <= PG_PTHREAD_SMALL;
     if (!w) return PG_ERR_UNSUPPORTED;
-    rc = pg_pthread__enter(g, PG_PTHREAD__AR, send, recv, count, 0, (int)dt, (int)op, 0);
-    if (rc < 0) return rc;
+    if (small && bytes) memcpy(w->small[pg_pthread__parity(w, g->rank)][g->rank], send, bytes);
+    s = pg_pthread__enter(g, PG_PTHREAD__AR, send, recv, count, 0, (int)dt, (int)op, 0);
+    if (s < 0) return s;
     n = w->size;
-    if (count * es <= PG_PTHREAD_SMALL) {
-        /* small: every rank reduces everything (2 barriers instead of 3); in place, the result
-           waits in this rank's scratch until the peers have read our send buffer */
-        void *out = send == recv ? (void *)w->small[g->rank] : recv;
-        pg_pthread__reduce_range(w, 0, 0, count, out, dt, op);
-        rc = pg_pthread__barrier_w(w, g->rank, g->timeout_ms);
-        if (rc == PG_OK && out != recv) memcpy(recv, out, count * es);
-        return rc;
+    pg_pthread__sources(w, s, small, 0, src);
+    if (small) { /* every rank reduces everything */
+        pg_pthread__reduce_range(n, src, 0, count, recv, dt, op);
+        return PG_OK;
     }
     lo = pg_pthread__share(count, n, g->rank);
     hi = pg_pthread__share(count, n, g->rank + 1);
     if (g->rank == n - 1) hi = count;
-    pg_pthread__reduce_range(w, 0, lo, hi, (unsigned char *)recv + lo * es, dt, op);
+    pg_pthread__reduce_range(n, src, lo, hi, (unsigned char *)recv + lo * es, dt, op);
     rc = pg_pthread__barrier_w(w, g->rank, g->timeout_ms);
     if (rc < 0) return rc;
     for (r = 0; r < n; r++) {
         size_t a = pg_pthread__share(count, n, r), b = r == n - 1 ? count : pg_pthread__share(count, n, r + 1);
         if (r != g->rank && b > a)
-            memcpy((unsigned char *)recv + a * es, (const unsigned char *)w->pub[r].recv + a * es, (b - a) * es);
+            memcpy((unsigned char *)recv + a * es, (const unsigned char *)w->pub[r].a[s].recv + a * es, (b - a) * es);
     }
     return pg_pthread__barrier_w(w, g->rank, g->timeout_ms);
 }
@@ -644,17 +664,25 @@ static int pg_pthread__all_reduce(pg_group *g, const void *send, void *recv, siz
 static int pg_pthread__all_gatherv(pg_group *g, const void *send, void *recv, const size_t *counts, mb_dtype dt)
 {
     pg_pthread_world *w = pg_pthread__native(g);
-    size_t es = pg_dtype_size(dt), off = 0;
-    int rc, r;
+    const unsigned char *src[PG_PTHREAD_MAX_RANKS];
+    size_t es = pg_dtype_size(dt), off = 0, own = 0, mine = counts[g->rank] * es;
+    int r, s, small = 1;
     if (!w) return PG_ERR_UNSUPPORTED;
-    rc = pg_pthread__enter(g, PG_PTHREAD__AG, send, recv, 0, counts, (int)dt, 0, 0);
-    if (rc < 0) return rc;
     for (r = 0; r < w->size; r++) {
-        unsigned char *d = (unsigned char *)recv + off * es;
-        if (counts[r] && d != w->pub[r].send) memcpy(d, w->pub[r].send, counts[r] * es);
-        off += counts[r];
+        if (counts[r] * es > PG_PTHREAD_SMALL) small = 0;
+        if (r < g->rank) own += counts[r] * es;
     }
-    return pg_pthread__barrier_w(w, g->rank, g->timeout_ms);
+    if (small && mine) memcpy(w->small[pg_pthread__parity(w, g->rank)][g->rank], send, mine);
+    s = pg_pthread__enter(g, PG_PTHREAD__AG, send, recv, 0, counts, (int)dt, 0, 0);
+    if (s < 0) return s;
+    pg_pthread__sources(w, s, small, 0, src);
+    if (mine && (unsigned char *)recv + own != send) /* (in place: already there) */
+        memmove((unsigned char *)recv + own, send, mine);
+    for (r = 0; r < w->size; r++) {
+        if (counts[r] && r != g->rank) memcpy((unsigned char *)recv + off, src[r], counts[r] * es);
+        off += counts[r] * es;
+    }
+    return small ? PG_OK : pg_pthread__barrier_w(w, g->rank, g->timeout_ms);
 }
 
 static int pg_pthread__all_gather(pg_group *g, const void *send, void *recv, size_t count, mb_dtype dt)
@@ -669,14 +697,21 @@ static int pg_pthread__reduce_scatterv(pg_group *g, const void *send, void *recv
                                        mb_dtype dt, pg_red op)
 {
     pg_pthread_world *w = pg_pthread__native(g);
-    size_t off = 0;
-    int rc, r;
+    const unsigned char *src[PG_PTHREAD_MAX_RANKS];
+    size_t es = pg_dtype_size(dt), off = 0, total = 0;
+    int r, s, small;
     if (!w) return PG_ERR_UNSUPPORTED;
-    rc = pg_pthread__enter(g, PG_PTHREAD__RS, send, recv, 0, counts, (int)dt, (int)op, 0);
-    if (rc < 0) return rc;
-    for (r = 0; r < g->rank; r++) off += counts[r];
-    pg_pthread__reduce_range(w, off, 0, counts[g->rank], recv, dt, op);
-    return pg_pthread__barrier_w(w, g->rank, g->timeout_ms);
+    for (r = 0; r < w->size; r++) {
+        if (r < g->rank) off += counts[r];
+        total += counts[r];
+    }
+    small = total * es <= PG_PTHREAD_SMALL;
+    if (small && total) memcpy(w->small[pg_pthread__parity(w, g->rank)][g->rank], send, total * es);
+    s = pg_pthread__enter(g, PG_PTHREAD__RS, send, recv, 0, counts, (int)dt, (int)op, 0);
+    if (s < 0) return s;
+    pg_pthread__sources(w, s, small, off * es, src);
+    pg_pthread__reduce_range(w->size, src, 0, counts[g->rank], recv, dt, op);
+    return small ? PG_OK : pg_pthread__barrier_w(w, g->rank, g->timeout_ms);
 }
 
 static int pg_pthread__reduce_scatter(pg_group *g, const void *send, void *recv, size_t count, mb_dtype dt,
@@ -691,12 +726,16 @@ static int pg_pthread__reduce_scatter(pg_group *g, const void *send, void *recv,
 static int pg_pthread__broadcast(pg_group *g, void *buf, size_t count, mb_dtype dt, int root)
 {
     pg_pthread_world *w = pg_pthread__native(g);
-    int rc;
+    const unsigned char *src[PG_PTHREAD_MAX_RANKS];
+    size_t bytes = count * pg_dtype_size(dt);
+    int s, small = bytes <= PG_PTHREAD_SMALL;
     if (!w) return PG_ERR_UNSUPPORTED;
-    rc = pg_pthread__enter(g, PG_PTHREAD__BC, buf, buf, count, 0, (int)dt, 0, root);
-    if (rc < 0) return rc;
-    if (g->rank != root && count) memcpy(buf, w->pub[root].send, count * pg_dtype_size(dt));
-    return pg_pthread__barrier_w(w, g->rank, g->timeout_ms);
+    if (small && bytes && g->rank == root) memcpy(w->small[pg_pthread__parity(w, g->rank)][root], buf, bytes);
+    s = pg_pthread__enter(g, PG_PTHREAD__BC, buf, buf, count, 0, (int)dt, 0, root);
+    if (s < 0) return s;
+    pg_pthread__sources(w, s, small, 0, src);
+    if (g->rank != root && bytes) memcpy(buf, src[root], bytes);
+    return small ? PG_OK : pg_pthread__barrier_w(w, g->rank, g->timeout_ms);
 }
 
 static const pg_ops pg_pthread__ops = {

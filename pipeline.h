@@ -1058,8 +1058,11 @@ static int pp__ready(const pp_plan *p, const pp_costs *c, const uint32_t *t, pp_
 #undef PP__T
 }
 
-PP_API int pp_simulate(const pp_plan *p, const pp_costs *c, void *work, size_t work_bytes,
-                       pp_sim *out, pp_event *events, int max_events, int *nevents, pp_diag *diag) {
+/* One simulation; dry: check only (events counted against max_events, nothing written to
+   out, events or nevents), so pp_simulate can dry-run before writing events without
+   recursion. */
+static int pp__simulate(const pp_plan *p, const pp_costs *c, void *work, size_t work_bytes,
+                        pp_sim *out, pp_event *events, int max_events, int *nevents, pp_diag *diag, int dry) {
     uint32_t *t, clock[PP_MAX_RANKS], unit[PP_MAX_RANKS];
     int cur[PP_MAX_RANKS], r, i, S, M, nev = 0, total = 0;
     size_t plane;
@@ -1079,10 +1082,7 @@ PP_API int pp_simulate(const pp_plan *p, const pp_costs *c, void *work, size_t w
         }
     }
     if (events && max_events < total) return PP_ERR_TOO_SMALL;
-    if (events) {                      /* dry run first: events stay untouched on deadlock */
-        int rc = pp_simulate(p, c, work, work_bytes, &res, NULL, 0, NULL, diag);
-        if (rc) return rc;
-    }
+    if (dry) events = NULL;
     t = (uint32_t *)work;
     plane = (size_t)S * (size_t)M;
     {
@@ -1156,9 +1156,17 @@ PP_API int pp_simulate(const pp_plan *p, const pp_costs *c, void *work, size_t w
             ? (uint32_t)(1000000u - (busy * 1000000u) / ((uint64_t)p->nranks * res.makespan))
             : 0;
     }
+    if (dry) return PP_OK;
     *out = res;
     if (nevents) *nevents = nev;
     return PP_OK;
+}
+
+PP_API int pp_simulate(const pp_plan *p, const pp_costs *c, void *work, size_t work_bytes,
+                       pp_sim *out, pp_event *events, int max_events, int *nevents, pp_diag *diag) {
+    /* with events: a dry run first, so events stay untouched on deadlock */
+    int rc = events ? pp__simulate(p, c, work, work_bytes, out, events, max_events, nevents, diag, 1) : PP_OK;
+    return rc ? rc : pp__simulate(p, c, work, work_bytes, out, events, max_events, nevents, diag, 0);
 }
 
 /* ---- text output ---- */

@@ -563,7 +563,7 @@ DT__DEF int dt_spec_init(dt_spec *s, const dt_mesh *mesh, const dt_placement *pl
 {
     dt_spec v;
     int i, rc;
-    int32_t st = 1;
+    int64_t st = 1;
     if (!s || !mesh || !placements || (ndim > 0 && !shape)) return DT_ERR_NULL;
     rc = dt__mesh_check(mesh);
     if (rc) return rc;
@@ -575,8 +575,12 @@ DT__DEF int dt_spec_init(dt_spec *s, const dt_mesh *mesh, const dt_placement *pl
     v.ndim = ndim;
     for (i = ndim - 1; i >= 0; i--) {
         v.shape[i] = shape[i];
-        v.stride[i] = stride ? stride[i] : st;
+        v.stride[i] = stride ? stride[i] : (int32_t)st;
         st *= shape[i] > 1 ? shape[i] : 1;
+        if (st > INT32_MAX) { /* a contiguous stride would not fit int32_t */
+            if (!stride && i) return DT_ERR_SHAPE;
+            st = (int64_t)INT32_MAX + 1;
+        }
     }
     for (i = 0; i < nplacements; i++) {
         v.placements[i] = placements[i];

@@ -290,9 +290,11 @@ PP_API int pp_simulate(const pp_plan *plan, const pp_costs *costs, void *work, s
 PP_API int pp_action_format(pp_action a, char *buf, size_t cap);   /* "0F0", "1SEND_F1", "" */
 /* torch's _Action.from_str: [stage][type][microbatch], whitespace stripped, "" -> PP_IDLE. */
 PP_API int pp_action_parse(const char *s, size_t n, pp_action *out);
-/* torch's _dump_csv layout: one row per rank, cells = action strings, idle = "", "\r\n". */
+/* torch's _dump_csv layout: one row per rank, cells = action strings, idle = "", "\r\n";
+   a row of one idle cell is written `""` (as Python's csv writer does). */
 PP_API int pp_csv_write(const pp_plan *plan, char *buf, size_t cap, size_t *needed);
-/* torch's _load_csv: rows = ranks of an initialized plan (pp_plan_init); infers the stage
+/* torch's _load_csv: rows = ranks of an initialized plan (pp_plan_init), cells may be
+   double-quoted, a blank line is an empty row; infers the stage
    map from the actions and sets `lowered` if comm actions appear. Validate afterwards. */
 PP_API int pp_csv_read(pp_plan *plan, const char *text, size_t n, pp_diag *diag);
 /* The plan as C source: const pp_action rows, a stage map and `const pp_table name[P]`. */
@@ -1261,6 +1263,8 @@ static void pp__csv(pp__out *o, const pp_plan *p) {
             if (i) pp__putc(o, ',');
             pp__put_action(o, pp__row(p, r)[i]);
         }
+        /* a row of one idle cell is `""`, as Python's csv writes it (a blank line is an empty row) */
+        if (p->len[r] == 1 && pp__row(p, r)[0].type == PP_IDLE) pp__puts(o, "\"\"");
         pp__puts(o, "\r\n");
     }
 }
@@ -1300,7 +1304,8 @@ static int pp__csv_pass(pp_plan *p, const char *text, size_t n, int write, int *
                     int rc;
                     while (ce < line_end && text[ce] != ',') ce++;
                     if (!(line_end == c0 && col == 0)) {  /* a blank line is an empty row */
-                        rc = pp_action_parse(text + c, ce - c, &a);
+                        size_t q = ce - c >= 2 && text[c] == '"' && text[ce - 1] == '"'; /* "cell" */
+                        rc = pp_action_parse(text + c + q, ce - c - 2 * q, &a);
                         if (rc) { pp__diag(diag, r, col, pp__none); return rc; }
                         if (a.type != PP_IDLE &&
                             (a.stage >= p->nstages || (a.type < PP_UNSHARD && a.mb >= p->nmb))) {

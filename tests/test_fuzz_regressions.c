@@ -12,6 +12,12 @@
 
 #define MICROBATCH_IMPLEMENTATION
 #include "microbatch.h"
+#define PIPELINE_IMPLEMENTATION
+#define PP_NO_EXECUTOR
+#include "pipeline.h"
+#define PG_IMPLEMENTATION
+#define DTENSOR_IMPLEMENTATION
+#include "dtensor.h"
 
 /* fuzz_microbatch: torch.chunk's count was (size + each - 1) / each in int32: signed
    overflow for sizes near INT32_MAX. */
@@ -102,6 +108,51 @@ static void test_masked_split_of_huge_broadcast_view(void **state)
     assert_int_equal(bytes, 4u * 8u * sizeof(float)); /* 4 full-size copies of 8 floats */
 }
 
+/* fuzz_schedule: a CSV row of one idle cell (" ") read as [IDLE] but was written as a blank
+   line, which reads back as an empty row. The writer now writes `""` like Python's csv
+   module, and the reader accepts double-quoted cells. */
+static void test_csv_row_of_one_idle_round_trips(void **state)
+{
+    static pp_action st[2][64];
+    static const char in[] = "0F0,0B0\r\n \r\n", quoted[] = "\"0F0\",0B0\r\n\r\n";
+    char out[64];
+    pp_plan a, b;
+    int n;
+    (void)state;
+    assert_int_equal(pp_plan_init(&a, st[0], sizeof st[0], 2, 1, 1), PP_OK);
+    assert_int_equal(pp_csv_read(&a, in, sizeof in - 1, NULL), PP_OK);
+    assert_int_equal(a.len[1], 1);
+    n = pp_csv_write(&a, out, sizeof out, NULL);
+    assert_string_equal(out, "0F0,0B0\r\n\"\"\r\n");
+    assert_int_equal(pp_plan_init(&b, st[1], sizeof st[1], 2, 1, 1), PP_OK);
+    assert_int_equal(pp_csv_read(&b, out, (size_t)n, NULL), PP_OK);
+    assert_int_equal(b.len[0], 2);
+    assert_int_equal(b.len[1], 1);
+    assert_int_equal(b.actions[b.cap].type, PP_IDLE);
+    assert_int_equal(pp_csv_read(&b, quoted, sizeof quoted - 1, NULL), PP_OK); /* quoted cells */
+    assert_int_equal(b.len[0], 2);
+    assert_int_equal(b.len[1], 0);
+}
+
+/* fuzz_dtensor: dt_spec_init multiplied contiguous strides in int32 (signed overflow for
+   a shape whose inner sizes pass INT32_MAX). Now DT_ERR_SHAPE with nothing written;
+   given strides, the same shape is fine. */
+static void test_dt_spec_contiguous_stride_overflow(void **state)
+{
+    const int32_t shape[3] = {2, 65536, 65536}, stride[3] = {0, 0, 1}, one = 2;
+    const dt_placement pl[1] = {DT_SHARD(0)};
+    dt_mesh m;
+    dt_spec s, before;
+    (void)state;
+    assert_int_equal(dt_mesh_init(&m, 1, &one, NULL, 0), DT_OK);
+    memset(&s, 0x6d, sizeof s);
+    before = s;
+    assert_int_equal(dt_spec_init(&s, &m, pl, 1, MB_F32, 3, shape, NULL), DT_ERR_SHAPE);
+    assert_memory_equal(&s, &before, sizeof s);
+    assert_int_equal(dt_spec_init(&s, &m, pl, 1, MB_F32, 3, shape, stride), DT_OK);
+    assert_int_equal(s.stride[2], 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -109,6 +160,8 @@ int main(void)
         cmocka_unit_test(test_huge_shapes_are_shape_errors),
         cmocka_unit_test(test_narrow_null_empty_view),
         cmocka_unit_test(test_masked_split_of_huge_broadcast_view),
+        cmocka_unit_test(test_csv_row_of_one_idle_round_trips),
+        cmocka_unit_test(test_dt_spec_contiguous_stride_overflow),
     };
     return cmocka_run_group_tests_name("fuzz regressions", tests, NULL, NULL);
 }

@@ -22,7 +22,7 @@
            int me = (int)(intptr_t)arg;  pg_shm_hooks h;
            pg_shm_freertos_hooks(&h, &bells);
            pg_shm_init(&shm[me], region, sizeof region, me, &h);
-           ...
+           // ... this rank's work on pg_shm_group(&shm[me]) ...
        }
        xTaskCreate(rank_task, "r0", 1024, (void *)0, 2, &bells.task[0]);  // (and r1)
 

@@ -11,7 +11,8 @@ carry one token, @SPLITCORE_VERSION@ (CMake's configure_file(@ONLY) fills it the
 a CMake project consuming the tree by add_subdirectory and by find_package, a program built
 with `pkg-config --cflags splitcore`, and the PlatformIO / Zephyr manifests (their tools are
 not installed here: schema checks plus a build that follows what those tools do). It also
-runs tests/docs/check_docs.py: every C example in the docs compiles, every link resolves.
+runs tests/docs/check_docs.py: every C example in the README, docs/ and the headers' preambles
+compiles (programs run), every relative link resolves.
 """
 import os
 import re

@@ -25,22 +25,34 @@ An HTML comment on the line before the fence changes that:
                                     schedules and results stay true
 Blocks in other languages are checked only when they are excerpts.
 
+Header examples. The "Example:" of each header's preamble (*.h, ports/*.h, ports/platform/*.h)
+is compiled the same way, with the header included first when the example does not include it.
+One with `main(` is a program (run, except under MPI: compiled with mpicc, skipped without
+it); otherwise the example is split where its last top-level function definition ends: what
+comes before stays at file scope, the statements after it form the body of a function.
+tests/docs/prelude.h declares the names the examples take as given (`me`, `region`, ...), and
+unused variables and parameters are not errors there (the sketches name results they do not test).
+
 Links. Every relative link or image ([text](path), [text](path#anchor), [ref]: path) must
 name an existing file or folder; an anchor must be a heading of the target Markdown file
 (GitHub's slugs). http(s) and mailto links are not fetched.
 
 Prints one line per check and a summary; exits 1 when any check failed."""
 import argparse
+import glob
 import os
 import re
 import shutil
 import subprocess
 import sys
+import textwrap
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "site_scons"))
 from splitcore.checks import Checks  # noqa: E402
 
 WARN = ["-std=c99", "-Wall", "-Wextra", "-Wpedantic", "-Werror"]
+# Header examples are ten-line sketches: a result they name but do not test is not an error.
+SKETCH = ["-Wno-unused-variable", "-Wno-unused-but-set-variable", "-Wno-unused-parameter"]
 CODE_FILES = re.compile(r"^(README\.md|docs/[^/]+\.md)$")
 FENCE = re.compile(r"^( {0,3})(```+|~~~+)\s*([^\s`]*)")
 DIRECTIVE = re.compile(r"^\s*<!--\s*doctest:\s*(.*?)\s*-->\s*$")
@@ -106,36 +118,59 @@ def is_excerpt(body, path):
     return any(have[k:k + n] == want for k in range(len(have) - n + 1))
 
 
+def last_function_end(code):
+    """Index after the last top-level function definition (0 when there is none): a line at
+    brace depth 0 that opens a parenthesised declarator, through its closing brace."""
+    depth, end, in_fn = 0, 0, False
+    for k, line in enumerate(code):
+        text = re.sub(r"//.*|/\*.*?\*/|\"(\\.|[^\"])*\"", "", line)
+        if depth == 0 and re.match(r"^\s*[A-Za-z_][\w\s\*]*\([^;]*\)\s*\{?\s*$", text) and \
+                not text.lstrip().startswith(("if", "for", "while", "switch", "return")):
+            in_fn = True
+        depth += text.count("{") - text.count("}")
+        if in_fn and depth == 0 and "}" in text:
+            end, in_fn = k + 1, False
+    return end
+
+
 def as_body(code):
-    """Leading preprocessor lines (with comments and blank lines among them) at file scope,
-    the rest inside a function."""
+    """Leading preprocessor lines (with comments and blank lines among them), and everything up
+    to the end of the last top-level function definition, at file scope; the rest inside a
+    function."""
     head, k = [], 0
     while k < len(code) and (code[k].lstrip().startswith("#") or not code[k].strip() or
                              code[k].lstrip().startswith(("/*", "//"))):
         head.append(code[k])
         k += 1
-    return head + ['#include "prelude.h"', "void doc_example(void);", "void doc_example(void)", "{"] + \
-        ["    " + x for x in code[k:]] + ["}"]
+    split = max(k, last_function_end(code))
+    return head + ['#include "prelude.h"'] + code[k:split] + \
+        ["void doc_example(void);", "void doc_example(void)", "{"] + ["    " + x for x in code[split:]] + ["}"]
 
 
-def compile_block(c, repo, build, name, code, opts, stubs, here):
+def compile_block(c, repo, build, name, code, opts, stubs, here, cc="gcc", run=True, extra=()):
     """Compile (and run) one block; returns (passed, the program's output or None)."""
     src = os.path.join(build, name + ".c")
     program = any(re.search(r"\bmain\s*\(", x) for x in code)
     lines = as_body(code) if opts.get("body") else code
+    if opts.get("prelude") and not opts.get("body"):
+        k = 0
+        while k < len(lines) and (lines[k].lstrip().startswith("#") or not lines[k].strip()):
+            k += 1
+        lines = lines[:k] + ['#include "prelude.h"'] + lines[k:]
     with open(src, "w", encoding="utf-8") as f:
         f.write("\n".join(lines) + "\n")
     inc = ["-I" + repo, "-I" + stubs, "-I" + here]
-    what = "%s compiles%s" % (name, " and runs" if program else "")
-    if program:
+    run = run and program
+    what = "%s compiles%s" % (name, " and runs" if run else "")
+    if run:
         exe = os.path.join(build, name)
-        cmd = ["gcc"] + WARN + inc + [src, "-o", exe, "-pthread", "-lm"]
+        cmd = [cc] + WARN + list(extra) + inc + [src, "-o", exe, "-pthread", "-lm"]
     else:
-        cmd = ["gcc"] + WARN + inc + ["-c", src, "-o", os.path.join(build, name + ".o")]
+        cmd = [cc] + WARN + list(extra) + inc + ["-c", src, "-o", os.path.join(build, name + ".o")]
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
     if p.returncode != 0:
         return c.ok(False, what, "$ %s\n%s" % (" ".join(cmd), p.stdout)), None
-    if program:
+    if run:
         try:
             r = subprocess.run([exe], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True,
                                timeout=120, cwd=build)
@@ -251,6 +286,40 @@ def check_links(c, repo, md):
                      "headings: %s" % ", ".join(sorted(slugs(open(full, encoding="utf-8").read()))))
 
 
+def header_examples(c, repo, build):
+    """Compile (and run) the Example of every header's preamble."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    stubs = os.path.join(here, "stubs")
+    headers = sorted(glob.glob(os.path.join(repo, "*.h")) + glob.glob(os.path.join(repo, "ports", "*.h")) +
+                     glob.glob(os.path.join(repo, "ports", "platform", "*.h")))
+    for path in headers:
+        rel = os.path.relpath(path, repo)
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        preamble = text[:text.find("*/")].split("\n")
+        for i, line in enumerate(preamble):
+            if not re.match(r"^\s*Example\b.*:\s*$", line):
+                continue
+            indent = len(line) - len(line.lstrip())
+            code = []
+            for m in preamble[i + 1:]:
+                if m.strip() and len(m) - len(m.lstrip()) <= indent:
+                    break
+                code.append(m)
+            code = textwrap.dedent("\n".join(code)).rstrip().split("\n")
+            if not any(re.search(r'#include\s+"(\.\./)*%s"' % re.escape(rel), x) or
+                       re.search(r'#include\s+"%s"' % re.escape(os.path.basename(rel)), x) for x in code):
+                code = ['#include "%s"' % rel] + code
+            name = "header_" + re.sub(r"[^A-Za-z0-9]+", "_", rel) + "_L%d" % (i + 2)
+            program = any(re.search(r"\bmain\s*\(", x) for x in code)
+            mpi = "mpi.h" in text and "pg_mpi" in rel
+            if mpi and not shutil.which("mpicc"):
+                print("[ SKIPPED  ] %s: mpicc not found" % name)
+                continue
+            compile_block(c, repo, build, name, code, {"body": not program, "prelude": True}, stubs, here,
+                          cc="mpicc" if mpi else "gcc", run=not mpi, extra=SKETCH)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repo", required=True)
@@ -264,6 +333,7 @@ def main():
     for md in markdown_files(repo):
         check_code(c, repo, build, md)
         check_links(c, repo, md)
+    header_examples(c, repo, build)
     return c.summary()
 
 

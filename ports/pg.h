@@ -287,6 +287,15 @@ PG_API int pg_scatterv(pg_group *g, const void *send, void *recv, const size_t *
 PG_API int pg_reduce_local(void *acc, const void *in, size_t n, mb_dtype dt, pg_red op);
 /* acc[i] /= divisor for AVG's final step (float dtypes). */
 PG_API int pg_scale_local(void *acc, size_t n, mb_dtype dt, int divisor);
+/* (for ports) A 64-bit FNV-1a hash of counts[0..n): native collectives compare per-rank
+   counts by it. */
+static inline uint64_t pg__counts_hash(const size_t *counts, int n)
+{
+    uint64_t h = 1469598103934665603u;
+    int i;
+    for (i = 0; counts && i < n; i++) h = (h ^ (uint64_t)counts[i]) * 1099511628211u;
+    return h;
+}
 
 #ifdef __cplusplus
 }

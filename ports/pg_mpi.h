@@ -414,9 +414,7 @@ static int pg_mpi__finish(pg_mpi_port *p, MPI_Request *req, uint32_t timeout_ms)
 static void pg_mpi__header(int64_t *h, int kind, size_t count, mb_dtype dt, int op_or_root, const size_t *counts,
                            int n)
 {
-    uint64_t x = 1469598103934665603u; /* FNV-1a over the counts */
-    int i;
-    for (i = 0; counts && i < n; i++) x = (x ^ (uint64_t)counts[i]) * 1099511628211u;
+    uint64_t x = pg__counts_hash(counts, n);
     h[0] = 0x70670000 + kind;
     h[1] = (int64_t)count;
     h[2] = (int64_t)dt;

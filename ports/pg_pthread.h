@@ -566,8 +566,7 @@ static int pg_pthread__enter(pg_group *g, int kind, const void *send, void *recv
     pg_pthread_world *w = ((pg_pthread_rank *)g->port)->w;
     int s = pg_pthread__parity(w, g->rank), r, rc, bad = 0;
     pg_pthread_args *a = &w->pub[g->rank].a[s];
-    uint64_t h = 1469598103934665603u; /* FNV-1a over the counts */
-    for (r = 0; counts && r < w->size; r++) h = (h ^ (uint64_t)counts[r]) * 1099511628211u;
+    uint64_t h = pg__counts_hash(counts, w->size);
     a->send = send;
     a->recv = recv;
     a->count = count;

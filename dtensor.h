@@ -790,8 +790,10 @@ static int64_t dt__step(pg_group *g, const dt_step *st, const mb_tensor *x, mb_t
     if (!g) return (int64_t)need;
     if (pack) sp = stage;
     if (unstage) rp = stage + xb;
-    if (!mb_numel(x)) sp = 0; /* an empty tensor may share its address with the other */
-    if (!yn) rp = 0;
+    if (sp == rp) { /* only an empty tensor shares its address with the other */
+        if (!mb_numel(x)) sp = 0;
+        else rp = 0;
+    }
     if (ds >= 0) dt__counts(x, ds, n, sc);
     if (dr >= 0) dt__counts(y, dr, n, rcn);
     if (pack) dt__blocks(x, ds, n, stage, 0);

@@ -72,6 +72,11 @@ static int cmp_d(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 static double median(double *v, int n) { qsort(v, (size_t)n, sizeof *v, cmp_d); return v[n / 2]; }
+static double cpu_ns(void) {   /* every thread of this process */
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
 
 /* ---- layers ---- */
 static int noop_f(void *s, const mb_tensor *x, mb_tensor *y) { (void)s; (void)x; (void)y; return 0; }
@@ -155,7 +160,8 @@ static pp_exec_cfg cfg[MAXR];
 static uint64_t mem[MAXR][(1 << 20) / 8];
 static pg_pthread_world world;
 static int nranks, busiest, pin_cpus;
-typedef struct job { int steps, warmup, mlp, blocks; double step_ns[NOOP_BLOCKS]; } job;
+typedef struct job { int steps, warmup, mlp, blocks; double step_ns[NOOP_BLOCKS], cpu_ns[NOOP_BLOCKS]; } job;
+static double best_cpu_ns;   /* run_job of a no-op case: the least process CPU time per step of a block */
 
 static void die(int rc, const char *what) {
     fprintf(stderr, "bench pipeline: %s: %d (%s)\n", what, rc, pp_strerror(rc));
@@ -203,15 +209,19 @@ static int body(pg_group *g, void *arg) {
     if ((rc = pp_exec_init(&e, &cfg[r], &tab[r], g, mem[r], sizeof mem[r]))) return rc;
     for (rep = -1; rep < j->blocks; rep++) {
         int n = rep < 0 ? j->warmup : j->steps;
-        double t0;
+        double t0, c0;
         if ((rc = pg_barrier(g))) return rc;
         t0 = now_ns();
+        c0 = cpu_ns();
         for (s = 0; s < n; s++) {
             if (j->mlp) mlp_step_pre(r);
             if ((rc = exec_run(&e))) return rc;
             if (j->mlp) mlp_step_post(r);
         }
-        if (r == 0 && rep >= 0) j->step_ns[rep] = (now_ns() - t0) / n;
+        if (r == 0 && rep >= 0) {
+            j->step_ns[rep] = (now_ns() - t0) / n;
+            j->cpu_ns[rep] = (cpu_ns() - c0) / n;
+        }
     }
     return 0;
 }
@@ -232,7 +242,12 @@ static double run_job(const pp_layer *layers, int nlayers, const int32_t *balanc
     if ((rc = pg_pthread_world_init(&world, nranks))) die(rc, "world");
     if (!j->blocks) j->blocks = REPEATS;
     if ((rc = pg_pthread_run(&world, nranks, body, j))) die(rc, "run");
-    if (j->blocks == NOOP_BLOCKS) { qsort(j->step_ns, NOOP_BLOCKS, sizeof(double), cmp_d); return j->step_ns[0]; }
+    if (j->blocks == NOOP_BLOCKS) {
+        qsort(j->cpu_ns, NOOP_BLOCKS, sizeof(double), cmp_d);
+        best_cpu_ns = j->cpu_ns[0];
+        qsort(j->step_ns, NOOP_BLOCKS, sizeof(double), cmp_d);
+        return j->step_ns[0];
+    }
     return median(j->step_ns, j->blocks);
 }
 
@@ -305,7 +320,7 @@ static int root_dir(char *out, size_t cap) {
 }
 
 /* The torch peer: bench/pipeline/torch_pipe.py; step_us per case name. */
-typedef struct torch_res { double noop4, noop2, mlp; int got; } torch_res;
+typedef struct torch_res { double noop4, noop2, mlp, noop4_cpu, noop2_cpu; int got; } torch_res;
 static void torch_peer(torch_res *t) {
     char root[4096], cmd[8400], line[1024];
     FILE *p;
@@ -323,6 +338,8 @@ static void torch_peer(torch_res *t) {
         if (!s) continue;
         if (strstr(line, "\"case\": \"noop\"")) { t->noop4 = atof(s + 11); t->got |= 1; }
         if (strstr(line, "\"case\": \"noop_2stages\"")) { t->noop2 = atof(s + 11); t->got |= 2; }
+        if ((s = strstr(line, "\"cpu_us\": ")) && strstr(line, "\"case\": \"noop\"")) t->noop4_cpu = atof(s + 10);
+        if (s && strstr(line, "\"case\": \"noop_2stages\"")) t->noop2_cpu = atof(s + 10);
         if (strstr(line, "\"case\": \"mlp\"")) { t->mlp = atof(s + 11); t->got |= 4; }
     }
     pclose(p);
@@ -409,7 +426,7 @@ static void callgrind_rows(void) {
 int main(int argc, char **argv) {
     static uint32_t simwork[8192];
     int k, i, rc, li;
-    double ns4, ns2, ns2s, act4, act2, per_action[2];
+    double ns4, ns2, ns2s, act4, act2, per_action[2], cpu4, cpu2, cpu2s;
     torch_res tr;
     job j;
     const layout *los[2] = {&L4, &L2};
@@ -422,12 +439,12 @@ int main(int argc, char **argv) {
     if (argc > 1 && !strcmp(argv[1], "instr")) { callgrind_rows(); return 0; }   /* only the callgrind rows */
 
     /* 1. framework overhead: no-op model */
-    ns4 = noop_step(&L4, 300, 100); act4 = ns4 / busiest; per_action[0] = act4;
-    printf("noop 4r_1f1b: step %.1f us, busiest rank %d actions\n", ns4 / 1e3, busiest);
-    ns2 = noop_step(&L2, 300, 100); act2 = ns2 / busiest; per_action[1] = act2;
-    printf("noop 2r_il: step %.1f us, busiest rank %d actions\n", ns2 / 1e3, busiest);
-    ns2s = noop_step(&L2S, 300, 100);
-    printf("noop 2r_1f1b_2stages: step %.1f us\n", ns2s / 1e3);
+    ns4 = noop_step(&L4, 300, 100); act4 = ns4 / busiest; per_action[0] = act4; cpu4 = best_cpu_ns;
+    printf("noop 4r_1f1b: step %.1f us (CPU %.1f us), busiest rank %d actions\n", ns4 / 1e3, cpu4 / 1e3, busiest);
+    ns2 = noop_step(&L2, 300, 100); act2 = ns2 / busiest; per_action[1] = act2; cpu2 = best_cpu_ns;
+    printf("noop 2r_il: step %.1f us (CPU %.1f us), busiest rank %d actions\n", ns2 / 1e3, cpu2 / 1e3, busiest);
+    ns2s = noop_step(&L2S, 300, 100); cpu2s = best_cpu_ns;
+    printf("noop 2r_1f1b_2stages: step %.1f us (CPU %.1f us)\n", ns2s / 1e3, cpu2s / 1e3);
     if (argc > 1 && !strcmp(argv[1], "noop")) return 0;   /* `pipeline noop`: only these */
 
     if (argc > 1 && !strcmp(argv[1], "equal")) memset(&tr, 0, sizeof tr);   /* `pipeline equal`: no torch */
@@ -449,6 +466,17 @@ int main(int argc, char **argv) {
         }
         row("noop_2r_1f1b_2stages_per_microbatch (2-stage no-op step / 8; torch: 2 Identity partitions, chunks 8)",
             "overhead_us", "us", ns2s / M / 1e3, (tr.got & 2) ? "torch_pipe_1.13" : "none", (tr.got & 2) ? tr.noop2 / M : 0);
+        /* the same, as CPU time of the whole process (every rank / torch thread) per microbatch:
+           what the framework burns, less disturbed by other processes than wall time */
+        row("noop_4r_1f1b_cpu_per_microbatch (process CPU time per no-op 4-stage step / 8; torch the same)",
+            "cpu_overhead_us", "us", cpu4 / M / 1e3, peer, (tr.got & 1) ? tr.noop4_cpu / M : 0);
+        row("noop_2r_il_cpu_per_microbatch (process CPU time per no-op 4-stage step / 8; torch the same)",
+            "cpu_overhead_us", "us", cpu2 / M / 1e3, peer, (tr.got & 1) ? tr.noop4_cpu / M : 0);
+        row("noop_2r_1f1b_2stages_cpu_per_microbatch (process CPU time per 2-stage no-op step / 8; torch the same)",
+            "cpu_overhead_us", "us", cpu2s / M / 1e3, (tr.got & 2) ? "torch_pipe_1.13" : "none", (tr.got & 2) ? tr.noop2_cpu / M : 0);
+        if (tr.got & 1)
+            printf("target (CPU time): overhead per microbatch >= 100x lower than torch Pipe: 4r_1f1b %.0fx, 2r_il %.0fx\n",
+                   tr.noop4_cpu * 1e3 / cpu4, tr.noop4_cpu * 1e3 / cpu2);
     }
 
     /* 2. equal stages: busy work, then sleeps, on both layouts */

@@ -9,7 +9,8 @@ Cases (same shapes as main.c):
   mlp   784-256-128-64-10 MLP, balance [2,2,2,1] on cpu, chunks 8, batch 64,
         checkpoint="never": zero_grad, forward, cross-entropy, backward, SGD step
 Each figure is the median of REPEATS blocks; the no-op cases take the best of NOOP_BLOCKS
-blocks (as main.c does for ours). Without torch: one SKIPPED line, exit 0."""
+blocks (as main.c does for ours), in wall time (step_us) and in process CPU time (cpu_us,
+every thread). Without torch: one SKIPPED line, exit 0."""
 import json
 import os
 import sys
@@ -22,14 +23,18 @@ NOOP_BLOCKS = 21  # no-op cases: the best of 21 blocks, as bench/pipeline/main.c
 def median_step_us(step, steps, warmup, repeats=REPEATS, best=False):
     for _ in range(warmup):
         step()
-    blocks = []
+    blocks, cpu = [], []
     for _ in range(repeats):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         for _ in range(steps):
             step()
         blocks.append((time.perf_counter() - t0) / steps * 1e6)
+        cpu.append((time.process_time() - c0) / steps * 1e6)
     blocks.sort()
-    return blocks[0] if best else blocks[len(blocks) // 2]
+    cpu.sort()
+    if best:
+        return blocks[0], cpu[0]
+    return blocks[len(blocks) // 2]
 
 
 def main():
@@ -53,15 +58,15 @@ def main():
 
         def noop_step():
             noop(x0).local_value().sum().backward()
-        us = median_step_us(noop_step, 100, 20, NOOP_BLOCKS, True)
-        print(json.dumps({"torch": torch.__version__, "case": "noop", "step_us": us,
+        us, cpu = median_step_us(noop_step, 100, 20, NOOP_BLOCKS, True)
+        print(json.dumps({"torch": torch.__version__, "case": "noop", "step_us": us, "cpu_us": cpu,
                           "threads": torch.get_num_threads()}))
         noop2 = Pipe(nn.Sequential(nn.Identity(), nn.Identity()), chunks=8, checkpoint="never")
 
         def noop2_step():
             noop2(x0).local_value().sum().backward()
-        us = median_step_us(noop2_step, 100, 20, NOOP_BLOCKS, True)
-        print(json.dumps({"torch": torch.__version__, "case": "noop_2stages", "step_us": us,
+        us, cpu = median_step_us(noop2_step, 100, 20, NOOP_BLOCKS, True)
+        print(json.dumps({"torch": torch.__version__, "case": "noop_2stages", "step_us": us, "cpu_us": cpu,
                           "threads": torch.get_num_threads()}))
 
         # the demo's MLP training step

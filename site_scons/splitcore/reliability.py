@@ -76,12 +76,27 @@ def fuzz_action(name, seconds, seeds, work):
     return action
 
 
-def spin_action(model, work, depth=200000):
-    """spin -a model; safety run (assertions, invalid end states = deadlocks) compiled
-    with -DNOCLAIM; then every ltl property with ./pan -a -f -N <name>."""
+STEP = re.compile(r"/\*\s*STEP\s+(\w+)")
+
+
+def steps_of(path):
+    """The step names a file declares in /* STEP name */ comments."""
+    with open(path) as f:
+        return set(STEP.findall(f.read()))
+
+
+def spin_action(model, code, work, depth=200000):
+    """First: the model and its C code name the same steps (/* STEP name */ in both).
+    Then spin -a model; a safety run (assertions, invalid end states = deadlocks)
+    compiled with -DNOCLAIM; then every ltl property with ./pan -a -f -N <name>."""
     def action(target, source, env):
         os.makedirs(work, exist_ok=True)
         src = os.path.abspath(str(source[0]))
+        in_model, in_code = steps_of(src), steps_of(str(source[1]))
+        if not in_model or in_model != in_code:
+            print("spin %s: the model's steps and %s's differ: only in the model %s, only in the "
+                  "code %s" % (model, code, sorted(in_model - in_code), sorted(in_code - in_model)))
+            return 1
         with open(src) as f:
             claims = re.findall(r"^\s*ltl\s+(\w+)", f.read(), re.M)
         steps = [["spin", "-a", src],
@@ -106,8 +121,9 @@ def spin_action(model, work, depth=200000):
                 failed = 1
                 break
         log.close()
-        print("spin %s: %s (%d ltl properties: %s)" % (
-            model, "FAILED" if failed else "verified, 0 errors", len(claims), ", ".join(claims)))
+        print("spin %s: %s (%d steps named as in %s; safety and deadlock; %d ltl properties: %s)" % (
+            model, "FAILED" if failed else "verified, 0 errors", len(in_model), code, len(claims),
+            ", ".join(claims)))
         return failed
     action.__name__ = "spin"
     return action

@@ -8,7 +8,7 @@
    Every transport buffers 16 messages per direction. Cases: ping-pong one-way latency of
    an 8-byte message (round trip / 2) and streaming throughput of 64 B and 4 KB messages
    (one direction, the receiver acknowledges the last one). Each figure is the median of
-   REPEATS runs. The two threads are pinned to CPUs 0 and 1 when the machine has two.
+   REPEATS runs; the transports take turns run by run. The two threads are pinned to CPUs 0 and 1 when the machine has two.
    Prints one JSON row per (ours, case, peer) in DESIGN.md's format; no assertions. The
    issue's targets (pg_shm latency <= 1.2x ck_ring, throughput >= 0.9x) are printed as
    plain lines beside. Without <ck_ring.h> the ck_ring rows are left out, with one line
@@ -249,23 +249,38 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static double measure(const transport *t, int c)
+/* One run of case c over transport t; its figure. */
+static double run_once(const transport *t, int c)
 {
-    double r[REPEATS];
-    int k, i;
-    for (k = 0; k < REPEATS; k++) {
-        pthread_t th[2];
-        cur = t;
-        cur_case = c;
-        t->setup();
-        pthread_barrier_init(&start, NULL, 2);
-        for (i = 0; i < 2; i++) pthread_create(&th[i], NULL, side, (void *)(intptr_t)i);
-        for (i = 0; i < 2; i++) pthread_join(th[i], NULL);
-        pthread_barrier_destroy(&start);
-        r[k] = cur_result;
+    pthread_t th[2];
+    int i;
+    cur = t;
+    cur_case = c;
+    t->setup();
+    pthread_barrier_init(&start, NULL, 2);
+    for (i = 0; i < 2; i++) pthread_create(&th[i], NULL, side, (void *)(intptr_t)i);
+    for (i = 0; i < 2; i++) pthread_join(th[i], NULL);
+    pthread_barrier_destroy(&start);
+    return cur_result;
+}
+
+/* v[t][c] = median over REPEATS runs; the transports take turns run by run, so a burst of
+   load from elsewhere hits ours and the peers alike. */
+static void measure_all(double v[][NC])
+{
+    double r[NT][REPEATS];
+    int t, c, k;
+    for (c = 0; c < NC; c++) {
+        for (k = 0; k < REPEATS; k++)
+            for (t = 0; t < NT; t++)
+                if (transports[t].name) r[t][k] = run_once(&transports[t], c);
+        for (t = 0; t < NT; t++) {
+            v[t][c] = -1.0;
+            if (!transports[t].name) continue;
+            qsort(r[t], REPEATS, sizeof r[t][0], cmp_double);
+            v[t][c] = r[t][REPEATS / 2];
+        }
     }
-    qsort(r, REPEATS, sizeof r[0], cmp_double);
-    return r[REPEATS / 2];
 }
 
 static void row(const char *ours, int c, double v, const char *peer, double pv)
@@ -279,9 +294,8 @@ static void row(const char *ours, int c, double v, const char *peer, double pv)
 int main(void)
 {
     double v[NT][NC];
-    int t, c, ours, p;
-    for (t = 0; t < NT; t++)
-        for (c = 0; c < NC; c++) v[t][c] = transports[t].name ? measure(&transports[t], c) : -1.0;
+    int c, ours, p;
+    measure_all(v);
     if (!transports[T_CK].name)
         printf("SKIPPED: ck_ring peer not measured: <ck_ring.h> not found (apt-get install libck-dev)\n");
     for (ours = T_SHM; ours <= T_PTHREAD; ours++)

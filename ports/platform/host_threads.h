@@ -4,8 +4,9 @@
    ordinary memory. The doorbell is one word per core: notify() sets it and, only when the
    core sleeps, wakes it (a Linux futex; elsewhere a condition variable). wait() first spins
    on the doorbell for up to PG_SHM_HOST_SPIN_US (pause hint; a peer on another CPU answers
-   in well under a microsecond, a futex round trip costs tens), then sleeps until the
-   doorbell rang or PG_SHM_HOST_TICK_US passed. Caches are coherent (no cache hooks); now_us() reads
+   in well under a microsecond, a futex round trip costs tens; no spinning once more cores
+   have waited than there are online CPUs), then sleeps until the doorbell rang or
+   PG_SHM_HOST_TICK_US passed. Caches are coherent (no cache hooks); now_us() reads
    CLOCK_MONOTONIC.
 
    Example:
@@ -29,12 +30,12 @@
 #include <string.h>
 #include <time.h>
 #include <pthread.h>
+#include <unistd.h>
 #include "../pg_shm.h"
 
 #if defined(__linux__) && !defined(PG_SHM_HOST_NO_FUTEX)
 #include <linux/futex.h>
 #include <sys/syscall.h>
-#include <unistd.h>
 #define PG_SHM_HOST__FUTEX 1
 #endif
 
@@ -54,6 +55,8 @@
 
 typedef struct pg_shm_host_bells {
     struct { volatile int32_t bell, sleeping; char pad[56]; } core[PG_SHM_MAX_CORES];
+    uint32_t waiters; /* bit c: core c has waited (spinning only pays while cores <= CPUs) */
+    int32_t cpus;     /* online CPUs, 0 until the first wait */
 #ifndef PG_SHM_HOST__FUTEX
     pthread_mutex_t lock;
     pthread_cond_t cond[PG_SHM_MAX_CORES];
@@ -86,8 +89,14 @@ static inline void pg_shm_host_notify(void *ctx, int core)
 static inline void pg_shm_host_wait(void *ctx, int self)
 {
     pg_shm_host_bells *b = (pg_shm_host_bells *)ctx;
-    uint32_t t0 = pg_shm_host_now_us(ctx);
-    int i;
+    uint32_t t0 = pg_shm_host_now_us(ctx), seen, spin = PG_SHM_HOST_SPIN_US;
+    int i, cpus = __atomic_load_n(&b->cpus, __ATOMIC_RELAXED);
+    if (!cpus) {
+        cpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
+        __atomic_store_n(&b->cpus, cpus > 0 ? cpus : 1, __ATOMIC_RELAXED);
+    }
+    seen = __atomic_or_fetch(&b->waiters, 1u << self, __ATOMIC_RELAXED);
+    if (__builtin_popcount(seen) > cpus) spin = 0; /* more cores than CPUs: the peer needs ours */
     do { /* spin first: no syscall on either side while the peer answers quickly */
         for (i = 0; i < 32; i++) {
             if (__atomic_load_n(&b->core[self].bell, __ATOMIC_ACQUIRE) &&
@@ -95,7 +104,7 @@ static inline void pg_shm_host_wait(void *ctx, int self)
                 return;
             PG_SHM_HOST__PAUSE();
         }
-    } while (pg_shm_host_now_us(ctx) - t0 < PG_SHM_HOST_SPIN_US);
+    } while (pg_shm_host_now_us(ctx) - t0 < spin);
     __atomic_store_n(&b->core[self].sleeping, 1, __ATOMIC_SEQ_CST);
 #ifdef PG_SHM_HOST__FUTEX
     {

@@ -585,27 +585,28 @@ static int pg_pthread__enter(pg_group *g, int kind, const void *send, void *recv
     return bad ? PG_ERR_MISMATCH : s; /* everyone sees the same published values: all fail alike */
 }
 
-/* Reduce elements [lo, hi) of every rank's src[r] into out, in rank order. */
-static void pg_pthread__reduce_range(int n, const unsigned char *const *src, size_t lo, size_t hi, void *out,
-                                     mb_dtype dt, pg_red op)
+/* Reduce elements [lo, hi) of every rank's src[r], in rank order, into out[0..nout) (each
+   pointing at element lo of its buffer), block by block: a block is read everywhere before
+   it is written anywhere, so an output may be some rank's input (in place). */
+static void pg_pthread__reduce_range(int n, const unsigned char *const *src, size_t lo, size_t hi,
+                                     unsigned char *const *out, int nout, mb_dtype dt, pg_red op)
 {
     uint64_t tmp[512];
-    size_t es = pg_dtype_size(dt), blk = sizeof tmp / es, i, len;
-    const unsigned char *o = (const unsigned char *)out;
-    int r, direct = 1;
+    size_t es = pg_dtype_size(dt), blk = sizeof tmp / es, i, len, bytes = (hi - lo) * es;
+    int r, k, direct = 1;
     pg_red rop = op == PG_AVG ? PG_SUM : op;
-    /* accumulate straight into out unless it overlaps an input (in place) */
+    /* accumulate straight into out[0] unless it overlaps an input */
     for (r = 0; r < n; r++) {
         const unsigned char *in = src[r] + lo * es;
-        if (o < in + (hi - lo) * es && in < o + (hi - lo) * es) direct = 0;
+        if (out[0] < in + bytes && in < out[0] + bytes) direct = 0;
     }
     for (i = lo; i < hi; i += len) {
-        unsigned char *acc = direct ? (unsigned char *)out + (i - lo) * es : (unsigned char *)tmp;
+        unsigned char *acc = direct ? out[0] + (i - lo) * es : (unsigned char *)tmp;
         len = hi - i < blk ? hi - i : blk;
         memcpy(acc, src[0] + i * es, len * es);
         for (r = 1; r < n; r++) pg_reduce_local(acc, src[r] + i * es, len, dt, rop);
         if (op == PG_AVG) pg_scale_local(acc, len, dt, n);
-        if (!direct) memcpy((unsigned char *)out + (i - lo) * es, tmp, len * es);
+        for (k = direct; k < nout; k++) memcpy(out[k] + (i - lo) * es, acc, len * es);
     }
 }
 
@@ -629,13 +630,15 @@ static size_t pg_pthread__share(size_t count, int n, int r)
 /* Small collectives (a rank's input <= PG_PTHREAD_SMALL bytes) copy their input into the
    world's staging buffer of the coming barrier's parity, meet once, and read the staged
    inputs: one barrier, and nobody waits for peers to finish reading its buffers. Larger
-   ones read peers' buffers in place and meet again before returning. */
+   ones read peers' buffers in place and meet again before returning (all_reduce: each
+   rank reduces its share and writes it into every rank's recv, so two barriers in all). */
 static int pg_pthread__all_reduce(pg_group *g, const void *send, void *recv, size_t count, mb_dtype dt, pg_red op)
 {
     pg_pthread_world *w = pg_pthread__native(g);
     const unsigned char *src[PG_PTHREAD_MAX_RANKS];
+    unsigned char *outs[PG_PTHREAD_MAX_RANKS];
     size_t es = pg_dtype_size(dt), lo, hi, bytes = count * es;
-    int rc, r, n, s, small = bytes <= PG_PTHREAD_SMALL;
+    int r, k, n, s, small = bytes <= PG_PTHREAD_SMALL;
     if (!w) return PG_ERR_UNSUPPORTED;
     if (small && bytes) memcpy(w->small[pg_pthread__parity(w, g->rank)][g->rank], send, bytes);
     s = pg_pthread__enter(g, PG_PTHREAD__AR, send, recv, count, 0, (int)dt, (int)op, 0);
@@ -643,20 +646,17 @@ static int pg_pthread__all_reduce(pg_group *g, const void *send, void *recv, siz
     n = w->size;
     pg_pthread__sources(w, s, small, 0, src);
     if (small) { /* every rank reduces everything */
-        pg_pthread__reduce_range(n, src, 0, count, recv, dt, op);
+        unsigned char *out = (unsigned char *)recv;
+        pg_pthread__reduce_range(n, src, 0, count, &out, 1, dt, op);
         return PG_OK;
     }
+    /* each rank reduces its share and writes it into every rank's recv: one more barrier */
     lo = pg_pthread__share(count, n, g->rank);
-    hi = pg_pthread__share(count, n, g->rank + 1);
-    if (g->rank == n - 1) hi = count;
-    pg_pthread__reduce_range(n, src, lo, hi, (unsigned char *)recv + lo * es, dt, op);
-    rc = pg_pthread__barrier_w(w, g->rank, g->timeout_ms);
-    if (rc < 0) return rc;
-    for (r = 0; r < n; r++) {
-        size_t a = pg_pthread__share(count, n, r), b = r == n - 1 ? count : pg_pthread__share(count, n, r + 1);
-        if (r != g->rank && b > a)
-            memcpy((unsigned char *)recv + a * es, (const unsigned char *)w->pub[r].a[s].recv + a * es, (b - a) * es);
-    }
+    hi = g->rank == n - 1 ? count : pg_pthread__share(count, n, g->rank + 1);
+    outs[0] = (unsigned char *)recv + lo * es;
+    for (r = 0, k = 1; r < n; r++)
+        if (r != g->rank) outs[k++] = (unsigned char *)w->pub[r].a[s].recv + lo * es;
+    if (hi > lo) pg_pthread__reduce_range(n, src, lo, hi, outs, n, dt, op);
     return pg_pthread__barrier_w(w, g->rank, g->timeout_ms);
 }
 
@@ -697,6 +697,7 @@ static int pg_pthread__reduce_scatterv(pg_group *g, const void *send, void *recv
 {
     pg_pthread_world *w = pg_pthread__native(g);
     const unsigned char *src[PG_PTHREAD_MAX_RANKS];
+    unsigned char *out;
     size_t es = pg_dtype_size(dt), off = 0, total = 0;
     int r, s, small;
     if (!w) return PG_ERR_UNSUPPORTED;
@@ -709,7 +710,8 @@ static int pg_pthread__reduce_scatterv(pg_group *g, const void *send, void *recv
     s = pg_pthread__enter(g, PG_PTHREAD__RS, send, recv, 0, counts, (int)dt, (int)op, 0);
     if (s < 0) return s;
     pg_pthread__sources(w, s, small, off * es, src);
-    pg_pthread__reduce_range(w->size, src, 0, counts[g->rank], recv, dt, op);
+    out = (unsigned char *)recv;
+    pg_pthread__reduce_range(w->size, src, 0, counts[g->rank], &out, 1, dt, op);
     return small ? PG_OK : pg_pthread__barrier_w(w, g->rank, g->timeout_ms);
 }
 

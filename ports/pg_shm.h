@@ -12,8 +12,11 @@
    virt, host threads and FreeRTOS): notify(core) rings a doorbell, wait() sleeps until a
    doorbell or a short tick, cache_clean/invalidate keep a D-cache (Cortex-M7) coherent and
    now_us() gives time for timeouts. World collectives (barrier, broadcast, all_reduce,
-   all_gather(v)) read peers' buffers directly and check every core's arguments, so every
-   core sees a mismatch; sub-groups and the other collectives use pg.h's generic ones.
+   all_gather(v)) read peers' buffers directly and compare a hash of every core's arguments,
+   so every core sees a mismatch; sub-groups and the other collectives use pg.h's generic
+   ones. all_reduce: each core reduces its block of every core's send, its own value first,
+   then the other cores in rank order around the ring (a fixed order: every core gets the
+   same bits), and copies the other blocks from their owners.
 
    Example (core `me` of 4; every core runs the same code):
        #define PG_IMPLEMENTATION
@@ -34,13 +37,13 @@
    Configuration (define before including, or in SPLITCORE_CONFIG_FILE):
        PG_SHM_IMPLEMENTATION   emit the definitions (exactly one .c file; needs pg.h's too)
        PG_SHM_STATIC           make every function static to its translation unit
-       PG_SHM_MAX_CORES        largest core count (default 8; local state is 24 B per core)
+       PG_SHM_MAX_CORES        largest core count (default 8; local state is 8 words per core)
        PG_SHM_LINE             cache-line size in bytes, power of two >= 64 (default 64; a
-                               core's control line holds 9 words; 32-byte-line cores use 64)
+                               core's control line holds 8 words; 32-byte-line cores use 64)
        PG_SHM_SPIN             polls before calling hooks->wait() (default 200)
        PG_SHM_NO_NATIVE        no direct-read broadcast/all_reduce/all_gather(v): pg.h's
-                               generic ones over the rings (smaller code; the barrier stays
-                               native). Default: native. pg.h's ring all_gatherv does not let
+                               generic ones over the rings (~0.7 KB less code on Cortex-M4;
+                               the barrier stays native). Default: native. pg.h's ring all_gatherv does not let
                                every rank see a count mismatch, so the conformance suite's
                                mismatch test needs the native one.
        PG_SHM_FENCE_ACQ(), PG_SHM_FENCE_REL(), PG_SHM_FENCE()   acquire / release / full
@@ -114,18 +117,22 @@ typedef struct pg_shm_hooks {
 
 /* One core's state (core-local memory). Treat as opaque. */
 typedef struct pg_shm {
-    pg_group group;               /* the world group of this core */
     volatile uint32_t *region;
+    volatile uint32_t *out[PG_SHM_MAX_CORES]; /* ring[rank][d] */
+    volatile uint32_t *in[PG_SHM_MAX_CORES];  /* ring[s][rank] */
     pg_shm_hooks hooks;
     int32_t rank, cores;
-    uint32_t slots, payload, slot_words, ring_words;
-    uint32_t epoch;               /* barrier / recover counter */
+    uint32_t slots, payload, slot_words;
+    uint32_t epoch, recovers;         /* barrier and recover counters */
+    uint32_t bit, len;                /* the message the last receive found: place, bytes, */
+    void *msg;                        /* payload */
     uint32_t head[PG_SHM_MAX_CORES];  /* next write index into ring[rank][d] */
     uint32_t ptail[PG_SHM_MAX_CORES]; /* last read index seen of ring[rank][d] */
     uint32_t tail[PG_SHM_MAX_CORES];  /* next read index of ring[s][rank] */
     uint32_t done[PG_SHM_MAX_CORES];  /* consumed beyond tail (bit i = tail + i) */
     uint32_t busy[PG_SHM_MAX_CORES];  /* peeked, not released */
-    uint32_t acquired;                /* bit d: a slot of ring[rank][d] is acquired */
+    volatile uint32_t *acquired[PG_SHM_MAX_CORES]; /* the acquired slot of ring[rank][d] or 0 */
+    pg_group group;                   /* the world group of this core (last: short offsets above) */
 } pg_shm;
 
 /* Lay out a zeroed region for `cores` cores, `slots` (power of two, 1..32) slots of
@@ -162,29 +169,35 @@ PG_SHM_API const pg_ops *pg_shm_ops(void);
 extern "C" {
 #endif
 
-#define PG_SHM__MAGIC 0x53484D31u /* "SHM1" */
+#if defined(__GNUC__) || defined(__clang__)
+#define PG_SHM__NOINLINE __attribute__((noinline)) /* shared checks: one copy, not one per caller */
+#else
+#define PG_SHM__NOINLINE
+#endif
+#define PG_SHM__MAGIC 0x53484D31u /* "SHM1": the region header */
+#define PG_SHM__CHECK 0x5A5A5A5Au /* folded into every slot header's check word */
 #define PG_SHM__LW (PG_SHM_LINE / 4)
 /* control-line words (per core) */
 enum { PG_SHM__ABORT = 0, PG_SHM__EPOCH, PG_SHM__PTR0, PG_SHM__PTR1, PG_SHM__PTR2,
-       PG_SHM__PTR3, PG_SHM__COUNT, PG_SHM__META, PG_SHM__RECOVER };
+       PG_SHM__PTR3, PG_SHM__META, PG_SHM__RECOVER };
 
-typedef struct pg_shm__clock {
-    uint32_t t0, spins, timeout;
-} pg_shm__clock;
+typedef int (*pg_shm__poll)(pg_shm *s, int a, uint32_t b);
 
 static volatile uint32_t *pg_shm__ctl(const pg_shm *s, int core)
 {
     return s->region + PG_SHM__LW * (1 + core);
 }
 
-static volatile uint32_t *pg_shm__ring(const pg_shm *s, int src, int dst)
-{
-    return s->region + PG_SHM__LW * (1 + s->cores) + (uint32_t)(src * s->cores + dst) * s->ring_words;
-}
-
+/* Header words of slot `index` of a ring (its payload follows at + 4). */
 static volatile uint32_t *pg_shm__slot(const pg_shm *s, volatile uint32_t *ring, uint32_t index)
 {
     return ring + 2 * PG_SHM__LW + (index & (s->slots - 1u)) * s->slot_words;
+}
+
+/* Payload of the message `bit` places after the read index of ring[src][rank]. */
+static void *pg_shm__msg(const pg_shm *s, int src, uint32_t bit)
+{
+    return (void *)(pg_shm__slot(s, s->in[src], s->tail[src] + bit) + 4);
 }
 
 static void pg_shm__inval(const pg_shm *s, const volatile void *p, size_t n)
@@ -195,6 +208,11 @@ static void pg_shm__inval(const pg_shm *s, const volatile void *p, size_t n)
 static void pg_shm__clean(const pg_shm *s, const volatile void *p, size_t n)
 {
     if (s->hooks.cache_clean) s->hooks.cache_clean(s->hooks.ctx, (const void *)p, n);
+}
+
+static void pg_shm__notify(const pg_shm *s, int core)
+{
+    if (s->hooks.notify) s->hooks.notify(s->hooks.ctx, core);
 }
 
 /* Read a peer-written word (acquire). */
@@ -223,284 +241,244 @@ static void pg_shm__store(const pg_shm *s, volatile uint32_t *w, uint32_t v)
     pg_shm__clean(s, w, 4);
 }
 
+/* Publish word `word` of this core's control line and ring every core's doorbell. */
+static void pg_shm__announce(const pg_shm *s, int word, uint32_t v)
+{
+    int c;
+    pg_shm__store(s, pg_shm__ctl(s, s->rank) + word, v);
+    PG_SHM_FENCE();
+    for (c = 0; c < s->cores; c++) pg_shm__notify(s, c);
+}
+
 static int pg_shm__aborted(const pg_shm *s)
 {
     int c;
     for (c = 0; c < s->cores; c++)
-        if (pg_shm__load(s, pg_shm__ctl(s, c) + PG_SHM__ABORT)) return 1;
-    return 0;
-}
-
-static void pg_shm__notify(const pg_shm *s, int core)
-{
-    if (s->hooks.notify) s->hooks.notify(s->hooks.ctx, core);
-}
-
-/* One unsuccessful poll: spin, then check abort and time, then sleep. 0 = poll again. */
-static int pg_shm__idle(const pg_shm *s, pg_shm__clock *k, int check_abort)
-{
-    uint32_t now;
-    if (k->timeout && k->spins < PG_SHM_SPIN) {
-        k->spins++;
-        return 0;
-    }
-    if (check_abort && pg_shm__aborted(s)) return PG_ERR_ABORTED;
-    if (k->timeout == 0) return PG_ERR_TIMEOUT;
-    if (s->hooks.now_us && k->timeout != PG_WAIT_FOREVER) {
-        now = s->hooks.now_us(s->hooks.ctx);
-        if (k->spins == PG_SHM_SPIN) {
-            k->t0 = now;
-            k->spins++;
-        } else if (now - k->t0 >= (k->timeout > 4000000u ? 4000000000u : k->timeout * 1000u)) {
-            return PG_ERR_TIMEOUT;
-        }
-    }
-    if (s->hooks.wait) s->hooks.wait(s->hooks.ctx, s->rank);
-    return 0;
-}
-
-static void pg_shm__clock_start(pg_shm__clock *k, uint32_t timeout_ms)
-{
-    k->t0 = 0;
-    k->spins = 0;
-    k->timeout = timeout_ms;
-}
-
-static int pg_shm__check_peer(const pg_shm *s, int peer, uint32_t tag)
-{
-    if (peer < 0 || peer >= s->cores) return PG_ERR_RANK;
-    if (tag & 0x80000000u) return PG_ERR_TAG;
-    return pg_shm__aborted(s) ? PG_ERR_ABORTED : PG_OK;
-}
-
-/* Wait for a free slot in ring[rank][dst]; returns the slot's words. */
-static int pg_shm__reserve(pg_shm *s, int dst, size_t bytes, volatile uint32_t **slot, uint32_t timeout_ms)
-{
-    volatile uint32_t *r;
-    uint32_t h, t;
-    pg_shm__clock k;
-    int rc = pg_shm__check_peer(s, dst, 0);
-    if (rc) return rc;
-    h = s->head[dst];
-    if (bytes > s->payload) return PG_ERR_TOO_BIG;
-    if (s->acquired >> dst & 1u) return PG_ERR_NO_SLOT;
-    r = pg_shm__ring(s, s->rank, dst);
-    pg_shm__clock_start(&k, timeout_ms);
-    while (h - s->ptail[dst] >= s->slots) {
-        t = pg_shm__load(s, r + PG_SHM__LW);
-        if (h - t > s->slots) return PG_ERR_CORRUPT;
-        s->ptail[dst] = t;
-        if (h - t < s->slots) break;
-        if ((rc = pg_shm__idle(s, &k, 1)) != 0) return rc;
-    }
-    *slot = pg_shm__slot(s, r, h);
+        if (pg_shm__load(s, pg_shm__ctl(s, c) + PG_SHM__ABORT)) return PG_ERR_ABORTED;
     return PG_OK;
 }
 
-/* Header + publish the slot at head[dst] (its payload is written). */
-static void pg_shm__publish(pg_shm *s, int dst, volatile uint32_t *slot, uint32_t tag, size_t bytes)
+/* The one wait loop: poll(s, a, b) until it returns non-zero (> 0 done, < 0 an error);
+   PG_SHM_SPIN polls, then between polls: the abort check (check_abort), the clock
+   (timeout_ms; 0 = poll once, PG_WAIT_FOREVER) and hooks.wait(). */
+static int pg_shm__wait(pg_shm *s, pg_shm__poll poll, int a, uint32_t b, uint32_t timeout_ms, int check_abort)
 {
-    uint32_t h = s->head[dst], n = (uint32_t)bytes;
+    uint32_t spins = 0, t0 = 0, now, limit = timeout_ms > 4000000u ? 4000000000u : timeout_ms * 1000u;
+    int rc;
+    while ((rc = poll(s, a, b)) == 0) {
+        if (timeout_ms && ++spins < PG_SHM_SPIN) continue;
+        if (check_abort && (rc = pg_shm__aborted(s)) != 0) return rc;
+        now = s->hooks.now_us ? s->hooks.now_us(s->hooks.ctx) : 0; /* no clock: never expires */
+        if (spins == PG_SHM_SPIN) t0 = now; /* the clock starts after the spins */
+        else if (timeout_ms != PG_WAIT_FOREVER && now - t0 >= limit) return PG_ERR_TIMEOUT;
+        if (s->hooks.wait) s->hooks.wait(s->hooks.ctx, s->rank);
+    }
+    return rc < 0 ? rc : PG_OK;
+}
+
+/* The one validation of a peer-written ring index (at w): its distance from this core's
+   own index `mine` — ahead of it when the peer writes the ring (writer = 1), behind it
+   when the peer reads it. More than `slots` apart is corrupt shared memory. */
+PG_SHM__NOINLINE static int pg_shm__gap(const pg_shm *s, const volatile uint32_t *w, uint32_t mine, int writer)
+{
+    uint32_t v = pg_shm__load(s, w), d = writer ? v - mine : mine - v;
+    return d > s->slots ? PG_ERR_CORRUPT : (int)d;
+}
+
+/* Argument checks of every p2p entry. ok: 0 = a required pointer is NULL, 1 = check,
+   then the abort flags (calls that may wait), 2 = check only. */
+static int pg_shm__args(const pg_shm *s, int peer, uint32_t tag, size_t bytes, int ok)
+{
+    if (!ok) return PG_ERR_NULL;
+    if ((unsigned)peer >= (unsigned)s->cores) return PG_ERR_RANK;
+    if (tag & 0x80000000u) return PG_ERR_TAG;
+    if (bytes > s->payload) return PG_ERR_TOO_BIG;
+    return ok == 1 ? pg_shm__aborted(s) : PG_OK;
+}
+
+/* ---- sending: a send is acquire + copy + commit ---- */
+/* poll: ring[rank][dst] has a free slot (reloads the read index only when it looks full) */
+static int pg_shm__space(pg_shm *s, int dst, uint32_t unused)
+{
+    uint32_t h = s->head[dst];
+    int d;
+    (void)unused;
+    if (h - s->ptail[dst] < s->slots) return 1;
+    d = pg_shm__gap(s, s->out[dst] + PG_SHM__LW, h, 0);
+    if (d < 0) return d;
+    s->ptail[dst] = h - (uint32_t)d;
+    return (uint32_t)d < s->slots;
+}
+
+static int pg_shm__acquire(void *port, int dst, size_t bytes, void **ptr, uint32_t timeout_ms)
+{
+    pg_shm *s = (pg_shm *)port;
+    int rc = pg_shm__args(s, dst, 0, bytes, ptr != 0);
+    if (rc) return rc;
+    if (s->acquired[dst]) return PG_ERR_NO_SLOT;
+    rc = pg_shm__wait(s, pg_shm__space, dst, 0, timeout_ms, 1);
+    if (rc) return rc;
+    s->acquired[dst] = pg_shm__slot(s, s->out[dst], s->head[dst]);
+    *ptr = (void *)(s->acquired[dst] + 4);
+    return PG_OK;
+}
+
+/* Header, then the write index (release), then the doorbell. */
+static int pg_shm__commit(void *port, int dst, uint32_t tag, void *ptr, size_t bytes)
+{
+    pg_shm *s = (pg_shm *)port;
+    volatile uint32_t *slot;
+    uint32_t h, n = (uint32_t)bytes;
+    int rc = pg_shm__args(s, dst, tag, bytes, ptr ? 2 : 0);
+    if (rc) return rc;
+    h = s->head[dst];
+    slot = s->acquired[dst];
+    if (!slot || ptr != (void *)(slot + 4)) return PG_ERR_NO_SLOT;
+    s->acquired[dst] = 0;
     slot[0] = h;
     slot[1] = tag;
     slot[2] = n;
-    slot[3] = h ^ tag ^ n ^ PG_SHM__MAGIC;
+    slot[3] = h ^ tag ^ n ^ PG_SHM__CHECK;
     pg_shm__clean(s, slot, 16u + bytes);
     s->head[dst] = h + 1u;
-    pg_shm__store(s, pg_shm__ring(s, s->rank, dst), h + 1u);
+    pg_shm__store(s, s->out[dst], h + 1u);
     pg_shm__notify(s, dst);
+    return PG_OK;
 }
 
 static int pg_shm__send(void *port, int dst, uint32_t tag, const void *buf, size_t bytes, uint32_t timeout_ms)
 {
-    pg_shm *s = (pg_shm *)port;
-    volatile uint32_t *slot;
-    int rc;
-    if (bytes && !buf) return PG_ERR_NULL;
-    if (tag & 0x80000000u) return PG_ERR_TAG;
-    rc = pg_shm__reserve(s, dst, bytes, &slot, timeout_ms);
+    void *p;
+    int rc = pg_shm__args((pg_shm *)port, dst, tag, bytes, buf || !bytes ? 2 : 0);
+    if (rc == PG_OK) rc = pg_shm__acquire(port, dst, bytes, &p, timeout_ms);
     if (rc) return rc;
-    if (bytes) memcpy((void *)(slot + 4), buf, bytes);
-    pg_shm__publish(s, dst, slot, tag, bytes);
-    return PG_OK;
+    if (bytes) memcpy(p, buf, bytes);
+    return pg_shm__commit(port, dst, tag, p, bytes);
 }
 
-/* Find the oldest unclaimed message (src, tag): 1 and *index, 0 if none, or < 0. */
-static int pg_shm__find(pg_shm *s, int src, uint32_t tag, uint32_t *index, volatile uint32_t **slot)
+/* ---- receiving: find (src, tag), then copy or lend the slot, then consume ---- */
+/* poll: the oldest unclaimed message (src, tag) of ring[src][rank], validated; sets
+   s->bit (its place after the read index) and s->len from the checked header copy. */
+static int pg_shm__find(pg_shm *s, int src, uint32_t tag)
 {
-    volatile uint32_t *r = pg_shm__ring(s, src, s->rank), *sl;
-    uint32_t t = s->tail[src], h = pg_shm__load(s, r), i, w[4];
-    uint32_t claimed = s->done[src] | s->busy[src];
-    if (h - t > s->slots) return PG_ERR_CORRUPT;
-    for (i = 0; i < h - t; i++) {
-        if (claimed >> i & 1u) continue;
+    volatile uint32_t *r = s->in[src], *sl;
+    uint32_t t = s->tail[src], i, w[4];
+    int d = pg_shm__gap(s, r, t, 1); /* messages waiting */
+    for (i = 0; (int)i < d; i++) {
+        if ((s->done[src] | s->busy[src]) >> i & 1u) continue;
         sl = pg_shm__slot(s, r, t + i);
         pg_shm__inval(s, sl, 16);
         w[0] = sl[0]; w[1] = sl[1]; w[2] = sl[2]; w[3] = sl[3];
-        if (w[0] != t + i || w[2] > s->payload || w[3] != (w[0] ^ w[1] ^ w[2] ^ PG_SHM__MAGIC))
+        if (w[0] != t + i || w[2] > s->payload || w[3] != (w[0] ^ w[1] ^ w[2] ^ PG_SHM__CHECK))
             return PG_ERR_CORRUPT;
         if (w[1] == tag) {
-            *index = t + i;
-            *slot = sl;
+            s->bit = i;
+            s->len = w[2];
+            s->msg = (void *)(sl + 4);
             pg_shm__inval(s, sl + 4, w[2]);
             return 1;
         }
     }
-    return 0;
+    return d < 0 ? d : 0;
 }
 
-static int pg_shm__wait_find(pg_shm *s, int src, uint32_t tag, uint32_t *index, volatile uint32_t **slot,
-                             uint32_t timeout_ms)
+static int pg_shm__take(pg_shm *s, int src, uint32_t tag, int ok, uint32_t timeout_ms)
 {
-    pg_shm__clock k;
-    int rc = pg_shm__check_peer(s, src, tag);
-    if (rc) return rc;
-    pg_shm__clock_start(&k, timeout_ms);
-    while ((rc = pg_shm__find(s, src, tag, index, slot)) == 0)
-        if ((rc = pg_shm__idle(s, &k, 1)) != 0) return rc;
-    return rc < 0 ? rc : PG_OK;
+    int rc = pg_shm__args(s, src, tag, 0, ok);
+    return rc ? rc : pg_shm__wait(s, pg_shm__find, src, tag, timeout_ms, 1);
 }
 
-/* Mark message `index` from src consumed; publish the read index when it moves. */
-static void pg_shm__consume(pg_shm *s, int src, uint32_t index)
+/* Publish ring[src][rank]'s read index t. */
+static void pg_shm__advance(pg_shm *s, int src, uint32_t t)
+{
+    s->tail[src] = t;
+    pg_shm__store(s, s->in[src] + PG_SHM__LW, t);
+    pg_shm__notify(s, src);
+}
+
+/* Mark message `bit` consumed; the read index moves over every consumed one in front. */
+static void pg_shm__consume(pg_shm *s, int src, uint32_t bit)
 {
     uint32_t t = s->tail[src];
-    s->done[src] |= 1u << (index - t);
-    s->busy[src] &= ~(1u << (index - t));
-    if (!(s->done[src] & 1u)) return;
+    s->done[src] |= 1u << bit;
+    s->busy[src] &= ~(1u << bit);
     while (s->done[src] & 1u) {
         s->done[src] >>= 1;
         s->busy[src] >>= 1;
         t++;
     }
-    s->tail[src] = t;
-    pg_shm__store(s, pg_shm__ring(s, src, s->rank) + PG_SHM__LW, t);
-    pg_shm__notify(s, src);
+    if (t != s->tail[src]) pg_shm__advance(s, src, t);
 }
 
 static int pg_shm__recv(void *port, int src, uint32_t tag, void *buf, size_t cap, size_t *got,
                         uint32_t timeout_ms)
 {
     pg_shm *s = (pg_shm *)port;
-    volatile uint32_t *slot;
-    uint32_t index, n;
-    int rc = pg_shm__wait_find(s, src, tag, &index, &slot, timeout_ms);
+    int rc = pg_shm__take(s, src, tag, buf || !cap, timeout_ms);
     if (rc) return rc;
-    n = slot[2];
-    if (n > s->payload) return PG_ERR_CORRUPT; /* changed since validated */
-    if (got) *got = n;
-    if (n > cap || (n && !buf)) {
-        rc = n > cap ? PG_ERR_TOO_BIG : PG_ERR_NULL;
-    } else if (n) {
-        memcpy(buf, (const void *)(slot + 4), n);
-    }
-    pg_shm__consume(s, src, index);
+    if (got) *got = s->len;
+    if (s->len > cap) rc = PG_ERR_TOO_BIG; /* consumed and reported */
+    else if (s->len) memcpy(buf, s->msg, s->len);
+    pg_shm__consume(s, src, s->bit);
     return rc;
 }
 
 static int pg_shm__probe(void *port, int src, uint32_t tag, size_t *bytes)
 {
     pg_shm *s = (pg_shm *)port;
-    volatile uint32_t *slot;
-    uint32_t index;
-    int rc = pg_shm__wait_find(s, src, tag, &index, &slot, 0);
-    if (rc == PG_ERR_TIMEOUT) return 0;
-    if (rc) return rc;
-    if (bytes) *bytes = slot[2];
+    int rc = pg_shm__take(s, src, tag, 1, 0);
+    if (rc) return rc == PG_ERR_TIMEOUT ? 0 : rc;
+    if (bytes) *bytes = s->len;
     return 1;
-}
-
-static int pg_shm__acquire(void *port, int dst, size_t bytes, void **ptr, uint32_t timeout_ms)
-{
-    pg_shm *s = (pg_shm *)port;
-    volatile uint32_t *slot;
-    int rc;
-    if (!ptr) return PG_ERR_NULL;
-    rc = pg_shm__reserve(s, dst, bytes, &slot, timeout_ms);
-    if (rc) return rc;
-    s->acquired |= 1u << dst;
-    *ptr = (void *)(slot + 4);
-    return PG_OK;
-}
-
-static int pg_shm__commit(void *port, int dst, uint32_t tag, void *ptr, size_t bytes)
-{
-    pg_shm *s = (pg_shm *)port;
-    volatile uint32_t *slot;
-    if (dst < 0 || dst >= s->cores) return PG_ERR_RANK;
-    if (!(s->acquired >> dst & 1u)) return PG_ERR_NO_SLOT;
-    slot = pg_shm__slot(s, pg_shm__ring(s, s->rank, dst), s->head[dst]);
-    if (ptr != (void *)(slot + 4)) return PG_ERR_NO_SLOT;
-    if (bytes > s->payload) return PG_ERR_TOO_BIG;
-    if (tag & 0x80000000u) return PG_ERR_TAG;
-    s->acquired &= ~(1u << dst);
-    pg_shm__publish(s, dst, slot, tag, bytes);
-    return PG_OK;
 }
 
 static int pg_shm__peek(void *port, int src, uint32_t tag, const void **ptr, size_t *bytes,
                         uint32_t timeout_ms)
 {
     pg_shm *s = (pg_shm *)port;
-    volatile uint32_t *slot;
-    uint32_t index, n;
-    int rc;
-    if (!ptr) return PG_ERR_NULL;
-    rc = pg_shm__wait_find(s, src, tag, &index, &slot, timeout_ms);
+    int rc = pg_shm__take(s, src, tag, ptr != 0, timeout_ms);
     if (rc) return rc;
-    n = slot[2];
-    if (n > s->payload) return PG_ERR_CORRUPT;
-    s->busy[src] |= 1u << (index - s->tail[src]);
-    *ptr = (const void *)(slot + 4);
-    if (bytes) *bytes = n;
+    s->busy[src] |= 1u << s->bit;
+    *ptr = s->msg;
+    if (bytes) *bytes = s->len;
     return PG_OK;
 }
 
 static int pg_shm__release(void *port, int src, const void *ptr)
 {
     pg_shm *s = (pg_shm *)port;
-    volatile uint32_t *r, *first;
-    uintptr_t off;
-    uint32_t k, i;
-    if (src < 0 || src >= s->cores) return PG_ERR_RANK;
-    r = pg_shm__ring(s, src, s->rank);
-    first = pg_shm__slot(s, r, 0) + 4;
-    off = (uintptr_t)ptr - (uintptr_t)first;
-    k = (uint32_t)(off / (s->slot_words * 4u));
-    if ((uintptr_t)ptr < (uintptr_t)first || off % (s->slot_words * 4u) || k >= s->slots)
-        return PG_ERR_NO_SLOT;
-    i = (k - s->tail[src]) & (s->slots - 1u);
-    if (!(s->busy[src] >> i & 1u)) return PG_ERR_NO_SLOT;
-    pg_shm__consume(s, src, s->tail[src] + i);
-    return PG_OK;
+    uint32_t i;
+    if ((unsigned)src >= (unsigned)s->cores) return PG_ERR_RANK;
+    for (i = 0; i < s->slots; i++)
+        if ((s->busy[src] >> i & 1u) && ptr == pg_shm__msg(s, src, i)) {
+            pg_shm__consume(s, src, i);
+            return PG_OK;
+        }
+    return PG_ERR_NO_SLOT;
 }
 
+/* ---- abort, world syncs, recover, barrier ---- */
 static int pg_shm__abort(void *port, int err)
 {
-    pg_shm *s = (pg_shm *)port;
-    int c;
-    pg_shm__store(s, pg_shm__ctl(s, s->rank) + PG_SHM__ABORT, (uint32_t)err | 0x80000000u);
-    PG_SHM_FENCE();
-    for (c = 0; c < s->cores; c++)
-        if (c != s->rank) pg_shm__notify(s, c);
+    pg_shm__announce((pg_shm *)port, PG_SHM__ABORT, (uint32_t)err | 0x80000000u);
     return PG_OK;
 }
 
-/* World barrier on a per-core counter (control word `word`): publish `e`, wait until every
-   core reached it. */
-static int pg_shm__sync(pg_shm *s, int word, uint32_t e, int check_abort, uint32_t timeout_ms)
+/* poll: every core's control word `word` reached e */
+static int pg_shm__reached(pg_shm *s, int word, uint32_t e)
 {
-    pg_shm__clock k;
-    int c, rc;
-    if (check_abort && pg_shm__aborted(s)) return PG_ERR_ABORTED; /* never arrive when aborted */
-    pg_shm__store(s, pg_shm__ctl(s, s->rank) + word, e);
-    PG_SHM_FENCE();
-    for (c = 0; c < s->cores; c++) pg_shm__notify(s, c);
-    pg_shm__clock_start(&k, timeout_ms);
+    int c;
     for (c = 0; c < s->cores; c++)
-        while ((int32_t)(pg_shm__load(s, pg_shm__ctl(s, c) + word) - e) < 0)
-            if ((rc = pg_shm__idle(s, &k, check_abort)) != 0) return rc;
-    return PG_OK;
+        if ((int32_t)(pg_shm__load(s, pg_shm__ctl(s, c) + word) - e) < 0) return 0;
+    return 1;
+}
+
+/* World barrier on a per-core counter (control word `word`): publish `e`, wait for all. */
+static int pg_shm__sync(pg_shm *s, int word, uint32_t e, uint32_t timeout_ms)
+{
+    if (word == PG_SHM__EPOCH && pg_shm__aborted(s)) return PG_ERR_ABORTED; /* never arrive when aborted */
+    pg_shm__announce(s, word, e);
+    return pg_shm__wait(s, pg_shm__reached, word, e, timeout_ms, word == PG_SHM__EPOCH);
 }
 
 /* Two world syncs on the recover counter (abort ignored); in between, with nobody sending,
@@ -509,28 +487,25 @@ static int pg_shm__sync(pg_shm *s, int word, uint32_t e, int check_abort, uint32
 static int pg_shm__recover(void *port)
 {
     pg_shm *s = (pg_shm *)port;
-    volatile uint32_t *r;
-    uint32_t e = pg_shm__load(s, pg_shm__ctl(s, s->rank) + PG_SHM__RECOVER), h;
-    int c, rc = pg_shm__sync(s, PG_SHM__RECOVER, e + 1u, 0, PG_DEFAULT_TIMEOUT_MS);
-    if (rc) return rc;
-    for (c = 0; c < s->cores; c++) {
-        r = pg_shm__ring(s, c, s->rank);
-        h = pg_shm__load(s, r);
-        if (h - s->tail[c] > s->slots) return PG_ERR_CORRUPT;
-        s->tail[c] = h;
+    int c, d = pg_shm__sync(s, PG_SHM__RECOVER, ++s->recovers, PG_DEFAULT_TIMEOUT_MS);
+    for (c = 0; d == PG_OK && c < s->cores; c++) {
+        d = pg_shm__gap(s, s->in[c], s->tail[c], 1);
+        if (d < 0) break;
         s->done[c] = s->busy[c] = 0;
-        pg_shm__store(s, r + PG_SHM__LW, h);
+        pg_shm__advance(s, c, s->tail[c] + (uint32_t)d);
+        d = PG_OK;
     }
-    s->acquired = 0;
+    if (d) return d;
+    memset((void *)s->acquired, 0, sizeof s->acquired);
     s->epoch = 0;
     pg_shm__store(s, pg_shm__ctl(s, s->rank) + PG_SHM__EPOCH, 0);
     pg_shm__store(s, pg_shm__ctl(s, s->rank) + PG_SHM__ABORT, 0);
-    return pg_shm__sync(s, PG_SHM__RECOVER, e + 2u, 0, PG_DEFAULT_TIMEOUT_MS);
+    return pg_shm__sync(s, PG_SHM__RECOVER, ++s->recovers, PG_DEFAULT_TIMEOUT_MS);
 }
 
 static int pg_shm__epoch(pg_shm *s, uint32_t timeout_ms)
 {
-    return pg_shm__sync(s, PG_SHM__EPOCH, ++s->epoch, 1, timeout_ms);
+    return pg_shm__sync(s, PG_SHM__EPOCH, ++s->epoch, timeout_ms);
 }
 
 /* The world barrier is always native: a core leaves it only after every core arrived, so an
@@ -538,134 +513,101 @@ static int pg_shm__epoch(pg_shm *s, uint32_t timeout_ms)
    can: a fast rank leaves while a slow one still waits for its last message). */
 static int pg_shm__barrier(pg_group *g)
 {
-    if (g->context) return PG_ERR_UNSUPPORTED;
-    return pg_shm__epoch((pg_shm *)g->port, g->timeout_ms);
+    return g->context ? PG_ERR_UNSUPPORTED : pg_shm__epoch((pg_shm *)g->port, g->timeout_ms);
 }
 
 #ifndef PG_SHM_NO_NATIVE
-/* Native world collectives: every core publishes (a, b, its count, meta) in its control
-   line, syncs, checks every peer's arguments (so every core sees a disagreement, not only
-   the ones whose data it touches), works on peers' buffers directly, and syncs again so no
-   buffer changes while a peer still reads it. counts: per-core counts (NULL: `count` each);
-   meta folds in the kind, dtype, op or root, and a hash of counts[]. */
-static int pg_shm__begin(pg_group *g, const void *a, const void *b, size_t count, const size_t *counts,
-                         uint32_t meta)
+/* Native world collectives, one routine: all_reduce (counts == 0: `count` elements, core c
+   owns block c of an even split) and all_gatherv (counts[c] elements of core c, packed; a
+   broadcast is one where only the root's count is not 0). Every core publishes (send, recv,
+   meta) in its control line and syncs; every core compares every peer's meta (kind, dtype,
+   op and a hash of all counts), so all see a disagreement, not only the ones whose data it
+   touches. all_reduce then reduces its block of every core's send straight into its recv,
+   its own value first (in place works: only this core reads this block of its send), and
+   syncs. Then each core copies every other block from its owner (all_reduce: the owner's
+   recv) and syncs again, so no buffer changes while a peer still reads it. */
+static unsigned char *pg_shm__peer(const pg_shm *s, int core, int which)
+{
+    volatile uint32_t *p = pg_shm__ctl(s, core) + PG_SHM__PTR0 + 2 * which;
+    uintptr_t a = p[0];
+    if (sizeof a > 4) a |= (uintptr_t)((uint64_t)p[1] << 32); /* no second load on 32-bit */
+    return (unsigned char *)a;
+}
+
+static int pg_shm__coll(pg_group *g, const void *send, void *recv, size_t count, const size_t *counts,
+                        mb_dtype dt, int op)
 {
     pg_shm *s = (pg_shm *)g->port;
     volatile uint32_t *w = pg_shm__ctl(s, s->rank);
-    uint64_t pa = (uint64_t)(uintptr_t)a, pb = (uint64_t)(uintptr_t)b;
-    int c, rc;
+    unsigned char *out = (unsigned char *)recv, *in, *dst;
+    uint64_t pa = (uint64_t)(uintptr_t)send, pb = (uint64_t)(uintptr_t)recv;
+    size_t es = pg_dtype_size(dt), at = 0, v, len[PG_SHM_MAX_CORES], off[PG_SHM_MAX_CORES];
+    uint32_t meta = (uint32_t)dt << 8 | (counts ? 0x80u : (uint32_t)op);
+    int c, j, k, p, me = s->rank, n = s->cores, first = counts != 0, rc = PG_OK;
+    if (g->context) return PG_ERR_UNSUPPORTED;
+    for (c = 0; c < n; c++) { /* core c's block: len[c] elements at off[c] */
+        v = counts ? counts[c] : count;
+        if ((uint64_t)v >> 32) return PG_ERR_UNSUPPORTED;
+        meta = (meta ^ (uint32_t)v) * 0x9E3779B1u;
+        len[c] = counts ? v : count * (size_t)(c + 1) / (size_t)n - at; /* all_reduce: c's share */
+        off[c] = at;
+        at += len[c];
+    }
     w[PG_SHM__PTR0] = (uint32_t)pa;
-    w[PG_SHM__PTR1] = (uint32_t)(pa >> 32);
     w[PG_SHM__PTR2] = (uint32_t)pb;
-    w[PG_SHM__PTR3] = (uint32_t)(pb >> 32);
-    w[PG_SHM__COUNT] = (uint32_t)count;
+    if (sizeof(uintptr_t) > 4) {
+        w[PG_SHM__PTR1] = (uint32_t)(pa >> 32);
+        w[PG_SHM__PTR3] = (uint32_t)(pb >> 32);
+    }
     w[PG_SHM__META] = meta;
     pg_shm__clean(s, w, PG_SHM_LINE);
-    rc = pg_shm__epoch(s, g->timeout_ms);
-    if (rc) return rc;
-    for (c = 0; c < s->cores; c++) {
-        volatile uint32_t *p = pg_shm__ctl(s, c);
-        pg_shm__inval(s, p, PG_SHM_LINE);
-        if ((size_t)p[PG_SHM__COUNT] != (counts ? counts[c] : count) || p[PG_SHM__META] != meta)
-            rc = PG_ERR_MISMATCH;
+    pg_shm__clean(s, send, (counts ? len[me] : count) * es);
+    for (p = first; p < 3; p++) {
+        int rs = pg_shm__epoch(s, g->timeout_ms);
+        if (rs) return rc ? rc : rs;
+        for (c = 0; p == first && c < n; c++) {
+            volatile uint32_t *q = pg_shm__ctl(s, c);
+            pg_shm__inval(s, q, PG_SHM_LINE);
+            if (q[PG_SHM__META] != meta) rc = PG_ERR_MISMATCH;
+        }
+        if (rc || p == 2) continue; /* a mismatch still takes every sync: epochs stay in step */
+        /* p == 0 (all_reduce): my block of every core's send, reduced into my recv starting
+           with my own; p == 1: every block straight from its owner (all_reduce: its recv) */
+        for (k = 0; k < n; k++) {
+            c = (me + k) % n;
+            j = p ? c : me;
+            in = pg_shm__peer(s, c, p && !counts) + (counts ? 0 : off[j] * es);
+            dst = out + off[j] * es;
+            if (in == dst) continue; /* already in place */
+            pg_shm__inval(s, in, len[j] * es);
+            if (p || k == 0) memmove(dst, in, len[j] * es);
+            else pg_reduce_local(dst, in, len[j], dt, op == PG_AVG ? PG_SUM : (pg_red)op);
+        }
+        if (p == 0) {
+            if (op == PG_AVG) pg_scale_local(out + off[me] * es, len[me], dt, n);
+            pg_shm__clean(s, out + off[me] * es, len[me] * es);
+        }
     }
     return rc;
 }
 
-static unsigned char *pg_shm__peer(pg_shm *s, int core, int which)
-{
-    volatile uint32_t *p = pg_shm__ctl(s, core) + PG_SHM__PTR0 + 2 * which;
-    return (unsigned char *)(uintptr_t)((uint64_t)p[0] | (uint64_t)p[1] << 32);
-}
-
-static int pg_shm__end(pg_group *g, int rc)
-{
-    int rc2;
-    if (rc == PG_ERR_TIMEOUT || rc == PG_ERR_ABORTED) return rc; /* a peer is missing: no second wait */
-    rc2 = pg_shm__epoch((pg_shm *)g->port, g->timeout_ms);
-    return rc ? rc : rc2;
-}
-
 static int pg_shm__all_reduce(pg_group *g, const void *send, void *recv, size_t count, mb_dtype dt, pg_red op)
 {
-    pg_shm *s = (pg_shm *)g->port;
-    size_t es = pg_dtype_size(dt), lo, hi, n = (size_t)s->cores;
-    int c, rc;
-    if (g->context || (uint64_t)count >> 32 || g->scratch_bytes < es) return PG_ERR_UNSUPPORTED;
-    pg_shm__clean(s, send, count * es);
-    rc = pg_shm__begin(g, send, recv, count, 0, 0x100u | (uint32_t)dt << 4 | (uint32_t)op);
-    if (rc == PG_OK) { /* my share of every core's send, reduced in rank order through the
-                          group's scratch (in place: my send is read before recv is written) */
-        size_t m = g->scratch_bytes / es, b, e;
-        lo = count * (size_t)s->rank / n;
-        hi = count * (size_t)(s->rank + 1) / n;
-        for (b = lo; b < hi; b = e) {
-            e = hi - b < m ? hi : b + m;
-            for (c = 0; c < s->cores; c++) {
-                unsigned char *in = pg_shm__peer(s, c, 0) + b * es;
-                pg_shm__inval(s, in, (e - b) * es);
-                if (c == 0) memcpy(g->scratch, in, (e - b) * es);
-                else pg_reduce_local(g->scratch, in, e - b, dt, op == PG_AVG ? PG_SUM : op);
-            }
-            if (op == PG_AVG) pg_scale_local(g->scratch, e - b, dt, s->cores);
-            memcpy((unsigned char *)recv + b * es, g->scratch, (e - b) * es);
-        }
-        pg_shm__clean(s, (unsigned char *)recv + lo * es, (hi - lo) * es);
-    }
-    if (rc == PG_OK) rc = pg_shm__epoch(s, g->timeout_ms);
-    if (rc == PG_OK) { /* copy the other shares from their owners' recv */
-        for (c = 0; c < s->cores; c++) {
-            if (c == s->rank) continue;
-            lo = count * (size_t)c / n;
-            hi = count * (size_t)(c + 1) / n;
-            pg_shm__inval(s, pg_shm__peer(s, c, 1) + lo * es, (hi - lo) * es);
-            memcpy((unsigned char *)recv + lo * es, pg_shm__peer(s, c, 1) + lo * es, (hi - lo) * es);
-        }
-    } else if (rc == PG_ERR_MISMATCH) {
-        pg_shm__epoch(s, g->timeout_ms); /* keep the epochs in step */
-    }
-    return pg_shm__end(g, rc);
-}
-
-/* all_gatherv (root < 0: every core's block, counts[c] elements of core c, packed) and
-   broadcast (root >= 0: the root's `count` elements). */
-static int pg_shm__copy_from(pg_group *g, const void *send, void *recv, size_t count, const size_t *counts,
-                             mb_dtype dt, int root)
-{
-    pg_shm *s = (pg_shm *)g->port;
-    size_t es = pg_dtype_size(dt), off = 0, mine = counts ? counts[s->rank] : count;
-    uint32_t meta = 0x200u | (uint32_t)dt << 4 | (uint32_t)(root + 1) << 12;
-    int c, rc;
-    if (g->context) return PG_ERR_UNSUPPORTED;
-    for (c = 0; counts && c < s->cores; c++) {
-        if ((uint64_t)counts[c] >> 32) return PG_ERR_UNSUPPORTED;
-        meta = (meta ^ (uint32_t)counts[c]) * 0x9E3779B1u;
-    }
-    if ((uint64_t)count >> 32) return PG_ERR_UNSUPPORTED;
-    pg_shm__clean(s, send, mine * es);
-    rc = pg_shm__begin(g, send, recv, mine, counts, meta);
-    for (c = 0; rc == PG_OK && c < s->cores; c++) {
-        unsigned char *src = pg_shm__peer(s, c, 0);
-        size_t bytes = (counts ? counts[c] : count) * es;
-        /* in place (my block already in recv): no copy, so no write while peers read it */
-        if ((root < 0 || (c == root && c != s->rank)) && src != (unsigned char *)recv + off) {
-            pg_shm__inval(s, src, bytes);
-            memmove((unsigned char *)recv + off, src, bytes);
-        }
-        off += root < 0 ? bytes : 0;
-    }
-    return pg_shm__end(g, rc);
+    return pg_shm__coll(g, send, recv, count, 0, dt, (int)op);
 }
 
 static int pg_shm__all_gatherv(pg_group *g, const void *send, void *recv, const size_t *counts, mb_dtype dt)
 {
-    return pg_shm__copy_from(g, send, recv, 0, counts, dt, -1);
+    return pg_shm__coll(g, send, recv, 0, counts, dt, 0);
 }
 
+/* A broadcast is an all_gatherv where only the root's block is not empty. */
 static int pg_shm__broadcast(pg_group *g, void *buf, size_t count, mb_dtype dt, int root)
 {
-    return pg_shm__copy_from(g, buf, buf, count, 0, dt, root);
+    size_t counts[PG_SHM_MAX_CORES];
+    int c;
+    for (c = 0; c < PG_SHM_MAX_CORES; c++) counts[c] = c == root ? count : 0;
+    return pg_shm__coll(g, buf, buf, 0, counts, dt, 0);
 }
 #endif /* PG_SHM_NO_NATIVE */
 
@@ -685,29 +627,22 @@ PG_SHM_API const pg_ops *pg_shm_ops(void) { return &pg_shm__ops; }
 
 PG_SHM_API pg_group *pg_shm_group(pg_shm *s) { return s ? &s->group : 0; }
 
+/* Region bytes for a layout, 0 when out of range. */
 static size_t pg_shm__bytes(uint32_t cores, uint32_t slots, uint32_t payload)
 {
+    if (cores - 1u >= PG_SHM_MAX_CORES || slots - 1u >= 32u || (slots & (slots - 1u)) ||
+        payload - 8u > 0x1000000u - 8u || payload % 8)
+        return 0;
     return PG_SHM_REGION_BYTES(cores, slots, payload);
-}
-
-static int pg_shm__config_ok(uintptr_t region, size_t bytes, uint32_t cores, uint32_t slots, uint32_t payload)
-{
-    if (region % PG_SHM_LINE) return PG_ERR_SIZE;
-    if (cores < 1 || cores > PG_SHM_MAX_CORES || slots < 1 || slots > 32 || (slots & (slots - 1u)) ||
-        payload < 8 || payload % 8 || payload > 0x1000000u)
-        return PG_ERR_SIZE;
-    return pg_shm__bytes(cores, slots, payload) <= bytes ? PG_OK : PG_ERR_SIZE;
 }
 
 PG_SHM_API int pg_shm_format(void *region, size_t bytes, int cores, uint32_t slots, uint32_t payload)
 {
     volatile uint32_t *w = (volatile uint32_t *)region;
-    int rc;
+    size_t need = pg_shm__bytes((uint32_t)cores, slots, payload);
     if (!region) return PG_ERR_NULL;
-    if (cores < 1) return PG_ERR_SIZE;
-    rc = pg_shm__config_ok((uintptr_t)region, bytes, (uint32_t)cores, slots, payload);
-    if (rc) return rc;
-    memset(region, 0, pg_shm__bytes((uint32_t)cores, slots, payload));
+    if (!need || need > bytes || (uintptr_t)region % PG_SHM_LINE) return PG_ERR_SIZE;
+    memset(region, 0, need);
     w[1] = (uint32_t)cores;
     w[2] = slots;
     w[3] = payload;
@@ -721,34 +656,42 @@ PG_SHM_API int pg_shm_format(void *region, size_t bytes, int cores, uint32_t slo
     return PG_OK;
 }
 
+/* poll: the region's header is written */
+static int pg_shm__formatted(pg_shm *s, int unused_a, uint32_t unused_b)
+{
+    (void)unused_a;
+    (void)unused_b;
+    return pg_shm__load(s, s->region) == PG_SHM__MAGIC;
+}
+
 PG_SHM_API int pg_shm_init(pg_shm *s, void *region, size_t bytes, int rank, const pg_shm_hooks *hooks)
 {
-    volatile uint32_t *w = (volatile uint32_t *)region;
-    pg_shm__clock k;
-    uint32_t cores, slots, payload;
-    int rc;
+    volatile uint32_t *w = (volatile uint32_t *)region, *r;
+    size_t need, rw;
+    int c;
     if (!s || !region || !hooks) return PG_ERR_NULL;
     memset(s, 0, sizeof *s);
     s->hooks = *hooks;
     s->region = w;
     s->rank = rank;
     if ((uintptr_t)region % PG_SHM_LINE || bytes < PG_SHM_LINE) return PG_ERR_SIZE;
-    pg_shm__clock_start(&k, PG_DEFAULT_TIMEOUT_MS);
-    while (pg_shm__load(s, w) != PG_SHM__MAGIC)
-        if ((rc = pg_shm__idle(s, &k, 0)) != 0) return rc;
+    c = pg_shm__wait(s, pg_shm__formatted, 0, 0, PG_DEFAULT_TIMEOUT_MS, 0);
+    if (c) return c;
     pg_shm__inval(s, w, 16);
-    cores = w[1];
-    slots = w[2];
-    payload = w[3];
-    rc = pg_shm__config_ok((uintptr_t)region, bytes, cores, slots, payload);
-    if (rc) return PG_ERR_CORRUPT;
-    if (rank < 0 || (uint32_t)rank >= cores) return PG_ERR_RANK;
-    s->cores = (int32_t)cores;
-    s->slots = slots;
-    s->payload = payload;
-    s->slot_words = (uint32_t)(PG_SHM_SLOT_BYTES(payload) / 4);
-    s->ring_words = (uint32_t)(PG_SHM_RING_BYTES(slots, payload) / 4);
-    return pg_group_init(&s->group, &pg_shm__ops, s, rank, (int)cores, payload);
+    s->cores = (int32_t)w[1];
+    s->slots = w[2];
+    s->payload = w[3];
+    need = pg_shm__bytes((uint32_t)s->cores, s->slots, s->payload);
+    if (!need || need > bytes) return PG_ERR_CORRUPT;
+    if ((uint32_t)rank >= (uint32_t)s->cores) return PG_ERR_RANK;
+    s->slot_words = (uint32_t)(PG_SHM_SLOT_BYTES(s->payload) / 4);
+    rw = PG_SHM_RING_BYTES(s->slots, s->payload) / 4;
+    r = w + PG_SHM__LW * (1 + s->cores); /* ring[0][0]; ring[src][dst] is number src * cores + dst */
+    for (c = 0; c < s->cores; c++) {
+        s->out[c] = r + (size_t)(rank * s->cores + c) * rw;
+        s->in[c] = r + (size_t)(c * s->cores + rank) * rw;
+    }
+    return pg_group_init(&s->group, &pg_shm__ops, s, rank, s->cores, s->payload);
 }
 
 #ifdef __cplusplus

@@ -525,9 +525,10 @@ static void two_cores(int pending)
     }
 }
 
+/* ring[src][dst] as core s sees it (s is src or dst) */
 static volatile uint32_t *ring_of(const pg_shm *s, int src, int dst)
 {
-    return s->region + (PG_SHM_LINE / 4) * (1 + s->cores) + (size_t)(src * s->cores + dst) * s->ring_words;
+    return src == s->rank ? s->out[dst] : s->in[src];
 }
 
 /* Every call either succeeds or returns one of the codes a corrupt peer may cause; buffers

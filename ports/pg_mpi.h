@@ -45,7 +45,9 @@
        PG_MPI_BLOCKING        default of pg_mpi_port.blocking (1): large native collectives
                               are blocking MPI calls once the check passed; 0: non-blocking
                               ones polled with the timeout (no check: timeout/abort inside)
-       PG_MPI_SMALL           largest payload of one message of a small collective (16384;
+       PG_MPI_SMALL           largest payload of one message of a small collective (4032:
+                              with the header, OpenMPI's 4 KB shared-memory eager limit;
+                              larger ones are slower than the check + MPI's own call;
                               <= PG_MPI_MAX_MSG - 64)
        PG_MPI_SMALL_RANKS     largest world that uses the exchanges above (default 8; the
                               port holds PG_MPI_SMALL_RANKS receive buffers of them)
@@ -75,7 +77,7 @@
 #define PG_MPI_BLOCKING 1
 #endif
 #ifndef PG_MPI_SMALL
-#define PG_MPI_SMALL 16384
+#define PG_MPI_SMALL 4032 /* with the header, OpenMPI's shared-memory eager limit (4 KB) */
 #endif
 #ifndef PG_MPI_SMALL_RANKS
 #define PG_MPI_SMALL_RANKS 8
@@ -179,7 +181,7 @@ static void pg_mpi__wait_init(pg_mpi__wait *w, uint32_t timeout_ms)
 /* After a fruitless poll: PG_OK to poll again, or ABORTED / TIMEOUT. */
 static int pg_mpi__wait_step(pg_mpi_port *p, pg_mpi__wait *w)
 {
-    int rc = pg_mpi__poll_abort(p);
+    int rc = (w->idle & 15u) ? PG_OK : pg_mpi__poll_abort(p); /* an MPI_Iprobe: not every poll */
     if (rc < 0) return rc;
     if (w->timeout == 0) return PG_ERR_TIMEOUT;
     if ((++w->idle & 63u) == 0 && w->timeout != PG_WAIT_FOREVER && MPI_Wtime() >= w->deadline)
@@ -201,13 +203,12 @@ static int pg_mpi__complete(pg_mpi_port *p, MPI_Request *req, uint32_t timeout_m
 }
 
 /* Buffered send of head[0..hbytes) + buf[0..bytes) as one message: copied into a free
-   send slot (waits for one within the timeout), then MPI_Isend. */
+   send slot (waits for one within the timeout), then MPI_Isend. Callers poll the abort. */
 static int pg_mpi__post(pg_mpi_port *p, int dst, int tag, const void *head, size_t hbytes, const void *buf,
                         size_t bytes, uint32_t timeout_ms)
 {
     pg_mpi__wait w;
     int i, done, rc;
-    if ((rc = pg_mpi__poll_abort(p)) < 0) return rc;
     pg_mpi__wait_init(&w, timeout_ms);
     for (;;) {
         for (i = 0; i < PG_MPI_SEND_SLOTS; i++) {
@@ -229,8 +230,10 @@ static int pg_mpi__post(pg_mpi_port *p, int dst, int tag, const void *head, size
 static int pg_mpi__send(void *port, int dst, uint32_t tag, const void *buf, size_t bytes, uint32_t timeout_ms)
 {
     pg_mpi_port *p = (pg_mpi_port *)port;
+    int rc;
     if (dst < 0 || dst >= p->size) return PG_ERR_RANK;
     if (bytes > PG_MPI_MAX_MSG) return PG_ERR_TOO_BIG;
+    if ((rc = pg_mpi__poll_abort(p)) < 0) return rc;
     return pg_mpi__post(p, dst, (int)tag, 0, 0, buf, bytes, timeout_ms);
 }
 
@@ -535,14 +538,14 @@ static int pg_mpi__icounts(pg_mpi_port *p, int which, const size_t *counts)
 }
 
 /* Common start of a native collective: the port if g may use one, else NULL with *rc =
-   UNSUPPORTED (sub-group, too large for MPI's int counts) or ABORTED. */
+   UNSUPPORTED (sub-group, too large for MPI's int counts) or ABORTED (seen already). */
 static pg_mpi_port *pg_mpi__enter(pg_group *g, int *rc, size_t count, const size_t *counts, size_t max_count)
 {
     pg_mpi_port *p = pg_mpi__native(g);
     *rc = PG_ERR_UNSUPPORTED;
     if (!p || count > max_count || (counts && pg_mpi__icounts(p, 0, counts) < 0)) return (pg_mpi_port *)0;
-    if ((*rc = pg_mpi__poll_abort(p)) < 0) return (pg_mpi_port *)0;
-    return p;
+    *rc = PG_ERR_ABORTED; /* an abort not seen yet is polled while the collective waits */
+    return p->aborted ? (pg_mpi_port *)0 : p;
 }
 
 /* The exchange of a small collective when every block fits: 1 and *rc its result, or 0

@@ -51,7 +51,8 @@
                               <= PG_MPI_MAX_MSG - 64)
        PG_MPI_SMALL_RANKS     largest world that uses the exchanges above (default 8; the
                               port holds PG_MPI_SMALL_RANKS receive buffers of them)
-   Needs <mpi.h> (Debian: libopenmpi-dev; compile with mpicc). */
+   Needs <mpi.h> (Debian: libopenmpi-dev; compile with mpicc). Errors are pg.h's enum pg_err
+   (PG_ERR_PORT when an MPI call fails). */
 #ifndef PG_MPI_H
 #define PG_MPI_H
 

@@ -44,7 +44,8 @@
                                   copy it into the world and meet once (default 16384; the
                                   world holds 2 x PG_PTHREAD_MAX_RANKS such buffers)
    Needs POSIX (clock_gettime, sched_yield): this header defines _POSIX_C_SOURCE when
-   included first; otherwise define it (>= 200112L) before any system header. */
+   included first; otherwise define it (>= 200112L) before any system header. Errors are
+   pg.h's enum pg_err. */
 #ifndef PG_PTHREAD_H
 #define PG_PTHREAD_H
 

@@ -25,6 +25,9 @@ An HTML comment on the line before the fence changes that:
                                     schedules and results stay true
 Blocks in other languages are checked only when they are excerpts.
 
+Header preambles. Each library header (*.h, ports/*.h) opens with its name and what it is, an
+example, its contents, its configuration macros and its error codes.
+
 Header examples. The "Example:" of each header's preamble (*.h, ports/*.h, ports/platform/*.h)
 is compiled the same way, with the header included first when the example does not include it.
 One with `main(` is a program (run, except under MPI: compiled with mpicc, skipped without
@@ -286,6 +289,23 @@ def check_links(c, repo, md):
                      "headings: %s" % ", ".join(sorted(slugs(open(full, encoding="utf-8").read()))))
 
 
+def preambles(c, repo):
+    """Each library header (*.h, ports/*.h) opens with what it is, an example, its contents,
+    its configuration macros and where its error codes are (DESIGN.md's rule)."""
+    for path in sorted(glob.glob(os.path.join(repo, "*.h")) + glob.glob(os.path.join(repo, "ports", "*.h"))):
+        rel = os.path.relpath(path, repo)
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        pre = text[:text.find("*/")]
+        missing = [what for what, pattern in [("an Example", r"^\s*Example\b.*:\s*$"), ("Contents", r"Contents:"),
+                                              ("Configuration", r"Configuration\b"),
+                                              ("the error codes", r"Errors (are|:)")]
+                   if not re.search(pattern, pre, re.M)]
+        c.ok(text.startswith("/* %s " % os.path.basename(rel)) and not missing,
+             "%s's preamble: name and one paragraph, example, contents, configuration, errors" % rel,
+             "missing: " + ", ".join(missing or ["the opening '/* %s — ...' line" % os.path.basename(rel)]))
+
+
 def header_examples(c, repo, build):
     """Compile (and run) the Example of every header's preamble."""
     here = os.path.dirname(os.path.abspath(__file__))
@@ -333,6 +353,7 @@ def main():
     for md in markdown_files(repo):
         check_code(c, repo, build, md)
         check_links(c, repo, md)
+    preambles(c, repo)
     header_examples(c, repo, build)
     return c.summary()
 

@@ -332,14 +332,14 @@ static void torch_peer(torch_res *t) {
     p = popen(cmd, "r");
     if (!p) return;
     while (fgets(line, sizeof line, p)) {
-        char *s = strstr(line, "\"step_us\": ");
+        char *s = strstr(line, "\"step_us\": "), *cpu = strstr(line, "\"cpu_us\": ");
         if (line[0] != '{') { fputs(line, stdout); continue; }
         printf("torch: %s", line);
         if (!s) continue;
         if (strstr(line, "\"case\": \"noop\"")) { t->noop4 = atof(s + 11); t->got |= 1; }
         if (strstr(line, "\"case\": \"noop_2stages\"")) { t->noop2 = atof(s + 11); t->got |= 2; }
-        if ((s = strstr(line, "\"cpu_us\": ")) && strstr(line, "\"case\": \"noop\"")) t->noop4_cpu = atof(s + 10);
-        if (s && strstr(line, "\"case\": \"noop_2stages\"")) t->noop2_cpu = atof(s + 10);
+        if (cpu && strstr(line, "\"case\": \"noop\"")) t->noop4_cpu = atof(cpu + 10);
+        if (cpu && strstr(line, "\"case\": \"noop_2stages\"")) t->noop2_cpu = atof(cpu + 10);
         if (strstr(line, "\"case\": \"mlp\"")) { t->mlp = atof(s + 11); t->got |= 4; }
     }
     pclose(p);

@@ -271,7 +271,7 @@ static int pg_shm__wait(pg_shm *s, pg_shm__poll poll, int a, uint32_t b, uint32_
         now = s->hooks.now_us ? s->hooks.now_us(s->hooks.ctx) : 0; /* no clock: never expires */
         if (spins == PG_SHM_SPIN) t0 = now; /* the clock starts after the spins */
         else if (timeout_ms != PG_WAIT_FOREVER && now - t0 >= limit) return PG_ERR_TIMEOUT;
-        if (s->hooks.wait) s->hooks.wait(s->hooks.ctx, s->rank);
+        if (s->hooks.wait) s->hooks.wait(s->hooks.ctx, s->rank); /* STEP wait */
     }
     return rc < 0 ? rc : PG_OK;
 }
@@ -297,14 +297,15 @@ static int pg_shm__args(const pg_shm *s, int peer, uint32_t tag, size_t bytes, i
 }
 
 /* ---- sending: a send is acquire + copy + commit ---- */
-/* poll: ring[rank][dst] has a free slot (reloads the read index only when it looks full) */
-static int pg_shm__space(pg_shm *s, int dst, uint32_t unused)
+/* poll: ring[rank][dst] has a free slot (reloads the read index only when it looks full).
+   The protocol's steps are named as in the spin model ports/pg_shm.pml (STEP comments). */
+static int pg_shm__space(pg_shm *s, int dst, uint32_t unused) /* STEP reserve */
 {
     uint32_t h = s->head[dst];
     int d;
     (void)unused;
     if (h - s->ptail[dst] < s->slots) return 1;
-    d = pg_shm__gap(s, s->out[dst] + PG_SHM__LW, h, 0);
+    d = pg_shm__gap(s, s->out[dst] + PG_SHM__LW, h, 0); /* STEP load_read_index */
     if (d < 0) return d;
     s->ptail[dst] = h - (uint32_t)d;
     return (uint32_t)d < s->slots;
@@ -335,14 +336,14 @@ static int pg_shm__commit(void *port, int dst, uint32_t tag, void *ptr, size_t b
     slot = s->acquired[dst];
     if (!slot || ptr != (void *)(slot + 4)) return PG_ERR_NO_SLOT;
     s->acquired[dst] = 0;
-    slot[0] = h;
+    slot[0] = h; /* STEP write_slot (the payload is already there) */
     slot[1] = tag;
     slot[2] = n;
     slot[3] = h ^ tag ^ n ^ PG_SHM__CHECK;
     pg_shm__clean(s, slot, 16u + bytes);
     s->head[dst] = h + 1u;
-    pg_shm__store(s, s->out[dst], h + 1u);
-    pg_shm__notify(s, dst);
+    pg_shm__store(s, s->out[dst], h + 1u); /* STEP publish_index */
+    pg_shm__notify(s, dst);                /* STEP notify */
     return PG_OK;
 }
 
@@ -363,12 +364,12 @@ static int pg_shm__find(pg_shm *s, int src, uint32_t tag)
 {
     volatile uint32_t *r = s->in[src], *sl;
     uint32_t t = s->tail[src], i, w[4];
-    int d = pg_shm__gap(s, r, t, 1); /* messages waiting */
+    int d = pg_shm__gap(s, r, t, 1); /* STEP load_write_index: messages waiting */
     for (i = 0; (int)i < d; i++) {
         if ((s->done[src] | s->busy[src]) >> i & 1u) continue;
         sl = pg_shm__slot(s, r, t + i);
         pg_shm__inval(s, sl, 16);
-        w[0] = sl[0]; w[1] = sl[1]; w[2] = sl[2]; w[3] = sl[3];
+        w[0] = sl[0]; w[1] = sl[1]; w[2] = sl[2]; w[3] = sl[3]; /* STEP check_header */
         if (w[0] != t + i || w[2] > s->payload || w[3] != (w[0] ^ w[1] ^ w[2] ^ PG_SHM__CHECK))
             return PG_ERR_CORRUPT;
         if (w[1] == tag) {
@@ -392,8 +393,8 @@ static int pg_shm__take(pg_shm *s, int src, uint32_t tag, int ok, uint32_t timeo
 static void pg_shm__advance(pg_shm *s, int src, uint32_t t)
 {
     s->tail[src] = t;
-    pg_shm__store(s, s->in[src] + PG_SHM__LW, t);
-    pg_shm__notify(s, src);
+    pg_shm__store(s, s->in[src] + PG_SHM__LW, t); /* STEP publish_read_index */
+    pg_shm__notify(s, src);                       /* STEP notify */
 }
 
 /* Mark message `bit` consumed; the read index moves over every consumed one in front. */
@@ -418,7 +419,7 @@ static int pg_shm__recv(void *port, int src, uint32_t tag, void *buf, size_t cap
     if (rc) return rc;
     if (got) *got = s->len;
     if (s->len > cap) rc = PG_ERR_TOO_BIG; /* consumed and reported */
-    else if (s->len) memcpy(buf, s->msg, s->len);
+    else if (s->len) memcpy(buf, s->msg, s->len); /* STEP read_payload */
     pg_shm__consume(s, src, s->bit);
     return rc;
 }

@@ -163,7 +163,9 @@ MB_API int mb_is_contiguous(const mb_tensor *t);
 MB_API int mb_normalize_dim(int dim, int ndim);
 /* out = t[..., start:start+length, ...] along dim, a view (no copy). */
 MB_API int mb_narrow(const mb_tensor *t, int dim, int32_t start, int32_t length, mb_tensor *out);
-/* Copy elements between two views of equal shape and dtype, any strides. */
+/* Copy elements between two views of equal shape and dtype, any strides. An element that
+   dst and src share is left alone (a copy onto the same view moves nothing); views that
+   overlap in other ways give an undefined result. */
 MB_API int mb_copy(mb_tensor *dst, const mb_tensor *src);
 /* Set every element of the view to zero. */
 MB_API int mb_zero(mb_tensor *t);
@@ -182,7 +184,7 @@ MB_API int mb_split(const mb_value *args, const mb_spec *specs, int nargs, int c
 
 /* Debug-mask mode (_debug_mask_minibatches): each SPLIT value's chunk is a full-size
    contiguous tensor, zero outside its own slice, written into `storage` (8-byte aligned
-   pieces). mb_split_masked_bytes() gives the storage size needed. */
+   pieces). mb_split_masked_bytes() gives the storage size needed; `out` must not be NULL. */
 MB_API int mb_split_masked_bytes(const mb_value *args, const mb_spec *specs, int nargs, int chunks,
                                  int flags, size_t *bytes);
 MB_API int mb_split_masked(const mb_value *args, const mb_spec *specs, int nargs, int chunks,
@@ -235,19 +237,22 @@ extern "C" {
 #define MB__NOINLINE
 #endif
 
-/* Flash size (issue #2 asks <= 2 KB on Cortex-M4; README has the measured figure): views go
-   by pointer, one noinline narrow/view helper each, one element walker serves copy (which
-   skips a view onto itself), zero, compare and reduce, and merge runs the same per-value
-   code twice (validate every value, then write). */
+/* Flash size (issue #2 aims at <= 2 KB on Cortex-M4; README has the measured figure): views go
+   by pointer and scalars take part as 0-d f64 views; one element walker (an odometer) serves
+   copy (per contiguous row; an element copied onto itself is skipped, so chunks that view
+   the output cost nothing), zero and mean (a broadcast 0-d source), compare and reduce
+   (one load/store-as-double path); split plans in two identical passes then writes; merge
+   runs one per-value routine twice (validate everything, then write). */
 
 MB__DEF const char *mb_strerror(int err)
 {
     /* one packed string, named like the enum (MB_ERR_<name>): no pointer table in flash */
-    static const char msg[] = "ok\0null pointer\0ndim\0dim\0dtype\0shape\0chunks <= 0\0chunk count\0too small\0"
-                              "spec\0split size\0not replicated\0range\0align\0unknown error";
+    static const char msg[] = "ok\0null pointer\0ndim\0dim\0dtype\0shape\0chunks\0chunk count\0too small\0spec\0"
+                              "split size\0not replicated\0range\0align\0unknown error";
     const char *p = msg;
     if (err > 0 || err < MB_ERR_ALIGN) err = MB_ERR_ALIGN - 1;
-    for (; err < 0; err++) p += strlen(p) + 1;
+    while (err++ < 0)
+        while (*p++) {}
     return p;
 }
 
@@ -260,7 +265,7 @@ MB__DEF size_t mb_dtype_size(mb_dtype dt)
 MB__DEF int mb_normalize_dim(int dim, int ndim)
 {
     if (dim < 0) dim += ndim;
-    return (dim < 0 || dim >= ndim) ? MB_ERR_DIM : dim;
+    return (unsigned)dim < (unsigned)ndim ? dim : MB_ERR_DIM;
 }
 
 MB__DEF int64_t mb_numel(const mb_tensor *t)
@@ -282,7 +287,7 @@ MB__DEF int mb_tensor_check(const mb_tensor *t)
     uint64_t n = 1;
     if (!t) return MB_ERR_NULL;
     if ((uint32_t)t->ndim > MB_MAX_DIMS) return MB_ERR_NDIM;
-    if (!mb_dtype_size(t->dtype)) return MB_ERR_DTYPE;
+    if ((unsigned)t->dtype >= (unsigned)MB_DTYPE_COUNT) return MB_ERR_DTYPE;
     for (d = 0; d < t->ndim; d++) { /* a partial size product >= 2^32 is refused: numel < 2^63 */
         if ((t->shape[d] | t->stride[d]) < 0 || n >> 32) return MB_ERR_SHAPE;
         n *= (uint32_t)t->shape[d];
@@ -290,37 +295,46 @@ MB__DEF int mb_tensor_check(const mb_tensor *t)
     return !t->data && n ? MB_ERR_NULL : MB_OK;
 }
 
+/* Row-major strides for t's shape (sizes >= 0), data at `data` (size-1 dims get their
+   neighbour's stride); MB_ERR_SHAPE when a stride would not fit int32_t. */
+static MB__NOINLINE int mb__restride(mb_tensor *t, void *data)
+{
+    int d;
+    int64_t st = 1;
+    t->data = data;
+    for (d = t->ndim; d-- > 0;) {
+        t->stride[d] = (int32_t)st;
+        st *= t->shape[d] > 1 ? t->shape[d] : 1;
+        if (d && st > INT32_MAX) return MB_ERR_SHAPE;
+    }
+    return MB_OK;
+}
+
 MB__DEF int mb_tensor_init(mb_tensor *t, void *data, mb_dtype dt, int ndim, const int32_t *shape)
 {
     mb_tensor v;
     int d;
-    int64_t st = 1;
     if (!t || (ndim > 0 && !shape)) return MB_ERR_NULL;
     if ((unsigned)ndim > MB_MAX_DIMS) return MB_ERR_NDIM;
     MB_MEMSET(&v, 0, sizeof v);
-    v.data = data;
     v.dtype = dt;
     v.ndim = ndim;
-    for (d = ndim; d-- > 0;) {
-        v.shape[d] = shape[d];
-        v.stride[d] = (int32_t)st;
-        st *= shape[d] > 1 ? shape[d] : 1;
-        if (d && st > INT32_MAX) return MB_ERR_SHAPE; /* the next stride would not fit int32_t */
-    }
-    d = mb_tensor_check(&v);
-    if (d == MB_OK) *t = v;
+    for (d = 0; d < ndim; d++) v.shape[d] = shape[d];
+    d = mb__restride(&v, data);
+    if (!d) d = mb_tensor_check(&v);
+    if (d == MB_OK) MB_MEMCPY(t, &v, sizeof v);
     return d;
 }
 
 MB__DEF int mb_is_contiguous(const mb_tensor *t)
 {
     int d, rc = mb_tensor_check(t);
-    int64_t st = 1;
+    size_t st = 1;
     if (rc) return rc;
     if (mb_numel(t) == 0) return 1; /* as torch: an empty tensor is contiguous */
     for (d = t->ndim; d-- > 0;) {
-        if (t->shape[d] != 1 && t->stride[d] != st) return 0;
-        st *= t->shape[d];
+        if (t->shape[d] != 1 && (size_t)t->stride[d] != st) return 0;
+        st *= (size_t)t->shape[d];
     }
     return 1;
 }
@@ -329,26 +343,24 @@ MB__DEF int mb_is_contiguous(const mb_tensor *t)
 static MB__NOINLINE void mb__narrow(mb_tensor *out, const mb_tensor *t, int dim, int32_t start, int32_t len)
 {
     memmove(out, t, sizeof *out);
-    t = out;
     out->shape[dim] = len;
-    if (len && t->data) /* a NULL view is empty (mb_tensor_check): no arithmetic on NULL */
-        out->data = (char *)t->data + (size_t)start * (size_t)t->stride[dim] * mb_dtype_size(t->dtype);
+    if (len && out->data) /* a NULL view is empty (mb_tensor_check): no arithmetic on NULL */
+        out->data = (char *)out->data + (size_t)start * (size_t)out->stride[dim] * mb_dtype_size(out->dtype);
 }
 
 MB__DEF int mb_narrow(const mb_tensor *t, int dim, int32_t start, int32_t length, mb_tensor *out)
 {
     int rc = mb_tensor_check(t);
-    if (rc) return rc;
-    if (!out) return MB_ERR_NULL;
-    dim = mb_normalize_dim(dim, t->ndim);
-    if (dim < 0) return dim;
+    if (!rc && !out) rc = MB_ERR_NULL;
+    if (!rc) rc = dim = mb_normalize_dim(dim, t->ndim);
+    if (rc < 0) return rc;
     if (start < 0 || length < 0 || start > t->shape[dim] - length) return MB_ERR_RANGE;
     mb__narrow(out, t, dim, start, length);
     return MB_OK;
 }
 
 /* MB_OK when dtype, rank and every size but dim `skip` agree. */
-static int mb__same_shape(const mb_tensor *a, const mb_tensor *b, int skip)
+static MB__NOINLINE int mb__same_shape(const mb_tensor *a, const mb_tensor *b, int skip)
 {
     int d;
     if (a->dtype != b->dtype) return MB_ERR_DTYPE;
@@ -358,60 +370,54 @@ static int mb__same_shape(const mb_tensor *a, const mb_tensor *b, int skip)
     return MB_OK;
 }
 
-static int mb__same_view(const mb_tensor *a, const mb_tensor *b)
+/* A 0-d f64 view of *x (how scalars take part in the tensor code). */
+static MB__NOINLINE mb_tensor *mb__scalar(mb_tensor *s, const double *x)
 {
-    int d;
-    if (a->data != b->data) return 0;
-    for (d = 0; d < a->ndim; d++)
-        if (a->shape[d] > 1 && a->stride[d] != b->stride[d]) return 0;
-    return 1;
+    s->data = (void *)x;
+    s->dtype = MB_F64;
+    s->ndim = 0;
+    return s;
 }
 
-/* Element-wise walk. Ops: copy (bitwise; src NULL: zeros), compare (bitwise), and
-   dst = dst op src (src NULL: op arg) computed in double: exact for every int32 sum. */
+/* Element-wise walk over dst; a 0-d src is broadcast. Ops: copy and compare (bitwise,
+   same dtype), and dst = dst op src computed in double: exact for f32/f64 sums, max and
+   min, and for every int32 sum (integer results wrap like torch's). */
 enum { MB__COPY = MB_RED_CUSTOM + 1, MB__EQ, MB__DIV }; /* after the reduce ops, which are walk ops too */
 
 static double mb__get(const char *p, int dt)
 {
-    switch (dt) {
-    case MB_F32: return *(const float *)p;
-    case MB_F64: return *(const double *)p;
-    case MB_I8: return *(const int8_t *)p;
-    case MB_U8: return *(const uint8_t *)p;
-    case MB_I16: return *(const int16_t *)p;
-    default: return *(const int32_t *)p;
-    }
+    int32_t i;
+    if (dt == MB_F32) return *(const float *)p;
+    if (dt == MB_F64) return *(const double *)p;
+    i = dt == MB_I8 ? *(const int8_t *)p : dt == MB_U8 ? *(const uint8_t *)p : dt == MB_I16 ? *(const int16_t *)p : *(const int32_t *)p;
+    return i;
 }
 
-/* dst = op(dst, src or the count arg) element-wise; returns 1 if MB__EQ found a difference. */
-static int mb__walk(int op, const mb_tensor *dst, const mb_tensor *src, int arg)
+/* Returns 1 when MB__EQ found a difference. An odometer over dst's index (no recursion);
+   copies between two rows of stride 1 go one row at a time. */
+static int mb__walk(int op, const mb_tensor *dst, const mb_tensor *src)
 {
-    static const double zero = 0;
-    int32_t idx[MB_MAX_DIMS] = {0};
+    int32_t idx[MB_MAX_DIMS];
     int d, nd = dst->ndim, dt = dst->dtype;
-    size_t es = mb_dtype_size(dst->dtype), n = (size_t)mb_numel(dst);
-    if (!n || (op == MB__COPY && src && mb__same_view(dst, src))) return 0; /* copy in place: nothing */
-    if (op == MB__COPY && mb_is_contiguous(dst) == 1 && (!src || mb_is_contiguous(src) == 1)) {
-        if (src) MB_MEMCPY(dst->data, src->data, n * es); /* the common case: one copy */
-        else MB_MEMSET(dst->data, 0, n * es);
-        return 0;
-    }
+    size_t es = mb_dtype_size(dst->dtype), n = es;
+    if (!mb_numel(dst)) return 0; /* no elements */
+    MB_MEMSET(idx, 0, sizeof idx);
+    if (op == MB__COPY && nd && src->ndim && dst->stride[nd - 1] == 1 && src->stride[nd - 1] == 1)
+        n *= (size_t)dst->shape[--nd]; /* a contiguous row: one copy */
     do {
-        char *dp = (char *)dst->data;
-        const char *sp = src ? (const char *)src->data : (const char *)&zero;
+        char *dp = (char *)dst->data, *sp = (char *)src->data;
         for (d = 0; d < nd; d++) {
             dp += (ptrdiff_t)idx[d] * dst->stride[d] * (ptrdiff_t)es;
-            if (src) sp += (ptrdiff_t)idx[d] * src->stride[d] * (ptrdiff_t)es;
+            sp += src->ndim ? (ptrdiff_t)idx[d] * src->stride[d] * (ptrdiff_t)es : 0;
         }
         if (op == MB__COPY) {
-            MB_MEMCPY(dp, sp, es);
+            if (dp != sp) MB_MEMCPY(dp, sp, n); /* in place (a chunk that views the output): no copy */
         } else if (op == MB__EQ) {
             if (memcmp(dp, sp, es) != 0) return 1;
         } else {
-            double a = mb__get(dp, dt), b = src ? mb__get(sp, dt) : (double)arg;
+            double a = mb__get(dp, dt), b = mb__get(sp, src->dtype);
             a = op <= MB_RED_MEAN ? a + b : op == MB__DIV ? a / b : b != b ? b /* NaN wins */
               : (op == MB_RED_MAX ? a < b : a > b) ? b : a;
-            /* integer results wrap like torch's integer arithmetic (sums stay exact in double) */
             if (dt == MB_F32) *(float *)dp = (float)a;
             else if (dt == MB_F64) *(double *)dp = a;
             else {
@@ -422,7 +428,7 @@ static int mb__walk(int op, const mb_tensor *dst, const mb_tensor *src, int arg)
             }
         }
         for (d = nd; d-- > 0 && ++idx[d] == dst->shape[d];) idx[d] = 0;
-    } while (d >= 0); /* until the index wraps (a 0-d tensor: once) */
+    } while (d >= 0); /* until the index wraps (no dims left: once) */
     return 0;
 }
 
@@ -431,14 +437,16 @@ MB__DEF int mb_copy(mb_tensor *dst, const mb_tensor *src)
     int rc = mb_tensor_check(dst);
     if (!rc) rc = mb_tensor_check(src);
     if (!rc) rc = mb__same_shape(dst, src, -1);
-    if (!rc) mb__walk(MB__COPY, dst, src, 0);
+    if (!rc) mb__walk(MB__COPY, dst, src);
     return rc;
 }
 
 MB__DEF int mb_zero(mb_tensor *t)
 {
+    static const double zero = 0;
+    mb_tensor z;
     int rc = mb_tensor_check(t);
-    if (!rc) mb__walk(MB__COPY, t, 0, 0);
+    if (!rc) mb__walk(MB__COPY, t, mb__scalar(&z, &zero));
     return rc;
 }
 
@@ -463,40 +471,39 @@ MB__DEF int mb_split_sizes(int32_t size, int chunks, int flags, int32_t *sizes, 
     return n;
 }
 
-/* Resolve a spec to (kind, dim) for value v; dim normalised. */
+/* Resolve a spec to its kind for value v (DEFAULT resolved); *dim normalised for SPLIT. */
 static int mb__resolve(const mb_value *v, const mb_spec *s, int *dim)
 {
-    int kind = s ? s->kind : MB_SPEC_DEFAULT;
+    int kind = s ? s->kind : MB_SPEC_DEFAULT, rc;
     *dim = s ? s->dim : 0;
-    if ((uint32_t)v->kind > MB_VALUE_SCALAR) return MB_ERR_SPEC;
-    if (kind == MB_SPEC_DEFAULT) kind = v->kind == MB_VALUE_TENSOR ? MB_SPEC_SPLIT : MB_SPEC_REPLICATE;
+    if ((uint32_t)v->kind > MB_VALUE_SCALAR || (uint32_t)kind > MB_SPEC_REDUCE) return MB_ERR_SPEC;
+    if (kind == MB_SPEC_DEFAULT) kind = MB_SPEC_SPLIT + v->kind; /* tensor: SPLIT, scalar: REPLICATE */
     if (kind == MB_SPEC_SPLIT) {
-        int rc;
-        if (v->kind != MB_VALUE_TENSOR) return MB_ERR_SPEC;
+        if (v->kind) return MB_ERR_SPEC;
         rc = mb_tensor_check(&v->tensor);
-        if (rc) return rc;
-        *dim = mb_normalize_dim(*dim, v->tensor.ndim);
-        if (*dim < 0) return *dim;
-    } else if (kind != MB_SPEC_REPLICATE && kind != MB_SPEC_REDUCE) {
-        return MB_ERR_SPEC;
+        if (!rc) rc = *dim = mb_normalize_dim(*dim, v->tensor.ndim);
+        if (rc < 0) return rc;
     }
     return kind;
 }
 
 /* Three passes over the values: 0 finds the chunk count (smallest split dim under
    MB_DOWNSIZE), 1 checks every split value gives that count and sums masked storage,
-   2 writes. out == NULL: plan only. Nothing is written before pass 2. */
+   2 writes. storage != NULL: debug mask pieces of storage_bytes. out == NULL: plan only,
+   the bytes needed go to the size_t at `storage` (mb_split_masked_bytes). Nothing is
+   written before pass 2. Same parameters as mb_split_masked, which only jumps here. */
 static int mb__split(const mb_value *args, const mb_spec *specs, int nargs, int chunks, int flags,
-                     mb_value *out, int max_chunks, char *storage, size_t storage_bytes, size_t *bytes,
-                     mb_diag *diag)
+                     mb_value *out, int max_chunks, void *storage, size_t storage_bytes, mb_diag *diag)
 {
-    int i = 0, c, dim, kind, rc, pass, n = chunks, counted = -1;
+    int i = 0, c, dim, kind, rc, pass, n = chunks, counted = 0, count = 0;
     int32_t sz = 0;
     size_t need = 0;
     if (!args && nargs) return MB_ERR_NULL;
     if (nargs < 0) return MB_ERR_SHAPE;
     if (chunks <= 0) return MB_ERR_CHUNKS;
     for (pass = 0; pass < 3; pass++) {
+        counted = -1; /* passes 0 and 1 plan alike; only 1 (n final) compares the counts */
+        need = 0;
         for (i = 0; i < nargs; i++) {
             const mb_tensor *t = &args[i].tensor;
             size_t piece = 0;
@@ -508,58 +515,59 @@ static int mb__split(const mb_value *args, const mb_spec *specs, int nargs, int 
             if (kind == MB_SPEC_SPLIT) {
                 sz = t->shape[dim];
                 piece = ((size_t)mb_numel(t) * mb_dtype_size(t->dtype) + 7u) & ~(size_t)7u;
-                if (pass == 0 && sz < chunks && !(flags & MB_KEEP_COUNT)) {
+                if (sz < chunks && !(flags & MB_KEEP_COUNT)) {
                     rc = MB_ERR_SPLIT_SIZE;
                     if ((flags & MB_STRICT) || !sz) goto fail;
                     if (sz < n) n = sz;
                 }
-                if (pass == 1) {
-                    c = mb_split_sizes(sz, n, flags, 0, 0);
-                    rc = MB_ERR_CHUNK_COUNT;
-                    if (counted >= 0 && c != counted) goto fail;
-                    counted = c;
-                    if (storage || bytes) { /* debug mask: full-size copies must be addressable */
-                        mb_tensor full;
-                        rc = mb_tensor_init(&full, (void *)t, t->dtype, t->ndim, t->shape);
-                        if (!rc && ((uint64_t)mb_numel(t) > ((size_t)-1 >> 4) / (size_t)(c + 1) ||
-                                    (size_t)c * piece > ((size_t)-1 >> 1) - need))
-                            rc = MB_ERR_SHAPE;
-                        if (rc) goto fail;
-                    }
-                    need += (size_t)c * piece;
+                c = mb_split_sizes(sz, n, flags, 0, 0);
+                rc = MB_ERR_CHUNK_COUNT;
+                if (pass && counted >= 0 && c != counted) goto fail;
+                counted = c;
+                if (pass && storage) { /* debug mask: full-size copies must be addressable */
+                    mb_tensor full;
+                    rc = mb_tensor_init(&full, (void *)t, t->dtype, t->ndim, t->shape);
+                    if (!rc && ((uint64_t)mb_numel(t) > ((size_t)-1 >> 4) / (size_t)(c + 1) ||
+                                (size_t)c * piece > ((size_t)-1 >> 1) - need))
+                        rc = MB_ERR_SHAPE;
+                    if (rc) goto fail;
                 }
+                need += (size_t)c * piece;
             }
-            for (c = 0; pass == 2 && c < counted; c++) {
+            for (c = 0; pass == 2 && c < count; c++) {
                 mb_value *o = &out[c * nargs + i];
                 *o = args[i];
                 if (kind == MB_SPEC_SPLIT) {
                     int32_t len = mb__chunk_len(sz, n, c, off, flags);
-                    mb__narrow(&o->tensor, &o->tensor, dim, off, len);
+                    mb_tensor src, dst;
+                    mb__narrow(&src, t, dim, off, len);
                     if (storage) { /* debug mask: a zeroed full-size copy holding only this slice */
-                        mb_tensor part;
-                        mb_tensor_init(&part, storage, t->dtype, t->ndim, t->shape);
+                        mb__restride(&o->tensor, storage);
                         MB_MEMSET(storage, 0, piece);
-                        mb__narrow(&part, &part, dim, off, len);
-                        mb__walk(MB__COPY, &part, &o->tensor, 0);
-                        mb_tensor_init(&o->tensor, storage, t->dtype, t->ndim, t->shape);
-                        storage += piece;
+                        mb__narrow(&dst, &o->tensor, dim, off, len);
+                        mb__walk(MB__COPY, &dst, &src);
+                        storage = (char *)storage + piece;
+                    } else {
+                        mb__narrow(&o->tensor, t, dim, off, len);
                     }
                     off += len;
                 }
             }
         }
         if (pass == 1) {
-            if (counted < 0) counted = n;
-            if (bytes) *bytes = need;
-            if (!out) return counted;
+            count = counted < 0 ? n : counted;
+            if (!out) {
+                if (storage) *(size_t *)storage = need;
+                return count;
+            }
             i = 0;
             sz = 0;
-            chunks = counted;
+            chunks = count;
             rc = MB_ERR_TOO_SMALL;
-            if (counted > max_chunks || (storage && need > storage_bytes)) goto fail;
+            if (count > max_chunks || (storage && need > storage_bytes)) goto fail;
         }
     }
-    return counted;
+    return count;
 fail:
     if (diag) {
         diag->value_index = i;
@@ -573,67 +581,66 @@ MB__DEF int mb_split(const mb_value *args, const mb_spec *specs, int nargs, int 
                      mb_value *out, int max_chunks, mb_diag *diag)
 {
     if (!out && nargs) return MB_ERR_NULL;
-    return mb__split(args, specs, nargs, chunks, flags, out, max_chunks, 0, 0, 0, diag);
+    return mb__split(args, specs, nargs, chunks, flags, out, max_chunks, 0, 0, diag);
 }
 
 MB__DEF int mb_split_masked_bytes(const mb_value *args, const mb_spec *specs, int nargs, int chunks,
                                   int flags, size_t *bytes)
 {
     if (!bytes) return MB_ERR_NULL;
-    return mb__split(args, specs, nargs, chunks, flags, 0, 0, 0, 0, bytes, 0);
+    return mb__split(args, specs, nargs, chunks, flags, 0, 0, bytes, 0, 0);
 }
 
 MB__DEF int mb_split_masked(const mb_value *args, const mb_spec *specs, int nargs, int chunks, int flags,
                             mb_value *out, int max_chunks, void *storage, size_t storage_bytes,
                             mb_diag *diag)
 {
-    if (!storage || (!out && nargs)) return MB_ERR_NULL;
+    if (!storage || !out) return MB_ERR_NULL;
     if (((uintptr_t)storage & 7u) != 0) return MB_ERR_ALIGN;
-    return mb__split(args, specs, nargs, chunks, flags, out, max_chunks, (char *)storage, storage_bytes, 0, diag);
+    return mb__split(args, specs, nargs, chunks, flags, out, max_chunks, storage, storage_bytes, diag);
 }
 
 /* A value as a tensor of the given kind: a scalar is a 0-d f64 view of its `scalar`. */
 static MB__NOINLINE mb_tensor *mb__view(const mb_value *v, int kind, mb_tensor *scratch)
 {
-    if (kind == MB_VALUE_TENSOR) return (mb_tensor *)&v->tensor;
-    scratch->data = (void *)&v->scalar;
-    scratch->dtype = MB_F64;
-    scratch->ndim = 0;
-    return scratch;
+    return kind == MB_VALUE_TENSOR ? (mb_tensor *)&v->tensor : mb__scalar(scratch, &v->scalar);
 }
 
-/* Merge value i (v = &chunks[i]). check != 0: validate only, write nothing. */
+/* Merge value i (v = &chunks[i]). check != 0: validate only, write nothing. One loop does
+   both: every chunk is checked against the output (the first chunk for a custom reducer,
+   whose init is checked against the output), then copied, concatenated or reduced. */
 static int mb__merge_one(const mb_value *v, int nchunks, int nvals, const mb_spec *s, int flags,
                          mb_value *out, int check)
 {
-    mb_tensor sf, so, sw, sa, ta, to;
+    mb_tensor sf, so, sa, ta, to;
     const mb_reducer *red = 0;
     const mb_tensor *f, *o, *w, *a;
-    int c, dim, k = v->kind, rc = mb__resolve(v, s, &dim), op = -1, start = 0, cat = rc == MB_SPEC_SPLIT,
+    int c, dim, k = v->kind, rc = mb__resolve(v, s, &dim), op, start = 0, cat = rc == MB_SPEC_SPLIT,
         mask = cat && (flags & MB_DEBUG_MASK);
-    int32_t total = 0, off = 0, len;
+    int32_t off = 0, len;
     if (rc < 0) return rc;
-    if (rc == MB_SPEC_REPLICATE) op = MB__EQ;
+    op = MB__COPY + (rc == MB_SPEC_REPLICATE); /* MB__EQ: replicas are compared */
     if (rc == MB_SPEC_REDUCE) {
         op = s->op;
         red = s->reducer;
         if ((uint32_t)op > MB_RED_CUSTOM || (op == MB_RED_CUSTOM && (!red || !red->fn || red->init.kind != k)))
             return MB_ERR_SPEC;
+        if (op != MB_RED_CUSTOM) red = 0;
     }
     f = mb__view(v, k, &sf);
     o = mb__view(out, k, &so);
-    w = op == MB_RED_CUSTOM ? mb__view(&red->init, k, &sw) : f;
+    w = red ? mb__view(&red->init, k, &sa) : o; /* a custom reducer starts from init */
     rc = mb_tensor_check(o);
     if (!rc) rc = mb_tensor_check(w);
+    if (!rc) rc = mb__same_shape(o, w, -1);
+    if (!rc && op == MB_RED_MEAN && o->dtype >= MB_I8) rc = MB_ERR_DTYPE; /* as torch.mean */
+    if (!rc && mask && mb_split_sizes(o->shape[dim], nchunks, flags, 0, 0) != nchunks) rc = MB_ERR_CHUNK_COUNT;
     if (rc) return rc;
-    if (mask) total = f->shape[dim];
-    if (!check && !cat) { /* reduce in place when the output is one of the chunks: start there */
-        for (c = 0; op != MB_RED_CUSTOM && c < nchunks; c++)
-            if (mb__same_view(o, mb__view(&v[c * nvals], k, &sa))) start = c;
-        if (op != MB_RED_CUSTOM) w = mb__view(&v[start * nvals], k, &sw);
-        else start = -1;
-        mb__walk(MB__COPY, o, w, 0);
-        if (k) out->kind = MB_VALUE_SCALAR;
+    if (!check) {
+        out->kind = k;
+        for (c = 0; c < nchunks; c++) /* reduce in place when the output is one of the chunks */
+            if ((k ? (const void *)&v[c * nvals].scalar : v[c * nvals].tensor.data) == o->data) start = c;
+        if (red) mb__walk(MB__COPY, o, w);
     }
     for (c = 0; c < nchunks; c++) {
         const mb_value *cv = &v[c * nvals];
@@ -641,35 +648,28 @@ static int mb__merge_one(const mb_value *v, int nchunks, int nvals, const mb_spe
         a = mb__view(cv, k, &sa);
         if (check) {
             rc = mb_tensor_check(a);
-            if (!rc) rc = mb__same_shape(a, f, cat && !mask ? dim : -1);
-            if (!rc && op == MB__EQ && mb__walk(MB__EQ, f, a, 0)) rc = MB_ERR_NOT_REPLICATED;
+            if (!rc) rc = mb__same_shape(a, red ? f : o, cat && !mask ? dim : -1);
+            if (!rc && op == MB__EQ && mb__walk(MB__EQ, f, a)) rc = MB_ERR_NOT_REPLICATED;
             if (rc) return rc;
-            if (cat && !mask) total += a->shape[dim];
-        } else if (cat) {
-            len = a->shape[dim];
-            if (mask) len = mb__chunk_len(total, nchunks, c, off, flags);
-            mb__narrow(&ta, a, dim, mask ? off : 0, len); /* masked chunks: re-slice */
+            if (cat) off += a->shape[dim];
+        } else if (cat) { /* the chunk's slice of the output; masked chunks are re-sliced */
+            len = mask ? mb__chunk_len(o->shape[dim], nchunks, c, off, flags) : a->shape[dim];
+            mb__narrow(&ta, a, dim, mask ? off : 0, len);
             mb__narrow(&to, o, dim, off, len);
-            mb__walk(MB__COPY, &to, &ta, 0); /* zero copy when in place */
+            mb__walk(MB__COPY, &to, &ta); /* zero copy when in place */
             off += len;
-        } else if (op <= MB_RED_CUSTOM && c != start) {
-            if (op == MB_RED_CUSTOM) {
-                rc = red->fn(out, cv, red->user);
-                if (rc < 0) return rc;
-            } else {
-                mb__walk(op, o, a, 0);
-            }
+        } else if (red) {
+            rc = red->fn(out, cv, red->user);
+            if (rc < 0) return rc;
+        } else {
+            mb__walk(c == start ? MB__COPY : op, o, a);
         }
     }
-    if (!check) {
-        if (op == MB_RED_MEAN) mb__walk(MB__DIV, o, 0, nchunks);
-        return MB_OK;
+    if (!check && op == MB_RED_MEAN) {
+        double cnt = nchunks;
+        mb__walk(MB__DIV, o, mb__scalar(&sa, &cnt));
     }
-    if (mask && mb_split_sizes(total, nchunks, flags, 0, 0) != nchunks) return MB_ERR_CHUNK_COUNT;
-    rc = mb__same_shape(o, w, cat ? dim : -1);
-    if (!rc && cat && o->shape[dim] != total) rc = MB_ERR_SHAPE;
-    if (!rc && op == MB_RED_MEAN && f->dtype >= MB_I8) rc = MB_ERR_DTYPE; /* as torch.mean */
-    return rc;
+    return cat && !mask && off != o->shape[dim] ? MB_ERR_SHAPE : MB_OK;
 }
 
 MB__DEF int mb_merge(const mb_value *chunks, int nchunks, int nvals, const mb_spec *specs, int flags,
@@ -686,6 +686,7 @@ MB__DEF int mb_merge(const mb_value *chunks, int nchunks, int nvals, const mb_sp
         }
     return MB_OK;
 }
+
 
 #ifdef __cplusplus
 }

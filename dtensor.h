@@ -328,6 +328,10 @@ typedef struct dt_comm {
                                            when the slice is all of it in order (a port's
                                            native collectives often serve the world only) */
     pg_group group[DT_MAX_MESH_DIMS];   /* group[i]: this rank's slice along mesh dim i */
+    /* work areas (kept here, off the stack): the plan of a dt_redistribute without a cache
+       and of dt_distribute; a collective's per-rank send / receive counts */
+    dt_plan plan;
+    size_t counts[2][DT_MAX_RANKS];
 } dt_comm;
 
 /* A DTensor: its spec and this rank's local tensor (a view, not owned). */
@@ -764,8 +768,8 @@ static int dt__direct(const mb_tensor *t, int d)
 
 /* One communicating step (or a Partial(sum) partition) x -> y over group g; stage: its
    staging. Packs the send side and stages the receive side only where the layout is not
-   direct. g NULL: only measure. Returns the staging bytes, or a pg error. */
-static int64_t dt__step(pg_group *g, const dt_step *st, const mb_tensor *x, mb_tensor *y, unsigned char *stage,
+   direct. c NULL: only measure. Returns the staging bytes, or a pg error. */
+static int64_t dt__step(dt_comm *c, const dt_step *st, const mb_tensor *x, mb_tensor *y, unsigned char *stage,
                         int fast)
 {
     int n = st->group_size, op = st->op, rc, root = st->coord == st->root, pack, unstage;
@@ -773,7 +777,8 @@ static int64_t dt__step(pg_group *g, const dt_step *st, const mb_tensor *x, mb_t
     /* partition and a broadcast's root start from a copy of x in the receive buffer */
     int fill = op == DT_OP_PARTITION || (op == DT_OP_BROADCAST && root), f = st->stage;
     mb_dtype dt = x->dtype;
-    size_t sc[DT_MAX_RANKS], rcn[DT_MAX_RANKS], yn = (size_t)mb_numel(y);
+    size_t *sc, *rcn, yn = (size_t)mb_numel(y);
+    pg_group *g;
     uint64_t xb, need;
     const void *sp = x->data;
     void *rp = y->data;
@@ -787,7 +792,10 @@ static int64_t dt__step(pg_group *g, const dt_step *st, const mb_tensor *x, mb_t
     unstage = f >> 1;
     xb = pack ? DT__R8(dt__bytes(x->shape, x->ndim, dt)) : 0;
     need = xb + (unstage ? DT__R8(dt__bytes(y->shape, y->ndim, dt)) : 0);
-    if (!g) return (int64_t)need;
+    if (!c) return (int64_t)need;
+    g = c->g[st->mesh_dim];
+    sc = c->counts[0];
+    rcn = c->counts[1];
     if (pack) sp = stage;
     if (unstage) rp = stage + xb;
     if (sp == rp) { /* only an empty tensor shares its address with the other */
@@ -853,7 +861,7 @@ static int64_t dt__run(dt_comm *c, const dt_plan *pl, const mb_tensor *in, mb_te
             mb_tensor_init(y, c ? scratch + (flip ? end - ob : 0) : (void *)pl, (mb_dtype)pl->dtype, pl->ndim,
                            st->out_shape);
         }
-        rc = dt__step(c ? c->g[st->mesh_dim] : 0, st, x, y, c ? scratch + (flip ? xres : ob) : 0, fast);
+        rc = dt__step(c, st, x, y, c ? scratch + (flip ? xres : ob) : 0, fast);
         if (rc < 0) return c->err = (int32_t)rc, DT_ERR_COMM;
         if (xres + (uint64_t)rc + ob > need) need = xres + (uint64_t)rc + ob;
         if (c && st->op >= DT_OP_ALL_GATHER) c->collectives++;
@@ -942,15 +950,16 @@ static int dt__mesh_same(const dt_mesh *a, const dt_mesh *b)
                       !memcmp(a->ranks, b->ranks, sizeof(int32_t) * (size_t)a->size));
 }
 
-DT__DEF int dt_plan_redistribute(const dt_spec *src, const dt_spec *dst, int flags, dt_plan *plan)
+/* dt_plan_redistribute; need 0: plan NULL only validates. Every check comes before the
+   first write into *plan (planned in place: no dt_plan on the stack). */
+static int dt__plan(const dt_spec *src, const dt_spec *dst, int flags, dt_plan *plan, int need)
 {
     const dt_mesh *m;
     dt_placement cur[DT_MAX_MESH_DIMS], to;
-    dt_plan pl;
     int i, j, md, nd, rc = dt_spec_check(src);
     if (!rc) rc = dt_spec_check(dst);
     if (rc) return rc;
-    if (!plan) return DT_ERR_NULL;
+    if (!plan && need) return DT_ERR_NULL;
     m = src->mesh;
     nd = m->ndim;
     if (!dt__mesh_same(m, dst->mesh) || src->dtype != dst->dtype || src->ndim != dst->ndim ||
@@ -962,7 +971,8 @@ DT__DEF int dt_plan_redistribute(const dt_spec *src, const dt_spec *dst, int fla
         if (rc) return rc;
         cur[i] = src->placements[i];
     }
-    DT_MEMSET(&pl, 0, sizeof pl);
+    if (!plan) return DT_OK;
+    DT_MEMSET(plan, 0, sizeof *plan);
     /* two passes: inner to outer (when sharded at all), a Shard target whose tensor dim is
        sharded differently on an earlier mesh dim (nested sharding) is first replicated;
        then outer to inner, whatever is left */
@@ -971,11 +981,15 @@ DT__DEF int dt_plan_redistribute(const dt_spec *src, const dt_spec *dst, int fla
         to = dst->placements[md];
         for (i = 0; j < nd && to.kind == DT_KIND_SHARD && i < md; i++)
             if (dt__is_shard(cur[i], to.arg) != dt__is_shard(dst->placements[i], to.arg)) to.kind = to.arg = 0;
-        if (!dt__same(cur[md], to)) dt__emit(src, &pl, cur, md, to, -1);
+        if (!dt__same(cur[md], to)) dt__emit(src, plan, cur, md, to, -1);
     }
-    dt__finish(&pl, src, cur);
-    *plan = pl;
+    dt__finish(plan, src, cur);
     return DT_OK;
+}
+
+DT__DEF int dt_plan_redistribute(const dt_spec *src, const dt_spec *dst, int flags, dt_plan *plan)
+{
+    return dt__plan(src, dst, flags, plan, 1);
 }
 
 DT__DEF size_t dt_plan_scratch_bytes(const dt_plan *plan)
@@ -1074,7 +1088,7 @@ static int dt__in_group(const pg_group *g, int32_t r)
 
 DT__DEF int dt_comm_init(dt_comm *c, const dt_mesh *mesh, pg_group *parent)
 {
-    int32_t ranks[DT_MAX_RANKS];
+    int32_t *ranks;
     int prank[DT_MAX_RANKS];
     int i, j, n, rc;
     if (!c || !parent) return DT_ERR_NULL;
@@ -1088,7 +1102,8 @@ DT__DEF int dt_comm_init(dt_comm *c, const dt_mesh *mesh, pg_group *parent)
     c->mesh = mesh;
     for (i = 0; i < mesh->ndim; i++) {
         /* non-members take the slice of mesh position 0: the context counter still advances */
-        n = dt_mesh_group(mesh, mesh->index < 0 ? mesh->ranks[0] : mesh->rank, i, ranks, DT_MAX_RANKS);
+        ranks = c->group[i].ranks; /* the slice's world ranks, read before the group is built */
+        n = dt_mesh_group(mesh, mesh->index < 0 ? mesh->ranks[0] : mesh->rank, i, ranks, PG_MAX_RANKS);
         for (j = 0; j < n; j++) prank[j] = dt__in_group(parent, ranks[j]);
         /* the whole parent in its order: its own collectives (the same on every rank) */
         for (j = 0; j < n && prank[j] == j; j++) {}
@@ -1123,7 +1138,7 @@ static int dt__exec(dt_comm *c, const dt_plan *pl, const mb_tensor *in, mb_tenso
     const dt_step *st = pl->steps;
     if ((uint64_t)need > bytes || (need && !scratch)) return DT_ERR_TOO_SMALL;
     if (fast && pl->nsteps == 1 && st->op >= DT_OP_ALL_GATHER && !st->stage) { /* the usual case, straight */
-        need = dt__step(c->g[st->mesh_dim], st, in, out, 0, 1);
+        need = dt__step(c, st, in, out, 0, 1);
         if (need < 0) return c->err = (int32_t)need, DT_ERR_COMM;
         c->collectives++;
         return DT_OK;
@@ -1135,10 +1150,11 @@ static int dt__exec(dt_comm *c, const dt_plan *pl, const mb_tensor *in, mb_tenso
 DT__DEF int dt_redistribute(dt_comm *c, dt_plan_cache *cache, const dt_spec *src, const mb_tensor *in,
                             const dt_spec *dst, int flags, mb_tensor *out, void *scratch, size_t scratch_bytes)
 {
-    dt_plan own;
-    const dt_plan *pl = &own;
-    int rc = cache ? dt_plan_cached(cache, src, dst, flags, &pl) : dt_plan_redistribute(src, dst, flags, &own);
+    const dt_plan *pl = 0;
+    /* without a cache: validate, check the comm, then plan into its work area */
+    int rc = cache ? dt_plan_cached(cache, src, dst, flags, &pl) : dt__plan(src, dst, flags, 0, 0);
     if (!rc) rc = dt__comm_check(c, src->mesh);
+    if (!rc && !cache) rc = dt__plan(src, dst, flags, (dt_plan *)(pl = &c->plan), 1);
     if (!rc) rc = dt__fits(in, pl->dtype, pl->ndim, pl->in_shape);
     if (!rc) rc = dt__fits(out, pl->dtype, pl->ndim, pl->out_shape);
     if (!rc) rc = dt__exec(c, pl, in, out, scratch, scratch_bytes);
@@ -1253,11 +1269,11 @@ DT__DEF int dt_distribute_scratch_bytes(const dt_spec *s, int src_rank, size_t *
 DT__DEF int dt_distribute(dt_comm *c, const dt_spec *s, const mb_tensor *global, int src_rank, mb_tensor *local,
                           void *scratch, size_t scratch_bytes)
 {
-    dt_plan pl;
+    dt_plan *pl = 0;
     mb_tensor x;
     int rc = dt_spec_check(s);
     if (!rc) rc = dt__comm_check(c, s->mesh);
-    if (!rc) rc = dt__dist_plan(s, src_rank, &pl);
+    if (!rc) rc = dt__dist_plan(s, src_rank, pl = &c->plan); /* the comm's work area */
     if (!rc) rc = dt__fits_local(local, s);
     if (rc) return rc;
     if (src_rank == DT_EVERY_RANK || src_rank == s->mesh->rank) {
@@ -1265,9 +1281,9 @@ DT__DEF int dt_distribute(dt_comm *c, const dt_spec *s, const mb_tensor *global,
         if (rc) return rc;
         x = *global;
     } else { /* only its shape is read here: the first step receives */
-        mb_tensor_init(&x, (void *)s, s->dtype, s->ndim, pl.in_shape);
+        mb_tensor_init(&x, (void *)s, s->dtype, s->ndim, pl->in_shape);
     }
-    return dt__exec(c, &pl, &x, local, scratch, scratch_bytes);
+    return dt__exec(c, pl, &x, local, scratch, scratch_bytes);
 }
 
 #endif /* DT_NO_CONSTRUCTION */

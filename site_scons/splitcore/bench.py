@@ -6,10 +6,13 @@ line for each measurement (other lines are shown as they are):
    "peer": ..., "peer_value": ...}
 with the peer's figure measured in the same run. Rows from every
 benchmark go to build/bench/results.json as one JSON array. Benchmarks
-are not tests: nothing here asserts a time.
+are not tests: nothing here asserts a time. Then the report script (bench/report.py)
+turns the rows into REPORT.md with PNG plots beside results.json.
 """
 import json
 import os
+import subprocess
+import sys
 
 from .runners import run_and_log
 
@@ -30,9 +33,10 @@ def rows_of(log_path):
     return rows
 
 
-def collect(programs, results_path):
+def collect(programs, results_path, report=None):
     """programs: list of (name, path). Runs each, writes the JSON array,
-    prints a table. Returns 0, or 1 if a benchmark failed."""
+    prints a table, then runs the `report` script (if given) on the array.
+    Returns 0, or 1 if a benchmark or the report failed."""
     rows, status = [], 0
     for name, program in programs:
         log = os.path.join(os.path.dirname(results_path), name + ".log")
@@ -54,4 +58,8 @@ def collect(programs, results_path):
             print("%-16s %-20s %-16s %12s %-12s %12s %s" % tuple(
                 str(r[f]) for f in order))
         print("wrote %d row(s) to %s" % (len(rows), results_path))
+    if report:
+        # REPORT.md and bench-*.png beside results.json (tables only without matplotlib)
+        if subprocess.call([sys.executable, report, results_path]) != 0:
+            status = 1
     return status

@@ -1,0 +1,355 @@
+#!/usr/bin/env python3
+"""Turn `scons bench`'s results.json into a Markdown report with PNG plots.
+
+    report.py RESULTS.json [-o REPORT.md] [--img-dir DIR] [--img-prefix P] [--note TEXT]
+
+Writes REPORT.md (default: beside RESULTS.json) and its plots bench-*.png into --img-dir
+(default: the report's folder; the Markdown links them relative to the report). Run at
+the end of `scons bench` (site_scons/splitcore/bench.py); run by hand to make the committed
+snapshot docs/benchmarks.md:
+
+    python3 bench/report.py build/bench/results.json -o docs/benchmarks.md --img-dir docs/img \
+        --note "machine, date, load"
+
+Rows are DESIGN.md's {"bench","case","metric","unit","ours","peer","peer_value"}: the
+peer's figure is taken in the same run. A metric ending in _us, _ns, _instr, _bytes or
+_pct is lower-is-better, any other higher-is-better. Each table row gives ours / peer
+and whether ours is the better of the two. Plots (matplotlib; without it the report has
+the tables only and says so):
+  bench-p2p.png          one-way latency (ping-pong) and throughput vs message size:
+                         pg_shm, pg_pthread vs ck_ring and a mutex+condvar queue
+  bench-collectives.png  latency vs message size per collective: pg_pthread, pg_mpi vs MPI
+  bench-pipeline.png     pipeline step time: measured vs simulated vs ideal, and vs torch
+  bench-dtensor.png      redistribute vs the bare collective vs the same by hand with MPI
+A plot whose rows are absent is left out with a note; nothing here judges a time."""
+import argparse
+import json
+import math
+import os
+import re
+import statistics
+import sys
+
+LOWER = ("_us", "_ns", "_instr", "_bytes", "_pct")
+SIZE = re.compile(r"\b(\d+)(B|KB|MB)\b")
+UNITS = {"B": 1, "KB": 1024, "MB": 1024 * 1024}
+
+
+def lower_is_better(metric):
+    return metric.endswith(LOWER)
+
+
+def size_of(case):
+    """Message size in bytes named in a case ("... f32 16KB ..."), or None."""
+    m = SIZE.search(case)
+    return int(m.group(1)) * UNITS[m.group(2)] if m else None
+
+
+def size_label(n, _pos=None):
+    for unit, k in (("MB", 1 << 20), ("KB", 1 << 10)):
+        if n >= k and n % k == 0:
+            return "%d%s" % (n // k, unit)
+    return "%dB" % n
+
+
+def size_axis(ax, label):
+    """Log2 x axis of message sizes labelled 64B, 1KB, ..."""
+    from matplotlib.ticker import FuncFormatter
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_formatter(FuncFormatter(size_label))
+    ax.set_xlabel(label)
+
+
+def ratio(row):
+    try:
+        ours, peer = float(row["ours"]), float(row["peer_value"])
+    except (TypeError, ValueError):
+        return None
+    return ours / peer if peer > 0 and ours >= 0 else None
+
+
+def better(row):
+    r = ratio(row)
+    if r is None:
+        return None
+    return r < 1 if lower_is_better(row["metric"]) else r > 1
+
+
+def fmt(v):
+    if isinstance(v, float):
+        return ("%.4g" % v) if abs(v) < 1e6 else ("%.3e" % v)
+    return str(v)
+
+
+def md_escape(s):
+    return str(s).replace("|", "\\|")
+
+
+# ---- plots -----------------------------------------------------------------------------
+
+def lines(ax, pts, ours, ylabel, title, legend_size=6.5):
+    """pts {name: {size: value}}: one line per name on log2 sizes x log values; a name
+    for which ours(name) is false (a peer) is dashed."""
+    for name, p in sorted(pts.items()):
+        xs = sorted(p)
+        ax.plot(xs, [p[x] for x in xs], marker="o", markersize=3, label=name,
+                linestyle="-" if ours(name) else "--")
+    ax.set_yscale("log")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=9)
+    ax.grid(True, which="both", color="#e6e6e6", linewidth=0.5)
+    ax.legend(fontsize=legend_size)
+
+
+def save(plt, fig, path, title):
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def plot_p2p(plt, rows, path):
+    rows = [r for r in rows if r["bench"] == "p2p"]
+    lat = [r for r in rows if r["metric"].endswith(("_ns", "_us")) and size_of(r["case"])]
+    thr = [r for r in rows if not lower_is_better(r["metric"]) and size_of(r["case"])]
+    if not lat and not thr:
+        return None
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+
+    def series(subset):
+        """{name: {size: value}} for our ports (first word of the case) and each peer."""
+        out = {}
+        for r in subset:
+            s = size_of(r["case"])
+            out.setdefault(r["case"].split()[0], {})[s] = float(r["ours"])
+            out.setdefault(r["peer"], {})[s] = float(r["peer_value"])
+        return out
+
+    for ax, subset, title in ((axes[0], lat, "one-way latency (ping-pong), lower is better"),
+                              (axes[1], thr, "stream throughput, higher is better")):
+        if not subset:
+            ax.set_visible(False)
+            continue
+        if len({size_of(r["case"]) for r in subset}) == 1:   # one size: bars, not a line
+            pts = sorted(series(subset).items(), key=lambda kv: list(kv[1].values())[0])
+            ax.clear()
+            ax.barh([n for n, _ in pts], [list(v.values())[0] for _, v in pts],
+                    color=["#c44e52" if n.startswith("pg_") else "#8c8c8c" for n, _ in pts])
+            for i, (_, v) in enumerate(pts):
+                ax.text(list(v.values())[0], i, " %.4g" % list(v.values())[0], va="center", fontsize=7)
+            ax.set_xscale("log")
+            ax.set_xlabel("%s (%s), %s message" % (subset[0]["metric"], subset[0]["unit"],
+                                                   size_label(size_of(subset[0]["case"]))))
+            ax.set_title(title, fontsize=9)
+            continue
+        size_axis(ax, "message size")
+        lines(ax, series(subset), lambda n: n.startswith("pg_"),
+              "%s (%s)" % (subset[0]["metric"], subset[0]["unit"]), title, 7)
+    return save(plt, fig, path,
+                "p2p: our ports vs ck_ring (lock-free SPSC ring) and a mutex+condvar queue")
+
+
+def plot_collectives(plt, rows, path):
+    rows = [r for r in rows if r["bench"] == "pg_collectives" and size_of(r["case"])]
+    ops = []
+    for r in rows:
+        op = next((w for w in r["case"].split() if w in
+                   ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all",
+                    "gather", "scatter")), None)
+        if op and op not in ops:
+            ops.append(op)
+    if not ops:
+        return None
+    fig, axes = plt.subplots(1, len(ops), figsize=(4.2 * len(ops), 4), squeeze=False)
+    for ax, op in zip(axes[0], ops):
+        pts = {}
+        for r in rows:
+            words = r["case"].split()
+            if op not in words:
+                continue
+            s = size_of(r["case"])
+            ours = " ".join(words[:words.index(op)])     # "pg_mpi no-check"
+            pts.setdefault(ours, {})[s] = float(r["ours"])
+            peer = "MPI (%s)" % op
+            pts.setdefault(peer, {}).setdefault(s, float(r["peer_value"]))
+        size_axis(ax, "message size")
+        lines(ax, pts, lambda n: not n.startswith("MPI"), "latency (us), lower is better", op)
+    return save(plt, fig, path,
+                "collectives, 2 ranks: pg_pthread (threads) and pg_mpi vs OpenMPI in the same run")
+
+
+def plot_pipeline(plt, rows, path):
+    rows = [r for r in rows if r["bench"] == "pipeline" and r["metric"].endswith("_us")
+            and float(r["peer_value"]) > 0]
+    cases = []
+    for r in rows:
+        if r["case"] not in cases:
+            cases.append(r["case"])
+    if not cases:
+        return None
+    fig, ax = plt.subplots(figsize=(max(6, 2.2 * len(cases)), 4))
+    peers = []
+    for r in rows:
+        if r["peer"] not in peers:
+            peers.append(r["peer"])
+    names = ["measured (ours)"] + peers
+    width = 0.8 / len(names)
+    for k, name in enumerate(names):
+        xs, ys = [], []
+        for i, c in enumerate(cases):
+            rs = [r for r in rows if r["case"] == c]
+            v = float(rs[0]["ours"]) if k == 0 else next(
+                (float(r["peer_value"]) for r in rs if r["peer"] == name), None)
+            if v is not None:
+                xs.append(i + (k - (len(names) - 1) / 2) * width)
+                ys.append(v)
+        bars = ax.bar(xs, ys, width=width, label=name)
+        for b, y in zip(bars, ys):
+            ax.text(b.get_x() + b.get_width() / 2, y, "%.0f" % y, ha="center", va="bottom", fontsize=6.5)
+    ax.set_xticks(range(len(cases)))
+    ax.set_xticklabels(["%s\n(%s)" % (c, next(r["metric"] for r in rows if r["case"] == c))
+                        for c in cases], fontsize=8)
+    ax.set_yscale("log")
+    ax.set_ylabel("us per step / per microbatch (log), lower is better")
+    ax.grid(True, axis="y", color="#e6e6e6", linewidth=0.5)
+    ax.set_axisbelow(True)
+    ax.legend(fontsize=7)
+    return save(plt, fig, path,
+                "pipeline: measured vs simulated (pp_simulate) vs ideal, and vs torch Pipe")
+
+
+def plot_dtensor(plt, rows, path):
+    rows = [r for r in rows if r["bench"] == "dtensor" and r["metric"] == "latency_us"
+            and size_of(r["case"])]
+    kinds = []
+    for r in rows:
+        k = r["case"].split(" f32")[0].split(",")[0]   # "redistribute S(0)->R"
+        if k not in kinds:
+            kinds.append(k)
+    if not kinds:
+        return None
+    fig, axes = plt.subplots(1, len(kinds), figsize=(4.2 * len(kinds), 4), squeeze=False)
+    for ax, kind in zip(axes[0], kinds):
+        pts = {}
+        for r in rows:
+            if not r["case"].startswith(kind + " "):
+                continue
+            s = size_of(r["case"])
+            pts.setdefault("dt_redistribute (pg_pthread)", {})[s] = float(r["ours"])
+            peer = r["peer"].replace(" (same run)", "").replace("the same by hand with ", "by hand: ")
+            pts.setdefault(peer, {})[s] = float(r["peer_value"])
+        size_axis(ax, "tensor size")
+        lines(ax, pts, lambda n: n.startswith("dt_"), "latency (us), lower is better", kind)
+    return save(plt, fig, path,
+                "dtensor: redistribute vs the bare collective it runs vs MPI by hand, 2 ranks")
+
+
+PLOTS = (("p2p", "Point to point", plot_p2p),
+         ("collectives", "Collectives", plot_collectives),
+         ("pipeline", "Pipeline", plot_pipeline),
+         ("dtensor", "DTensor redistribute", plot_dtensor))
+
+
+# ---- report ----------------------------------------------------------------------------
+
+def summary(rows):
+    """Per (bench, peer): rows, rows where ours is better, median ours/peer."""
+    groups = {}
+    for r in rows:
+        rt = ratio(r)
+        if rt is None:
+            continue
+        g = groups.setdefault((r["bench"], r["peer"], r["metric"]), [])
+        g.append((rt, better(r)))
+    out = []
+    for (b, peer, metric), vals in groups.items():
+        out.append((b, peer, metric, len(vals), sum(1 for _, w in vals if w),
+                    statistics.median(v for v, _ in vals)))
+    return out
+
+
+def table(rows):
+    lines = ["| case | metric | ours | peer | peer value | ours / peer | ours better |",
+             "|---|---|--:|---|--:|--:|:-:|"]
+    for r in rows:
+        rt, w = ratio(r), better(r)
+        lines.append("| %s | %s | %s | %s | %s | %s | %s |" % (
+            md_escape(r["case"]), "%s (%s)" % (r["metric"], md_escape(r["unit"])), fmt(r["ours"]),
+            md_escape(r["peer"]), fmt(r["peer_value"]),
+            "%.3g" % rt if rt is not None else "-", "-" if w is None else ("yes" if w else "no")))
+    return lines
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("results")
+    ap.add_argument("-o", "--out")
+    ap.add_argument("--img-dir")
+    ap.add_argument("--img-prefix", default="bench-")
+    ap.add_argument("--note", action="append", default=[],
+                    help="a paragraph under the title (machine, date, load)")
+    args = ap.parse_args(argv)
+    with open(args.results) as f:
+        rows = json.load(f)
+    out = args.out or os.path.join(os.path.dirname(os.path.abspath(args.results)), "REPORT.md")
+    img_dir = args.img_dir or os.path.dirname(os.path.abspath(out))
+    os.makedirs(img_dir, exist_ok=True)
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        plt = None
+
+    md = ["# splitcore benchmarks", "",
+          "Generated by `bench/report.py` from `%s` (%d rows) of `scons bench`. Each peer's "
+          "figure was measured in the same run. `ours / peer` below 1 means a smaller number "
+          "for us; whether that is better depends on the metric: `_us`, `_ns`, `_instr`, "
+          "`_bytes` and `_pct` are lower-is-better, the others (throughput, samples/s) "
+          "higher-is-better." % (os.path.basename(args.results), len(rows)), ""]
+    for note in args.note:
+        md += [note, ""]
+    md += ["## Summary", "",
+           "Per benchmark and peer: the rows, how many ours wins, and the median of ours / peer.", "",
+           "| bench | peer | metric | rows | ours better | median ours / peer |",
+           "|---|---|---|--:|--:|--:|"]
+    for b, peer, metric, n, wins, med in summary(rows):
+        md.append("| %s | %s | %s | %d | %d | %.3g |" % (b, md_escape(peer), metric, n, wins, med))
+    md.append("")
+    benches = []
+    for r in rows:
+        if r["bench"] not in benches:
+            benches.append(r["bench"])
+    plotted = {}
+    for key, title, fn in PLOTS:
+        if plt is None:
+            break
+        path = os.path.join(img_dir, "%s%s.png" % (args.img_prefix, key))
+        try:
+            plotted[key] = fn(plt, rows, path)
+        except (ValueError, KeyError, TypeError) as e:   # a row shape this script does not know
+            print("report.py: plot %s skipped: %s" % (key, e), file=sys.stderr)
+            plotted[key] = None
+    section_of = {"p2p": "p2p", "pg_collectives": "collectives", "pipeline": "pipeline",
+                  "dtensor": "dtensor"}
+    for b in benches:
+        md += ["## %s" % b, ""]
+        key = section_of.get(b)
+        if plt is None:
+            md += ["(no plot: matplotlib is not installed; `apt-get install python3-matplotlib`)", ""]
+        elif key and plotted.get(key):
+            rel = os.path.relpath(plotted[key], os.path.dirname(os.path.abspath(out)))
+            md += ["![%s](%s)" % (b, rel.replace(os.sep, "/")), ""]
+        elif key:
+            md += ["(no plot: this run has no rows of the shape the plot needs)", ""]
+        md += table([r for r in rows if r["bench"] == b]) + [""]
+    with open(out, "w") as f:
+        f.write("\n".join(md))
+    print("report.py: wrote %s (%d rows, %d plot(s))" % (
+        out, len(rows), sum(1 for v in plotted.values() if v)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

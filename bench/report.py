@@ -176,22 +176,14 @@ def plot_collectives(plt, rows, path):
         size_axis(ax, "message size")
         lines(ax, pts, lambda n: not n.startswith("MPI"), "latency (us), lower is better", op)
     return save(plt, fig, path,
-                "collectives, 2 ranks: pg_pthread (threads) and pg_mpi vs OpenMPI in the same run")
+                "collectives, 2 ranks: our ports (pg_pthread, pg_shm: threads; pg_mpi: processes) vs Open MPI (dashed), same run")
 
 
-def plot_pipeline(plt, rows, path):
-    rows = [r for r in rows if r["bench"] == "pipeline" and r["metric"].endswith("_us")
-            and float(r["peer_value"]) > 0]
-    cases = []
-    for r in rows:
-        if r["case"] not in cases:
-            cases.append(r["case"])
-    if not cases:
-        return None
-    fig, ax = plt.subplots(figsize=(max(6, 2.2 * len(cases)), 4))
+def bars(ax, rows, cases, title):
+    """Grouped bars per case: ours ("measured") then each peer the case names."""
     peers = []
     for r in rows:
-        if r["peer"] not in peers:
+        if r["case"] in cases and r["peer"] not in peers:
             peers.append(r["peer"])
     names = ["measured (ours)"] + peers
     width = 0.8 / len(names)
@@ -204,19 +196,39 @@ def plot_pipeline(plt, rows, path):
             if v is not None:
                 xs.append(i + (k - (len(names) - 1) / 2) * width)
                 ys.append(v)
-        bars = ax.bar(xs, ys, width=width, label=name)
-        for b, y in zip(bars, ys):
-            ax.text(b.get_x() + b.get_width() / 2, y, "%.0f" % y, ha="center", va="bottom", fontsize=6.5)
+        drawn = ax.bar(xs, ys, width=width, label=name)
+        for b, y in zip(drawn, ys):
+            ax.text(b.get_x() + b.get_width() / 2, y, "%.0f" % y, ha="center", va="bottom", fontsize=6)
     ax.set_xticks(range(len(cases)))
-    ax.set_xticklabels(["%s\n(%s)" % (c, next(r["metric"] for r in rows if r["case"] == c))
-                        for c in cases], fontsize=8)
+    ax.set_xticklabels([c.split(" (")[0].replace("_per_", "\nper_").replace("_cpu", "\ncpu")
+                        for c in cases], fontsize=7)
     ax.set_yscale("log")
-    ax.set_ylabel("us per step / per microbatch (log), lower is better")
+    ax.set_ylabel("us (log), lower is better", fontsize=8)
+    ax.set_title(title, fontsize=9)
     ax.grid(True, axis="y", color="#e6e6e6", linewidth=0.5)
     ax.set_axisbelow(True)
-    ax.legend(fontsize=7)
-    return save(plt, fig, path,
-                "pipeline: measured vs simulated (pp_simulate) vs ideal, and vs torch Pipe")
+    ax.legend(fontsize=6.5, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+
+
+def plot_pipeline(plt, rows, path):
+    rows = [r for r in rows if r["bench"] == "pipeline" and r["metric"].endswith("_us")
+            and float(r["peer_value"]) > 0]
+    groups = ((lambda m: m == "step_us", "step time: measured vs pp_simulate vs ideal, and vs torch Pipe"),
+              (lambda m: m != "step_us", "executor overhead per microbatch (no-op stages) vs torch Pipe"))
+    panels = []
+    for want, title in groups:
+        cases = []
+        for r in rows:
+            if want(r["metric"]) and r["case"] not in cases:
+                cases.append(r["case"])
+        if cases:
+            panels.append((cases, title))
+    if not panels:
+        return None
+    fig, axes = plt.subplots(len(panels), 1, figsize=(12, 3.6 * len(panels)), squeeze=False)
+    for ax, (cases, title) in zip(axes[:, 0], panels):
+        bars(ax, rows, cases, title)
+    return save(plt, fig, path, "pipeline.h executor, 4 stages, 8 microbatches, pg_pthread")
 
 
 def plot_dtensor(plt, rows, path):

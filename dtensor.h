@@ -33,7 +33,8 @@
        2. Types, error codes               7. Plan cache
        3. Device mesh                      8. Execution over ports/pg.h
        4. Placements and specs             9. Implementation (DTENSOR_IMPLEMENTATION)
-       5. Shard sizes, local shapes and views
+       5. Shard sizes, local shapes and views  10. Ops: sharding propagation, dispatcher,
+                                               kernels (mm, addmm, bmm, pointwise)
 
    Configuration (define before including, or in SPLITCORE_CONFIG_FILE):
        DTENSOR_IMPLEMENTATION  emit the definitions (exactly one .c file; the program also
@@ -45,7 +46,12 @@
        DT_MAX_RANKS            largest mesh size (default 64)
        DT_NO_CONSTRUCTION      leave out distribute / from_local / to_local / full_tensor
                                (firmware that holds its shards and only redistributes:
-                               mesh, specs, planner, cache and executor, the "core")
+                               mesh, specs, planner, cache and executor: with
+                               DT_NO_OPS, the "core")
+       DT_NO_OPS               leave out section 10 (ops: propagation, dispatcher, kernels)
+       DT_MM_BLOCK             the reference matmul's k and n block (default 64)
+       DT_RESTRICT             restrict qualifier of the kernels (default: restrict in C,
+                               nothing in C++)
        DT_ASSERT(x)            internal invariant check (default: none)
        DT_MEMCPY(d,s,n), DT_MEMSET(d,v,n)   default: memcpy / memset
 
@@ -109,7 +115,8 @@ enum dt_err {
     DT_ERR_PARTIAL_OP = -13,     /* Partial(a) -> Partial(b), a != b */
     DT_ERR_UNSUPPORTED = -14,    /* Replicate -> Partial(prod) (torch raises as well) */
     DT_ERR_TOO_SMALL = -15,      /* caller storage, or a DT_MAX_* capacity, too small */
-    DT_ERR_COMM = -16            /* a pg collective failed: dt_comm.err holds its pg_err */
+    DT_ERR_COMM = -16,           /* a pg collective failed: dt_comm.err holds its pg_err */
+    DT_ERR_NO_STRATEGY = -17     /* ops: no sharding strategy fits (the cache's failed_op) */
 };
 
 /* Reduce ops of Partial, in pg.h's pg_red order (a plan's `red` maps 1:1). */
@@ -383,6 +390,109 @@ DT_API int dt_distribute(dt_comm *c, const dt_spec *s, const mb_tensor *global, 
 DT_API int dt_distribute_scratch_bytes(const dt_spec *s, int src_rank, size_t *bytes);
 #endif /* DT_NO_CONSTRUCTION */
 
+#ifndef DT_NO_OPS
+/* ---- 10. Ops: sharding propagation, dispatcher, local kernels ----------------------
+   PyTorch DTensor's _ops/ strategies, _sharding_prop.py and _dispatch.py for a subset of
+   aten ops on f32: mm, addmm (bias + mat1 @ mat2, 1-D or 2-D bias), bmm, and the
+   pointwise add, sub, mul, div (same shapes), neg, relu.
+   Propagation: an op's candidate strategies (input placements -> output placement) are
+   generated per mesh dim and combined by cartesian product over mesh dims (the last mesh
+   dim varies fastest, as itertools.product), each costed as the sum over inputs of
+   dt_plan_cost_ns(current -> target) (torch's redistribute_cost; an impossible
+   redistribution drops the strategy), planned as on mesh position 0 (the largest
+   pieces) so that every rank chooses the same strategy. Chosen as _select_min_cost_strategy: the LAST
+   strategy that needs no redistribution, else the FIRST of minimum cost.
+     mm "mk,kn->mn", per mesh dim in torch's order: R,R->R; S(1),S(0)->P(sum); S(0),R->S(0);
+       R,S(1)->S(1) (4 on a 1-D mesh, 16 on 2-D). Strategies sharding a dim over more
+       ranks than its size are dropped (is_tensor_shardable).
+     bmm "bmk,bkn->bmn": R; S(0),S(0)->S(0); S(2),S(1)->P(sum); S(1),R->S(1);
+       R,S(2)->S(2) (5 and 25).
+     addmm: mm's, the bias following the output through broadcasting (a broadcast dim
+       Replicate, Partial kept: a Replicate bias is partitioned, sum divides).
+     pointwise: one strategy following the input with the most shards (first on ties):
+       Shard kept; Partial(sum/avg) kept by add/sub (every input then targets that
+       Partial: Replicate is partitioned locally), mul (the others target Replicate), div
+       (through the numerator only; a Partial denominator is replicated) and neg; neg
+       swaps Partial(max) <-> Partial(min), relu (monotone) keeps Partial(max/min); every
+       other Partial becomes Replicate (an all_reduce of that input).
+   Results are cached in caller storage by (op, mesh shape and coordinate, each input's
+   placements, shape and dtype) with hit/miss counters, least-recently-used replacement.
+   A propagation failure returns DT_ERR_NO_STRATEGY and records the op in the cache's
+   failed_op (dt_op_name() names it). */
+typedef enum dt_aten {
+    DT_ATEN_MM = 0, DT_ATEN_ADDMM, DT_ATEN_BMM,
+    DT_ATEN_ADD, DT_ATEN_SUB, DT_ATEN_MUL, DT_ATEN_DIV, DT_ATEN_NEG, DT_ATEN_RELU,
+    DT_ATEN_COUNT
+} dt_aten;
+#define DT_MAX_OP_ARGS 3
+
+/* The chosen strategy of one op call. */
+typedef struct dt_op_strategy {
+    int32_t op;                                        /* dt_aten */
+    int32_t nargs;
+    int32_t count;                                     /* candidates generated (after filtering) */
+    int32_t index;                                     /* the chosen one's position among them */
+    uint64_t cost_ns;                                  /* its redistribute cost */
+    dt_placement in[DT_MAX_OP_ARGS][DT_MAX_MESH_DIMS]; /* each input's target placements */
+    dt_placement out[DT_MAX_MESH_DIMS];
+    int32_t out_ndim;
+    int32_t out_shape[MB_MAX_DIMS];                    /* global output shape */
+} dt_op_strategy;
+
+typedef struct dt_op_key {
+    int32_t op, nargs;
+    unsigned char mesh[offsetof(dt_mesh, ranks)];
+    unsigned char arg[DT_MAX_OP_ARGS][offsetof(dt_spec, stride) - offsetof(dt_spec, placements)];
+} dt_op_key;
+
+typedef struct dt_op_entry {
+    dt_op_key key;
+    uint32_t stamp;            /* last use; 0 = empty */
+    dt_op_strategy s;
+} dt_op_entry;
+
+typedef struct dt_op_cache {
+    dt_op_entry *entries;
+    int32_t capacity, count;
+    uint32_t clock;
+    uint32_t hits, misses;
+    int32_t failed_op;         /* dt_aten of the last DT_ERR_NO_STRATEGY, -1 none */
+} dt_op_cache;
+
+DT_API int dt_op_cache_init(dt_op_cache *c, dt_op_entry *storage, int capacity);
+/* "mm", "addmm", ... (NULL for an unknown op). */
+DT_API const char *dt_op_name(int op);
+/* Propagate: the chosen strategy for op on these input specs (all on one mesh, this rank
+   a member). cache may be NULL. DT_ERR_NO_STRATEGY when no candidate is possible;
+   DT_ERR_SHAPE when the shapes do not fit the op; DT_ERR_DTYPE unless f32. */
+DT_API int dt_propagate(dt_op_cache *cache, int op, const dt_spec *const *args, int nargs, dt_op_strategy *s);
+
+/* A local kernel: out = op(in[0..nin)) on local tensors (strided views allowed, out
+   contiguous). Returns 0 or a negative dt_err. */
+typedef int (*dt_kernel)(int op, mb_tensor *out, const mb_tensor *const *in, int nin);
+/* The portable C99 kernels (blocked matmul, pointwise loops) behind every op. */
+DT_API int dt_kernel_ref(int op, mb_tensor *out, const mb_tensor *const *in, int nin);
+
+/* The dispatcher's context (OpDispatcher): kernels[op] NULL runs dt_kernel_ref. plans and
+   strategies may be NULL (no caching). scratch holds redistributed inputs and the
+   redistribute scratch (8-byte aligned). */
+typedef struct dt_dispatch {
+    dt_comm *comm;
+    dt_plan_cache *plans;
+    dt_op_cache *strategies;
+    dt_kernel kernels[DT_ATEN_COUNT];
+    void *scratch;
+    size_t scratch_bytes;
+} dt_dispatch;
+
+/* out = op(args): propagate, redistribute each input to its target (dt_redistribute, with
+   Replicate -> Partial allowed), run the kernel on the local tensors, wrap the result as
+   out (spec + contiguous local view into out_data). DT_ERR_TOO_SMALL when out_bytes or
+   the scratch is too small (nothing sent then). */
+DT_API int dt_op(dt_dispatch *d, int op, const dt_tensor *args, int nargs, dt_tensor *out, void *out_data,
+                 size_t out_bytes);
+#endif /* DT_NO_OPS */
+
 #ifdef __cplusplus
 }
 #endif
@@ -419,9 +529,9 @@ DT__DEF const char *dt_strerror(int err)
     static const char msg[] = "ok\0null pointer\0bad mesh\0bad rank\0not a mesh member\0bad mesh dim\0"
                               "bad placement\0placement count\0bad shard dim\0bad shape\0bad dtype\0"
                               "mismatch\0to Partial\0Partial op change\0unsupported\0too small\0"
-                              "collective failed\0unknown error";
+                              "collective failed\0no sharding strategy\0unknown error";
     const char *p = msg;
-    if (err > 0 || err < DT_ERR_COMM) err = DT_ERR_COMM - 1;
+    if (err > 0 || err < DT_ERR_NO_STRATEGY) err = DT_ERR_NO_STRATEGY - 1;
     for (; err < 0; err++) p += strlen(p) + 1;
     return p;
 }
@@ -1287,6 +1397,445 @@ DT__DEF int dt_distribute(dt_comm *c, const dt_spec *s, const mb_tensor *global,
 }
 
 #endif /* DT_NO_CONSTRUCTION */
+
+#ifndef DT_NO_OPS /* ops: propagation, dispatcher, kernels */
+
+DT__DEF const char *dt_op_name(int op)
+{
+    static const char *const names[DT_ATEN_COUNT] = {"mm", "addmm", "bmm", "add", "sub", "mul", "div", "neg", "relu"};
+    return op >= 0 && op < DT_ATEN_COUNT ? names[op] : 0;
+}
+
+DT__DEF int dt_op_cache_init(dt_op_cache *c, dt_op_entry *storage, int capacity)
+{
+    if (!c || !storage) return DT_ERR_NULL;
+    if (capacity < 1) return DT_ERR_TOO_SMALL;
+    DT_MEMSET(c, 0, sizeof *c);
+    c->entries = storage;
+    c->capacity = capacity;
+    c->failed_op = -1;
+    return DT_OK;
+}
+
+#define DT__P(k, a) {(int16_t)(k), (int16_t)(a)}
+#define DT__R DT__P(DT_KIND_REPLICATE, 0)
+#define DT__S(d) DT__P(DT_KIND_SHARD, d)
+#define DT__PS DT__P(DT_KIND_PARTIAL, DT_SUM)
+/* Einsum strategies over one mesh dim, gen_einsum_strategies' order: {out, lhs, rhs}. */
+static const dt_placement dt__mm_opts[4][3] = {
+    {DT__R, DT__R, DT__R}, {DT__PS, DT__S(1), DT__S(0)}, {DT__S(0), DT__S(0), DT__R}, {DT__S(1), DT__R, DT__S(1)}};
+static const dt_placement dt__bmm_opts[5][3] = {{DT__R, DT__R, DT__R},
+                                                 {DT__S(0), DT__S(0), DT__S(0)},
+                                                 {DT__PS, DT__S(2), DT__S(1)},
+                                                 {DT__S(1), DT__S(1), DT__R},
+                                                 {DT__S(2), DT__R, DT__S(2)}};
+
+/* is_tensor_shardable: every sharded dim has at least as many elements as pieces. */
+static int dt__shardable(const dt_spec *s, const dt_placement *p)
+{
+    int i, j;
+    for (i = 0; i < s->mesh->ndim; i++) {
+        int32_t n = 1;
+        if (p[i].kind != DT_KIND_SHARD) continue;
+        for (j = 0; j < s->mesh->ndim; j++)
+            if (dt__is_shard(p[j], p[i].arg)) n *= s->mesh->shape[j];
+        if (s->shape[p[i].arg] < n) return 0;
+    }
+    return 1;
+}
+
+/* Cost of moving spec a to placements p (torch's redistribute_cost); -1 impossible.
+   Planned as on mesh position 0 (the largest pieces), so every rank gets the same cost
+   and chooses the same strategy. */
+static int64_t dt__redist_cost(const dt_spec *a, const dt_placement *p)
+{
+    dt_mesh m0 = *a->mesh;
+    dt_spec s = *a, t;
+    dt_plan pl;
+    uint64_t ns;
+    m0.index = 0;
+    m0.rank = m0.ranks[0];
+    DT_MEMSET(m0.coord, 0, sizeof m0.coord);
+    s.mesh = &m0;
+    t = s;
+    DT_MEMCPY(t.placements, p, sizeof(dt_placement) * (size_t)m0.ndim);
+    if (!dt__shardable(a, p) || dt_plan_redistribute(&s, &t, DT_PLAN_ALLOW_PARTIAL, &pl) ||
+        dt_plan_cost_ns(&pl, 0, &ns))
+        return -1;
+    return (int64_t)ns;
+}
+
+/* Consider one candidate (in/out placements in s->in, s->out) against the best so far in
+   *best: torch's _select_min_cost_strategy, streamed. */
+static void dt__consider(const dt_spec *const *args, int nargs, dt_op_strategy *cand, dt_op_strategy *best,
+                         int *noredist)
+{
+    int64_t c, sum = 0;
+    int i, same = 1, nd = args[0]->mesh->ndim;
+    for (i = 0; i < nargs; i++) {
+        c = dt__redist_cost(args[i], cand->in[i]);
+        if (c < 0) return;
+        sum += c;
+        if (memcmp(args[i]->placements, cand->in[i], sizeof(dt_placement) * (size_t)nd)) same = 0;
+    }
+    cand->index = cand->count++;
+    cand->cost_ns = (uint64_t)sum;
+    if (same) { /* the last one that needs no redistribution wins */
+        *best = *cand;
+        *noredist = 1;
+    } else if (!*noredist && (best->index < 0 || (uint64_t)sum < best->cost_ns)) {
+        *best = *cand;
+    }
+}
+
+/* Input dims of an operand broadcast to an output of out_nd dims: out dim d -> operand dim,
+   -1 when broadcast (infer_broadcast_dims_map). */
+static int dt__bdim(const dt_spec *a, const int32_t *out_shape, int out_nd, int d)
+{
+    int k = d - (out_nd - a->ndim);
+    return k >= 0 && a->shape[k] == out_shape[d] ? k : -1;
+}
+
+static int dt__prop_einsum(const dt_spec *const *args, int nargs, int op, dt_op_strategy *best)
+{
+    const dt_placement(*opts)[3] = op == DT_ATEN_BMM ? dt__bmm_opts : dt__mm_opts;
+    int nopt = op == DT_ATEN_BMM ? 5 : 4, nd = args[0]->mesh->ndim, total = 1, i, md, noredist = 0;
+    const dt_spec *lhs = args[nargs - 2], *rhs = args[nargs - 1];
+    dt_op_strategy cand = *best;
+    int rank = op == DT_ATEN_BMM ? 3 : 2;
+    if (lhs->ndim != rank || rhs->ndim != rank || lhs->shape[rank - 1] != rhs->shape[rank - 2] ||
+        (rank == 3 && lhs->shape[0] != rhs->shape[0]))
+        return DT_ERR_SHAPE;
+    DT_MEMCPY(best->out_shape, lhs->shape, sizeof best->out_shape);
+    best->out_shape[rank - 1] = rhs->shape[rank - 1];
+    best->out_ndim = rank;
+    if (op == DT_ATEN_ADDMM) {
+        const dt_spec *b = args[0];
+        if (b->ndim < 1 || b->ndim > 2) return DT_ERR_SHAPE;
+        for (i = 0; i < b->ndim; i++) {
+            int32_t o = best->out_shape[2 - b->ndim + i];
+            if (b->shape[i] != o && b->shape[i] != 1) return DT_ERR_SHAPE;
+        }
+    }
+    cand = *best;
+    for (i = 0; i < nd; i++) total *= nopt;
+    for (i = 0; i < total; i++) {
+        int code = i;
+        for (md = nd - 1; md >= 0; md--, code /= nopt) { /* itertools.product: last dim fastest */
+            const dt_placement *o = opts[code % nopt];
+            cand.out[md] = o[0];
+            cand.in[nargs - 2][md] = o[1];
+            cand.in[nargs - 1][md] = o[2];
+            if (op == DT_ATEN_ADDMM) { /* the bias follows the output (map_placements_after_broadcast) */
+                dt_placement p = o[0];
+                if (p.kind == DT_KIND_SHARD) {
+                    int k = dt__bdim(args[0], best->out_shape, 2, p.arg);
+                    p.kind = k < 0 ? (int16_t)DT_KIND_REPLICATE : p.kind;
+                    p.arg = (int16_t)(k < 0 ? 0 : k);
+                }
+                cand.in[0][md] = p;
+            }
+        }
+        dt__consider(args, nargs, &cand, best, &noredist);
+        best->count = cand.count;
+    }
+    return best->index < 0 ? DT_ERR_NO_STRATEGY : DT_OK;
+}
+
+static int dt__prop_pointwise(const dt_spec *const *args, int nargs, int op, dt_op_strategy *best)
+{
+    const dt_spec *f;
+    int i, md, fi = 0, nd = args[0]->mesh->ndim, noredist = 0;
+    dt_op_strategy cand;
+    for (i = 1; i < nargs; i++) {
+        if (args[i]->ndim != args[0]->ndim ||
+            memcmp(args[i]->shape, args[0]->shape, sizeof(int32_t) * (size_t)args[0]->ndim))
+            return DT_ERR_SHAPE;
+        if (dt__num_shards(args[i]->mesh, args[i]->placements) > dt__num_shards(args[fi]->mesh, args[fi]->placements))
+            fi = i;
+    }
+    f = args[fi];
+    best->out_ndim = f->ndim;
+    DT_MEMCPY(best->out_shape, f->shape, sizeof best->out_shape);
+    cand = *best;
+    for (md = 0; md < nd; md++) {
+        dt_placement p = f->placements[md];
+        int lin = p.kind == DT_KIND_PARTIAL && (p.arg == DT_SUM || p.arg == DT_AVG);
+        if (p.kind == DT_KIND_PARTIAL) {
+            int keep = 0;
+            if (op == DT_ATEN_NEG) {
+                keep = 1;
+                if (p.arg == DT_MAX || p.arg == DT_MIN) p.arg = (int16_t)(p.arg == DT_MAX ? DT_MIN : DT_MAX);
+                else keep = lin;
+            } else if (op == DT_ATEN_RELU) {
+                keep = p.arg == DT_MAX || p.arg == DT_MIN;
+            } else if (op == DT_ATEN_DIV) {
+                keep = lin && fi == 0;
+            } else {
+                keep = lin;
+            }
+            if (!keep) p.kind = p.arg = 0;
+        }
+        cand.out[md] = p;
+        for (i = 0; i < nargs; i++) {
+            dt_placement q = p;
+            if (i == fi) q = f->placements[md].kind == DT_KIND_PARTIAL && p.kind == DT_KIND_PARTIAL ? f->placements[md] : p;
+            /* mul/div: only the followed input stays Partial, the others are replicated */
+            else if (q.kind == DT_KIND_PARTIAL && (op == DT_ATEN_MUL || op == DT_ATEN_DIV)) q.kind = q.arg = 0;
+            cand.in[i][md] = q;
+        }
+    }
+    dt__consider(args, nargs, &cand, best, &noredist);
+    best->count = cand.count;
+    return best->index < 0 ? DT_ERR_NO_STRATEGY : DT_OK;
+}
+
+static int dt__op_args(int op)
+{
+    return op == DT_ATEN_ADDMM ? 3 : op == DT_ATEN_NEG || op == DT_ATEN_RELU ? 1 : 2;
+}
+
+DT__DEF int dt_propagate(dt_op_cache *c, int op, const dt_spec *const *args, int nargs, dt_op_strategy *s)
+{
+    dt_op_key k;
+    dt_op_strategy best;
+    dt_op_entry *e, *victim = 0;
+    int i, rc;
+    if (!args || !s) return DT_ERR_NULL;
+    if (op < 0 || op >= DT_ATEN_COUNT || nargs != dt__op_args(op)) return DT_ERR_PLACEMENT_COUNT;
+    for (i = 0; i < nargs; i++) {
+        rc = args[i] ? dt_spec_check(args[i]) : DT_ERR_NULL;
+        if (rc) return rc;
+        if (!dt__mesh_same(args[i]->mesh, args[0]->mesh)) return DT_ERR_MISMATCH;
+        if (args[i]->dtype != MB_F32) return DT_ERR_DTYPE;
+    }
+    if (args[0]->mesh->index < 0) return DT_ERR_NOT_MEMBER;
+    DT_MEMSET(&k, 0, sizeof k);
+    k.op = op;
+    k.nargs = nargs;
+    DT_MEMCPY(k.mesh, args[0]->mesh, sizeof k.mesh);
+    for (i = 0; i < nargs; i++) DT_MEMCPY(k.arg[i], args[i]->placements, sizeof k.arg[i]);
+    if (c && c->entries) {
+        victim = c->entries;
+        for (i = 0; i < c->count; i++) {
+            e = &c->entries[i];
+            if (!memcmp(&e->key, &k, sizeof k)) {
+                c->hits++;
+                e->stamp = ++c->clock;
+                *s = e->s;
+                return DT_OK;
+            }
+            if (e->stamp < victim->stamp) victim = e;
+        }
+        if (c->count < c->capacity) victim = &c->entries[c->count];
+    }
+    DT_MEMSET(&best, 0, sizeof best);
+    best.op = op;
+    best.nargs = nargs;
+    best.index = -1;
+    rc = op <= DT_ATEN_BMM ? dt__prop_einsum(args, nargs, op, &best) : dt__prop_pointwise(args, nargs, op, &best);
+    if (rc) {
+        if (c && rc == DT_ERR_NO_STRATEGY) c->failed_op = op;
+        return rc;
+    }
+    if (victim) {
+        if (victim == &c->entries[c->count]) c->count++;
+        victim->key = k;
+        victim->s = best;
+        victim->stamp = ++c->clock;
+        c->misses++;
+    }
+    *s = best;
+    return DT_OK;
+}
+
+/* ---- kernels ---- */
+
+#ifndef DT_RESTRICT
+#ifdef __cplusplus
+#define DT_RESTRICT
+#else
+#define DT_RESTRICT restrict
+#endif
+#endif
+#ifndef DT_MM_BLOCK
+#define DT_MM_BLOCK 64
+#endif
+
+/* y[m,n] (+)= a[m,k] @ b[k,n], blocked over k and n; strides in elements. */
+static void dt__mm(float *DT_RESTRICT y, int32_t ys, const float *DT_RESTRICT a, int32_t as0, int32_t as1,
+                   const float *DT_RESTRICT b, int32_t bs0, int32_t bs1, int32_t m, int32_t n, int32_t k)
+{
+    int32_t i, j, p, kb, nb, ke, ne;
+    for (kb = 0; kb < k; kb += DT_MM_BLOCK) {
+        ke = kb + DT_MM_BLOCK < k ? kb + DT_MM_BLOCK : k;
+        for (nb = 0; nb < n; nb += DT_MM_BLOCK) {
+            ne = nb + DT_MM_BLOCK < n ? nb + DT_MM_BLOCK : n;
+            for (i = 0; i < m; i++) {
+                float *DT_RESTRICT yr = y + (size_t)i * (size_t)ys;
+                for (p = kb; p < ke; p++) {
+                    const float av = a[(size_t)i * (size_t)as0 + (size_t)p * (size_t)as1];
+                    const float *DT_RESTRICT br = b + (size_t)p * (size_t)bs0;
+                    if (bs1 == 1)
+                        for (j = nb; j < ne; j++) yr[j] += av * br[j];
+                    else
+                        for (j = nb; j < ne; j++) yr[j] += av * br[(size_t)j * (size_t)bs1];
+                }
+            }
+        }
+    }
+}
+
+/* Element i (row-major) of t. */
+static float dt__at(const mb_tensor *t, int32_t i)
+{
+    size_t off = 0;
+    int d;
+    for (d = t->ndim - 1; d >= 0; d--) {
+        off += (size_t)(i % t->shape[d]) * (size_t)t->stride[d];
+        i /= t->shape[d];
+    }
+    return ((const float *)t->data)[off];
+}
+
+static int dt__contig(const mb_tensor *t)
+{
+    int32_t d, s = 1;
+    for (d = t->ndim - 1; d >= 0; d--) {
+        if (t->shape[d] != 1 && t->stride[d] != s) return 0;
+        s *= t->shape[d];
+    }
+    return 1;
+}
+
+DT__DEF int dt_kernel_ref(int op, mb_tensor *out, const mb_tensor *const *in, int nin)
+{
+    float *DT_RESTRICT y;
+    int32_t i, n = 1, d;
+    if (!out || !in || nin < 1 || op < 0 || op >= DT_ATEN_COUNT || nin != dt__op_args(op)) return DT_ERR_NULL;
+    y = (float *)out->data;
+    for (d = 0; d < out->ndim; d++) n *= out->shape[d];
+    if (op <= DT_ATEN_BMM) {
+        const mb_tensor *a = in[nin - 2], *b = in[nin - 1];
+        int bt = op == DT_ATEN_BMM, r = 1 + bt;
+        int32_t m = out->shape[bt], nn = out->shape[r], k = a->shape[r], bi, batches = bt ? out->shape[0] : 1;
+        if (op == DT_ATEN_ADDMM) { /* out = bias broadcast, then accumulate */
+            const mb_tensor *c = in[0];
+            for (i = 0; i < n; i++) {
+                int32_t row = i / (nn ? nn : 1), col = i % (nn ? nn : 1);
+                size_t off = (size_t)(c->shape[c->ndim - 1] == 1 ? 0 : col) * (size_t)c->stride[c->ndim - 1];
+                if (c->ndim == 2 && c->shape[0] != 1) off += (size_t)row * (size_t)c->stride[0];
+                y[i] = ((const float *)c->data)[off];
+            }
+        } else {
+            for (i = 0; i < n; i++) y[i] = 0.0f;
+        }
+        for (bi = 0; bi < batches; bi++)
+            dt__mm(y + (size_t)bi * (size_t)m * (size_t)nn, nn,
+                   (const float *)a->data + (bt ? (size_t)bi * (size_t)a->stride[0] : 0), a->stride[bt], a->stride[r],
+                   (const float *)b->data + (bt ? (size_t)bi * (size_t)b->stride[0] : 0), b->stride[bt], b->stride[r],
+                   m, nn, k);
+        return DT_OK;
+    }
+    if (dt__contig(in[0]) && (nin < 2 || dt__contig(in[1]))) { /* the usual case: flat loops */
+        const float *DT_RESTRICT a = (const float *)in[0]->data, *DT_RESTRICT b = nin > 1 ? (const float *)in[1]->data : a;
+        switch (op) {
+        case DT_ATEN_ADD: for (i = 0; i < n; i++) y[i] = a[i] + b[i]; break;
+        case DT_ATEN_SUB: for (i = 0; i < n; i++) y[i] = a[i] - b[i]; break;
+        case DT_ATEN_MUL: for (i = 0; i < n; i++) y[i] = a[i] * b[i]; break;
+        case DT_ATEN_DIV: for (i = 0; i < n; i++) y[i] = a[i] / b[i]; break;
+        case DT_ATEN_NEG: for (i = 0; i < n; i++) y[i] = -a[i]; break;
+        default: for (i = 0; i < n; i++) y[i] = a[i] > 0.0f ? a[i] : 0.0f; break;
+        }
+        return DT_OK;
+    }
+    for (i = 0; i < n; i++) {
+        float a = dt__at(in[0], i), b = nin > 1 ? dt__at(in[1], i) : 0.0f;
+        y[i] = op == DT_ATEN_ADD ? a + b : op == DT_ATEN_SUB ? a - b : op == DT_ATEN_MUL ? a * b :
+               op == DT_ATEN_DIV ? a / b : op == DT_ATEN_NEG ? -a : (a > 0.0f ? a : 0.0f);
+    }
+    return DT_OK;
+}
+
+/* ---- dispatcher ---- */
+
+#if defined(__GNUC__) || defined(__clang__)
+#define DT__NOINLINE __attribute__((noinline)) /* stack: its frame apart from the caller's */
+#else
+#define DT__NOINLINE
+#endif
+
+/* The output spec of strategy st on mesh m into os (NULL: not kept); its local shape in
+   shape when not NULL. */
+static DT__NOINLINE int dt__op_out(const dt_op_strategy *st, const dt_mesh *m, dt_spec *os, int32_t *shape)
+{
+    dt_spec tmp;
+    int rc = dt_spec_init(&tmp, m, st->out, m->ndim, MB_F32, st->out_ndim, st->out_shape, 0);
+    if (!rc && shape) dt__local(&tmp, m->coord, tmp.placements, m->ndim, shape, 0);
+    if (!rc && os) *os = tmp;
+    return rc;
+}
+
+/* Move input a to placements p into *moved, its buffer taken from the end of the scratch
+   [*cur, *cur + *left); the rest before it is the redistribute scratch. */
+static DT__NOINLINE int dt__op_move(dt_dispatch *d, const dt_tensor *a, const dt_placement *p, mb_tensor *moved,
+                       unsigned char *cur, size_t *left)
+{
+    dt_spec t = a->spec;
+    int32_t sh[MB_MAX_DIMS];
+    size_t need;
+    DT_MEMCPY(t.placements, p, sizeof(dt_placement) * (size_t)t.mesh->ndim);
+    dt__local(&t, t.mesh->coord, t.placements, t.mesh->ndim, sh, 0);
+    need = (size_t)DT__R8(dt__bytes(sh, t.ndim, MB_F32));
+    if (need > *left) return DT_ERR_TOO_SMALL;
+    *left -= need;
+    mb_tensor_init(moved, cur + *left, MB_F32, t.ndim, sh);
+    return dt_redistribute(d->comm, d->plans, &a->spec, &a->local, &t, DT_PLAN_ALLOW_PARTIAL, moved,
+                           *left ? cur : 0, *left);
+}
+
+DT__DEF int dt_op(dt_dispatch *d, int op, const dt_tensor *args, int nargs, dt_tensor *out, void *out_data,
+                  size_t out_bytes)
+{
+    const dt_spec *specs[DT_MAX_OP_ARGS];
+    const mb_tensor *loc[DT_MAX_OP_ARGS];
+    mb_tensor moved[DT_MAX_OP_ARGS], y;
+    dt_op_strategy s;
+    int32_t sh[MB_MAX_DIMS];
+    size_t left;
+    int i, rc, nd;
+    const dt_mesh *m;
+    if (!d || !args || !out || !out_data) return DT_ERR_NULL;
+    if (nargs < 1 || nargs > DT_MAX_OP_ARGS) return DT_ERR_PLACEMENT_COUNT;
+    for (i = 0; i < nargs; i++) specs[i] = &args[i].spec;
+    rc = dt_propagate(d->strategies, op, specs, nargs, &s);
+    if (rc) return rc;
+    m = args[0].spec.mesh;
+    nd = m->ndim;
+    rc = dt__comm_check(d->comm, m);
+    for (i = 0; !rc && i < nargs; i++) { /* every local tensor must fit its spec */
+        dt__local(&args[i].spec, m->coord, args[i].spec.placements, nd, sh, 0);
+        rc = dt__fits(&args[i].local, MB_F32, args[i].spec.ndim, sh);
+    }
+    if (!rc) rc = dt__op_out(&s, m, 0, sh);
+    if (rc) return rc;
+    if (dt__bytes(sh, s.out_ndim, MB_F32) > out_bytes) return DT_ERR_TOO_SMALL;
+    mb_tensor_init(&y, out_data, MB_F32, s.out_ndim, sh);
+    left = d->scratch ? d->scratch_bytes : 0;
+    for (i = 0; i < nargs; i++) { /* redistribute the inputs whose placements differ */
+        loc[i] = &args[i].local;
+        if (!memcmp(s.in[i], args[i].spec.placements, sizeof(dt_placement) * (size_t)nd)) continue;
+        rc = dt__op_move(d, &args[i], s.in[i], &moved[i], (unsigned char *)d->scratch, &left);
+        if (rc) return rc;
+        loc[i] = &moved[i];
+    }
+    rc = (d->kernels[op] ? d->kernels[op] : dt_kernel_ref)(op, &y, loc, nargs);
+    if (rc) return rc;
+    rc = dt__op_out(&s, m, &out->spec, 0);
+    out->local = y;
+    return rc;
+}
+#endif /* DT_NO_OPS */
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,537 @@
+/* test_dtensor_ops.c — dtensor.h's ops (section 10): sharding propagation (strategy
+   counts, torch's choices, Partial rules, the cache), the local kernels, and the
+   dispatcher over pg_pthread.h with 4 ranks on a 1-D mesh of 4 and a 2x2 mesh: every op
+   under every combination of input placements (Replicate, Shard of each dim, Partial)
+   against the same op computed on one rank from the global tensors. */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+
+#define MICROBATCH_IMPLEMENTATION
+#define PG_IMPLEMENTATION
+#define DTENSOR_IMPLEMENTATION
+#include "dtensor.h"
+#define PG_PTHREAD_IMPLEMENTATION
+#include "ports/pg_pthread.h"
+
+#define R_ DT_REPLICATE()
+#define S0 DT_SHARD(0)
+#define S1 DT_SHARD(1)
+#define PSUM DT_PARTIAL(DT_SUM)
+
+/* ---- propagation (no communication: rank 0's view) ---- */
+
+static dt_mesh mesh1, mesh2;
+static const int32_t one[1] = {4}, two[2] = {2, 2};
+
+static void spec(dt_spec *s, const dt_mesh *m, const dt_placement *p, int ndim, int32_t d0, int32_t d1, int32_t d2)
+{
+    int32_t sh[3];
+    sh[0] = d0;
+    sh[1] = d1;
+    sh[2] = d2;
+    assert_int_equal(dt_spec_init(s, m, p, m->ndim, MB_F32, ndim, sh, NULL), 0);
+}
+
+static int same(const dt_placement *a, const dt_placement *b, int n)
+{
+    int i;
+    for (i = 0; i < n; i++)
+        if (a[i].kind != b[i].kind || a[i].arg != b[i].arg) return 0;
+    return 1;
+}
+
+/* How many strategies op generates for two replicated operands of these shapes. */
+static int count(const dt_mesh *m, int op, int ndim, const int32_t *sa, const int32_t *sb)
+{
+    dt_spec a, b;
+    const dt_spec *args[2] = {&a, &b};
+    dt_placement rr[2] = {R_, R_};
+    dt_op_strategy s;
+    spec(&a, m, rr, ndim, sa[0], sa[1], sa[2]);
+    spec(&b, m, rr, ndim, sb[0], sb[1], sb[2]);
+    assert_int_equal(dt_propagate(NULL, op, args, 2, &s), 0);
+    assert_int_equal(s.index, 0); /* R,R needs no redistribution: the all-Replicate one */
+    return s.count;
+}
+
+static void test_strategy_counts(void **state)
+{
+    static const int32_t m88[3] = {8, 8, 0}, m38[3] = {3, 8, 0}, b488[3] = {4, 8, 8};
+    (void)state;
+    assert_int_equal(dt_mesh_init(&mesh1, 1, one, NULL, 0), 0);
+    assert_int_equal(dt_mesh_init(&mesh2, 2, two, NULL, 0), 0);
+    assert_int_equal(count(&mesh1, DT_ATEN_MM, 2, m88, m88), 4);
+    assert_int_equal(count(&mesh2, DT_ATEN_MM, 2, m88, m88), 16);
+    assert_int_equal(count(&mesh1, DT_ATEN_BMM, 3, b488, b488), 5);
+    assert_int_equal(count(&mesh2, DT_ATEN_BMM, 3, b488, b488), 25);
+    /* is_tensor_shardable: a (3,8) lhs cannot be sharded 4 ways on dim 0 (S(0),R->S(0) dropped) */
+    assert_int_equal(count(&mesh1, DT_ATEN_MM, 2, m38, m88), 3);
+}
+
+static void mm_case(const dt_placement *pa, const dt_placement *pb, const dt_placement *want_out,
+                    const dt_placement *want_a, const dt_placement *want_b)
+{
+    dt_spec a, b;
+    const dt_spec *args[2] = {&a, &b};
+    dt_op_strategy s;
+    spec(&a, &mesh1, pa, 2, 8, 8, 0);
+    spec(&b, &mesh1, pb, 2, 8, 8, 0);
+    assert_int_equal(dt_propagate(NULL, DT_ATEN_MM, args, 2, &s), 0);
+    assert_true(same(s.out, want_out, 1));
+    assert_true(same(s.in[0], want_a, 1));
+    assert_true(same(s.in[1], want_b, 1));
+}
+
+static void test_mm_rules(void **state)
+{
+    dt_placement r[1] = {R_}, s0[1] = {S0}, s1[1] = {S1}, ps[1] = {PSUM};
+    dt_spec a, b, t;
+    const dt_spec *args[2] = {&a, &b};
+    dt_op_strategy s;
+    dt_plan pl;
+    uint64_t ns;
+    (void)state;
+    assert_int_equal(dt_mesh_init(&mesh1, 1, one, NULL, 0), 0);
+    mm_case(s0, r, s0, s0, r);  /* S(0) x R -> S(0) */
+    mm_case(r, s1, s1, r, s1);  /* R x S(1) -> S(1) */
+    mm_case(s1, s0, ps, s1, s0); /* S(1) x S(0) -> P(sum) */
+    mm_case(r, r, r, r, r);     /* R x R -> R */
+    /* S(0) x S(0): the cheapest is gathering the rhs (one all_gather) over an all_to_all */
+    mm_case(s0, s0, s0, s0, r);
+    spec(&a, &mesh1, s0, 2, 8, 8, 0);
+    spec(&b, &mesh1, s0, 2, 8, 8, 0);
+    assert_int_equal(dt_propagate(NULL, DT_ATEN_MM, args, 2, &s), 0);
+    assert_int_equal(s.index, 2);
+    spec(&t, &mesh1, r, 2, 8, 8, 0);
+    assert_int_equal(dt_plan_redistribute(&b, &t, 0, &pl), 0);
+    assert_int_equal(dt_plan_cost_ns(&pl, NULL, &ns), 0);
+    assert_true(ns > 0);
+    assert_int_equal(s.cost_ns, ns);
+    /* P(sum) x R: reduce_scatter to S(1) ties with reduce_scatter to S(0) (all_reduce
+       costs twice): the first of minimum cost, S(1) x S(0) -> P(sum) */
+    mm_case(ps, r, ps, s1, s0);
+}
+
+static void pw_case(int op, const dt_placement *pa, const dt_placement *pb, const dt_placement *want_out,
+                    const dt_placement *want_a, const dt_placement *want_b)
+{
+    dt_spec a, b;
+    const dt_spec *args[2] = {&a, &b};
+    dt_op_strategy s;
+    int n = (op == DT_ATEN_NEG || op == DT_ATEN_RELU) ? 1 : 2;
+    spec(&a, &mesh1, pa, 2, 8, 8, 0);
+    if (n == 2) spec(&b, &mesh1, pb, 2, 8, 8, 0);
+    assert_int_equal(dt_propagate(NULL, op, args, n, &s), 0);
+    assert_int_equal(s.count, 1);
+    assert_true(same(s.out, want_out, 1));
+    assert_true(same(s.in[0], want_a, 1));
+    if (n == 2) assert_true(same(s.in[1], want_b, 1));
+}
+
+static void test_pointwise_rules(void **state)
+{
+    dt_placement r[1] = {R_}, s0[1] = {S0}, s1[1] = {S1}, ps[1] = {PSUM}, pa[1] = {DT_PARTIAL(DT_AVG)},
+                 pmax[1] = {DT_PARTIAL(DT_MAX)}, pmin[1] = {DT_PARTIAL(DT_MIN)};
+    (void)state;
+    assert_int_equal(dt_mesh_init(&mesh1, 1, one, NULL, 0), 0);
+    pw_case(DT_ATEN_ADD, ps, ps, ps, ps, ps);    /* P + P -> P (sum) */
+    pw_case(DT_ATEN_SUB, pa, pa, pa, pa, pa);    /* ... and avg */
+    pw_case(DT_ATEN_ADD, ps, r, ps, ps, ps);     /* P(sum) + R: the R is partitioned */
+    pw_case(DT_ATEN_ADD, r, ps, r, r, r);        /* follows the first on ties: all_reduce */
+    pw_case(DT_ATEN_ADD, pmax, pmax, r, r, r);   /* max is not additive: reduce both */
+    pw_case(DT_ATEN_MUL, ps, r, ps, ps, r);      /* P(sum) x R -> P */
+    pw_case(DT_ATEN_MUL, ps, ps, ps, ps, r);     /* only one factor may stay Partial */
+    pw_case(DT_ATEN_DIV, ps, r, ps, ps, r);      /* through the numerator */
+    pw_case(DT_ATEN_DIV, r, ps, r, r, r);        /* not the denominator */
+    pw_case(DT_ATEN_ADD, s0, ps, s0, s0, s0);    /* follows the sharded one: reduce_scatter */
+    pw_case(DT_ATEN_MUL, r, s1, s1, s1, s1);
+    pw_case(DT_ATEN_NEG, ps, NULL, ps, ps, NULL);
+    pw_case(DT_ATEN_NEG, pmax, NULL, pmin, pmax, NULL); /* neg swaps max and min */
+    pw_case(DT_ATEN_NEG, pmin, NULL, pmax, pmin, NULL);
+    pw_case(DT_ATEN_RELU, pmax, NULL, pmax, pmax, NULL); /* monotone: keeps max/min */
+    pw_case(DT_ATEN_RELU, pmin, NULL, pmin, pmin, NULL);
+    pw_case(DT_ATEN_RELU, ps, NULL, r, r, NULL);  /* not linear: reduce first */
+    pw_case(DT_ATEN_RELU, s0, NULL, s0, s0, NULL);
+}
+
+static void test_cache_and_errors(void **state)
+{
+    static dt_op_entry entries[2];
+    dt_op_cache c;
+    dt_spec a, b, x;
+    const dt_spec *args[2] = {&a, &b};
+    dt_op_strategy s, s2;
+    dt_placement r[1] = {R_}, s0[1] = {S0}, ps[1] = {PSUM}, pmax[1] = {DT_PARTIAL(DT_MAX)};
+    dt_mesh other;
+    (void)state;
+    assert_int_equal(dt_mesh_init(&mesh1, 1, one, NULL, 0), 0);
+    assert_int_equal(dt_op_cache_init(&c, entries, 2), 0);
+    assert_int_equal(dt_op_cache_init(&c, entries, 0), DT_ERR_TOO_SMALL);
+    assert_int_equal(dt_op_cache_init(&c, entries, 2), 0);
+    assert_int_equal(c.failed_op, -1);
+    spec(&a, &mesh1, s0, 2, 8, 8, 0);
+    spec(&b, &mesh1, r, 2, 8, 8, 0);
+    assert_int_equal(dt_propagate(&c, DT_ATEN_MM, args, 2, &s), 0);
+    assert_int_equal(c.misses, 1);
+    assert_int_equal(c.hits, 0);
+    assert_int_equal(dt_propagate(&c, DT_ATEN_MM, args, 2, &s2), 0);
+    assert_int_equal(c.hits, 1);
+    assert_memory_equal(&s, &s2, sizeof s);
+    assert_int_equal(dt_propagate(&c, DT_ATEN_ADD, args, 2, &s2), 0); /* another op: a miss */
+    assert_int_equal(c.misses, 2);
+    spec(&b, &mesh1, r, 2, 8, 4, 0);                                  /* another shape: a miss */
+    assert_int_equal(dt_propagate(&c, DT_ATEN_MM, args, 2, &s2), 0);
+    assert_int_equal(c.misses, 3);
+    assert_int_equal(s2.out_shape[1], 4);
+    /* a propagation failure names the op: P(sum) + P(max) has no strategy */
+    spec(&a, &mesh1, ps, 2, 8, 8, 0);
+    spec(&b, &mesh1, pmax, 2, 8, 8, 0);
+    memset(&s2, 0x5a, sizeof s2);
+    s = s2;
+    assert_int_equal(dt_propagate(&c, DT_ATEN_ADD, args, 2, &s2), DT_ERR_NO_STRATEGY);
+    assert_memory_equal(&s, &s2, sizeof s); /* untouched */
+    assert_int_equal(c.failed_op, DT_ATEN_ADD);
+    assert_string_equal(dt_op_name(c.failed_op), "add");
+    assert_string_equal(dt_strerror(DT_ERR_NO_STRATEGY), "no sharding strategy");
+    assert_null(dt_op_name(DT_ATEN_COUNT));
+    /* bad input */
+    spec(&a, &mesh1, r, 2, 8, 5, 0);
+    spec(&b, &mesh1, r, 2, 8, 8, 0);
+    assert_int_equal(dt_propagate(&c, DT_ATEN_MM, args, 2, &s2), DT_ERR_SHAPE); /* 5 != 8 */
+    assert_int_equal(dt_propagate(&c, DT_ATEN_ADD, args, 2, &s2), DT_ERR_SHAPE);
+    assert_int_equal(dt_propagate(&c, DT_ATEN_ADD, args, 1, &s2), DT_ERR_PLACEMENT_COUNT);
+    assert_int_equal(dt_propagate(&c, DT_ATEN_COUNT, args, 2, &s2), DT_ERR_PLACEMENT_COUNT);
+    assert_int_equal(dt_propagate(&c, DT_ATEN_MM, args, 2, NULL), DT_ERR_NULL);
+    x = b;
+    x.dtype = MB_I32;
+    args[1] = &x;
+    assert_int_equal(dt_propagate(&c, DT_ATEN_MM, args, 2, &s2), DT_ERR_DTYPE);
+    assert_int_equal(dt_mesh_init(&other, 1, one, NULL, 1), 0); /* another coordinate */
+    x = b;
+    x.mesh = &other;
+    assert_int_equal(dt_propagate(&c, DT_ATEN_MM, args, 2, &s2), DT_ERR_MISMATCH);
+}
+
+/* The reference kernel's mm against a plain triple loop on strided operands. */
+static void test_kernel_mm(void **state)
+{
+    static float a[70 * 90], b[90 * 80], y[70 * 80], bias[80];
+    int32_t sa[2] = {70, 90}, sb[2] = {90, 80}, sy[2] = {70, 80}, sbias[1] = {80};
+    mb_tensor ta, tb, ty, tbias, tat;
+    const mb_tensor *in[3];
+    int i, j, k;
+    (void)state;
+    for (i = 0; i < 70 * 90; i++) a[i] = (float)((i * 7) % 11 - 5);
+    for (i = 0; i < 90 * 80; i++) b[i] = (float)((i * 5) % 7 - 3);
+    for (i = 0; i < 80; i++) bias[i] = (float)i;
+    mb_tensor_init(&ta, a, MB_F32, 2, sa);
+    mb_tensor_init(&tb, b, MB_F32, 2, sb);
+    mb_tensor_init(&ty, y, MB_F32, 2, sy);
+    mb_tensor_init(&tbias, bias, MB_F32, 1, sbias);
+    in[0] = &tbias;
+    in[1] = &ta;
+    in[2] = &tb;
+    assert_int_equal(dt_kernel_ref(DT_ATEN_ADDMM, &ty, in, 3), 0);
+    for (i = 0; i < 70; i++)
+        for (j = 0; j < 80; j++) {
+            float s = bias[j];
+            for (k = 0; k < 90; k++) s += a[i * 90 + k] * b[k * 80 + j];
+            assert_true(s == y[i * 80 + j]);
+        }
+    /* a transposed view as lhs: (90,70)^T with strides {1, 70} over the same buffer */
+    tat = ta;
+    tat.shape[0] = 70;
+    tat.shape[1] = 90;
+    tat.stride[0] = 1;
+    tat.stride[1] = 70;
+    in[0] = &tat;
+    in[1] = &tb;
+    assert_int_equal(dt_kernel_ref(DT_ATEN_MM, &ty, in, 2), 0);
+    for (i = 0; i < 70; i++)
+        for (j = 0; j < 80; j++) {
+            float s = 0.0f;
+            for (k = 0; k < 90; k++) s += a[k * 70 + i] * b[k * 80 + j];
+            assert_true(s == y[i * 80 + j]);
+        }
+}
+
+/* ---- the dispatcher over 4 pg_pthread ranks ---- */
+
+#define NR 4
+#define EL 128
+#define SCR 16384
+
+static pg_pthread_world world;
+static dt_mesh dm[NR];
+static dt_comm dc[NR];
+static dt_cache_entry pce[NR][16];
+static dt_plan_cache pc[NR];
+static dt_op_entry oce[NR][16];
+static dt_op_cache oc[NR];
+static float glob[NR][DT_MAX_OP_ARGS][EL], part[NR][EL], loc[NR][DT_MAX_OP_ARGS][EL];
+static float yloc[NR][EL], yglob[NR][EL], ref[NR][EL];
+static uint64_t scr[NR][SCR / 8], fscr[NR][SCR / 8];
+static int kcalls[NR];
+static int dispatched[NR], nostrategy[NR];
+
+static int count_kernel(int op, mb_tensor *out, const mb_tensor *const *in, int nin)
+{
+    (void)op;
+    kcalls[0]++; /* only rank 0 installs it */
+    return dt_kernel_ref(DT_ATEN_SUB, out, in, nin); /* a different op: the override runs */
+}
+
+#define CHECK(c)                                                                 \
+    do {                                                                         \
+        if (!(c)) {                                                              \
+            fprintf(stderr, "rank %d: check failed at line %d\n", me, __LINE__); \
+            return __LINE__;                                                     \
+        }                                                                        \
+    } while (0)
+
+typedef struct opcase {
+    int op, nargs;
+    int32_t ndim[DT_MAX_OP_ARGS];
+    int32_t shape[DT_MAX_OP_ARGS][3];
+} opcase;
+
+static const opcase cases[] = {
+    {DT_ATEN_MM, 2, {2, 2, 0}, {{6, 5, 0}, {5, 7, 0}, {0, 0, 0}}},
+    {DT_ATEN_ADDMM, 3, {1, 2, 2}, {{7, 0, 0}, {6, 5, 0}, {5, 7, 0}}},
+    {DT_ATEN_ADDMM, 3, {2, 2, 2}, {{6, 7, 0}, {6, 5, 0}, {5, 7, 0}}},
+    {DT_ATEN_BMM, 2, {3, 3, 0}, {{4, 3, 5}, {4, 5, 2}, {0, 0, 0}}},
+    {DT_ATEN_ADD, 2, {2, 2, 0}, {{6, 5, 0}, {6, 5, 0}, {0, 0, 0}}},
+    {DT_ATEN_SUB, 2, {2, 2, 0}, {{6, 5, 0}, {6, 5, 0}, {0, 0, 0}}},
+    {DT_ATEN_MUL, 2, {2, 2, 0}, {{6, 5, 0}, {6, 5, 0}, {0, 0, 0}}},
+    {DT_ATEN_DIV, 2, {2, 2, 0}, {{6, 5, 0}, {6, 5, 0}, {0, 0, 0}}},
+    {DT_ATEN_NEG, 1, {2, 0, 0}, {{6, 5, 0}, {0, 0, 0}, {0, 0, 0}}},
+    {DT_ATEN_RELU, 1, {2, 0, 0}, {{6, 5, 0}, {0, 0, 0}, {0, 0, 0}}},
+};
+
+/* Placement choice c for a tensor of ndim dims: R, S(0..ndim-1), then Partial(red). */
+static dt_placement choice(int c, int ndim, int red)
+{
+    dt_placement p;
+    p.kind = (int16_t)(c == 0 ? DT_KIND_REPLICATE : c <= ndim ? DT_KIND_SHARD : DT_KIND_PARTIAL);
+    p.arg = (int16_t)(c == 0 ? 0 : c <= ndim ? c - 1 : red);
+    return p;
+}
+
+/* This rank's contribution to a Partial global: mesh position (0,..) holds the value;
+   sum: others 0; max: lower; min: higher. */
+static void contribution(const float *g, float *out, int n, const dt_mesh *m, const dt_placement *p)
+{
+    int i, d, off = 0, zero = 0;
+    for (d = 0; d < m->ndim; d++) {
+        if (p[d].kind != DT_KIND_PARTIAL) continue;
+        if (p[d].arg == DT_SUM && m->coord[d]) zero = 1;
+        off += m->coord[d];
+    }
+    for (i = 0; i < n; i++) {
+        out[i] = g[i];
+        for (d = 0; d < m->ndim; d++)
+            if (p[d].kind == DT_KIND_PARTIAL)
+                out[i] = zero ? 0.0f : p[d].arg == DT_MAX ? g[i] - (float)off : p[d].arg == DT_MIN ? g[i] + (float)off : g[i];
+    }
+}
+
+static int numel(int ndim, const int32_t *sh)
+{
+    int i, n = 1;
+    for (i = 0; i < ndim; i++) n *= sh[i];
+    return n;
+}
+
+static int run_case(pg_group *g, int me, const opcase *oc_, const int *ch, int red)
+{
+    dt_dispatch d;
+    dt_tensor args[DT_MAX_OP_ARGS], out;
+    mb_tensor gt[DT_MAX_OP_ARGS], yg, rt;
+    const mb_tensor *gin[DT_MAX_OP_ARGS];
+    const dt_mesh *m = &dm[me];
+    int i, md, n, rc;
+    (void)g;
+    for (i = 0; i < oc_->nargs; i++) {
+        dt_placement p[DT_MAX_MESH_DIMS];
+        mb_tensor pg, lv, lt;
+        for (md = 0; md < m->ndim; md++) p[md] = choice(ch[i * m->ndim + md], oc_->ndim[i], red);
+        CHECK(dt_spec_init(&args[i].spec, m, p, m->ndim, MB_F32, oc_->ndim[i], oc_->shape[i], NULL) == 0);
+        n = numel(oc_->ndim[i], oc_->shape[i]);
+        contribution(glob[me][i], part[me], n, m, p);
+        mb_tensor_init(&pg, part[me], MB_F32, oc_->ndim[i], oc_->shape[i]);
+        CHECK(dt_local_view(&args[i].spec, m->rank, &pg, &lv) == 0);
+        mb_tensor_init(&lt, loc[me][i], MB_F32, lv.ndim, lv.shape);
+        CHECK(mb_copy(&lt, &lv) == 0);
+        args[i].local = lt;
+        mb_tensor_init(&gt[i], glob[me][i], MB_F32, oc_->ndim[i], oc_->shape[i]);
+        gin[i] = &gt[i];
+    }
+    memset(&d, 0, sizeof d);
+    d.comm = &dc[me];
+    d.plans = &pc[me];
+    d.strategies = &oc[me];
+    d.scratch = scr[me];
+    d.scratch_bytes = sizeof scr[me];
+    rc = dt_op(&d, oc_->op, args, oc_->nargs, &out, yloc[me], sizeof yloc[me]);
+    if (rc == DT_ERR_NO_STRATEGY) {
+        /* only where an input would have to turn Shard into Partial on a mesh dim (as
+           torch, no redistribution does that), or Partial(sum) into Partial(max) */
+        int ok = red != DT_SUM;
+        for (md = 0; md < m->ndim; md++) {
+            int np = 0, ns = 0;
+            for (i = 0; i < oc_->nargs; i++) {
+                np += args[i].spec.placements[md].kind == DT_KIND_PARTIAL;
+                ns += args[i].spec.placements[md].kind == DT_KIND_SHARD;
+            }
+            ok |= np && ns;
+        }
+        CHECK(ok && oc[me].failed_op == oc_->op);
+        nostrategy[me]++;
+        return 0;
+    }
+    if (rc) {
+        fprintf(stderr, "rank %d: %s: %s (choices", me, dt_op_name(oc_->op), dt_strerror(rc));
+        for (md = 0; md < oc_->nargs * m->ndim; md++) fprintf(stderr, " %d", ch[md]);
+        fprintf(stderr, ", red %d)\n", red);
+        return __LINE__;
+    }
+    dispatched[me]++;
+    /* the single-rank result */
+    mb_tensor_init(&rt, ref[me], MB_F32, out.spec.ndim, out.spec.shape);
+    CHECK(dt_kernel_ref(oc_->op, &rt, gin, oc_->nargs) == 0);
+    mb_tensor_init(&yg, yglob[me], MB_F32, out.spec.ndim, out.spec.shape);
+    CHECK(dt_full_tensor(&dc[me], &pc[me], &out.spec, &out.local, &yg, fscr[me], sizeof fscr[me]) == 0);
+    n = numel(out.spec.ndim, out.spec.shape);
+    for (i = 0; i < n; i++) {
+        float diff = fabsf(yglob[me][i] - ref[me][i]);
+        if (diff > 1e-4f * (1.0f + fabsf(ref[me][i]))) {
+            fprintf(stderr, "rank %d: %s element %d: %g != %g (choices", me, dt_op_name(oc_->op), i,
+                    (double)yglob[me][i], (double)ref[me][i]);
+            for (md = 0; md < oc_->nargs * m->ndim; md++) fprintf(stderr, " %d", ch[md]);
+            fprintf(stderr, ", red %d)\n", red);
+            return __LINE__;
+        }
+    }
+    return 0;
+}
+
+static int body(pg_group *g, void *arg)
+{
+    int ndim = *(const int *)arg, me = pg_rank(g), ci, i, j, red;
+    if (me < 0 || me >= NR || pg_set_timeout(g, 5000)) return __LINE__;
+    CHECK(dt_mesh_init(&dm[me], ndim, ndim == 1 ? one : two, NULL, pg_world_rank(g, me)) == 0);
+    CHECK(dt_comm_init(&dc[me], &dm[me], g) == 0);
+    CHECK(dt_plan_cache_init(&pc[me], pce[me], 16) == 0);
+    CHECK(dt_op_cache_init(&oc[me], oce[me], 16) == 0);
+    dispatched[me] = nostrategy[me] = 0;
+    for (ci = 0; ci < (int)(sizeof cases / sizeof cases[0]); ci++) {
+        const opcase *c = &cases[ci];
+        int nch[DT_MAX_OP_ARGS * DT_MAX_MESH_DIMS], ch[DT_MAX_OP_ARGS * DT_MAX_MESH_DIMS], total = 1, slots;
+        int unary = c->nargs == 1;
+        for (i = 0; i < c->nargs; i++) {
+            int n = numel(c->ndim[i], c->shape[i]);
+            for (j = 0; j < n; j++) /* small integers: exact sums; denominators never 0 */
+                glob[me][i][j] = c->op == DT_ATEN_DIV && i == 1 ? (float)(j % 5 + 1) : (float)((j * 7 + i * 3) % 11 - 5);
+        }
+        slots = c->nargs * ndim;
+        for (i = 0; i < slots; i++) {
+            nch[i] = c->ndim[i / ndim] + 2;
+            total *= nch[i];
+        }
+        for (red = DT_SUM; red <= (unary ? DT_MIN : c->nargs == 3 ? DT_SUM : DT_MAX); red++) {
+            if (red == DT_AVG) continue;
+            for (j = 0; j < total; j++) {
+                int code = j, rc;
+                for (i = slots - 1; i >= 0; i--, code /= nch[i + 1]) ch[i] = code % nch[i];
+                rc = run_case(g, me, c, ch, red);
+                if (rc) return rc;
+            }
+        }
+    }
+    CHECK(dispatched[me] > 100);
+    CHECK(oc[me].hits > 0);
+    return 0;
+}
+
+static void dispatch_all(int ndim)
+{
+    assert_int_equal(pg_pthread_run(&world, NR, body, &ndim), 0);
+    printf("# %d-D mesh: %d dispatches per rank (%d without a strategy), strategy cache %u hits / %u misses\n",
+           ndim, dispatched[0], nostrategy[0], (unsigned)oc[0].hits, (unsigned)oc[0].misses);
+}
+
+static void test_dispatch_1d(void **state)
+{
+    (void)state;
+    dispatch_all(1);
+}
+
+static void test_dispatch_2x2(void **state)
+{
+    (void)state;
+    dispatch_all(2);
+}
+
+/* Kernel override, too-small outputs and scratch, and a second run that hits the cache. */
+static int body_misc(pg_group *g, void *arg)
+{
+    int me = pg_rank(g), i;
+    dt_dispatch d;
+    dt_tensor args[2], out;
+    dt_placement s0[1] = {S0}, r[1] = {R_};
+    int32_t sh[2] = {8, 4}, lsh[2];
+    (void)arg;
+    if (me < 0 || me >= NR || pg_set_timeout(g, 5000)) return __LINE__;
+    CHECK(dt_mesh_init(&dm[me], 1, one, NULL, pg_world_rank(g, me)) == 0);
+    CHECK(dt_comm_init(&dc[me], &dm[me], g) == 0);
+    CHECK(dt_op_cache_init(&oc[me], oce[me], 16) == 0);
+    for (i = 0; i < 32; i++) glob[me][0][i] = (float)i;
+    CHECK(dt_spec_init(&args[0].spec, &dm[me], s0, 1, MB_F32, 2, sh, NULL) == 0);
+    CHECK(dt_spec_init(&args[1].spec, &dm[me], r, 1, MB_F32, 2, sh, NULL) == 0);
+    CHECK(dt_local_shape(&args[0].spec, me, lsh, NULL) == 0);
+    mb_tensor_init(&args[0].local, glob[me][0] + 8 * me, MB_F32, 2, lsh);
+    mb_tensor_init(&args[1].local, glob[me][0], MB_F32, 2, sh);
+    memset(&d, 0, sizeof d);
+    d.comm = &dc[me];
+    d.strategies = &oc[me];
+    if (me == 0) d.kernels[DT_ATEN_ADD] = count_kernel;
+    /* S(0) + R: the R input is narrowed locally (a view needs scratch for its copy) */
+    CHECK(dt_op(&d, DT_ATEN_ADD, args, 2, &out, yloc[me], 4) == DT_ERR_TOO_SMALL); /* output */
+    CHECK(dt_op(&d, DT_ATEN_ADD, args, 2, &out, yloc[me], sizeof yloc[me]) == DT_ERR_TOO_SMALL); /* scratch */
+    d.scratch = scr[me];
+    d.scratch_bytes = sizeof scr[me];
+    CHECK(dt_op(&d, DT_ATEN_ADD, args, 2, &out, yloc[me], sizeof yloc[me]) == 0);
+    CHECK(out.spec.placements[0].kind == DT_KIND_SHARD && out.local.shape[0] == 2);
+    for (i = 0; i < 8; i++) /* rank 0's override subtracts: 0; others add: 2x */
+        CHECK(yloc[me][i] == (me == 0 ? 0.0f : 2.0f * glob[me][0][8 * me + i]));
+    CHECK(oc[me].misses == 1 && oc[me].hits == 2);
+    CHECK(me != 0 || kcalls[0] == 1);
+    /* a local tensor that does not fit its spec */
+    args[0].local.shape[0] = 3;
+    CHECK(dt_op(&d, DT_ATEN_ADD, args, 2, &out, yloc[me], sizeof yloc[me]) == DT_ERR_MISMATCH);
+    return 0;
+}
+
+static void test_dispatch_misc(void **state)
+{
+    (void)state;
+    assert_int_equal(pg_pthread_run(&world, NR, body_misc, NULL), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_strategy_counts), cmocka_unit_test(test_mm_rules),
+        cmocka_unit_test(test_pointwise_rules), cmocka_unit_test(test_cache_and_errors),
+        cmocka_unit_test(test_kernel_mm),       cmocka_unit_test(test_dispatch_1d),
+        cmocka_unit_test(test_dispatch_2x2),    cmocka_unit_test(test_dispatch_misc),
+    };
+    return cmocka_run_group_tests_name("dtensor ops over pg_pthread (4 ranks)", tests, NULL, NULL);
+}

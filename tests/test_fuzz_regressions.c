@@ -74,6 +74,32 @@ static void test_narrow_null_empty_view(void **state)
     assert_int_equal(out.shape[0], 2);
 }
 
+/* fuzz_microbatch: a hand-made view whose last element lies further than PTRDIFF_MAX bytes
+   from its data (shape {INT32_MAX, 1}, stride {INT32_MAX, 1}: numel fits, the extent does
+   not) passed mb_tensor_check, and mb_narrow's pointer arithmetic overflowed (UBSan). Now
+   the check refuses it with MB_ERR_SHAPE and mb_narrow writes nothing. */
+static void test_view_extent_over_ptrdiff(void **state)
+{
+    float x[1];
+    mb_tensor t, out, before;
+    (void)state;
+    memset(&t, 0, sizeof t);
+    t.data = x;
+    t.dtype = MB_F32;
+    t.ndim = 2;
+    t.shape[0] = INT32_MAX;
+    t.shape[1] = 1;
+    t.stride[0] = INT32_MAX;
+    t.stride[1] = 1;
+    assert_int_equal(mb_tensor_check(&t), MB_ERR_SHAPE);
+    memset(&out, 0x5a, sizeof out);
+    before = out;
+    assert_int_equal(mb_narrow(&t, 0, INT32_MAX - 1, 1, &out), MB_ERR_SHAPE);
+    assert_memory_equal(&out, &before, sizeof out);
+    t.shape[0] = 3; /* a legal strided view still passes */
+    assert_int_equal(mb_tensor_check(&t), MB_OK);
+}
+
 /* fuzz_microbatch: a debug-mask split of a broadcast (stride 0) view whose full-size copies
    cannot be described (contiguous strides over INT32_MAX, or a storage size that wraps
    size_t) left the copy's view unset and wrote through it. Now MB_ERR_SHAPE, nothing
@@ -159,6 +185,7 @@ int main(void)
         cmocka_unit_test(test_split_sizes_near_int32_max),
         cmocka_unit_test(test_huge_shapes_are_shape_errors),
         cmocka_unit_test(test_narrow_null_empty_view),
+        cmocka_unit_test(test_view_extent_over_ptrdiff),
         cmocka_unit_test(test_masked_split_of_huge_broadcast_view),
         cmocka_unit_test(test_csv_row_of_one_idle_round_trips),
         cmocka_unit_test(test_dt_spec_contiguous_stride_overflow),

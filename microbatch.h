@@ -291,10 +291,10 @@ MB__DEF int mb_tensor_check(const mb_tensor *t)
     for (d = 0; d < t->ndim; d++) { /* a partial size product >= 2^32 is refused: numel < 2^63 */
         if ((t->shape[d] | t->stride[d]) < 0 || n >> 32) return MB_ERR_SHAPE;
         n *= (uint32_t)t->shape[d];
-        /* the last element's byte offset must be a valid ptrdiff_t (8-byte elements at most):
-           narrowing and walking then never overflow a pointer */
+        /* the last element lies below 2^59 elements (2^62 bytes) from data: offsets of
+           narrowed and walked views never overflow (same bound on every target) */
         if (t->shape[d]) ext += (uint64_t)(t->shape[d] - 1) * (uint32_t)t->stride[d];
-        if (ext > (uint64_t)(PTRDIFF_MAX / 8)) return MB_ERR_SHAPE;
+        if (ext >> 59) return MB_ERR_SHAPE;
     }
     return !t->data && n ? MB_ERR_NULL : MB_OK;
 }
@@ -349,7 +349,7 @@ static MB__NOINLINE void mb__narrow(mb_tensor *out, const mb_tensor *t, int dim,
     memmove(out, t, sizeof *out);
     out->shape[dim] = len;
     if (len && out->data) /* a NULL view is empty (mb_tensor_check): no arithmetic on NULL */
-        out->data = (char *)out->data + (ptrdiff_t)start * out->stride[dim] * (ptrdiff_t)mb_dtype_size(out->dtype);
+        out->data = (char *)out->data + (size_t)start * (size_t)out->stride[dim] * mb_dtype_size(out->dtype);
 }
 
 MB__DEF int mb_narrow(const mb_tensor *t, int dim, int32_t start, int32_t length, mb_tensor *out)

@@ -74,9 +74,9 @@ static void test_narrow_null_empty_view(void **state)
     assert_int_equal(out.shape[0], 2);
 }
 
-/* fuzz_microbatch: a hand-made view whose last element lies further than PTRDIFF_MAX bytes
-   from its data (shape {INT32_MAX, 1}, stride {INT32_MAX, 1}: numel fits, the extent does
-   not) passed mb_tensor_check, and mb_narrow's pointer arithmetic overflowed (UBSan). Now
+/* fuzz_microbatch: a hand-made view whose last element lies 2^59 elements or more from its
+   data (shape {INT32_MAX, 1}, stride {INT32_MAX, 1}: numel fits, the extent does not)
+   passed mb_tensor_check, and mb_narrow's pointer arithmetic overflowed (UBSan). Now
    the check refuses it with MB_ERR_SHAPE and mb_narrow writes nothing. */
 static void test_view_extent_over_ptrdiff(void **state)
 {

@@ -415,7 +415,10 @@ static int mb__walk(int op, const mb_tensor *dst, const mb_tensor *src)
             sp += src->ndim ? (ptrdiff_t)idx[d] * src->stride[d] * (ptrdiff_t)es : 0;
         }
         if (op == MB__COPY) {
-            if (dp != sp) MB_MEMCPY(dp, sp, n); /* in place (a chunk that views the output): no copy */
+            if (dp != sp) { /* in place (a chunk that views the output): no copy */
+                if (dp < sp + n && sp < dp + n) memmove(dp, sp, n); /* overlapping rows stay defined */
+                else MB_MEMCPY(dp, sp, n);
+            }
         } else if (op == MB__EQ) {
             if (memcmp(dp, sp, es) != 0) return 1;
         } else {

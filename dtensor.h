@@ -392,9 +392,11 @@ DT_API int dt_distribute_scratch_bytes(const dt_spec *s, int src_rank, size_t *b
 
 #ifndef DT_NO_OPS
 /* ---- 10. Ops: sharding propagation, dispatcher, local kernels ----------------------
-   PyTorch DTensor's _ops/ strategies, _sharding_prop.py and _dispatch.py for a subset of
-   aten ops on f32: mm, addmm (bias + mat1 @ mat2, 1-D or 2-D bias), bmm, and the
-   pointwise add, sub, mul, div (same shapes), neg, relu.
+   PyTorch DTensor's _ops/ strategies, _sharding_prop.py and _dispatch.py. dt_aten names
+   every op of the set; an op's static arguments (dim, keepdim, shape, scalar, ...) travel
+   in dt_op_attrs and are part of the cache key. Ops with rules and kernels, on f32: mm,
+   addmm (bias + mat1 @ mat2, 1-D or 2-D bias), bmm, and the pointwise add, sub, mul, div
+   (same shapes), neg, relu; the others return DT_ERR_UNSUPPORTED until their family lands.
    Propagation: an op's candidate strategies (input placements -> output placement) are
    generated per mesh dim and combined by cartesian product over mesh dims (the last mesh
    dim varies fastest, as itertools.product), each costed as the sum over inputs of
@@ -420,11 +422,50 @@ DT_API int dt_distribute_scratch_bytes(const dt_spec *s, int src_rank, size_t *b
    A propagation failure returns DT_ERR_NO_STRATEGY and records the op in the cache's
    failed_op (dt_op_name() names it). */
 typedef enum dt_aten {
+    /* einsum family (f32): mm(a, b); addmm(bias, a, b); bmm(a, b); linear(x, w[, b]) = x @ w^T + b */
     DT_ATEN_MM = 0, DT_ATEN_ADDMM, DT_ATEN_BMM,
+    /* pointwise, same shapes: binary, then unary */
     DT_ATEN_ADD, DT_ATEN_SUB, DT_ATEN_MUL, DT_ATEN_DIV, DT_ATEN_NEG, DT_ATEN_RELU,
+    DT_ATEN_GELU,                          /* attrs.mode: 0 exact erf, 1 tanh approximation */
+    DT_ATEN_EXP, DT_ATEN_TANH, DT_ATEN_SIGMOID,
+    /* pointwise with a scalar second operand in attrs.scalar (add.Scalar, ...) */
+    DT_ATEN_ADD_SCALAR, DT_ATEN_SUB_SCALAR, DT_ATEN_MUL_SCALAR, DT_ATEN_DIV_SCALAR,
+    DT_ATEN_LINEAR,
+    /* reductions over attrs.dim (DT_DIM_ALL: every dim) with attrs.keepdim; argmax's
+       output is MB_I32 */
+    DT_ATEN_SUM, DT_ATEN_MEAN, DT_ATEN_MAX, DT_ATEN_MIN, DT_ATEN_AMAX, DT_ATEN_ARGMAX,
+    /* softmax over attrs.dim */
+    DT_ATEN_SOFTMAX, DT_ATEN_LOG_SOFTMAX,
+    /* layer_norm(x, w, b) over the last attrs.ndim dims (attrs.shape = normalized_shape),
+       rms_norm(x, w); attrs.scalar = eps */
+    DT_ATEN_LAYER_NORM, DT_ATEN_RMS_NORM,
+    /* embedding(weight, indices MB_I32) */
+    DT_ATEN_EMBEDDING,
+    /* cross_entropy(logits, target MB_I32), nll_loss(log_probs, target MB_I32);
+       attrs.mode = reduction (0 none, 1 mean, 2 sum: torch's Reduction), attrs.ignore_index */
+    DT_ATEN_CROSS_ENTROPY, DT_ATEN_NLL_LOSS,
+    /* views: view/reshape/expand to attrs.shape[0..attrs.ndim) (one -1 inferred; expand's -1
+       keeps a size), permute by attrs.shape, transpose attrs.dim <-> attrs.dim2,
+       squeeze/unsqueeze attrs.dim, flatten attrs.dim..attrs.dim2 */
+    DT_ATEN_VIEW, DT_ATEN_RESHAPE, DT_ATEN_TRANSPOSE, DT_ATEN_PERMUTE, DT_ATEN_SQUEEZE,
+    DT_ATEN_UNSQUEEZE, DT_ATEN_EXPAND, DT_ATEN_FLATTEN,
     DT_ATEN_COUNT
 } dt_aten;
 #define DT_MAX_OP_ARGS 3
+#define DT_DIM_ALL INT32_MIN /* attrs.dim of a full reduction */
+
+/* An op's static (non-tensor) arguments; NULL stands for all zero. Which fields an op
+   reads is listed at its enum entry; the others are ignored (but are part of the cache
+   key, so keep them zero). Negative dims count from the end, as in torch. */
+typedef struct dt_op_attrs {
+    int32_t dim, dim2;          /* reduction/softmax/squeeze/unsqueeze dim; transpose, flatten */
+    int32_t keepdim;            /* reductions */
+    int32_t mode;               /* gelu approximation; loss reduction */
+    int32_t ignore_index;       /* losses */
+    int32_t ndim;               /* entries used in shape[] */
+    int32_t shape[MB_MAX_DIMS]; /* view/reshape/expand shape, permute order, normalized_shape */
+    float scalar;               /* *_SCALAR operand; norms' eps */
+} dt_op_attrs;
 
 /* The chosen strategy of one op call. */
 typedef struct dt_op_strategy {
@@ -436,11 +477,13 @@ typedef struct dt_op_strategy {
     dt_placement in[DT_MAX_OP_ARGS][DT_MAX_MESH_DIMS]; /* each input's target placements */
     dt_placement out[DT_MAX_MESH_DIMS];
     int32_t out_ndim;
+    int32_t out_dtype;                                 /* mb_dtype of the output */
     int32_t out_shape[MB_MAX_DIMS];                    /* global output shape */
 } dt_op_strategy;
 
 typedef struct dt_op_key {
     int32_t op, nargs;
+    dt_op_attrs attrs;
     unsigned char mesh[offsetof(dt_mesh, ranks)];
     unsigned char arg[DT_MAX_OP_ARGS][offsetof(dt_spec, stride) - offsetof(dt_spec, placements)];
 } dt_op_key;
@@ -462,16 +505,22 @@ typedef struct dt_op_cache {
 DT_API int dt_op_cache_init(dt_op_cache *c, dt_op_entry *storage, int capacity);
 /* "mm", "addmm", ... (NULL for an unknown op). */
 DT_API const char *dt_op_name(int op);
-/* Propagate: the chosen strategy for op on these input specs (all on one mesh, this rank
-   a member). cache may be NULL. DT_ERR_NO_STRATEGY when no candidate is possible;
-   DT_ERR_SHAPE when the shapes do not fit the op; DT_ERR_DTYPE unless f32. */
-DT_API int dt_propagate(dt_op_cache *cache, int op, const dt_spec *const *args, int nargs, dt_op_strategy *s);
+/* Propagate: the chosen strategy for op with static arguments attrs (NULL: all zero) on
+   these input specs (all on one mesh, this rank a member). cache may be NULL.
+   DT_ERR_PLACEMENT_COUNT for an unknown op or a wrong argument count; DT_ERR_NO_STRATEGY
+   when no candidate is possible; DT_ERR_SHAPE when the shapes or attrs do not fit the op;
+   DT_ERR_DTYPE unless f32 (index operands: MB_I32); DT_ERR_UNSUPPORTED for an op this
+   build has no rule for yet. Pure computation, no communication; not thread-safe on one
+   cache. */
+DT_API int dt_propagate(dt_op_cache *cache, int op, const dt_op_attrs *attrs, const dt_spec *const *args, int nargs,
+                        dt_op_strategy *s);
 
-/* A local kernel: out = op(in[0..nin)) on local tensors (strided views allowed, out
-   contiguous). Returns 0 or a negative dt_err. */
-typedef int (*dt_kernel)(int op, mb_tensor *out, const mb_tensor *const *in, int nin);
-/* The portable C99 kernels (blocked matmul, pointwise loops) behind every op. */
-DT_API int dt_kernel_ref(int op, mb_tensor *out, const mb_tensor *const *in, int nin);
+/* A local kernel: out = op(in[0..nin), attrs) on local tensors (strided views allowed,
+   out contiguous). Returns 0 or a negative dt_err. */
+typedef int (*dt_kernel)(int op, const dt_op_attrs *attrs, mb_tensor *out, const mb_tensor *const *in, int nin);
+/* The portable C99 kernels (blocked matmul, pointwise loops, ...) behind every op. attrs
+   may be NULL (all zero). */
+DT_API int dt_kernel_ref(int op, const dt_op_attrs *attrs, mb_tensor *out, const mb_tensor *const *in, int nin);
 
 /* The dispatcher's context (OpDispatcher): kernels[op] NULL runs dt_kernel_ref. plans and
    strategies may be NULL (no caching). scratch holds redistributed inputs and the
@@ -485,12 +534,12 @@ typedef struct dt_dispatch {
     size_t scratch_bytes;
 } dt_dispatch;
 
-/* out = op(args): propagate, redistribute each input to its target (dt_redistribute, with
+/* out = op(args, attrs) (attrs NULL: all zero): propagate, redistribute each input to its target (dt_redistribute, with
    Replicate -> Partial allowed), run the kernel on the local tensors, wrap the result as
    out (spec + contiguous local view into out_data). DT_ERR_TOO_SMALL when out_bytes or
    the scratch is too small (nothing sent then). */
-DT_API int dt_op(dt_dispatch *d, int op, const dt_tensor *args, int nargs, dt_tensor *out, void *out_data,
-                 size_t out_bytes);
+DT_API int dt_op(dt_dispatch *d, int op, const dt_op_attrs *attrs, const dt_tensor *args, int nargs, dt_tensor *out,
+                 void *out_data, size_t out_bytes);
 #endif /* DT_NO_OPS */
 
 #ifdef __cplusplus
@@ -1400,10 +1449,48 @@ DT__DEF int dt_distribute(dt_comm *c, const dt_spec *s, const mb_tensor *global,
 
 #ifndef DT_NO_OPS /* ops: propagation, dispatcher, kernels */
 
+#if defined(__GNUC__) || defined(__clang__)
+#define DT__NOINLINE __attribute__((noinline)) /* stack: its frame apart from the caller's */
+#else
+#define DT__NOINLINE
+#endif
+
+/* Op families: one propagation rule and one kernel family each. */
+enum { DT__F_EINSUM, DT__F_POINTWISE, DT__F_REDUCE, DT__F_SOFTMAX, DT__F_NORM, DT__F_EMBED, DT__F_LOSS, DT__F_VIEW };
+
+/* Per op: family, fewest and most operands, index operands (bit i set: operand i is
+   MB_I32), in dt_aten order. */
+typedef struct dt__op_info {
+    unsigned char family, nmin, nmax, index_args;
+} dt__op_info;
+
+static const dt__op_info dt__ops[DT_ATEN_COUNT] = {
+    {DT__F_EINSUM, 2, 2, 0},    {DT__F_EINSUM, 3, 3, 0},    {DT__F_EINSUM, 2, 2, 0},    /* mm addmm bmm */
+    {DT__F_POINTWISE, 2, 2, 0}, {DT__F_POINTWISE, 2, 2, 0}, {DT__F_POINTWISE, 2, 2, 0}, /* add sub mul */
+    {DT__F_POINTWISE, 2, 2, 0}, {DT__F_POINTWISE, 1, 1, 0}, {DT__F_POINTWISE, 1, 1, 0}, /* div neg relu */
+    {DT__F_POINTWISE, 1, 1, 0}, {DT__F_POINTWISE, 1, 1, 0}, {DT__F_POINTWISE, 1, 1, 0}, /* gelu exp tanh */
+    {DT__F_POINTWISE, 1, 1, 0}, {DT__F_POINTWISE, 1, 1, 0}, {DT__F_POINTWISE, 1, 1, 0}, /* sigmoid, +s -s */
+    {DT__F_POINTWISE, 1, 1, 0}, {DT__F_POINTWISE, 1, 1, 0}, {DT__F_EINSUM, 2, 3, 0},    /* *s /s linear */
+    {DT__F_REDUCE, 1, 1, 0},    {DT__F_REDUCE, 1, 1, 0},    {DT__F_REDUCE, 1, 1, 0},    /* sum mean max */
+    {DT__F_REDUCE, 1, 1, 0},    {DT__F_REDUCE, 1, 1, 0},    {DT__F_REDUCE, 1, 1, 0},    /* min amax argmax */
+    {DT__F_SOFTMAX, 1, 1, 0},   {DT__F_SOFTMAX, 1, 1, 0},                               /* (log_)softmax */
+    {DT__F_NORM, 3, 3, 0},      {DT__F_NORM, 2, 2, 0},      {DT__F_EMBED, 2, 2, 2},     /* norms, embedding */
+    {DT__F_LOSS, 2, 2, 2},      {DT__F_LOSS, 2, 2, 2},                                  /* losses */
+    {DT__F_VIEW, 1, 1, 0},      {DT__F_VIEW, 1, 1, 0},      {DT__F_VIEW, 1, 1, 0},      /* view reshape t */
+    {DT__F_VIEW, 1, 1, 0},      {DT__F_VIEW, 1, 1, 0},      {DT__F_VIEW, 1, 1, 0},      /* permute sq unsq */
+    {DT__F_VIEW, 1, 1, 0},      {DT__F_VIEW, 1, 1, 0}};                                 /* expand flatten */
+
 DT__DEF const char *dt_op_name(int op)
 {
-    static const char *const names[DT_ATEN_COUNT] = {"mm", "addmm", "bmm", "add", "sub", "mul", "div", "neg", "relu"};
-    return op >= 0 && op < DT_ATEN_COUNT ? names[op] : 0;
+    static const char names[] = "mm\0addmm\0bmm\0add\0sub\0mul\0div\0neg\0relu\0gelu\0exp\0tanh\0sigmoid\0"
+                                "add.Scalar\0sub.Scalar\0mul.Scalar\0div.Scalar\0linear\0sum\0mean\0max\0min\0"
+                                "amax\0argmax\0softmax\0log_softmax\0layer_norm\0rms_norm\0embedding\0"
+                                "cross_entropy\0nll_loss\0view\0reshape\0transpose\0permute\0squeeze\0"
+                                "unsqueeze\0expand\0flatten";
+    const char *p = names;
+    if (op < 0 || op >= DT_ATEN_COUNT) return 0;
+    for (; op > 0; op--) p += strlen(p) + 1;
+    return p;
 }
 
 DT__DEF int dt_op_cache_init(dt_op_cache *c, dt_op_entry *storage, int capacity)
@@ -1590,29 +1677,49 @@ static int dt__prop_pointwise(const dt_spec *const *args, int nargs, int op, dt_
     return best->index < 0 ? DT_ERR_NO_STRATEGY : DT_OK;
 }
 
-static int dt__op_args(int op)
+/* op known and nargs in its range. */
+static int dt__op_ok(int op, int nargs)
 {
-    return op == DT_ATEN_ADDMM ? 3 : op == DT_ATEN_NEG || op == DT_ATEN_RELU ? 1 : 2;
+    return op >= 0 && op < DT_ATEN_COUNT && nargs >= dt__ops[op].nmin && nargs <= dt__ops[op].nmax;
 }
 
-DT__DEF int dt_propagate(dt_op_cache *c, int op, const dt_spec *const *args, int nargs, dt_op_strategy *s)
+/* The operand dtype op expects at position i. */
+static int dt__op_dtype(int op, int i)
+{
+    return (dt__ops[op].index_args >> i) & 1 ? MB_I32 : MB_F32;
+}
+
+/* The family's rule: best->op/nargs/index=-1 set, the rest zero (out_dtype MB_F32). */
+static DT__NOINLINE int dt__prop_family(const dt_spec *const *args, int nargs, int op, const dt_op_attrs *at, dt_op_strategy *best)
+{
+    (void)at;
+    switch (dt__ops[op].family) {
+    case DT__F_EINSUM: return op <= DT_ATEN_BMM ? dt__prop_einsum(args, nargs, op, best) : DT_ERR_UNSUPPORTED;
+    case DT__F_POINTWISE: return op <= DT_ATEN_RELU ? dt__prop_pointwise(args, nargs, op, best) : DT_ERR_UNSUPPORTED;
+    default: return DT_ERR_UNSUPPORTED;
+    }
+}
+
+DT__DEF int dt_propagate(dt_op_cache *c, int op, const dt_op_attrs *attrs, const dt_spec *const *args, int nargs,
+                         dt_op_strategy *s)
 {
     dt_op_key k;
     dt_op_strategy best;
     dt_op_entry *e, *victim = 0;
     int i, rc;
     if (!args || !s) return DT_ERR_NULL;
-    if (op < 0 || op >= DT_ATEN_COUNT || nargs != dt__op_args(op)) return DT_ERR_PLACEMENT_COUNT;
+    if (!dt__op_ok(op, nargs)) return DT_ERR_PLACEMENT_COUNT;
     for (i = 0; i < nargs; i++) {
         rc = args[i] ? dt_spec_check(args[i]) : DT_ERR_NULL;
         if (rc) return rc;
         if (!dt__mesh_same(args[i]->mesh, args[0]->mesh)) return DT_ERR_MISMATCH;
-        if (args[i]->dtype != MB_F32) return DT_ERR_DTYPE;
+        if ((int)args[i]->dtype != dt__op_dtype(op, i)) return DT_ERR_DTYPE;
     }
     if (args[0]->mesh->index < 0) return DT_ERR_NOT_MEMBER;
     DT_MEMSET(&k, 0, sizeof k);
     k.op = op;
     k.nargs = nargs;
+    if (attrs) k.attrs = *attrs;
     DT_MEMCPY(k.mesh, args[0]->mesh, sizeof k.mesh);
     for (i = 0; i < nargs; i++) DT_MEMCPY(k.arg[i], args[i]->placements, sizeof k.arg[i]);
     if (c && c->entries) {
@@ -1633,7 +1740,8 @@ DT__DEF int dt_propagate(dt_op_cache *c, int op, const dt_spec *const *args, int
     best.op = op;
     best.nargs = nargs;
     best.index = -1;
-    rc = op <= DT_ATEN_BMM ? dt__prop_einsum(args, nargs, op, &best) : dt__prop_pointwise(args, nargs, op, &best);
+    best.out_dtype = MB_F32;
+    rc = dt__prop_family(args, nargs, op, &k.attrs, &best);
     if (rc) {
         if (c && rc == DT_ERR_NO_STRATEGY) c->failed_op = op;
         return rc;
@@ -1708,14 +1816,20 @@ static int dt__contig(const mb_tensor *t)
     return 1;
 }
 
-DT__DEF int dt_kernel_ref(int op, mb_tensor *out, const mb_tensor *const *in, int nin)
+/* Elements of t. */
+static int32_t dt__numel(const mb_tensor *t)
 {
-    float *DT_RESTRICT y;
-    int32_t i, n = 1, d;
-    if (!out || !in || nin < 1 || op < 0 || op >= DT_ATEN_COUNT || nin != dt__op_args(op)) return DT_ERR_NULL;
-    y = (float *)out->data;
-    for (d = 0; d < out->ndim; d++) n *= out->shape[d];
-    if (op <= DT_ATEN_BMM) {
+    int32_t n = 1, d;
+    for (d = 0; d < t->ndim; d++) n *= t->shape[d];
+    return n;
+}
+
+/* mm, addmm, bmm. */
+static int dt__kernel_einsum(int op, mb_tensor *out, const mb_tensor *const *in, int nin)
+{
+    float *DT_RESTRICT y = (float *)out->data;
+    int32_t i, n = dt__numel(out);
+    {
         const mb_tensor *a = in[nin - 2], *b = in[nin - 1];
         int bt = op == DT_ATEN_BMM, r = 1 + bt;
         int32_t m = out->shape[bt], nn = out->shape[r], k = a->shape[r], bi, batches = bt ? out->shape[0] : 1;
@@ -1737,6 +1851,13 @@ DT__DEF int dt_kernel_ref(int op, mb_tensor *out, const mb_tensor *const *in, in
                    m, nn, k);
         return DT_OK;
     }
+}
+
+/* add, sub, mul, div, neg, relu. */
+static int dt__kernel_pointwise(int op, mb_tensor *out, const mb_tensor *const *in, int nin)
+{
+    float *DT_RESTRICT y = (float *)out->data;
+    int32_t i, n = dt__numel(out);
     if (dt__contig(in[0]) && (nin < 2 || dt__contig(in[1]))) { /* the usual case: flat loops */
         const float *DT_RESTRICT a = (const float *)in[0]->data, *DT_RESTRICT b = nin > 1 ? (const float *)in[1]->data : a;
         switch (op) {
@@ -1757,20 +1878,32 @@ DT__DEF int dt_kernel_ref(int op, mb_tensor *out, const mb_tensor *const *in, in
     return DT_OK;
 }
 
-/* ---- dispatcher ---- */
+static const dt_op_attrs dt__no_attrs = {0, 0, 0, 0, 0, 0, {0}, 0.0f};
 
-#if defined(__GNUC__) || defined(__clang__)
-#define DT__NOINLINE __attribute__((noinline)) /* stack: its frame apart from the caller's */
-#else
-#define DT__NOINLINE
-#endif
+DT__DEF int dt_kernel_ref(int op, const dt_op_attrs *attrs, mb_tensor *out, const mb_tensor *const *in, int nin)
+{
+    if (!out || !in || !dt__op_ok(op, nin)) return DT_ERR_NULL;
+    if (!attrs) attrs = &dt__no_attrs;
+    switch (dt__ops[op].family) {
+    case DT__F_EINSUM:
+        if (op <= DT_ATEN_BMM) return dt__kernel_einsum(op, out, in, nin);
+        break;
+    case DT__F_POINTWISE:
+        if (op <= DT_ATEN_RELU) return dt__kernel_pointwise(op, out, in, nin);
+        break;
+    default: break;
+    }
+    return DT_ERR_UNSUPPORTED;
+}
+
+/* ---- dispatcher ---- */
 
 /* The output spec of strategy st on mesh m into os (NULL: not kept); its local shape in
    shape when not NULL. */
 static DT__NOINLINE int dt__op_out(const dt_op_strategy *st, const dt_mesh *m, dt_spec *os, int32_t *shape)
 {
     dt_spec tmp;
-    int rc = dt_spec_init(&tmp, m, st->out, m->ndim, MB_F32, st->out_ndim, st->out_shape, 0);
+    int rc = dt_spec_init(&tmp, m, st->out, m->ndim, (mb_dtype)st->out_dtype, st->out_ndim, st->out_shape, 0);
     if (!rc && shape) dt__local(&tmp, m->coord, tmp.placements, m->ndim, shape, 0);
     if (!rc && os) *os = tmp;
     return rc;
@@ -1786,16 +1919,16 @@ static DT__NOINLINE int dt__op_move(dt_dispatch *d, const dt_tensor *a, const dt
     size_t need;
     DT_MEMCPY(t.placements, p, sizeof(dt_placement) * (size_t)t.mesh->ndim);
     dt__local(&t, t.mesh->coord, t.placements, t.mesh->ndim, sh, 0);
-    need = (size_t)DT__R8(dt__bytes(sh, t.ndim, MB_F32));
+    need = (size_t)DT__R8(dt__bytes(sh, t.ndim, t.dtype));
     if (need > *left) return DT_ERR_TOO_SMALL;
     *left -= need;
-    mb_tensor_init(moved, cur + *left, MB_F32, t.ndim, sh);
+    mb_tensor_init(moved, cur + *left, t.dtype, t.ndim, sh);
     return dt_redistribute(d->comm, d->plans, &a->spec, &a->local, &t, DT_PLAN_ALLOW_PARTIAL, moved,
                            *left ? cur : 0, *left);
 }
 
-DT__DEF int dt_op(dt_dispatch *d, int op, const dt_tensor *args, int nargs, dt_tensor *out, void *out_data,
-                  size_t out_bytes)
+DT__DEF int dt_op(dt_dispatch *d, int op, const dt_op_attrs *attrs, const dt_tensor *args, int nargs, dt_tensor *out,
+                  void *out_data, size_t out_bytes)
 {
     const dt_spec *specs[DT_MAX_OP_ARGS];
     const mb_tensor *loc[DT_MAX_OP_ARGS];
@@ -1808,19 +1941,19 @@ DT__DEF int dt_op(dt_dispatch *d, int op, const dt_tensor *args, int nargs, dt_t
     if (!d || !args || !out || !out_data) return DT_ERR_NULL;
     if (nargs < 1 || nargs > DT_MAX_OP_ARGS) return DT_ERR_PLACEMENT_COUNT;
     for (i = 0; i < nargs; i++) specs[i] = &args[i].spec;
-    rc = dt_propagate(d->strategies, op, specs, nargs, &s);
+    rc = dt_propagate(d->strategies, op, attrs, specs, nargs, &s);
     if (rc) return rc;
     m = args[0].spec.mesh;
     nd = m->ndim;
     rc = dt__comm_check(d->comm, m);
     for (i = 0; !rc && i < nargs; i++) { /* every local tensor must fit its spec */
         dt__local(&args[i].spec, m->coord, args[i].spec.placements, nd, sh, 0);
-        rc = dt__fits(&args[i].local, MB_F32, args[i].spec.ndim, sh);
+        rc = dt__fits(&args[i].local, args[i].spec.dtype, args[i].spec.ndim, sh);
     }
     if (!rc) rc = dt__op_out(&s, m, 0, sh);
     if (rc) return rc;
-    if (dt__bytes(sh, s.out_ndim, MB_F32) > out_bytes) return DT_ERR_TOO_SMALL;
-    mb_tensor_init(&y, out_data, MB_F32, s.out_ndim, sh);
+    if (dt__bytes(sh, s.out_ndim, (mb_dtype)s.out_dtype) > out_bytes) return DT_ERR_TOO_SMALL;
+    mb_tensor_init(&y, out_data, (mb_dtype)s.out_dtype, s.out_ndim, sh);
     left = d->scratch ? d->scratch_bytes : 0;
     for (i = 0; i < nargs; i++) { /* redistribute the inputs whose placements differ */
         loc[i] = &args[i].local;
@@ -1829,7 +1962,7 @@ DT__DEF int dt_op(dt_dispatch *d, int op, const dt_tensor *args, int nargs, dt_t
         if (rc) return rc;
         loc[i] = &moved[i];
     }
-    rc = (d->kernels[op] ? d->kernels[op] : dt_kernel_ref)(op, &y, loc, nargs);
+    rc = (d->kernels[op] ? d->kernels[op] : dt_kernel_ref)(op, attrs ? attrs : &dt__no_attrs, &y, loc, nargs);
     if (rc) return rc;
     rc = dt__op_out(&s, m, &out->spec, 0);
     out->local = y;

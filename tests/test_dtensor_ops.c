@@ -56,7 +56,7 @@ static int count(const dt_mesh *m, int op, int ndim, const int32_t *sa, const in
     dt_op_strategy s;
     spec(&a, m, rr, ndim, sa[0], sa[1], sa[2]);
     spec(&b, m, rr, ndim, sb[0], sb[1], sb[2]);
-    assert_int_equal(dt_propagate(NULL, op, args, 2, &s), 0);
+    assert_int_equal(dt_propagate(NULL, op, NULL, args, 2, &s), 0);
     assert_int_equal(s.index, 0); /* R,R needs no redistribution: the all-Replicate one */
     return s.count;
 }
@@ -83,7 +83,7 @@ static void mm_case(const dt_placement *pa, const dt_placement *pb, const dt_pla
     dt_op_strategy s;
     spec(&a, &mesh1, pa, 2, 8, 8, 0);
     spec(&b, &mesh1, pb, 2, 8, 8, 0);
-    assert_int_equal(dt_propagate(NULL, DT_ATEN_MM, args, 2, &s), 0);
+    assert_int_equal(dt_propagate(NULL, DT_ATEN_MM, NULL, args, 2, &s), 0);
     assert_true(same(s.out, want_out, 1));
     assert_true(same(s.in[0], want_a, 1));
     assert_true(same(s.in[1], want_b, 1));
@@ -107,7 +107,7 @@ static void test_mm_rules(void **state)
     mm_case(s0, s0, s0, s0, r);
     spec(&a, &mesh1, s0, 2, 8, 8, 0);
     spec(&b, &mesh1, s0, 2, 8, 8, 0);
-    assert_int_equal(dt_propagate(NULL, DT_ATEN_MM, args, 2, &s), 0);
+    assert_int_equal(dt_propagate(NULL, DT_ATEN_MM, NULL, args, 2, &s), 0);
     assert_int_equal(s.index, 2);
     spec(&t, &mesh1, r, 2, 8, 8, 0);
     assert_int_equal(dt_plan_redistribute(&b, &t, 0, &pl), 0);
@@ -128,7 +128,7 @@ static void pw_case(int op, const dt_placement *pa, const dt_placement *pb, cons
     int n = (op == DT_ATEN_NEG || op == DT_ATEN_RELU) ? 1 : 2;
     spec(&a, &mesh1, pa, 2, 8, 8, 0);
     if (n == 2) spec(&b, &mesh1, pb, 2, 8, 8, 0);
-    assert_int_equal(dt_propagate(NULL, op, args, n, &s), 0);
+    assert_int_equal(dt_propagate(NULL, op, NULL, args, n, &s), 0);
     assert_int_equal(s.count, 1);
     assert_true(same(s.out, want_out, 1));
     assert_true(same(s.in[0], want_a, 1));
@@ -178,16 +178,16 @@ static void test_cache_and_errors(void **state)
     assert_int_equal(c.failed_op, -1);
     spec(&a, &mesh1, s0, 2, 8, 8, 0);
     spec(&b, &mesh1, r, 2, 8, 8, 0);
-    assert_int_equal(dt_propagate(&c, DT_ATEN_MM, args, 2, &s), 0);
+    assert_int_equal(dt_propagate(&c, DT_ATEN_MM, NULL, args, 2, &s), 0);
     assert_int_equal(c.misses, 1);
     assert_int_equal(c.hits, 0);
-    assert_int_equal(dt_propagate(&c, DT_ATEN_MM, args, 2, &s2), 0);
+    assert_int_equal(dt_propagate(&c, DT_ATEN_MM, NULL, args, 2, &s2), 0);
     assert_int_equal(c.hits, 1);
     assert_memory_equal(&s, &s2, sizeof s);
-    assert_int_equal(dt_propagate(&c, DT_ATEN_ADD, args, 2, &s2), 0); /* another op: a miss */
+    assert_int_equal(dt_propagate(&c, DT_ATEN_ADD, NULL, args, 2, &s2), 0); /* another op: a miss */
     assert_int_equal(c.misses, 2);
     spec(&b, &mesh1, r, 2, 8, 4, 0);                                  /* another shape: a miss */
-    assert_int_equal(dt_propagate(&c, DT_ATEN_MM, args, 2, &s2), 0);
+    assert_int_equal(dt_propagate(&c, DT_ATEN_MM, NULL, args, 2, &s2), 0);
     assert_int_equal(c.misses, 3);
     assert_int_equal(s2.out_shape[1], 4);
     /* a propagation failure names the op: P(sum) + P(max) has no strategy */
@@ -195,7 +195,7 @@ static void test_cache_and_errors(void **state)
     spec(&b, &mesh1, pmax, 2, 8, 8, 0);
     memset(&s2, 0x5a, sizeof s2);
     s = s2;
-    assert_int_equal(dt_propagate(&c, DT_ATEN_ADD, args, 2, &s2), DT_ERR_NO_STRATEGY);
+    assert_int_equal(dt_propagate(&c, DT_ATEN_ADD, NULL, args, 2, &s2), DT_ERR_NO_STRATEGY);
     assert_memory_equal(&s, &s2, sizeof s); /* untouched */
     assert_int_equal(c.failed_op, DT_ATEN_ADD);
     assert_string_equal(dt_op_name(c.failed_op), "add");
@@ -204,19 +204,19 @@ static void test_cache_and_errors(void **state)
     /* bad input */
     spec(&a, &mesh1, r, 2, 8, 5, 0);
     spec(&b, &mesh1, r, 2, 8, 8, 0);
-    assert_int_equal(dt_propagate(&c, DT_ATEN_MM, args, 2, &s2), DT_ERR_SHAPE); /* 5 != 8 */
-    assert_int_equal(dt_propagate(&c, DT_ATEN_ADD, args, 2, &s2), DT_ERR_SHAPE);
-    assert_int_equal(dt_propagate(&c, DT_ATEN_ADD, args, 1, &s2), DT_ERR_PLACEMENT_COUNT);
-    assert_int_equal(dt_propagate(&c, DT_ATEN_COUNT, args, 2, &s2), DT_ERR_PLACEMENT_COUNT);
-    assert_int_equal(dt_propagate(&c, DT_ATEN_MM, args, 2, NULL), DT_ERR_NULL);
+    assert_int_equal(dt_propagate(&c, DT_ATEN_MM, NULL, args, 2, &s2), DT_ERR_SHAPE); /* 5 != 8 */
+    assert_int_equal(dt_propagate(&c, DT_ATEN_ADD, NULL, args, 2, &s2), DT_ERR_SHAPE);
+    assert_int_equal(dt_propagate(&c, DT_ATEN_ADD, NULL, args, 1, &s2), DT_ERR_PLACEMENT_COUNT);
+    assert_int_equal(dt_propagate(&c, DT_ATEN_COUNT, NULL, args, 2, &s2), DT_ERR_PLACEMENT_COUNT);
+    assert_int_equal(dt_propagate(&c, DT_ATEN_MM, NULL, args, 2, NULL), DT_ERR_NULL);
     x = b;
     x.dtype = MB_I32;
     args[1] = &x;
-    assert_int_equal(dt_propagate(&c, DT_ATEN_MM, args, 2, &s2), DT_ERR_DTYPE);
+    assert_int_equal(dt_propagate(&c, DT_ATEN_MM, NULL, args, 2, &s2), DT_ERR_DTYPE);
     assert_int_equal(dt_mesh_init(&other, 1, one, NULL, 1), 0); /* another coordinate */
     x = b;
     x.mesh = &other;
-    assert_int_equal(dt_propagate(&c, DT_ATEN_MM, args, 2, &s2), DT_ERR_MISMATCH);
+    assert_int_equal(dt_propagate(&c, DT_ATEN_MM, NULL, args, 2, &s2), DT_ERR_MISMATCH);
 }
 
 /* The reference kernel's mm against a plain triple loop on strided operands. */
@@ -238,7 +238,7 @@ static void test_kernel_mm(void **state)
     in[0] = &tbias;
     in[1] = &ta;
     in[2] = &tb;
-    assert_int_equal(dt_kernel_ref(DT_ATEN_ADDMM, &ty, in, 3), 0);
+    assert_int_equal(dt_kernel_ref(DT_ATEN_ADDMM, NULL, &ty, in, 3), 0);
     for (i = 0; i < 70; i++)
         for (j = 0; j < 80; j++) {
             float s = bias[j];
@@ -253,7 +253,7 @@ static void test_kernel_mm(void **state)
     tat.stride[1] = 70;
     in[0] = &tat;
     in[1] = &tb;
-    assert_int_equal(dt_kernel_ref(DT_ATEN_MM, &ty, in, 2), 0);
+    assert_int_equal(dt_kernel_ref(DT_ATEN_MM, NULL, &ty, in, 2), 0);
     for (i = 0; i < 70; i++)
         for (j = 0; j < 80; j++) {
             float s = 0.0f;
@@ -281,11 +281,11 @@ static uint64_t scr[NR][SCR / 8], fscr[NR][SCR / 8];
 static int kcalls[NR];
 static int dispatched[NR], nostrategy[NR];
 
-static int count_kernel(int op, mb_tensor *out, const mb_tensor *const *in, int nin)
+static int count_kernel(int op, const dt_op_attrs *attrs, mb_tensor *out, const mb_tensor *const *in, int nin)
 {
     (void)op;
     kcalls[0]++; /* only rank 0 installs it */
-    return dt_kernel_ref(DT_ATEN_SUB, out, in, nin); /* a different op: the override runs */
+    return dt_kernel_ref(DT_ATEN_SUB, attrs, out, in, nin); /* a different op: the override runs */
 }
 
 #define CHECK(c)                                                                 \
@@ -379,7 +379,7 @@ static int run_case(pg_group *g, int me, const opcase *oc_, const int *ch, int r
     d.strategies = &oc[me];
     d.scratch = scr[me];
     d.scratch_bytes = sizeof scr[me];
-    rc = dt_op(&d, oc_->op, args, oc_->nargs, &out, yloc[me], sizeof yloc[me]);
+    rc = dt_op(&d, oc_->op, NULL, args, oc_->nargs, &out, yloc[me], sizeof yloc[me]);
     if (rc == DT_ERR_NO_STRATEGY) {
         /* only where an input would have to turn Shard into Partial on a mesh dim (as
            torch, no redistribution does that), or Partial(sum) into Partial(max) */
@@ -405,7 +405,7 @@ static int run_case(pg_group *g, int me, const opcase *oc_, const int *ch, int r
     dispatched[me]++;
     /* the single-rank result */
     mb_tensor_init(&rt, ref[me], MB_F32, out.spec.ndim, out.spec.shape);
-    CHECK(dt_kernel_ref(oc_->op, &rt, gin, oc_->nargs) == 0);
+    CHECK(dt_kernel_ref(oc_->op, NULL, &rt, gin, oc_->nargs) == 0);
     mb_tensor_init(&yg, yglob[me], MB_F32, out.spec.ndim, out.spec.shape);
     CHECK(dt_full_tensor(&dc[me], &pc[me], &out.spec, &out.local, &yg, fscr[me], sizeof fscr[me]) == 0);
     n = numel(out.spec.ndim, out.spec.shape);
@@ -503,11 +503,11 @@ static int body_misc(pg_group *g, void *arg)
     d.strategies = &oc[me];
     if (me == 0) d.kernels[DT_ATEN_ADD] = count_kernel;
     /* S(0) + R: the R input is narrowed locally (a view needs scratch for its copy) */
-    CHECK(dt_op(&d, DT_ATEN_ADD, args, 2, &out, yloc[me], 4) == DT_ERR_TOO_SMALL); /* output */
-    CHECK(dt_op(&d, DT_ATEN_ADD, args, 2, &out, yloc[me], sizeof yloc[me]) == DT_ERR_TOO_SMALL); /* scratch */
+    CHECK(dt_op(&d, DT_ATEN_ADD, NULL, args, 2, &out, yloc[me], 4) == DT_ERR_TOO_SMALL); /* output */
+    CHECK(dt_op(&d, DT_ATEN_ADD, NULL, args, 2, &out, yloc[me], sizeof yloc[me]) == DT_ERR_TOO_SMALL); /* scratch */
     d.scratch = scr[me];
     d.scratch_bytes = sizeof scr[me];
-    CHECK(dt_op(&d, DT_ATEN_ADD, args, 2, &out, yloc[me], sizeof yloc[me]) == 0);
+    CHECK(dt_op(&d, DT_ATEN_ADD, NULL, args, 2, &out, yloc[me], sizeof yloc[me]) == 0);
     CHECK(out.spec.placements[0].kind == DT_KIND_SHARD && out.local.shape[0] == 2);
     for (i = 0; i < 8; i++) /* rank 0's override subtracts: 0; others add: 2x */
         CHECK(yloc[me][i] == (me == 0 ? 0.0f : 2.0f * glob[me][0][8 * me + i]));
@@ -515,7 +515,7 @@ static int body_misc(pg_group *g, void *arg)
     CHECK(me != 0 || kcalls[0] == 1);
     /* a local tensor that does not fit its spec */
     args[0].local.shape[0] = 3;
-    CHECK(dt_op(&d, DT_ATEN_ADD, args, 2, &out, yloc[me], sizeof yloc[me]) == DT_ERR_MISMATCH);
+    CHECK(dt_op(&d, DT_ATEN_ADD, NULL, args, 2, &out, yloc[me], sizeof yloc[me]) == DT_ERR_MISMATCH);
     return 0;
 }
 

@@ -33,7 +33,15 @@
        MB_MEMCPY(d,s,n), MB_MEMSET(d,v,n)   default: memcpy / memset
 
    Errors are negative return values (enum mb_err); mb_strerror() names them. Bad input
-   never writes to the caller's outputs. */
+   never writes to the caller's outputs (docs/error-contract.md lists every case).
+
+   Threads, interrupts, memory: every function works only on its arguments (no static or
+   global state, no locks, no heap, no libc beyond memcpy/memset), so calls on distinct
+   objects are safe from any thread or ISR; calls that write the same object need the
+   caller's exclusion. Stack use is bounded (no recursion; the worst frame of every
+   function on Cortex-M4 is in `scons size`'s stack table); the only other memory is what
+   the caller passes (views, output arrays, debug-mask storage sized by
+   mb_split_masked_bytes). A custom reducer runs in the caller's context. */
 #ifndef MICROBATCH_H
 #define MICROBATCH_H
 
@@ -148,43 +156,55 @@ typedef struct mb_diag {
     int32_t requested;
 } mb_diag;
 
+/* The name of an mb_err code; "unknown error" for any other value (never NULL). */
 MB_API const char *mb_strerror(int err);
-MB_API size_t mb_dtype_size(mb_dtype dt);  /* 0 for an unknown dtype */
+/* Bytes per element of dt: 4, 8, 1, 1, 2, 4; 0 for an unknown dtype. */
+MB_API size_t mb_dtype_size(mb_dtype dt);
 
 /* ---- 3. Tensor views ------------------------------------------------------------- */
-/* Contiguous (row-major) view of `data`. */
+/* Contiguous (row-major) view of `data`: t's shape, strides, dtype. Errors: MB_ERR_NULL
+   (t or data), MB_ERR_NDIM, MB_ERR_DTYPE, MB_ERR_SHAPE (negative or too large sizes). */
 MB_API int mb_tensor_init(mb_tensor *t, void *data, mb_dtype dt, int ndim, const int32_t *shape);
-/* Validate a view (dtype, ndim, sizes >= 0, strides >= 0). */
+/* Validate a view (dtype, ndim, sizes >= 0, strides >= 0, extent). Errors: MB_ERR_NULL,
+   MB_ERR_NDIM, MB_ERR_DTYPE, MB_ERR_SHAPE. */
 MB_API int mb_tensor_check(const mb_tensor *t);
-MB_API int64_t mb_numel(const mb_tensor *t); /* < 0: NULL, bad ndim or a negative size */
-/* 1 when row-major contiguous (size-1 dims ignored), 0 when not, < 0 on bad input. */
+/* Number of elements (1 for ndim 0); < 0 (MB_ERR_NULL, MB_ERR_NDIM, MB_ERR_SHAPE) on bad input. */
+MB_API int64_t mb_numel(const mb_tensor *t);
+/* 1 when row-major contiguous (size-1 dims ignored), 0 when not, MB_ERR_NULL. */
 MB_API int mb_is_contiguous(const mb_tensor *t);
 /* dim in [-ndim, ndim) -> [0, ndim); otherwise MB_ERR_DIM. */
 MB_API int mb_normalize_dim(int dim, int ndim);
-/* out = t[..., start:start+length, ...] along dim, a view (no copy). */
+/* out = t[..., start:start+length, ...] along dim, a view (no copy; dim may be negative).
+   Errors: MB_ERR_NULL, MB_ERR_SHAPE (t invalid), MB_ERR_DIM, MB_ERR_RANGE. */
 MB_API int mb_narrow(const mb_tensor *t, int dim, int32_t start, int32_t length, mb_tensor *out);
 /* Copy elements between two views of equal shape and dtype, any strides. An element that
    dst and src share is left alone (a copy onto the same view moves nothing); views that
-   overlap in other ways give an undefined result. */
+   overlap in other ways give an undefined result. Errors: MB_ERR_NULL, MB_ERR_DTYPE,
+   MB_ERR_SHAPE (invalid views or shapes differ). */
 MB_API int mb_copy(mb_tensor *dst, const mb_tensor *src);
-/* Set every element of the view to zero. */
+/* Set every element of the view to zero (any strides). Errors: MB_ERR_NULL, MB_ERR_SHAPE. */
 MB_API int mb_zero(mb_tensor *t);
 
 /* ---- 4. Split -------------------------------------------------------------------- */
 /* Chunk sizes of `size` into `chunks` (MB_BALANCED or MB_CEIL in flags). Returns the chunk
-   count (MB_CEIL may give fewer) or < 0; `sizes` may be NULL to only count. */
+   count (MB_CEIL may give fewer) or MB_ERR_CHUNKS (chunks <= 0), MB_ERR_SHAPE (size < 0),
+   MB_ERR_TOO_SMALL (max_sizes too small); `sizes` may be NULL to only count. */
 MB_API int mb_split_sizes(int32_t size, int chunks, int flags, int32_t *sizes, int max_sizes);
 
 /* Split `nargs` values into microbatches. specs may be NULL (all DEFAULT). Writes
    out[c * nargs + i] for chunk c, value i: tensor views narrowed along the split dim, or
    the value itself for REPLICATE/scalars. Returns the chunk count produced, or < 0 with
-   `diag` (may be NULL) naming the value. Nothing is written to `out` on error. */
+   `diag` (may be NULL) naming the value: MB_ERR_NULL, MB_ERR_CHUNKS, MB_ERR_SPEC,
+   MB_ERR_DIM, MB_ERR_SPLIT_SIZE (MB_STRICT), MB_ERR_CHUNK_COUNT, MB_ERR_TOO_SMALL
+   (max_chunks), or a view's own error. Nothing is written to `out` on error. */
 MB_API int mb_split(const mb_value *args, const mb_spec *specs, int nargs, int chunks, int flags,
                     mb_value *out, int max_chunks, mb_diag *diag);
 
 /* Debug-mask mode (_debug_mask_minibatches): each SPLIT value's chunk is a full-size
    contiguous tensor, zero outside its own slice, written into `storage` (8-byte aligned
-   pieces). mb_split_masked_bytes() gives the storage size needed; `out` must not be NULL. */
+   pieces). mb_split_masked_bytes() gives the storage size needed in *bytes (errors as
+   mb_split's); mb_split_masked() returns the chunk count, or mb_split's errors plus
+   MB_ERR_TOO_SMALL (storage) and MB_ERR_ALIGN (storage not 8-byte aligned). */
 MB_API int mb_split_masked_bytes(const mb_value *args, const mb_spec *specs, int nargs, int chunks,
                                  int flags, size_t *bytes);
 MB_API int mb_split_masked(const mb_value *args, const mb_spec *specs, int nargs, int chunks,
@@ -197,8 +217,11 @@ MB_API int mb_split_masked(const mb_value *args, const mb_spec *specs, int nargs
    already is the matching view of the output is not copied. Scalars are written to
    out[i].scalar. flags: MB_DEBUG_MASK re-slices masked chunks (with MB_BALANCED/MB_CEIL
    as used to split). A REDUCE output may be one of the chunks (reduced in place); other
-   overlaps of output and chunks are undefined. Nothing is written on error (a custom
-   reducer's own failure aside). */
+   overlaps of output and chunks are undefined. Errors: MB_ERR_NULL, MB_ERR_CHUNKS,
+   MB_ERR_SPEC, MB_ERR_DIM, MB_ERR_DTYPE (chunks differ, MEAN of integers), MB_ERR_CHUNK_COUNT
+   (MB_DEBUG_MASK: chunks do not match the split), MB_ERR_SHAPE
+   (chunks or output do not fit), MB_ERR_NOT_REPLICATED, a custom reducer's own code.
+   Nothing is written on error (a custom reducer's own failure aside). */
 MB_API int mb_merge(const mb_value *chunks, int nchunks, int nvals, const mb_spec *specs, int flags,
                     mb_value *out);
 

@@ -45,7 +45,18 @@
                                  validator, simulator or exporters; pp_strerror() is left out too
 
    Errors are negative return values (enum pp_err); pp_strerror() names them, pp_diag says
-   where (rank, step, action). Bad input never writes to the caller's outputs. */
+   where (rank, step, action). Bad input never writes to the caller's outputs; the codes
+   each function returns for each kind of bad input are in docs/error-contract.md
+   (generated from the test that asserts them).
+
+   Threads, interrupts, memory: planning (sections 3-7) works only on its arguments (no
+   static or global state, no locks, no heap), so calls on distinct plans are safe from
+   any thread; a plan being written (build, lower, csv_read) must not be read meanwhile.
+   Every buffer is the caller's, sized by a query: pp_plan_bytes, pp_sim_bytes,
+   pp_exec_bytes, and (buf, cap, needed) for text. The executor (section 9) runs one rank
+   per thread or core and blocks in the port (pg.h), so it is never called from an ISR;
+   its layer, input, loss and output callbacks run in that thread. Stack use is bounded
+   (no recursion; `scons size` lists the worst frame of every function on Cortex-M4). */
 #ifndef PIPELINE_H
 #define PIPELINE_H
 
@@ -179,6 +190,8 @@ typedef struct pp_diag {
     int32_t expected, got;           /* counts / sums */
 } pp_diag;
 
+/* The message of a pp_err code; "unknown error" for any other value (never NULL). Left
+   out under PP_NO_PLANNER. */
 PP_API const char *pp_strerror(int err);
 
 /* ---- 3. Model and partitioning ----------------------------------------------------- */
@@ -228,6 +241,8 @@ PP_API int pp_plan_init(pp_plan *plan, void *storage, size_t bytes, int nranks, 
 /* Build a schedule's compute-only tables (with idle slots) in PyTorch's order. */
 PP_API int pp_schedule_build(pp_plan *plan, int schedule, int nranks, int stages_per_rank,
                              int nmb, void *storage, size_t bytes, pp_diag *diag);
+/* rank's row of the plan as the executor walks it (a view into the plan's storage, no copy).
+   PP_ERR_NULL, PP_ERR_ARG (rank out of range). */
 PP_API int pp_plan_table(const pp_plan *plan, int rank, pp_table *out);
 /* Peak number of activations held at once on `rank` (F .. its B or W), in table order.
    A plan without any backward action holds one at a time. */

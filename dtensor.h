@@ -34,7 +34,7 @@
        3. Device mesh                      8. Execution over ports/pg.h
        4. Placements and specs             9. Implementation (DTENSOR_IMPLEMENTATION)
        5. Shard sizes, local shapes and views  10. Ops: sharding propagation, dispatcher,
-                                               kernels (mm, addmm, bmm, pointwise)
+                                               kernels (mm, addmm, bmm, linear, pointwise)
 
    Configuration (define before including, or in SPLITCORE_CONFIG_FILE):
        DTENSOR_IMPLEMENTATION  emit the definitions (exactly one .c file; the program also
@@ -395,8 +395,9 @@ DT_API int dt_distribute_scratch_bytes(const dt_spec *s, int src_rank, size_t *b
    PyTorch DTensor's _ops/ strategies, _sharding_prop.py and _dispatch.py. dt_aten names
    every op of the set; an op's static arguments (dim, keepdim, shape, scalar, ...) travel
    in dt_op_attrs and are part of the cache key. Ops with rules and kernels, on f32: mm,
-   addmm (bias + mat1 @ mat2, 1-D or 2-D bias), bmm, and the pointwise add, sub, mul, div
-   (same shapes), neg, relu; the others return DT_ERR_UNSUPPORTED until their family lands.
+   addmm (bias + mat1 @ mat2, 1-D or 2-D bias), bmm, linear (x @ w^T + b: x of 2..6 dims,
+   w (n, k), optional 1-D bias), and the pointwise add, sub, mul, div (same shapes), neg,
+   relu; the others return DT_ERR_UNSUPPORTED until their family lands.
    Propagation: an op's candidate strategies (input placements -> output placement) are
    generated per mesh dim and combined by cartesian product over mesh dims (the last mesh
    dim varies fastest, as itertools.product), each costed as the sum over inputs of
@@ -411,6 +412,13 @@ DT_API int dt_distribute_scratch_bytes(const dt_spec *s, int src_rank, size_t *b
        R,S(2)->S(2) (5 and 25).
      addmm: mm's, the bias following the output through broadcasting (a broadcast dim
        Replicate, Partial kept: a Replicate bias is partitioned, sum divides).
+     linear (torch decomposes it to t + mm/addmm): mm's strategies on (x, w^T), so w S(0)
+       is w^T's S(1) and back: R,R->R; x S(-1),w S(1)->P(sum); x S(d),w R->S(d) for each
+       x dim d but the last; x R,w S(0)->S(-1) (4 and 16 for a 2-D x, one more per mesh
+       dim for each extra x dim: torch's matmul flattens those into one row dim, which
+       keeps only a shard of the first, so a 3-D x sharded on dim 1 stays sharded here
+       where torch would gather it); the bias follows the output as addmm's. The kernel
+       takes dot products of x and w rows (no transposed copy).
      pointwise: one strategy following the input with the most shards (first on ties):
        Shard kept; Partial(sum/avg) kept by add/sub (every input then targets that
        Partial: Replicate is partitioned locally), mul (the others target Replicate), div
@@ -1583,24 +1591,48 @@ static int dt__bdim(const dt_spec *a, const int32_t *out_shape, int out_nd, int 
     return k >= 0 && a->shape[k] == out_shape[d] ? k : -1;
 }
 
+/* linear "m..k,nk->m..n" per mesh dim, option c of r + 2 (x of r dims, w = (n, k)): the mm
+   strategies on x and w^T (w S(0) is w^T's S(1) and back), the m rows being every x dim
+   but the last: R,R->R; S(r-1),S(1)->P(sum); S(d),R->S(d) for d < r-1; R,S(0)->S(r-1).
+   {out, x, w} into o. */
+static void dt__linear_opt(int c, int r, dt_placement *o)
+{
+    dt_placement rr = DT__R, ps = DT__PS;
+    o[0] = o[1] = o[2] = rr;
+    if (c == 1) {
+        o[0] = ps;
+        o[1].kind = o[2].kind = DT_KIND_SHARD;
+        o[1].arg = (int16_t)(r - 1);
+        o[2].arg = 1;
+    } else if (c > 1) {
+        o[0].kind = DT_KIND_SHARD;
+        o[0].arg = (int16_t)(c - 2);
+        if (c <= r) o[1] = o[0];
+        else o[2].kind = DT_KIND_SHARD; /* w S(0) */
+    }
+}
+
 static int dt__prop_einsum(const dt_spec *const *args, int nargs, int op, dt_op_strategy *best)
 {
     const dt_placement(*opts)[3] = op == DT_ATEN_BMM ? dt__bmm_opts : dt__mm_opts;
-    int nopt = op == DT_ATEN_BMM ? 5 : 4, nd = args[0]->mesh->ndim, total = 1, i, md, noredist = 0;
-    const dt_spec *lhs = args[nargs - 2], *rhs = args[nargs - 1];
+    int lin = op == DT_ATEN_LINEAR, li = lin ? 0 : nargs - 2, ri = li + 1, bi = lin ? 2 : 0;
+    int nd = args[0]->mesh->ndim, total = 1, i, md, noredist = 0;
+    const dt_spec *lhs = args[li], *rhs = args[ri];
     dt_op_strategy cand = *best;
-    int rank = op == DT_ATEN_BMM ? 3 : 2;
-    if (lhs->ndim != rank || rhs->ndim != rank || lhs->shape[rank - 1] != rhs->shape[rank - 2] ||
-        (rank == 3 && lhs->shape[0] != rhs->shape[0]))
+    int rank = lin ? lhs->ndim : op == DT_ATEN_BMM ? 3 : 2, nopt = lin ? rank + 2 : op == DT_ATEN_BMM ? 5 : 4;
+    dt_placement lo[3];
+    if (lin ? (rank < 2 || rhs->ndim != 2 || lhs->shape[rank - 1] != rhs->shape[1])
+            : (lhs->ndim != rank || rhs->ndim != rank || lhs->shape[rank - 1] != rhs->shape[rank - 2] ||
+               (rank == 3 && lhs->shape[0] != rhs->shape[0])))
         return DT_ERR_SHAPE;
     DT_MEMCPY(best->out_shape, lhs->shape, sizeof best->out_shape);
-    best->out_shape[rank - 1] = rhs->shape[rank - 1];
+    best->out_shape[rank - 1] = rhs->shape[lin ? 0 : rank - 1];
     best->out_ndim = rank;
-    if (op == DT_ATEN_ADDMM) {
-        const dt_spec *b = args[0];
-        if (b->ndim < 1 || b->ndim > 2) return DT_ERR_SHAPE;
+    if (nargs == 3) { /* addmm's bias (1-D or 2-D), linear's (1-D): broadcast to the output */
+        const dt_spec *b = args[bi];
+        if (b->ndim < 1 || b->ndim > (lin ? 1 : 2)) return DT_ERR_SHAPE;
         for (i = 0; i < b->ndim; i++) {
-            int32_t o = best->out_shape[2 - b->ndim + i];
+            int32_t o = best->out_shape[rank - b->ndim + i];
             if (b->shape[i] != o && b->shape[i] != 1) return DT_ERR_SHAPE;
         }
     }
@@ -1610,17 +1642,21 @@ static int dt__prop_einsum(const dt_spec *const *args, int nargs, int op, dt_op_
         int code = i;
         for (md = nd - 1; md >= 0; md--, code /= nopt) { /* itertools.product: last dim fastest */
             const dt_placement *o = opts[code % nopt];
+            if (lin) {
+                dt__linear_opt(code % nopt, rank, lo);
+                o = lo;
+            }
             cand.out[md] = o[0];
-            cand.in[nargs - 2][md] = o[1];
-            cand.in[nargs - 1][md] = o[2];
-            if (op == DT_ATEN_ADDMM) { /* the bias follows the output (map_placements_after_broadcast) */
+            cand.in[li][md] = o[1];
+            cand.in[ri][md] = o[2];
+            if (nargs == 3) { /* the bias follows the output (map_placements_after_broadcast) */
                 dt_placement p = o[0];
                 if (p.kind == DT_KIND_SHARD) {
-                    int k = dt__bdim(args[0], best->out_shape, 2, p.arg);
+                    int k = dt__bdim(args[bi], best->out_shape, rank, p.arg);
                     p.kind = k < 0 ? (int16_t)DT_KIND_REPLICATE : p.kind;
                     p.arg = (int16_t)(k < 0 ? 0 : k);
                 }
-                cand.in[0][md] = p;
+                cand.in[bi][md] = p;
             }
         }
         dt__consider(args, nargs, &cand, best, &noredist);
@@ -1694,7 +1730,7 @@ static DT__NOINLINE int dt__prop_family(const dt_spec *const *args, int nargs, i
 {
     (void)at;
     switch (dt__ops[op].family) {
-    case DT__F_EINSUM: return op <= DT_ATEN_BMM ? dt__prop_einsum(args, nargs, op, best) : DT_ERR_UNSUPPORTED;
+    case DT__F_EINSUM: return dt__prop_einsum(args, nargs, op, best);
     case DT__F_POINTWISE: return op <= DT_ATEN_RELU ? dt__prop_pointwise(args, nargs, op, best) : DT_ERR_UNSUPPORTED;
     default: return DT_ERR_UNSUPPORTED;
     }
@@ -1770,7 +1806,21 @@ DT__DEF int dt_propagate(dt_op_cache *c, int op, const dt_op_attrs *attrs, const
 #define DT_MM_BLOCK 64
 #endif
 
-/* y[m,n] (+)= a[m,k] @ b[k,n], blocked over k and n; strides in elements. */
+/* y[0..DT_MM_BLOCK) += a * b[..], y2[..] += a2 * b[..]: the matmul's inner loop, a constant
+   trip count and restrict parameters (gcc -O2's cost model vectorises only loops that
+   need neither a scalar epilogue nor a run-time alias check). */
+static void dt__axpy2(float *DT_RESTRICT y, float *DT_RESTRICT y2, const float *DT_RESTRICT b, float a, float a2)
+{
+    int32_t j;
+    for (j = 0; j < DT_MM_BLOCK; j++) {
+        y[j] += a * b[j];
+        y2[j] += a2 * b[j];
+    }
+}
+
+/* y[m,n] (+)= a[m,k] @ b[k,n], blocked over k and n; strides in elements. A full block of
+   a unit-stride b row goes through dt__axpy2, two rows of a at a time (each b row loaded
+   once for both). */
 static void dt__mm(float *DT_RESTRICT y, int32_t ys, const float *DT_RESTRICT a, int32_t as0, int32_t as1,
                    const float *DT_RESTRICT b, int32_t bs0, int32_t bs1, int32_t m, int32_t n, int32_t k)
 {
@@ -1780,15 +1830,49 @@ static void dt__mm(float *DT_RESTRICT y, int32_t ys, const float *DT_RESTRICT a,
         for (nb = 0; nb < n; nb += DT_MM_BLOCK) {
             ne = nb + DT_MM_BLOCK < n ? nb + DT_MM_BLOCK : n;
             for (i = 0; i < m; i++) {
-                float *DT_RESTRICT yr = y + (size_t)i * (size_t)ys;
+                float *DT_RESTRICT yr = y + (size_t)i * (size_t)ys + nb;
+                const float *ar = a + (size_t)i * (size_t)as0;
+                if (bs1 == 1 && ne - nb == DT_MM_BLOCK && i + 1 < m) { /* two rows, full block */
+                    float *DT_RESTRICT yr2 = yr + ys;
+                    for (p = kb; p < ke; p++) {
+                        const float av = ar[(size_t)p * (size_t)as1], av2 = ar[(size_t)as0 + (size_t)p * (size_t)as1];
+                        dt__axpy2(yr, yr2, b + (size_t)p * (size_t)bs0 + nb, av, av2);
+                    }
+                    i++;
+                    continue;
+                }
                 for (p = kb; p < ke; p++) {
-                    const float av = a[(size_t)i * (size_t)as0 + (size_t)p * (size_t)as1];
+                    const float av = ar[(size_t)p * (size_t)as1];
                     const float *DT_RESTRICT br = b + (size_t)p * (size_t)bs0;
                     if (bs1 == 1)
-                        for (j = nb; j < ne; j++) yr[j] += av * br[j];
+                        for (j = 0; j < ne - nb; j++) yr[j] += av * br[nb + j];
                     else
-                        for (j = nb; j < ne; j++) yr[j] += av * br[(size_t)j * (size_t)bs1];
+                        for (j = nb; j < ne; j++) yr[j - nb] += av * br[(size_t)j * (size_t)bs1];
                 }
+            }
+        }
+    }
+}
+
+/* y[m,n] += a[m,k] @ w[n,k]^T for unit-stride rows of a and w (linear's x @ w^T without
+   materialising the transpose): dot products of rows, eight partial sums per dot
+   (vectorised by gcc -O2 as one 8-lane block), blocked over n. */
+static void dt__mm_nt(float *DT_RESTRICT y, int32_t ys, const float *DT_RESTRICT a, int32_t as0,
+                      const float *DT_RESTRICT w, int32_t ws0, int32_t m, int32_t n, int32_t k)
+{
+    int32_t i, j, p, q, nb, ne;
+    for (nb = 0; nb < n; nb += DT_MM_BLOCK) {
+        ne = nb + DT_MM_BLOCK < n ? nb + DT_MM_BLOCK : n;
+        for (i = 0; i < m; i++) {
+            const float *DT_RESTRICT ar = a + (size_t)i * (size_t)as0;
+            for (j = nb; j < ne; j++) {
+                const float *DT_RESTRICT wr = w + (size_t)j * (size_t)ws0;
+                float acc[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f}, sum;
+                for (p = 0; p + 8 <= k; p += 8)
+                    for (q = 0; q < 8; q++) acc[q] += ar[p + q] * wr[p + q];
+                sum = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+                for (; p < k; p++) sum += ar[p] * wr[p];
+                y[(size_t)i * (size_t)ys + (size_t)j] += sum;
             }
         }
     }
@@ -1824,33 +1908,51 @@ static int32_t dt__numel(const mb_tensor *t)
     return n;
 }
 
-/* mm, addmm, bmm. */
+/* mm, addmm, bmm, linear. */
 static int dt__kernel_einsum(int op, mb_tensor *out, const mb_tensor *const *in, int nin)
 {
     float *DT_RESTRICT y = (float *)out->data;
-    int32_t i, n = dt__numel(out);
-    {
-        const mb_tensor *a = in[nin - 2], *b = in[nin - 1];
-        int bt = op == DT_ATEN_BMM, r = 1 + bt;
-        int32_t m = out->shape[bt], nn = out->shape[r], k = a->shape[r], bi, batches = bt ? out->shape[0] : 1;
-        if (op == DT_ATEN_ADDMM) { /* out = bias broadcast, then accumulate */
-            const mb_tensor *c = in[0];
-            for (i = 0; i < n; i++) {
-                int32_t row = i / (nn ? nn : 1), col = i % (nn ? nn : 1);
-                size_t off = (size_t)(c->shape[c->ndim - 1] == 1 ? 0 : col) * (size_t)c->stride[c->ndim - 1];
-                if (c->ndim == 2 && c->shape[0] != 1) off += (size_t)row * (size_t)c->stride[0];
-                y[i] = ((const float *)c->data)[off];
-            }
-        } else {
-            for (i = 0; i < n; i++) y[i] = 0.0f;
+    int lin = op == DT_ATEN_LINEAR, bt = op == DT_ATEN_BMM, r = out->ndim - 1, d, dl = -1;
+    const mb_tensor *a = in[lin ? 0 : nin - 2], *b = in[lin ? 1 : nin - 1], *c = nin == 3 ? in[lin ? 2 : 0] : 0;
+    int32_t i, n = dt__numel(out), nn = out->shape[r], k = a->shape[r], m = out->shape[r - 1], bi, batches = 1;
+    int32_t as0 = a->stride[r - 1], bs0 = b->stride[bt], bs1 = b->stride[bt + 1];
+    if (c) { /* out = bias broadcast, then accumulate */
+        for (i = 0; i < n; i++) {
+            int32_t row = i / (nn ? nn : 1), col = i % (nn ? nn : 1);
+            size_t off = (size_t)(c->shape[c->ndim - 1] == 1 ? 0 : col) * (size_t)c->stride[c->ndim - 1];
+            if (c->ndim == 2 && c->shape[0] != 1) off += (size_t)row * (size_t)c->stride[0];
+            y[i] = ((const float *)c->data)[off];
         }
-        for (bi = 0; bi < batches; bi++)
-            dt__mm(y + (size_t)bi * (size_t)m * (size_t)nn, nn,
-                   (const float *)a->data + (bt ? (size_t)bi * (size_t)a->stride[0] : 0), a->stride[bt], a->stride[r],
-                   (const float *)b->data + (bt ? (size_t)bi * (size_t)b->stride[0] : 0), b->stride[bt], b->stride[r],
-                   m, nn, k);
-        return DT_OK;
+    } else {
+        for (i = 0; i < n; i++) y[i] = 0.0f;
     }
+    if (lin) { /* x's leading dims: one block of rows when they collapse, else a batch each */
+        bs0 = b->stride[1];
+        bs1 = b->stride[0];
+        for (dl = r - 2; dl >= 0 && a->stride[dl] == a->stride[dl + 1] * a->shape[dl + 1]; dl--) m *= a->shape[dl];
+        for (d = dl; d >= 0; d--) batches *= a->shape[d];
+    } else if (bt) {
+        batches = out->shape[0];
+    }
+    for (bi = 0; bi < batches; bi++) {
+        const float *ap = (const float *)a->data, *bp = (const float *)b->data;
+        float *yp = y + (size_t)bi * (size_t)m * (size_t)nn;
+        if (bt) {
+            ap += (size_t)bi * (size_t)a->stride[0];
+            bp += (size_t)bi * (size_t)b->stride[0];
+        } else if (batches > 1) { /* linear: batch bi of the dims before the rows */
+            int32_t q = bi;
+            for (d = dl; d >= 0; d--) {
+                ap += (size_t)(q % a->shape[d]) * (size_t)a->stride[d];
+                q /= a->shape[d];
+            }
+        }
+        if (lin && a->stride[r] == 1 && bs0 == 1)
+            dt__mm_nt(yp, nn, ap, as0, bp, b->stride[0], m, nn, k);
+        else
+            dt__mm(yp, nn, ap, as0, a->stride[r], bp, bs0, bs1, m, nn, k);
+    }
+    return DT_OK;
 }
 
 /* add, sub, mul, div, neg, relu. */
@@ -1885,9 +1987,7 @@ DT__DEF int dt_kernel_ref(int op, const dt_op_attrs *attrs, mb_tensor *out, cons
     if (!out || !in || !dt__op_ok(op, nin)) return DT_ERR_NULL;
     if (!attrs) attrs = &dt__no_attrs;
     switch (dt__ops[op].family) {
-    case DT__F_EINSUM:
-        if (op <= DT_ATEN_BMM) return dt__kernel_einsum(op, out, in, nin);
-        break;
+    case DT__F_EINSUM: return dt__kernel_einsum(op, out, in, nin);
     case DT__F_POINTWISE:
         if (op <= DT_ATEN_RELU) return dt__kernel_pointwise(op, out, in, nin);
         break;

@@ -73,6 +73,63 @@ static void test_strategy_counts(void **state)
     assert_int_equal(count(&mesh2, DT_ATEN_BMM, 3, b488, b488), 25);
     /* is_tensor_shardable: a (3,8) lhs cannot be sharded 4 ways on dim 0 (S(0),R->S(0) dropped) */
     assert_int_equal(count(&mesh1, DT_ATEN_MM, 2, m38, m88), 3);
+    /* linear = t + mm: mm's counts for a 2-D x; one more per extra row dim of x */
+    assert_int_equal(count(&mesh1, DT_ATEN_LINEAR, 2, m88, m88), 4);
+    assert_int_equal(count(&mesh2, DT_ATEN_LINEAR, 2, m88, m88), 16);
+}
+
+/* linear's strategies are mm's on (x, w^T): w S(0) plays w^T's S(1) and back. */
+static void linear_case(int xnd, const dt_placement *px, const dt_placement *pw, const dt_placement *pb,
+                        const dt_placement *want_out, const dt_placement *want_x, const dt_placement *want_w,
+                        const dt_placement *want_b, int want_count)
+{
+    dt_spec x, w, b;
+    const dt_spec *args[3] = {&x, &w, &b};
+    dt_op_strategy s;
+    if (xnd == 3) spec(&x, &mesh1, px, 3, 4, 8, 12);
+    else spec(&x, &mesh1, px, 2, 8, 12, 0);
+    spec(&w, &mesh1, pw, 2, 16, 12, 0);
+    if (pb) spec(&b, &mesh1, pb, 1, 16, 0, 0);
+    assert_int_equal(dt_propagate(NULL, DT_ATEN_LINEAR, NULL, args, pb ? 3 : 2, &s), 0);
+    assert_int_equal(s.count, want_count);
+    assert_int_equal(s.out_ndim, xnd);
+    assert_int_equal(s.out_shape[xnd - 1], 16);
+    assert_int_equal(s.out_shape[xnd - 2], 8);
+    assert_true(same(s.out, want_out, 1));
+    assert_true(same(s.in[0], want_x, 1));
+    assert_true(same(s.in[1], want_w, 1));
+    if (pb) assert_true(same(s.in[2], want_b, 1));
+}
+
+static void test_linear_rules(void **state)
+{
+    dt_placement r[1] = {R_}, s0[1] = {S0}, s1[1] = {S1}, s2[1] = {DT_SHARD(2)}, ps[1] = {PSUM};
+    dt_spec x, w, b;
+    const dt_spec *args[3] = {&x, &w, &b};
+    dt_op_strategy s;
+    (void)state;
+    assert_int_equal(dt_mesh_init(&mesh1, 1, one, NULL, 0), 0);
+    linear_case(2, r, s0, r, s1, r, s0, s0, 4);   /* colwise: w S(0) -> out S(-1), bias S(0) */
+    linear_case(2, s1, s1, r, ps, s1, s1, ps, 4); /* rowwise: x S(-1), w S(1) -> P(sum), bias P */
+    linear_case(2, s0, r, r, s0, s0, r, r, 4);    /* x S(0), w R -> S(0), bias R */
+    linear_case(2, r, r, NULL, r, r, r, NULL, 4);
+    linear_case(3, s1, r, NULL, s1, s1, r, NULL, 5); /* a 3-D x: its dim 1 is a row dim too */
+    linear_case(3, s2, s1, NULL, ps, s2, s1, NULL, 5);
+    /* a S(0) bias cannot become Partial (Shard -> Partial is no redistribution): 4 left */
+    linear_case(3, r, s0, s0, s2, r, s0, s0, 4);
+    /* bad shapes: k differs, w not 2-D, bias not (16,), x 1-D */
+    spec(&x, &mesh1, r, 2, 8, 12, 0);
+    spec(&w, &mesh1, r, 2, 16, 11, 0);
+    assert_int_equal(dt_propagate(NULL, DT_ATEN_LINEAR, NULL, args, 2, &s), DT_ERR_SHAPE);
+    spec(&w, &mesh1, r, 3, 16, 12, 1);
+    assert_int_equal(dt_propagate(NULL, DT_ATEN_LINEAR, NULL, args, 2, &s), DT_ERR_SHAPE);
+    spec(&w, &mesh1, r, 2, 16, 12, 0);
+    spec(&b, &mesh1, r, 1, 15, 0, 0);
+    assert_int_equal(dt_propagate(NULL, DT_ATEN_LINEAR, NULL, args, 3, &s), DT_ERR_SHAPE);
+    spec(&b, &mesh1, r, 2, 1, 16, 0);
+    assert_int_equal(dt_propagate(NULL, DT_ATEN_LINEAR, NULL, args, 3, &s), DT_ERR_SHAPE);
+    spec(&x, &mesh1, r, 1, 12, 0, 0);
+    assert_int_equal(dt_propagate(NULL, DT_ATEN_LINEAR, NULL, args, 2, &s), DT_ERR_SHAPE);
 }
 
 static void mm_case(const dt_placement *pa, const dt_placement *pb, const dt_placement *want_out,
@@ -262,6 +319,67 @@ static void test_kernel_mm(void **state)
         }
 }
 
+/* linear: x @ w^T + b with contiguous rows (the dot-product kernel), a strided w (the
+   mm kernel) and a 3-D x whose leading dims do not collapse (one batch each). */
+static void test_kernel_linear(void **state)
+{
+    static float x[3 * 70 * 90], w[80 * 90], y[3 * 35 * 80], bias[80], wt[90 * 80];
+    int32_t sx[2] = {70, 90}, sw[2] = {80, 90}, sy[2] = {70, 80}, sbias[1] = {80}, swt[2] = {90, 80}, sy3[3] = {3, 35, 80};
+    mb_tensor tx, tw, ty, tbias, twt;
+    const mb_tensor *in[3];
+    int i, j, k, pass, bt;
+    (void)state;
+    for (i = 0; i < 3 * 70 * 90; i++) x[i] = (float)((i * 7) % 11 - 5);
+    for (i = 0; i < 80 * 90; i++) w[i] = (float)((i * 5) % 7 - 3);
+    for (i = 0; i < 80; i++)
+        for (k = 0; k < 90; k++) wt[k * 80 + i] = w[i * 90 + k];
+    for (i = 0; i < 80; i++) bias[i] = (float)i;
+    mb_tensor_init(&tx, x, MB_F32, 2, sx);
+    mb_tensor_init(&tbias, bias, MB_F32, 1, sbias);
+    for (pass = 0; pass < 2; pass++) {
+        if (pass == 0) {
+            mb_tensor_init(&tw, w, MB_F32, 2, sw);
+        } else { /* w as a transposed view of a (90,80) buffer: strides {1, 80} */
+            mb_tensor_init(&twt, wt, MB_F32, 2, swt);
+            tw = twt;
+            tw.shape[0] = 80;
+            tw.shape[1] = 90;
+            tw.stride[0] = 1;
+            tw.stride[1] = 80;
+        }
+        mb_tensor_init(&ty, y, MB_F32, 2, sy);
+        in[0] = &tx;
+        in[1] = &tw;
+        in[2] = &tbias;
+        memset(y, 0xff, sizeof y);
+        assert_int_equal(dt_kernel_ref(DT_ATEN_LINEAR, NULL, &ty, in, 3), 0);
+        for (i = 0; i < 70; i++)
+            for (j = 0; j < 80; j++) {
+                float s = bias[j];
+                for (k = 0; k < 90; k++) s += x[i * 90 + k] * w[j * 90 + k];
+                assert_true(s == y[i * 80 + j]);
+            }
+    }
+    /* (3,35,90) x with strides {70*90, 2*90, 1} (every other row): no bias */
+    tx.ndim = 3;
+    tx.shape[0] = 3;
+    tx.shape[1] = 35;
+    tx.shape[2] = 90;
+    tx.stride[0] = 70 * 90;
+    tx.stride[1] = 2 * 90;
+    tx.stride[2] = 1;
+    mb_tensor_init(&tw, w, MB_F32, 2, sw);
+    mb_tensor_init(&ty, y, MB_F32, 3, sy3);
+    assert_int_equal(dt_kernel_ref(DT_ATEN_LINEAR, NULL, &ty, in, 2), 0);
+    for (bt = 0; bt < 3; bt++)
+        for (i = 0; i < 35; i++)
+            for (j = 0; j < 80; j++) {
+                float s = 0.0f;
+                for (k = 0; k < 90; k++) s += x[bt * 70 * 90 + 2 * i * 90 + k] * w[j * 90 + k];
+                assert_true(s == y[(bt * 35 + i) * 80 + j]);
+            }
+}
+
 /* ---- the dispatcher over 4 pg_pthread ranks ---- */
 
 #define NR 4
@@ -307,6 +425,8 @@ static const opcase cases[] = {
     {DT_ATEN_ADDMM, 3, {1, 2, 2}, {{7, 0, 0}, {6, 5, 0}, {5, 7, 0}}},
     {DT_ATEN_ADDMM, 3, {2, 2, 2}, {{6, 7, 0}, {6, 5, 0}, {5, 7, 0}}},
     {DT_ATEN_BMM, 2, {3, 3, 0}, {{4, 3, 5}, {4, 5, 2}, {0, 0, 0}}},
+    {DT_ATEN_LINEAR, 3, {2, 2, 1}, {{6, 5, 0}, {7, 5, 0}, {7, 0, 0}}},
+    {DT_ATEN_LINEAR, 2, {3, 2, 0}, {{4, 3, 5}, {6, 5, 0}, {0, 0, 0}}},
     {DT_ATEN_ADD, 2, {2, 2, 0}, {{6, 5, 0}, {6, 5, 0}, {0, 0, 0}}},
     {DT_ATEN_SUB, 2, {2, 2, 0}, {{6, 5, 0}, {6, 5, 0}, {0, 0, 0}}},
     {DT_ATEN_MUL, 2, {2, 2, 0}, {{6, 5, 0}, {6, 5, 0}, {0, 0, 0}}},
@@ -530,6 +650,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_strategy_counts), cmocka_unit_test(test_mm_rules),
         cmocka_unit_test(test_pointwise_rules), cmocka_unit_test(test_cache_and_errors),
+        cmocka_unit_test(test_linear_rules),    cmocka_unit_test(test_kernel_linear),
         cmocka_unit_test(test_kernel_mm),       cmocka_unit_test(test_dispatch_1d),
         cmocka_unit_test(test_dispatch_2x2),    cmocka_unit_test(test_dispatch_misc),
     };

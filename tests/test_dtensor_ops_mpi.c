@@ -1,0 +1,56 @@
+/* test_dtensor_ops_mpi.c — dtensor.h's op dispatcher (tests/test_dtensor_ops.c's dispatch
+   tests) over pg_mpi.h: run under mpirun --oversubscribe -np 4, one process per rank. The
+   einsum (mm, addmm, bmm, linear) and pointwise ops, every combination of input
+   placements on a 1-D mesh of 4 and a 2x2 mesh, against the single-rank result, plus the
+   kernel override / too-small / cache checks (and the suite's propagation and kernel
+   tests, which need no communication, on every process). Every rank runs every body; DTO_RUN
+   combines the ranks' results (MPI_Allgather on MPI_COMM_WORLD, outside the port's
+   communicators) so every rank's cmocka agrees; only rank 0 prints. */
+#define _POSIX_C_SOURCE 200809L
+#include <mpi.h>
+
+#define DTO_MPI
+#define DTO_CASE(op) ((op) <= DT_ATEN_LINEAR) /* einsum and pointwise */
+#include "test_dtensor_ops.c"
+
+static pg_mpi_port dto_port;
+
+static int dto_run(int (*body)(pg_group *g, void *arg), void *arg)
+{
+    pg_group *g = pg_mpi_group(&dto_port);
+    int mine = body(g, arg), all[PG_MAX_RANKS], r, n = pg_size(g);
+    MPI_Allgather(&mine, 1, MPI_INT, all, 1, MPI_INT, MPI_COMM_WORLD);
+    for (r = 0; r < n; r++)
+        if (all[r] != 0) {
+            if (pg_rank(g) == 0) fprintf(stderr, "rank %d: test_dtensor_ops.c line %d\n", r, all[r]);
+            pg_recover(g); /* a clean world for the next test */
+            return all[r];
+        }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    const struct CMUnitTest tests[] = { /* the first seven need no communication */
+        cmocka_unit_test(test_strategy_counts), cmocka_unit_test(test_mm_rules),
+        cmocka_unit_test(test_pointwise_rules), cmocka_unit_test(test_cache_and_errors),
+        cmocka_unit_test(test_linear_rules),    cmocka_unit_test(test_kernel_linear),
+        cmocka_unit_test(test_kernel_mm),       cmocka_unit_test(test_dispatch_1d),
+        cmocka_unit_test(test_dispatch_2x2),    cmocka_unit_test(test_dispatch_misc),
+    };
+    int failed, rank = 0, size = 0, rc;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    rc = pg_mpi_init(&dto_port, MPI_COMM_WORLD);
+    if (rc != PG_OK || size != NR) {
+        fprintf(stderr, "pg_mpi_init: %s (size %d, the suite needs %d)\n", pg_strerror(rc), size, NR);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    if (rank != 0 && (!freopen("/dev/null", "w", stdout) || !freopen("/dev/null", "w", stderr))) return 1;
+    failed = cmocka_run_group_tests_name("dtensor ops over pg_mpi (4 ranks)", tests, NULL, NULL);
+    fflush(stdout);
+    pg_mpi_finalize(&dto_port);
+    MPI_Finalize();
+    return failed;
+}

@@ -35,6 +35,8 @@
        4. Placements and specs             9. Implementation (DTENSOR_IMPLEMENTATION)
        5. Shard sizes, local shapes and views  10. Ops: sharding propagation, dispatcher,
                                                kernels (mm, addmm, bmm, linear, pointwise)
+                                           11. conv2d and max pool: kernels, batch / channel /
+                                               spatial (halo exchange) sharding
 
    Configuration (define before including, or in SPLITCORE_CONFIG_FILE):
        DTENSOR_IMPLEMENTATION  emit the definitions (exactly one .c file; the program also
@@ -49,6 +51,8 @@
                                mesh, specs, planner, cache and executor: with
                                DT_NO_OPS, the "core")
        DT_NO_OPS               leave out section 10 (ops: propagation, dispatcher, kernels)
+       DT_NO_CONV              leave out section 11 (conv2d, max pool, their sharded forms)
+       DT_CONV_TAG             pg user tag of the spatial halo exchange (default 0x7C00)
        DT_MM_BLOCK             the reference matmul's k and n block (default 64)
        DT_RESTRICT             restrict qualifier of the kernels (default: restrict in C,
                                nothing in C++)
@@ -550,6 +554,93 @@ DT_API int dt_op(dt_dispatch *d, int op, const dt_op_attrs *attrs, const dt_tens
                  void *out_data, size_t out_bytes);
 #endif /* DT_NO_OPS */
 
+#ifndef DT_NO_CONV
+/* ---- 11. conv2d and pooling ---------------------------------------------------------
+   Local kernels (f32; portable C99 direct loops, no im2col, no scratch) and their sharded
+   forms over a dt_comm, after DTensor's _tp_conv.py. Tensors are 4-D mb_tensor views of
+   any strides: DT_NCHW puts them as [N, C, H, W], DT_NHWC as [N, H, W, C]; the weight is
+   always torch's [C_out, C_in / groups, KH, KW] and the bias [C_out] (or NULL).
+   Output size per spatial dim, as torch (ceil_mode False):
+       out = (in + 2 * padding - dilation * (k - 1) - 1) / stride + 1   (must be >= 1)
+   Padding is zeros for conv2d; max pool ignores it (torch's -inf) and, as torch, needs
+   padding <= ((k - 1) * dilation + 1) / 2. Max pool picks the first maximum in window
+   order (a NaN wins), as torch's CPU kernel, and its backward routes the gradient there.
+   Bad parameters or inconsistent shapes: DT_ERR_SHAPE; wrong dtypes: DT_ERR_DTYPE;
+   tensors not matching the shapes the call derives: DT_ERR_MISMATCH.
+
+   Sharded (dt_conv2d, dt_maxpool2d): each mesh dim's pair (input, weight) placements
+   picks the output's: (Shard(N), Replicate) -> Shard(N) (batch); (Replicate, Shard(0))
+   -> Shard(C) (output channels; bias = this rank's slice of the bias, like the weight);
+   (Shard(H), Replicate) -> Shard(H) (spatial, one mesh dim at most); (Replicate,
+   Replicate) -> Replicate; max pool also (Shard(C)) -> Shard(C). Anything else (Partial,
+   Shard(W), input channels, ...) is DT_ERR_NO_STRATEGY. torch's tp_conv shards W with
+   stride 1, dilation 1 and padding k/2 only; here H is sharded with any stride,
+   padding, dilation and groups (shard W by passing the transposed view).
+   Spatial rows: with the input's H split over P ranks of the mesh dim, part i (the
+   rank's coordinate on it) holds input rows chunk(H, P, i) = [a, b) and produces output
+   rows chunk(OH, P, i) = [o0, o1) (torch.chunk sizes of the *output*, always: the
+   output is an ordinary Shard(H) DTensor, also for stride > 1 and uneven H). It needs
+   input rows [max(0, o0*s - p), min(H, (o1 - 1)*s - p + d*(KH - 1) + 1)) (none when
+   o0 == o1); dt_conv2d_rows() gives all three ranges. Halo exchange: every rank sends
+   each peer the rows of [a, b) the peer needs and receives from each peer the rows it
+   needs that the peer holds (usually one neighbour each side; any rank when shards are
+   thinner than the halo), over pg point-to-point with user tag DT_CONV_TAG, pairs taken
+   in increasing peer order with the lower rank sending first (no deadlock, messages of
+   at most pg_max_msg bytes); then it convolves its window in caller scratch. The result
+   is bit-identical to the single-rank kernel (same accumulation order per element). */
+enum dt_layout { DT_NCHW = 0, DT_NHWC = 1 };
+
+typedef struct dt_conv2d_params {
+    int32_t layout;      /* DT_NCHW or DT_NHWC (input and output) */
+    int32_t stride[2];   /* (h, w) >= 1 */
+    int32_t padding[2];  /* (h, w) >= 0 */
+    int32_t dilation[2]; /* (h, w) >= 1 */
+    int32_t groups;      /* conv2d: >= 1, divides C_in and C_out (max pool: unused) */
+    int32_t kernel[2];   /* max pool: window (h, w) >= 1 (conv2d: unused, the weight's) */
+} dt_conv2d_params;
+
+/* {layout, stride, padding, dilation, groups, kernel} with equal h and w. */
+#define DT_CONV2D(layout, stride, pad, dil, groups) \
+    { (layout), {(stride), (stride)}, {(pad), (pad)}, {(dil), (dil)}, (groups), {0, 0} }
+#define DT_POOL2D(layout, k, stride, pad) \
+    { (layout), {(stride), (stride)}, {(pad), (pad)}, {1, 1}, 1, {(k), (k)} }
+
+/* Output shape (in the layout's dim order) for input shape in_shape[4] and weight shape
+   w_shape[4], or w_shape NULL for max pool (p->kernel). */
+DT_API int dt_conv2d_out_shape(const dt_conv2d_params *p, const int32_t *in_shape, const int32_t *w_shape,
+                               int32_t *out_shape);
+/* out = conv2d(in, w) + bias (bias NULL: none). f32; out must not overlap the inputs. */
+DT_API int dt_conv2d_ref(const dt_conv2d_params *p, const mb_tensor *in, const mb_tensor *w, const mb_tensor *bias,
+                         mb_tensor *out);
+/* Gradients of conv2d for grad_out (the output's shape): any of grad_in (in's shape),
+   grad_w (w's shape), grad_b ([C_out]) may be NULL; each one given is overwritten. */
+DT_API int dt_conv2d_backward(const dt_conv2d_params *p, const mb_tensor *in, const mb_tensor *w,
+                              const mb_tensor *grad_out, mb_tensor *grad_in, mb_tensor *grad_w, mb_tensor *grad_b);
+DT_API int dt_maxpool2d_ref(const dt_conv2d_params *p, const mb_tensor *in, mb_tensor *out);
+/* grad_in (in's shape) = the gradient of max pool for grad_out (overwritten). */
+DT_API int dt_maxpool2d_backward(const dt_conv2d_params *p, const mb_tensor *in, const mb_tensor *grad_out,
+                                 mb_tensor *grad_in);
+
+/* Spatial rows of part i of `parts` for input height h and kernel height kh (conv2d: the
+   weight's KH; max pool: p->kernel[0]): rows[0..1] its input rows [a, b), rows[2..3] its
+   output rows [o0, o1), rows[4..5] the input rows it needs [n0, n1) (n0 == n1: none). */
+DT_API int dt_conv2d_rows(const dt_conv2d_params *p, int32_t h, int32_t kh, int32_t parts, int32_t i, int32_t *rows);
+/* The output spec of dt_conv2d (w_spec NULL: of dt_maxpool2d) for these specs. */
+DT_API int dt_conv2d_out_spec(const dt_conv2d_params *p, const dt_spec *in_spec, const dt_spec *w_spec,
+                              dt_spec *out_spec);
+/* Scratch of dt_conv2d / dt_maxpool2d (w_spec NULL) on this rank (in_spec->mesh->rank):
+   the halo window plus one message's staging; 0 unless the input is Shard(H). */
+DT_API int dt_conv2d_scratch_bytes(const dt_conv2d_params *p, const dt_spec *in_spec, const dt_spec *w_spec,
+                                   size_t *bytes);
+/* Sharded conv2d: this rank's output `out` (out_spec's local shape; out_spec may be NULL,
+   else it receives the output spec). bias: NULL or this rank's [local C_out] slice.
+   Every rank of the mesh calls it with equal specs. Scratch 8-byte aligned. */
+DT_API int dt_conv2d(dt_comm *c, const dt_conv2d_params *p, const dt_tensor *in, const dt_tensor *w,
+                     const mb_tensor *bias, dt_spec *out_spec, mb_tensor *out, void *scratch, size_t scratch_bytes);
+DT_API int dt_maxpool2d(dt_comm *c, const dt_conv2d_params *p, const dt_tensor *in, dt_spec *out_spec, mb_tensor *out,
+                        void *scratch, size_t scratch_bytes);
+#endif /* DT_NO_CONV */
+
 #ifdef __cplusplus
 }
 #endif
@@ -568,6 +659,18 @@ DT_API int dt_op(dt_dispatch *d, int op, const dt_op_attrs *attrs, const dt_tens
 #endif
 #ifndef DT_ASSERT
 #define DT_ASSERT(x) ((void)0)
+#endif
+#ifndef DT_RESTRICT
+#ifdef __cplusplus
+#define DT_RESTRICT
+#else
+#define DT_RESTRICT restrict
+#endif
+#endif
+#if defined(__GNUC__) || defined(__clang__)
+#define DT__NOINLINE __attribute__((noinline)) /* stack: its frame apart from the caller's */
+#else
+#define DT__NOINLINE
 #endif
 
 #ifdef __cplusplus
@@ -1457,12 +1560,6 @@ DT__DEF int dt_distribute(dt_comm *c, const dt_spec *s, const mb_tensor *global,
 
 #ifndef DT_NO_OPS /* ops: propagation, dispatcher, kernels */
 
-#if defined(__GNUC__) || defined(__clang__)
-#define DT__NOINLINE __attribute__((noinline)) /* stack: its frame apart from the caller's */
-#else
-#define DT__NOINLINE
-#endif
-
 /* Op families: one propagation rule and one kernel family each. */
 enum { DT__F_EINSUM, DT__F_POINTWISE, DT__F_REDUCE, DT__F_SOFTMAX, DT__F_NORM, DT__F_EMBED, DT__F_LOSS, DT__F_VIEW };
 
@@ -1795,13 +1892,6 @@ DT__DEF int dt_propagate(dt_op_cache *c, int op, const dt_op_attrs *attrs, const
 
 /* ---- kernels ---- */
 
-#ifndef DT_RESTRICT
-#ifdef __cplusplus
-#define DT_RESTRICT
-#else
-#define DT_RESTRICT restrict
-#endif
-#endif
 #ifndef DT_MM_BLOCK
 #define DT_MM_BLOCK 64
 #endif
@@ -2069,6 +2159,617 @@ DT__DEF int dt_op(dt_dispatch *d, int op, const dt_op_attrs *attrs, const dt_ten
     return rc;
 }
 #endif /* DT_NO_OPS */
+
+#ifndef DT_NO_CONV /* conv2d and pooling */
+
+#ifndef DT_CONV_TAG
+#define DT_CONV_TAG 0x7C00
+#endif
+
+/* A 4-D view in canonical (n, c, h, w) order, strides in elements. */
+typedef struct dt__c4 {
+    unsigned char *d;
+    int32_t n, c, h, w;
+    size_t sn, sc, sh, sw;
+} dt__c4;
+
+/* The window a kernel computes: global input height h; the global input row of x's row 0,
+   the global output row of y's row 0; global out channels oc and y's first one oc0. */
+typedef struct dt__cwin {
+    int32_t h, row0, orow0, oc, oc0;
+} dt__cwin;
+
+static dt__c4 dt__canon(const mb_tensor *t, int layout)
+{
+    dt__c4 v;
+    int ci = layout == DT_NHWC ? 3 : 1, hi = layout == DT_NHWC ? 1 : 2, wi = hi + 1;
+    v.d = (unsigned char *)t->data;
+    v.n = t->shape[0];
+    v.c = t->shape[ci];
+    v.h = t->shape[hi];
+    v.w = t->shape[wi];
+    v.sn = (size_t)t->stride[0];
+    v.sc = (size_t)t->stride[ci];
+    v.sh = (size_t)t->stride[hi];
+    v.sw = (size_t)t->stride[wi];
+    return v;
+}
+
+/* Canonical shape (n, c, h, w) <-> the layout's dim order. */
+static void dt__order(int layout, const int32_t *from, int32_t *to, int to_layout)
+{
+    int32_t c[4];
+    if (!to_layout) { /* from layout to canonical */
+        c[0] = from[0];
+        c[1] = from[layout == DT_NHWC ? 3 : 1];
+        c[2] = from[layout == DT_NHWC ? 1 : 2];
+        c[3] = from[layout == DT_NHWC ? 2 : 3];
+    } else {
+        c[0] = from[0];
+        c[layout == DT_NHWC ? 3 : 1] = from[1];
+        c[layout == DT_NHWC ? 1 : 2] = from[2];
+        c[layout == DT_NHWC ? 2 : 3] = from[3];
+    }
+    DT_MEMCPY(to, c, sizeof c);
+}
+
+/* Output size of one spatial dim (< 1: bad). */
+static int64_t dt__osize(int64_t in, int64_t k, int32_t s, int32_t p, int32_t d)
+{
+    int64_t span = in + 2 * (int64_t)p - (int64_t)d * (k - 1) - 1; /* < 0: window larger than input */
+    return span < 0 ? 0 : span / s + 1;
+}
+
+/* Parameters and canonical shapes: in (n, c, h, w), weight shape w (NULL: max pool), out. */
+static int dt__conv_shape(const dt_conv2d_params *p, const int32_t *in, const int32_t *w, int32_t *out)
+{
+    int i;
+    int64_t o[2];
+    if (!p) return DT_ERR_NULL;
+    if ((p->layout != DT_NCHW && p->layout != DT_NHWC)) return DT_ERR_SHAPE;
+    for (i = 0; i < 4; i++)
+        if (in[i] < 0 || (w && w[i] < 0)) return DT_ERR_SHAPE;
+    for (i = 0; i < 2; i++) {
+        int32_t k = w ? w[2 + i] : p->kernel[i];
+        if (p->stride[i] < 1 || p->padding[i] < 0 || p->dilation[i] < 1 || k < 1) return DT_ERR_SHAPE;
+        if (!w && p->padding[i] > (int32_t)(((int64_t)(k - 1) * p->dilation[i] + 1) / 2)) return DT_ERR_SHAPE;
+        o[i] = dt__osize(in[2 + i], k, p->stride[i], p->padding[i], p->dilation[i]);
+        if (o[i] < 1 || o[i] > INT32_MAX) return DT_ERR_SHAPE;
+    }
+    if (w && (p->groups < 1 || in[1] % p->groups || w[0] % p->groups || (int64_t)w[1] * p->groups != in[1]))
+        return DT_ERR_SHAPE;
+    out[0] = in[0];
+    out[1] = w ? w[0] : in[1];
+    out[2] = (int32_t)o[0];
+    out[3] = (int32_t)o[1];
+    return DT_OK;
+}
+
+/* Output positions [lo, hi) of a row whose input column ow*s + off lies in [0, w). */
+static void dt__span(int32_t w, int32_t ow, int32_t s, int32_t off, int32_t *lo, int32_t *hi)
+{
+    int64_t l = off >= 0 ? 0 : ((int64_t)-off + s - 1) / s, h = (int64_t)w - 1 - off < 0 ? 0 : ((int64_t)w - 1 - off) / s + 1;
+    *lo = (int32_t)(l < ow ? l : ow);
+    *hi = (int32_t)(h < ow ? h : ow);
+}
+
+/* One row: mode 0 y += a*x, mode 1 x += a*y, mode 2 returns sum y*x. */
+static float dt__crow(int mode, float a, float *DT_RESTRICT y, size_t ys, float *DT_RESTRICT x, size_t xs, int32_t n)
+{
+    int32_t j;
+    float acc = 0.0f;
+    if (mode == 0) {
+        if (ys == 1 && xs == 1)
+            for (j = 0; j < n; j++) y[j] += a * x[j];
+        else
+            for (j = 0; j < n; j++) y[(size_t)j * ys] += a * x[(size_t)j * xs];
+    } else if (mode == 1) {
+        if (ys == 1 && xs == 1)
+            for (j = 0; j < n; j++) x[j] += a * y[j];
+        else
+            for (j = 0; j < n; j++) x[(size_t)j * xs] += a * y[(size_t)j * ys];
+    } else {
+        for (j = 0; j < n; j++) acc += y[(size_t)j * ys] * x[(size_t)j * xs];
+    }
+    return acc;
+}
+
+#define DT__F(v, n, c, h, w) \
+    ((float *)(void *)((v)->d + 4u * ((size_t)(n) * (v)->sn + (size_t)(c) * (v)->sc + (size_t)(h) * (v)->sh + \
+                                      (size_t)(w) * (v)->sw)))
+
+/* The conv2d walk: mode 0 forward (y = bias or 0, then accumulate), 1 grad input (x
+   zeroed, accumulates), 2 grad weight (w zeroed, accumulates). y holds out channels
+   oc0.. of the window, x every input channel. The order of the sums per element is the
+   same for any window, so sharded results equal the single-rank result bit for bit. */
+static void dt__conv_walk(const dt_conv2d_params *p, const dt__cwin *wn, int mode, const dt__c4 *x, const dt__c4 *w,
+                          const dt__c4 *y, const mb_tensor *bias)
+{
+    int32_t n, oc, icg, kh, kw, oh, ow, lo, hi, icpg = w->c, ocpg = wn->oc / p->groups;
+    for (n = 0; n < y->n; n++)
+        for (oc = 0; oc < y->c; oc++) {
+            int32_t ic0 = (wn->oc0 + oc) / ocpg * icpg;
+            if (mode == 0) {
+                float b = bias ? ((const float *)bias->data)[(size_t)oc * (size_t)bias->stride[0]] : 0.0f;
+                for (oh = 0; oh < y->h; oh++)
+                    for (ow = 0; ow < y->w; ow++) *DT__F(y, n, oc, oh, ow) = b;
+            }
+            for (icg = 0; icg < icpg; icg++)
+                for (kh = 0; kh < w->h; kh++)
+                    for (kw = 0; kw < w->w; kw++) {
+                        int32_t off = kw * p->dilation[1] - p->padding[1];
+                        float *wp = DT__F(w, oc, icg, kh, kw), acc = 0.0f;
+                        dt__span(x->w, y->w, p->stride[1], off, &lo, &hi);
+                        if (lo >= hi) continue;
+                        for (oh = 0; oh < y->h; oh++) {
+                            int64_t ih = (int64_t)(wn->orow0 + oh) * p->stride[0] - p->padding[0] +
+                                         (int64_t)kh * p->dilation[0];
+                            if (ih < 0 || ih >= wn->h) continue;
+                            DT_ASSERT(ih - wn->row0 >= 0 && ih - wn->row0 < x->h);
+                            acc += dt__crow(mode, *wp, DT__F(y, n, oc, oh, lo), y->sw,
+                                            DT__F(x, n, ic0 + icg, ih - wn->row0, (int64_t)lo * p->stride[1] + off),
+                                            x->sw * (size_t)p->stride[1], hi - lo);
+                        }
+                        if (mode == 2) *wp += acc;
+                    }
+        }
+}
+
+/* Max pool: mode 0 y = max, mode 1 gx[first argmax] += gy (gx zeroed). */
+static void dt__pool_walk(const dt_conv2d_params *p, const dt__cwin *wn, int mode, const dt__c4 *x, const dt__c4 *y,
+                          const dt__c4 *gx)
+{
+    int32_t n, c, oh, ow, kh, kw;
+    for (n = 0; n < y->n; n++)
+        for (c = 0; c < y->c; c++)
+            for (oh = 0; oh < y->h; oh++)
+                for (ow = 0; ow < y->w; ow++) {
+                    float best = 0.0f;
+                    int32_t bh = -1, bw = 0;
+                    for (kh = 0; kh < p->kernel[0]; kh++) {
+                        int64_t ih = (int64_t)(wn->orow0 + oh) * p->stride[0] - p->padding[0] +
+                                     (int64_t)kh * p->dilation[0];
+                        if (ih < 0 || ih >= wn->h) continue;
+                        for (kw = 0; kw < p->kernel[1]; kw++) {
+                            int64_t iw = (int64_t)ow * p->stride[1] - p->padding[1] + (int64_t)kw * p->dilation[1];
+                            float v;
+                            if (iw < 0 || iw >= x->w) continue;
+                            v = *DT__F(x, n, c, ih - wn->row0, iw);
+                            if (bh < 0 || v > best || v != v) {
+                                best = v;
+                                bh = (int32_t)(ih - wn->row0);
+                                bw = (int32_t)iw;
+                            }
+                        }
+                    }
+                    DT_ASSERT(bh >= 0); /* padding <= half the window: never empty */
+                    if (mode == 0)
+                        *DT__F(y, n, c, oh, ow) = best;
+                    else
+                        *DT__F(gx, n, c, bh, bw) += *DT__F(y, n, c, oh, ow);
+                }
+}
+
+static void dt__c4_zero(const dt__c4 *v)
+{
+    int32_t n, c, h, w;
+    for (n = 0; n < v->n; n++)
+        for (c = 0; c < v->c; c++)
+            for (h = 0; h < v->h; h++)
+                for (w = 0; w < v->w; w++) *DT__F(v, n, c, h, w) = 0.0f;
+}
+
+/* t is a view of canonical shape cs (n, c, h, w) in `layout` order, dtype dt. */
+static int dt__fits4(const mb_tensor *t, int dt, int layout, const int32_t *cs)
+{
+    int32_t s[4];
+    if (!t) return DT_ERR_NULL;
+    if (mb_tensor_check(t) != MB_OK) return DT_ERR_SHAPE;
+    if ((int)t->dtype != dt) return DT_ERR_DTYPE;
+    dt__order(layout, cs, s, 1);
+    return dt__fits(t, dt, 4, s);
+}
+
+/* Checks shared by the single-rank calls: in (f32, 4-D), w (NULL: pool); canonical
+   shapes of in, w and out into ci, cw, co. */
+static int dt__conv_args(const dt_conv2d_params *p, const mb_tensor *in, const mb_tensor *w, int32_t *ci,
+                         int32_t *co)
+{
+    int rc;
+    if (!p || !in) return DT_ERR_NULL;
+    if (mb_tensor_check(in) != MB_OK || in->ndim != 4 || (w && (mb_tensor_check(w) != MB_OK || w->ndim != 4)))
+        return DT_ERR_SHAPE;
+    if (in->dtype != MB_F32 || (w && w->dtype != MB_F32)) return DT_ERR_DTYPE;
+    if (p->layout != DT_NCHW && p->layout != DT_NHWC) return DT_ERR_SHAPE;
+    dt__order(p->layout, in->shape, ci, 0);
+    rc = dt__conv_shape(p, ci, w ? w->shape : NULL, co);
+    if (!rc && w && !w->data && dt__bytes(w->shape, 4, MB_F32)) rc = DT_ERR_NULL;
+    return rc;
+}
+
+static int dt__bias_ok(const mb_tensor *b, int32_t n)
+{
+    if (!b) return DT_OK;
+    if (mb_tensor_check(b) != MB_OK) return DT_ERR_SHAPE;
+    if (b->dtype != MB_F32) return DT_ERR_DTYPE;
+    return dt__fits(b, MB_F32, 1, &n);
+}
+
+static dt__cwin dt__win_full(int32_t h, int32_t oc)
+{
+    dt__cwin wn;
+    wn.h = h;
+    wn.row0 = 0;
+    wn.orow0 = 0;
+    wn.oc = oc;
+    wn.oc0 = 0;
+    return wn;
+}
+
+DT__DEF int dt_conv2d_out_shape(const dt_conv2d_params *p, const int32_t *in_shape, const int32_t *w_shape,
+                                int32_t *out_shape)
+{
+    int32_t ci[4], co[4];
+    int rc;
+    if (!p || !in_shape || !out_shape) return DT_ERR_NULL;
+    if (p->layout != DT_NCHW && p->layout != DT_NHWC) return DT_ERR_SHAPE;
+    dt__order(p->layout, in_shape, ci, 0);
+    rc = dt__conv_shape(p, ci, w_shape, co);
+    if (!rc) dt__order(p->layout, co, out_shape, 1);
+    return rc;
+}
+
+DT__DEF int dt_conv2d_ref(const dt_conv2d_params *p, const mb_tensor *in, const mb_tensor *w, const mb_tensor *bias,
+                          mb_tensor *out)
+{
+    int32_t ci[4], co[4];
+    int rc = w ? dt__conv_args(p, in, w, ci, co) : DT_ERR_NULL;
+    if (!rc) rc = dt__bias_ok(bias, co[1]);
+    if (!rc) rc = dt__fits4(out, MB_F32, p->layout, co);
+    if (!rc) {
+        dt__c4 x = dt__canon(in, p->layout), wv = dt__canon(w, DT_NCHW), y = dt__canon(out, p->layout);
+        dt__cwin wn = dt__win_full(ci[2], co[1]);
+        dt__conv_walk(p, &wn, 0, &x, &wv, &y, bias);
+    }
+    return rc;
+}
+
+DT__DEF int dt_conv2d_backward(const dt_conv2d_params *p, const mb_tensor *in, const mb_tensor *w,
+                               const mb_tensor *grad_out, mb_tensor *grad_in, mb_tensor *grad_w, mb_tensor *grad_b)
+{
+    int32_t ci[4], co[4], n, c, h, ww;
+    int rc = w ? dt__conv_args(p, in, w, ci, co) : DT_ERR_NULL;
+    if (!rc) rc = dt__fits4(grad_out, MB_F32, p->layout, co);
+    if (!rc && grad_in) rc = dt__fits4(grad_in, MB_F32, p->layout, ci);
+    if (!rc && grad_w) rc = dt__fits4(grad_w, MB_F32, DT_NCHW, w->shape);
+    if (!rc && grad_b) rc = grad_b->data || !co[1] ? dt__bias_ok(grad_b, co[1]) : DT_ERR_NULL;
+    if (!rc) {
+        dt__c4 x = dt__canon(in, p->layout), wv = dt__canon(w, DT_NCHW), y = dt__canon(grad_out, p->layout), g;
+        dt__cwin wn = dt__win_full(ci[2], co[1]);
+        if (grad_in) {
+            g = dt__canon(grad_in, p->layout);
+            dt__c4_zero(&g);
+            dt__conv_walk(p, &wn, 1, &g, &wv, &y, NULL);
+        }
+        if (grad_w) {
+            g = dt__canon(grad_w, DT_NCHW);
+            dt__c4_zero(&g);
+            dt__conv_walk(p, &wn, 2, &x, &g, &y, NULL);
+        }
+        if (grad_b)
+            for (c = 0; c < co[1]; c++) {
+                float s = 0.0f;
+                for (n = 0; n < y.n; n++)
+                    for (h = 0; h < y.h; h++)
+                        for (ww = 0; ww < y.w; ww++) s += *DT__F(&y, n, c, h, ww);
+                ((float *)grad_b->data)[(size_t)c * (size_t)grad_b->stride[0]] = s;
+            }
+    }
+    return rc;
+}
+
+DT__DEF int dt_maxpool2d_ref(const dt_conv2d_params *p, const mb_tensor *in, mb_tensor *out)
+{
+    int32_t ci[4], co[4];
+    int rc = dt__conv_args(p, in, NULL, ci, co);
+    if (!rc) rc = dt__fits4(out, MB_F32, p->layout, co);
+    if (!rc) {
+        dt__c4 x = dt__canon(in, p->layout), y = dt__canon(out, p->layout);
+        dt__cwin wn = dt__win_full(ci[2], co[1]);
+        dt__pool_walk(p, &wn, 0, &x, &y, NULL);
+    }
+    return rc;
+}
+
+DT__DEF int dt_maxpool2d_backward(const dt_conv2d_params *p, const mb_tensor *in, const mb_tensor *grad_out,
+                                  mb_tensor *grad_in)
+{
+    int32_t ci[4], co[4];
+    int rc = dt__conv_args(p, in, NULL, ci, co);
+    if (!rc) rc = dt__fits4(grad_out, MB_F32, p->layout, co);
+    if (!rc) rc = dt__fits4(grad_in, MB_F32, p->layout, ci);
+    if (!rc) {
+        dt__c4 x = dt__canon(in, p->layout), y = dt__canon(grad_out, p->layout), g = dt__canon(grad_in, p->layout);
+        dt__cwin wn = dt__win_full(ci[2], co[1]);
+        dt__c4_zero(&g);
+        dt__pool_walk(p, &wn, 1, &x, &y, &g);
+    }
+    return rc;
+}
+
+/* ---- sharded conv2d / max pool ---- */
+
+/* Rows of part i (see dt_conv2d_rows); p, h, kh valid, oh the output height. */
+static void dt__rows(const dt_conv2d_params *p, int32_t h, int32_t oh, int32_t kh, int32_t parts, int32_t i,
+                     int32_t *r)
+{
+    int64_t n0, n1;
+    r[1] = dt__chunk(h, parts, i, &r[0]) + r[0];
+    r[3] = dt__chunk(oh, parts, i, &r[2]) + r[2];
+    n0 = (int64_t)r[2] * p->stride[0] - p->padding[0];
+    n1 = (int64_t)(r[3] - 1) * p->stride[0] - p->padding[0] + (int64_t)p->dilation[0] * (kh - 1) + 1;
+    if (n0 < 0) n0 = 0;
+    if (n1 > h) n1 = h;
+    if (r[2] == r[3] || n1 <= n0) n0 = n1 = 0;
+    r[4] = (int32_t)n0;
+    r[5] = (int32_t)n1;
+}
+
+DT__DEF int dt_conv2d_rows(const dt_conv2d_params *p, int32_t h, int32_t kh, int32_t parts, int32_t i, int32_t *rows)
+{
+    int64_t oh;
+    if (!p || !rows) return DT_ERR_NULL;
+    if (parts < 1 || i < 0 || i >= parts) return DT_ERR_RANK;
+    if (h < 1 || kh < 1 || p->stride[0] < 1 || p->padding[0] < 0 || p->dilation[0] < 1) return DT_ERR_SHAPE;
+    oh = dt__osize(h, kh, p->stride[0], p->padding[0], p->dilation[0]);
+    if (oh < 1 || oh > INT32_MAX) return DT_ERR_SHAPE;
+    dt__rows(p, h, (int32_t)oh, kh, parts, i, rows);
+    return DT_OK;
+}
+
+/* What a sharded call does on this rank, from the specs. */
+typedef struct dt__cplan {
+    dt_spec out;            /* output spec */
+    int32_t ci[4], co[4];   /* global canonical shapes */
+    int32_t kh;             /* kernel height */
+    int spatial;            /* mesh dim sharding H, or -1 */
+    int32_t rows[6];        /* this rank's rows when spatial */
+    size_t ext, stage;      /* scratch: halo window, message staging (bytes) */
+} dt__cplan;
+
+static DT__NOINLINE int dt__cplan_make(const dt_conv2d_params *p, const dt_spec *is, const dt_spec *ws, dt__cplan *pl)
+{
+    dt_placement op[DT_MAX_MESH_DIMS];
+    int32_t lshape[MB_MAX_DIMS], cs[4], ch = p->layout == DT_NHWC ? 3 : 1, hd = p->layout == DT_NHWC ? 1 : 2, r[6];
+    int i, rc = dt_spec_check(is);
+    size_t esz, per_row;
+    if (!rc && ws) rc = dt_spec_check(ws);
+    if (rc) return rc;
+    if (p->layout != DT_NCHW && p->layout != DT_NHWC) return DT_ERR_SHAPE;
+    if (is->ndim != 4 || (ws && ws->ndim != 4)) return DT_ERR_SHAPE;
+    if (ws && !dt__mesh_same(is->mesh, ws->mesh)) return DT_ERR_MISMATCH;
+    if (is->mesh->index < 0) return DT_ERR_NOT_MEMBER;
+    if (ws ? (is->dtype != MB_F32 || ws->dtype != MB_F32) : is->dtype != MB_F32) return DT_ERR_DTYPE;
+    dt__order(p->layout, is->shape, pl->ci, 0);
+    rc = dt__conv_shape(p, pl->ci, ws ? ws->shape : NULL, pl->co);
+    if (rc) return rc;
+    pl->kh = ws ? ws->shape[2] : p->kernel[0];
+    pl->spatial = -1;
+    for (i = 0; i < is->mesh->ndim; i++) {
+        dt_placement a = is->placements[i], b = ws ? ws->placements[i] : is->placements[i];
+        if (ws && a.kind == DT_KIND_REPLICATE && dt__is_shard(b, 0)) {
+            op[i].kind = DT_KIND_SHARD, op[i].arg = (int16_t)ch; /* output channels */
+            continue;
+        }
+        if (ws && b.kind != DT_KIND_REPLICATE) return DT_ERR_NO_STRATEGY;
+        if (a.kind == DT_KIND_REPLICATE || dt__is_shard(a, 0) || (!ws && dt__is_shard(a, ch))) {
+            op[i] = a;
+            continue;
+        }
+        if (!dt__is_shard(a, hd) || pl->spatial >= 0) return DT_ERR_NO_STRATEGY;
+        pl->spatial = i;
+        op[i] = a;
+    }
+    dt__order(p->layout, pl->co, cs, 1);
+    rc = dt_spec_init(&pl->out, is->mesh, op, is->mesh->ndim, MB_F32, 4, cs, NULL);
+    if (rc) return rc;
+    pl->ext = pl->stage = 0;
+    if (pl->spatial < 0) return DT_OK;
+    {
+        int32_t parts = is->mesh->shape[pl->spatial], me = is->mesh->coord[pl->spatial], q, s0, s1, r0, r1;
+        size_t mx = 0;
+        dt__local(is, is->mesh->coord, is->placements, is->mesh->ndim, lshape, NULL);
+        dt__order(p->layout, lshape, cs, 0);
+        esz = mb_dtype_size(is->dtype);
+        per_row = (size_t)cs[0] * (size_t)cs[1] * (size_t)cs[3] * esz;
+        dt__rows(p, pl->ci[2], pl->co[2], pl->kh, parts, me, pl->rows);
+        for (q = 0; q < parts; q++) {
+            if (q == me) continue;
+            dt__rows(p, pl->ci[2], pl->co[2], pl->kh, parts, q, r);
+            s0 = pl->rows[0] > r[4] ? pl->rows[0] : r[4]; /* rows q needs that this rank holds */
+            s1 = pl->rows[1] < r[5] ? pl->rows[1] : r[5];
+            r0 = r[0] > pl->rows[4] ? r[0] : pl->rows[4]; /* rows this rank needs that q holds */
+            r1 = r[1] < pl->rows[5] ? r[1] : pl->rows[5];
+            if (s1 - s0 > (int32_t)mx) mx = (size_t)(s1 - s0);
+            if (r1 - r0 > (int32_t)mx) mx = (size_t)(r1 - r0);
+        }
+        pl->ext = ((size_t)(pl->rows[5] - pl->rows[4]) * per_row + 7u) & ~(size_t)7u;
+        pl->stage = mx * per_row;
+    }
+    return DT_OK;
+}
+
+DT__DEF int dt_conv2d_out_spec(const dt_conv2d_params *p, const dt_spec *in_spec, const dt_spec *w_spec,
+                               dt_spec *out_spec)
+{
+    dt__cplan pl;
+    int rc = !p || !in_spec || !out_spec ? DT_ERR_NULL : dt__cplan_make(p, in_spec, w_spec, &pl);
+    if (!rc) *out_spec = pl.out;
+    return rc;
+}
+
+DT__DEF int dt_conv2d_scratch_bytes(const dt_conv2d_params *p, const dt_spec *in_spec, const dt_spec *w_spec,
+                                    size_t *bytes)
+{
+    dt__cplan pl;
+    int rc = !p || !in_spec || !bytes ? DT_ERR_NULL : dt__cplan_make(p, in_spec, w_spec, &pl);
+    if (!rc) *bytes = pl.ext + pl.stage;
+    return rc;
+}
+
+/* Copy rows [r0, r0 + nr) of src (its row 0 = global row s0) to dst (its row 0 = global
+   row d0); canonical views of one element size. */
+static void dt__copy_rows(const dt__c4 *dst, int32_t d0, const dt__c4 *src, int32_t s0, int32_t r0, int32_t nr,
+                          size_t esz)
+{
+    int32_t n, c, h, w;
+    for (n = 0; n < src->n; n++)
+        for (c = 0; c < src->c; c++)
+            for (h = r0; h < r0 + nr; h++) {
+                unsigned char *d = dst->d + esz * ((size_t)n * dst->sn + (size_t)c * dst->sc + (size_t)(h - d0) * dst->sh);
+                const unsigned char *s =
+                    src->d + esz * ((size_t)n * src->sn + (size_t)c * src->sc + (size_t)(h - s0) * src->sh);
+                if (dst->sw == 1 && src->sw == 1) {
+                    DT_MEMCPY(d, s, esz * (size_t)src->w);
+                } else {
+                    for (w = 0; w < src->w; w++) DT_MEMCPY(d + esz * (size_t)w * dst->sw, s + esz * (size_t)w * src->sw, esz);
+                }
+            }
+}
+
+/* A contiguous canonical view of n, c, rows, w at buf (NCHW order in memory). */
+static dt__c4 dt__c4_packed(void *buf, int32_t n, int32_t c, int32_t rows, int32_t w)
+{
+    dt__c4 v;
+    v.d = (unsigned char *)buf;
+    v.n = n;
+    v.c = c;
+    v.h = rows;
+    v.w = w;
+    v.sw = 1;
+    v.sh = (size_t)w;
+    v.sc = (size_t)w * (size_t)rows;
+    v.sn = v.sc * (size_t)c;
+    return v;
+}
+
+/* Send or receive `bytes` with peer q in pieces of at most max_msg. */
+static int dt__halo_xfer(pg_group *g, int q, unsigned char *buf, size_t bytes, int send)
+{
+    size_t m = pg_max_msg(g), k, got;
+    int rc = 0;
+    while (bytes && rc >= 0) {
+        k = bytes < m ? bytes : m;
+        if (send) {
+            rc = pg_send(g, q, DT_CONV_TAG, buf, k);
+        } else {
+            rc = pg_recv(g, q, DT_CONV_TAG, buf, k, &got);
+            if (rc >= 0 && got != k) rc = PG_ERR_MISMATCH;
+        }
+        buf += k;
+        bytes -= k;
+    }
+    return rc < 0 ? rc : 0;
+}
+
+/* Halo exchange: build this rank's window (input rows [rows[4], rows[5])) in ext. Pairs
+   in increasing peer order, the lower rank of a pair sending first. */
+static DT__NOINLINE int dt__halo(dt_comm *c, const dt_conv2d_params *p, const dt__cplan *pl, const dt_spec *is, const dt__c4 *x,
+                    const dt__c4 *ext, unsigned char *stage)
+{
+    pg_group *g = c->g[pl->spatial];
+    int32_t parts = is->mesh->shape[pl->spatial], me = is->mesh->coord[pl->spatial], q, r[6], s0, s1, r0, r1;
+    size_t esz = mb_dtype_size(is->dtype);
+    const int32_t *m = pl->rows;
+    int rc = 0, k;
+    s0 = m[0] > m[4] ? m[0] : m[4]; /* own rows */
+    s1 = m[1] < m[5] ? m[1] : m[5];
+    if (s1 > s0) dt__copy_rows(ext, m[4], x, m[0], s0, s1 - s0, esz);
+    for (q = 0; q < parts && !rc; q++) {
+        if (q == me) continue;
+        dt__rows(p, pl->ci[2], pl->co[2], pl->kh, parts, q, r);
+        s0 = m[0] > r[4] ? m[0] : r[4]; /* rows q needs that this rank holds */
+        s1 = m[1] < r[5] ? m[1] : r[5];
+        r0 = r[0] > m[4] ? r[0] : m[4]; /* rows this rank needs that q holds */
+        r1 = r[1] < m[5] ? r[1] : m[5];
+        for (k = 0; k < 2 && !rc; k++) {
+            if ((k == 0) == (me < q)) { /* send */
+                dt__c4 st;
+                if (s1 <= s0) continue;
+                st = dt__c4_packed(stage, x->n, x->c, s1 - s0, x->w);
+                dt__copy_rows(&st, s0, x, m[0], s0, s1 - s0, esz);
+                rc = dt__halo_xfer(g, q, stage, (size_t)(s1 - s0) * esz * (size_t)x->n * (size_t)x->c * (size_t)x->w, 1);
+            } else if (r1 > r0) {
+                dt__c4 st = dt__c4_packed(stage, x->n, x->c, r1 - r0, x->w);
+                rc = dt__halo_xfer(g, q, stage, (size_t)(r1 - r0) * esz * (size_t)x->n * (size_t)x->c * (size_t)x->w, 0);
+                if (!rc) dt__copy_rows(ext, m[4], &st, r0, r0, r1 - r0, esz);
+            }
+        }
+    }
+    if (rc) {
+        c->err = rc;
+        return DT_ERR_COMM;
+    }
+    return DT_OK;
+}
+
+/* dt_conv2d and dt_maxpool2d (w NULL). */
+static int dt__sharded(dt_comm *c, const dt_conv2d_params *p, const dt_tensor *in, const dt_tensor *w,
+                       const mb_tensor *bias, dt_spec *out_spec, mb_tensor *out, void *scratch, size_t bytes)
+{
+    dt__cplan pl;
+    int32_t ls[MB_MAX_DIMS], off[MB_MAX_DIMS], wl[MB_MAX_DIMS];
+    int rc = !c || !p || !in || !out ? DT_ERR_NULL : dt__cplan_make(p, &in->spec, w ? &w->spec : NULL, &pl);
+    dt__cwin wn;
+    dt__c4 x, y, wv;
+    if (!rc) rc = dt__comm_check(c, in->spec.mesh);
+    if (rc) return rc;
+    dt__local(&in->spec, in->spec.mesh->coord, in->spec.placements, in->spec.mesh->ndim, ls, NULL);
+    rc = mb_tensor_check(&in->local) != MB_OK ? DT_ERR_SHAPE : dt__fits(&in->local, MB_F32, 4, ls);
+    if (!rc && w) {
+        dt__local(&w->spec, w->spec.mesh->coord, w->spec.placements, w->spec.mesh->ndim, wl, off);
+        rc = mb_tensor_check(&w->local) != MB_OK ? DT_ERR_SHAPE : dt__fits(&w->local, MB_F32, 4, wl);
+        if (!rc) rc = dt__bias_ok(bias, wl[0]);
+    }
+    dt__local(&pl.out, pl.out.mesh->coord, pl.out.placements, pl.out.mesh->ndim, ls, NULL);
+    if (!rc) rc = mb_tensor_check(out) != MB_OK ? DT_ERR_SHAPE : dt__fits(out, MB_F32, 4, ls);
+    if (!rc && pl.ext + pl.stage > bytes) rc = DT_ERR_TOO_SMALL;
+    if (!rc && pl.ext + pl.stage && !scratch) rc = DT_ERR_NULL;
+    if (rc) return rc;
+    x = dt__canon(&in->local, p->layout);
+    y = dt__canon(out, p->layout);
+    wn = dt__win_full(pl.ci[2], pl.co[1]);
+    if (w) wn.oc0 = wl[0] ? off[0] : 0;
+    if (pl.spatial >= 0) {
+        dt__c4 ext = dt__c4_packed(scratch, x.n, x.c, pl.rows[5] - pl.rows[4], x.w);
+        rc = dt__halo(c, p, &pl, &in->spec, &x, &ext, (unsigned char *)scratch + pl.ext);
+        if (rc) return rc;
+        x = ext;
+        wn.row0 = pl.rows[4];
+        wn.orow0 = pl.rows[2];
+    }
+    if (w) {
+        wv = dt__canon(&w->local, DT_NCHW);
+        dt__conv_walk(p, &wn, 0, &x, &wv, &y, bias);
+    } else {
+        dt__pool_walk(p, &wn, 0, &x, &y, NULL);
+    }
+    if (out_spec) *out_spec = pl.out;
+    return DT_OK;
+}
+
+DT__DEF int dt_conv2d(dt_comm *c, const dt_conv2d_params *p, const dt_tensor *in, const dt_tensor *w,
+                      const mb_tensor *bias, dt_spec *out_spec, mb_tensor *out, void *scratch, size_t scratch_bytes)
+{
+    return w ? dt__sharded(c, p, in, w, bias, out_spec, out, scratch, scratch_bytes) : DT_ERR_NULL;
+}
+
+DT__DEF int dt_maxpool2d(dt_comm *c, const dt_conv2d_params *p, const dt_tensor *in, dt_spec *out_spec, mb_tensor *out,
+                         void *scratch, size_t scratch_bytes)
+{
+    return dt__sharded(c, p, in, NULL, NULL, out_spec, out, scratch, scratch_bytes);
+}
+#endif /* DT_NO_CONV */
 
 #ifdef __cplusplus
 }

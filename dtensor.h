@@ -37,6 +37,10 @@
                                                kernels (mm, addmm, bmm, linear, pointwise)
                                            11. conv2d and max pool: kernels, batch / channel /
                                                spatial (halo exchange) sharding
+                                           12. int8 quantized mm/linear: requantization,
+                                               sharded int8 mm (dt_qmm)
+                                           13. Random: Philox 4x32-10, DTensor's RNG
+                                               offsets, dt_rand, dt_dropout
 
    Configuration (define before including, or in SPLITCORE_CONFIG_FILE):
        DTENSOR_IMPLEMENTATION  emit the definitions (exactly one .c file; the program also
@@ -52,6 +56,8 @@
                                DT_NO_OPS, the "core")
        DT_NO_OPS               leave out section 10 (ops: propagation, dispatcher, kernels)
        DT_NO_CONV              leave out section 11 (conv2d, max pool, their sharded forms)
+       DT_NO_QUANT             leave out section 12 (int8 quantized mm, requantization)
+       DT_NO_RANDOM            leave out section 13 (Philox, RNG offsets, rand, dropout)
        DT_CONV_TAG             pg user tag of the spatial halo exchange (default 0x7C00)
        DT_MM_BLOCK             the reference matmul's k and n block (default 64)
        DT_RESTRICT             restrict qualifier of the kernels (default: restrict in C,
@@ -120,7 +126,8 @@ enum dt_err {
     DT_ERR_UNSUPPORTED = -14,    /* Replicate -> Partial(prod) (torch raises as well) */
     DT_ERR_TOO_SMALL = -15,      /* caller storage, or a DT_MAX_* capacity, too small */
     DT_ERR_COMM = -16,           /* a pg collective failed: dt_comm.err holds its pg_err */
-    DT_ERR_NO_STRATEGY = -17     /* ops: no sharding strategy fits (the cache's failed_op) */
+    DT_ERR_NO_STRATEGY = -17,    /* ops: no sharding strategy fits (the cache's failed_op) */
+    DT_ERR_VALUE = -18           /* a numeric argument out of range (scale, probability) */
 };
 
 /* Reduce ops of Partial, in pg.h's pg_red order (a plan's `red` maps 1:1). */
@@ -641,6 +648,119 @@ DT_API int dt_maxpool2d(dt_comm *c, const dt_conv2d_params *p, const dt_tensor *
                         void *scratch, size_t scratch_bytes);
 #endif /* DT_NO_CONV */
 
+#ifndef DT_NO_QUANT
+/* ---- 12. int8 quantized linear/mm ---------------------------------------------------
+   Symmetric int8 (zero point 0) as torch's per_tensor_symmetric / per_channel_symmetric
+   observers and quantize_per_tensor: dt_q8_scale, dt_quantize_i8. A product is exact in
+   int32 (K <= DT_QMM_MAX_K) and requantized to int8 by ONE deterministic function, the
+   TFLite/gemmlowp fixed-point one (no float on the device):
+     dt_quantize_multiplier(real): real = mult * 2^(shift - 31), mult in [2^30, 2^31)
+       (frexp, then round(q * 2^31) half away from zero; 2^31 -> 2^30 with shift + 1;
+       shift < -31 -> mult 0, shift 0), TFLite's QuantizeMultiplier;
+     dt_mul_qmul(x, q) = RoundingDivideByPOT(SaturatingRoundingDoublingHighMul(
+       x * 2^max(shift, 0), mult), max(-shift, 0)), TFLite's MultiplyByQuantizedMultiplier
+       (the left shift saturates to int32, where TFLite's overflows);
+     dt_requant_i8(acc, q) = clamp(dt_mul_qmul(acc, q), -128, 127).
+   For y = a @ b with scales sa, sb[n] and output scale sy, channel n's multiplier is
+   dt_quantize_multiplier(sa * sb[n] / sy) (dt_qmm_multipliers). A fused ReLU is
+   max(y, 0) afterwards (zero point 0). linear(x, w) is dt_qmm(x, w^T): pass w [N,K] as
+   its transposed view (strides swapped) and the per-output-channel scales of w's rows.
+   Sharded (dt_qmm): per mesh dim, as mm's strategies, on the placements the inputs have
+   (no redistribution): S(0),R -> S(0); R,S(1) -> S(1) (each rank uses its columns'
+   multipliers); S(1),S(0) -> an int32 Partial(sum) all-reduced over that mesh dim BEFORE
+   requantization -> Replicate; R,R -> R; anything else DT_ERR_NO_STRATEGY. Every rank's
+   output is bit-exact the slice of the single-rank result. */
+typedef struct dt_qmul {
+    int32_t mult;   /* Q31 fixed point in [2^30, 2^31), or 0 */
+    int32_t shift;  /* power of two: real = mult * 2^(shift - 31); -31..30 */
+} dt_qmul;
+#define DT_QMM_MAX_K 131072 /* 2^31 / (128 * 128): int32 sums of int8 products are exact */
+/* DT_ERR_VALUE unless 0 <= real < 2^30 (NaN refused). */
+DT_API int dt_quantize_multiplier(double real, dt_qmul *q);
+DT_API int32_t dt_mul_qmul(int32_t x, dt_qmul q);
+DT_API int8_t dt_requant_i8(int32_t acc, dt_qmul q);
+/* torch's symmetric observer scale: max(amax / 127.5, FLT_EPSILON) for amax = max |x|
+   (DT_ERR_VALUE for a negative, infinite or NaN amax). */
+DT_API int dt_q8_scale(float amax, float *scale);
+/* torch's quantize_val: clamp(nearbyint(x * (1 / scale)), -128, 127), ties to even
+   (NaN gives 0). */
+DT_API int8_t dt_quantize_i8(float x, float scale);
+/* Quantize f32 x into int8 q (same shape, any strides) with scales from its amax: one
+   scale (channel_dim < 0) or one per index of channel_dim (scales[x.shape[channel_dim]]),
+   as torch's MinMaxObserver / PerChannelMinMaxObserver with the symmetric qschemes. */
+DT_API int dt_quantize_tensor(const mb_tensor *x, int channel_dim, float *scales, mb_tensor *q);
+/* q[n] = dt_quantize_multiplier(sa * sb[n] / sy) for n < nb (float products, as TFLite). */
+DT_API int dt_qmm_multipliers(float sa, const float *sb, int nb, float sy, dt_qmul *q);
+/* acc (MB_I32 [M,N]) = a (MB_I8 [M,K]) @ b (MB_I8 [K,N]) in int32; any strides. */
+DT_API int dt_qmm_acc(const mb_tensor *a, const mb_tensor *b, mb_tensor *acc);
+/* out (MB_I8) = dt_requant_i8(acc (MB_I32, same shape)) elementwise, with q[0] (nq == 1)
+   or q[q0 + i] for index i along qdim (nq >= q0 + out.shape[qdim]). Any strides. */
+DT_API int dt_requant_tensor(const mb_tensor *acc, const dt_qmul *q, int nq, int32_t q0, int qdim, mb_tensor *out);
+/* Single rank: out [M,N] = requant(a @ b) with nq = 1 or N multipliers; acc_scratch holds
+   M*N int32 (acc_bytes >= 4*M*N, 4-byte aligned). */
+DT_API int dt_qmm_ref(const mb_tensor *a, const mb_tensor *b, const dt_qmul *q, int nq, mb_tensor *out,
+                      void *acc_scratch, size_t acc_bytes);
+/* The output spec (MB_I8, Replicate where a Partial was reduced) and a bit mask of the
+   mesh dims whose int32 Partial(sum) dt_qmm all-reduces (may be NULL). */
+DT_API int dt_qmm_propagate(const dt_spec *a, const dt_spec *b, dt_spec *out, uint32_t *partial_dims);
+/* Scratch of dt_qmm on world rank `rank`: its local M*N int32 accumulator. */
+DT_API int dt_qmm_scratch_bytes(const dt_spec *a, const dt_spec *b, int rank, size_t *bytes);
+/* Distributed: out = requant(a @ b) with a, b MB_I8 dt_tensors on c's mesh, q[nq] (1, or
+   N = the global columns: every rank passes all of them). out's local tensor is
+   contiguous in out_data (out_bytes >= its bytes); scratch as dt_qmm_scratch_bytes (4-byte
+   aligned). Validates everything before communicating. */
+DT_API int dt_qmm(dt_comm *c, const dt_tensor *a, const dt_tensor *b, const dt_qmul *q, int nq, dt_tensor *out,
+                  void *out_data, size_t out_bytes, void *scratch, size_t scratch_bytes);
+#endif /* DT_NO_QUANT */
+
+#ifndef DT_NO_RANDOM
+/* ---- 13. Random: Philox 4x32-10 and DTensor's offset-based RNG tracker ---------------
+   dt_philox4x32_10 is Random123's Philox4x32-10 (its published known-answer vectors
+   pass), the generator behind curand and torch's CUDA/CPU philox_engine. A stream word
+   at position p for a seed is its block at counter {p/4 low, p/4 high, 0, 0} (torch's
+   layout: offset in counter words 0-1, subsequence 0 in words 2-3), key {seed low, seed
+   high}, word p % 4: curand()'s sequence after curand_init(seed, 0, 0), i.e. positions
+   are curand's / torch's philox offsets in 32-bit draws. A uniform float is torch's
+   uniform_real transformation of one draw: (w & 0xffffff) * 2^-24 in [0, 1).
+   dt_rng_offsets is torch's OffsetBasedRNGTracker._compute_rng_offsets exactly: start =
+   round_up4(shard linear index * first-shard numel), end increment = round_up4(global
+   numel); the shard index of a tensor dim sharded on several mesh dims combines them in
+   mesh-dim order, tensor dims combine row-major; the first-shard numel is the ceil piece
+   of each Shard(d), from the GLOBAL size of d on every mesh dim that shards it (torch's
+   _calc_first_shard_size: with a dim sharded twice only the last mesh dim counts, so
+   pieces may overlap); Partial counts as Replicate.
+   dt_rand / dt_dropout: by default element e of the global tensor (row-major linear index)
+   takes the draw at g->offset + e, so every rank's local tensor is exactly its slice of
+   the replicated result, for any mesh, placement and uneven shards; flag
+   DT_RNG_TORCH_STREAM instead gives local element j (row-major in the local shape) the
+   draw at g->offset + start + j, as torch's sharded ops draw (that equals the slice of
+   the replicated result only when the shard is a row-major contiguous block starting at
+   `start`, e.g. Shard(0) on a 1-D mesh with numel divisible by 4 per shard). Both then
+   advance g->offset by the end increment on every rank (in sync).
+   Which torch numbers this matches: the Philox stream is Random123's KAT/curand's; the
+   offsets are torch's; the float transformation is torch's uniform_real. It does NOT
+   reproduce torch.rand values: torch's CPU generator is mt19937, and its CUDA kernels
+   spread draws over threads (curand_init(seed, thread, offset), curand_uniform4). */
+typedef struct dt_rng {
+    uint64_t seed;
+    uint64_t offset; /* in 32-bit draws (torch's philox offset); a multiple of 4 between ops */
+} dt_rng;
+#define DT_RNG_TORCH_STREAM 1
+/* out = Philox4x32-10(counter ctr, key). */
+DT_API void dt_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]);
+/* Stream word at position pos (in 32-bit draws) of seed. */
+DT_API uint32_t dt_philox_draw(uint64_t seed, uint64_t pos);
+/* torch's start offset and end increment for world rank `rank` (a mesh member). */
+DT_API int dt_rng_offsets(const dt_spec *s, int rank, uint64_t *start, uint64_t *end_incr);
+/* Fill this rank's local f32 tensor (s's local shape on s->mesh->rank, any strides) with
+   uniform [0, 1) draws; g->offset += end increment. */
+DT_API int dt_rand(dt_rng *g, const dt_spec *s, mb_tensor *local, int flags);
+/* out = in * keep / (1 - p) with keep = (uniform < 1 - p) drawn as dt_rand (torch's
+   fused dropout keeps where rand < the keep probability); p in [0, 1] (1: all zero),
+   else DT_ERR_VALUE. in and out: f32, s's local shape; out may be in. */
+DT_API int dt_dropout(dt_rng *g, const dt_spec *s, const mb_tensor *in, mb_tensor *out, float p, int flags);
+#endif /* DT_NO_RANDOM */
+
 #ifdef __cplusplus
 }
 #endif
@@ -689,9 +809,9 @@ DT__DEF const char *dt_strerror(int err)
     static const char msg[] = "ok\0null pointer\0bad mesh\0bad rank\0not a mesh member\0bad mesh dim\0"
                               "bad placement\0placement count\0bad shard dim\0bad shape\0bad dtype\0"
                               "mismatch\0to Partial\0Partial op change\0unsupported\0too small\0"
-                              "collective failed\0no sharding strategy\0unknown error";
+                              "collective failed\0no sharding strategy\0value out of range\0unknown error";
     const char *p = msg;
-    if (err > 0 || err < DT_ERR_NO_STRATEGY) err = DT_ERR_NO_STRATEGY - 1;
+    if (err > 0 || err < DT_ERR_VALUE) err = DT_ERR_VALUE - 1;
     for (; err < 0; err++) p += strlen(p) + 1;
     return p;
 }
@@ -2770,6 +2890,449 @@ DT__DEF int dt_maxpool2d(dt_comm *c, const dt_conv2d_params *p, const dt_tensor 
     return dt__sharded(c, p, in, NULL, NULL, out_spec, out, scratch, scratch_bytes);
 }
 #endif /* DT_NO_CONV */
+
+#if !defined(DT_NO_QUANT) || !defined(DT_NO_RANDOM)
+/* Walk a tensor row-major (int8 mm, random): advance idx[] and the element offsets e1 of t
+   and e2 of u (same shape, may be NULL). */
+static void dt__next(const mb_tensor *t, const mb_tensor *u, int32_t *idx, ptrdiff_t *e1, ptrdiff_t *e2)
+{
+    int d;
+    for (d = t->ndim - 1; d >= 0; d--) {
+        *e1 += t->stride[d];
+        if (u) *e2 += u->stride[d];
+        if (++idx[d] < t->shape[d]) return;
+        *e1 -= (ptrdiff_t)t->stride[d] * t->shape[d];
+        if (u) *e2 -= (ptrdiff_t)u->stride[d] * u->shape[d];
+        idx[d] = 0;
+    }
+}
+#endif
+
+#ifndef DT_NO_QUANT /* int8 quantized linear/mm */
+
+DT__DEF int dt_quantize_multiplier(double real, dt_qmul *q)
+{
+    uint64_t bits, mant;
+    int32_t shift;
+    int64_t m;
+    if (!q) return DT_ERR_NULL;
+    if (!(real >= 0.0 && real < 1073741824.0)) return DT_ERR_VALUE; /* NaN fails too */
+    DT_MEMCPY(&bits, &real, sizeof bits); /* IEEE binary64 */
+    if (!((bits >> 52) & 0x7ffu)) {       /* 0 or subnormal: far below 2^-31 */
+        q->mult = 0;
+        q->shift = 0;
+        return DT_OK;
+    }
+    /* frexp: real = (mant / 2^53) * 2^shift, mant / 2^53 in [0.5, 1) */
+    mant = (bits & (((uint64_t)1 << 52) - 1u)) | ((uint64_t)1 << 52);
+    shift = (int32_t)((bits >> 52) & 0x7ffu) - 1022;
+    m = (int64_t)((mant + ((uint64_t)1 << 21)) >> 22); /* round(q * 2^31), half away from 0 */
+    if (m == (int64_t)1 << 31) {
+        m >>= 1;
+        shift++;
+    }
+    if (shift < -31) {
+        m = 0;
+        shift = 0;
+    }
+    q->mult = (int32_t)m;
+    q->shift = shift;
+    return DT_OK;
+}
+
+DT__DEF int32_t dt_mul_qmul(int32_t x, dt_qmul q)
+{
+    int64_t xs = (int64_t)x, ab;
+    int32_t a, hm, r = q.shift < 0 ? -q.shift : 0;
+    uint32_t mask, rem, thr;
+    if (q.shift > 0) { /* x * 2^shift, saturated */
+        xs *= (int64_t)1 << (q.shift > 31 ? 31 : q.shift);
+        xs = xs > INT32_MAX ? INT32_MAX : xs < INT32_MIN ? INT32_MIN : xs;
+    }
+    a = (int32_t)xs;
+    /* SaturatingRoundingDoublingHighMul(a, mult) */
+    if (a == INT32_MIN && q.mult == INT32_MIN) {
+        hm = INT32_MAX;
+    } else {
+        ab = (int64_t)a * q.mult;
+        hm = (int32_t)((ab + (ab >= 0 ? ((int64_t)1 << 30) : 1 - ((int64_t)1 << 30))) / ((int64_t)1 << 31));
+    }
+    /* RoundingDivideByPOT(hm, r): round half away from zero */
+    if (r > 31) r = 31;
+    mask = r ? (((uint32_t)1 << r) - 1u) : 0u;
+    rem = (uint32_t)hm & mask;
+    thr = (mask >> 1) + (hm < 0 ? 1u : 0u);
+    hm = hm < 0 ? ~(int32_t)(~hm >> r) : (int32_t)(hm >> r); /* floor: no signed right shift */
+    return hm + (rem > thr ? 1 : 0);
+}
+
+DT__DEF int8_t dt_requant_i8(int32_t acc, dt_qmul q)
+{
+    int32_t v = dt_mul_qmul(acc, q);
+    return (int8_t)(v > 127 ? 127 : v < -128 ? -128 : v);
+}
+
+DT__DEF int dt_q8_scale(float amax, float *scale)
+{
+    float s;
+    if (!scale) return DT_ERR_NULL;
+    if (!(amax >= 0.0f && amax <= 3.402823466e38f)) return DT_ERR_VALUE;
+    s = amax / 127.5f;
+    *scale = s > 1.1920928955078125e-7f ? s : 1.1920928955078125e-7f; /* torch: max(scale, eps) */
+    return DT_OK;
+}
+
+DT__DEF int8_t dt_quantize_i8(float x, float scale)
+{
+    float inv = 1.0f / scale, v = x * inv, t;
+    if (!(v == v)) return 0;
+    if (v >= 127.5f) return 127; /* clamped either way; the rounding below needs |v| < 2^22 */
+    if (v <= -128.5f) return -128;
+    t = v + 12582912.0f; /* 1.5 * 2^23: rounds to an integer, ties to even (nearbyint) */
+    t -= 12582912.0f;
+    return (int8_t)(t > 127.0f ? 127 : t < -128.0f ? -128 : (int32_t)t);
+}
+
+/* 0 when t and u (may be NULL) are valid views of one shape with dtypes dt and du. */
+static int dt__pair(const mb_tensor *t, int dt, const mb_tensor *u, int du)
+{
+    int rc;
+    if (!t || !u) return DT_ERR_NULL;
+    if (mb_tensor_check(t) || mb_tensor_check(u)) return DT_ERR_SHAPE;
+    if ((int)t->dtype != dt || (int)u->dtype != du) return DT_ERR_DTYPE;
+    rc = dt__fits(t, dt, t->ndim, t->shape);
+    if (!rc) rc = dt__fits(u, du, t->ndim, t->shape);
+    return rc;
+}
+
+DT__DEF int dt_quantize_tensor(const mb_tensor *x, int channel_dim, float *scales, mb_tensor *q)
+{
+    int32_t idx[MB_MAX_DIMS] = {0};
+    ptrdiff_t ex = 0, eq = 0;
+    int64_t n, i;
+    int32_t c, nc = 1;
+    int rc = dt__pair(x, MB_F32, q, MB_I8);
+    if (rc) return rc;
+    if (!scales) return DT_ERR_NULL;
+    if (channel_dim >= 0) {
+        if (channel_dim >= x->ndim) return DT_ERR_DIM;
+        nc = x->shape[channel_dim];
+    }
+    n = mb_numel(x);
+    for (i = 0; i < n; i++, dt__next(x, NULL, idx, &ex, &eq)) { /* inf, NaN: nothing written */
+        float v = ((const float *)x->data)[ex];
+        if (!(v <= 3.402823466e38f && v >= -3.402823466e38f)) return DT_ERR_VALUE;
+    }
+    for (c = 0; c < nc; c++) scales[c] = 0.0f;
+    for (i = 0; i < n; i++, dt__next(x, NULL, idx, &ex, &eq)) { /* amax per channel */
+        float v = ((const float *)x->data)[ex];
+        float *s = &scales[channel_dim >= 0 ? idx[channel_dim] : 0];
+        v = v < 0.0f ? -v : v;
+        if (v > *s) *s = v;
+    }
+    for (c = 0; c < nc; c++) dt_q8_scale(scales[c], &scales[c]);
+    ex = 0;
+    for (i = 0; i < n; i++, dt__next(x, q, idx, &ex, &eq))
+        ((int8_t *)q->data)[eq] = dt_quantize_i8(((const float *)x->data)[ex], scales[channel_dim >= 0 ? idx[channel_dim] : 0]);
+    return DT_OK;
+}
+
+DT__DEF int dt_qmm_multipliers(float sa, const float *sb, int nb, float sy, dt_qmul *q)
+{
+    int i, rc = DT_OK;
+    dt_qmul t;
+    if (!sb || !q) return DT_ERR_NULL;
+    if (nb < 1) return DT_ERR_SHAPE;
+    for (i = 0; i < nb && !rc; i++) rc = dt_quantize_multiplier((double)(sa * sb[i] / sy), &t);
+    for (i = 0; i < nb && !rc; i++) dt_quantize_multiplier((double)(sa * sb[i] / sy), &q[i]);
+    return rc;
+}
+
+DT__DEF int dt_qmm_acc(const mb_tensor *a, const mb_tensor *b, mb_tensor *acc)
+{
+    int32_t m, k, n, M, K, N;
+    const int8_t *A, *B;
+    int32_t *C;
+    if (!a || !b || !acc) return DT_ERR_NULL;
+    if (a->ndim != 2 || b->ndim != 2 || acc->ndim != 2) return DT_ERR_SHAPE;
+    M = a->shape[0];
+    K = a->shape[1];
+    N = b->shape[1];
+    if (b->shape[0] != K || acc->shape[0] != M || acc->shape[1] != N || K > DT_QMM_MAX_K) return DT_ERR_SHAPE;
+    if (mb_tensor_check(a) || mb_tensor_check(b) || mb_tensor_check(acc)) return DT_ERR_SHAPE;
+    if (a->dtype != MB_I8 || b->dtype != MB_I8 || acc->dtype != MB_I32) return DT_ERR_DTYPE;
+    if ((M && N && !acc->data) || (M && N && K && (!a->data || !b->data))) return DT_ERR_NULL;
+    A = (const int8_t *)a->data;
+    B = (const int8_t *)b->data;
+    C = (int32_t *)acc->data;
+    for (m = 0; m < M; m++) {
+        int32_t *DT_RESTRICT c = C + (ptrdiff_t)m * acc->stride[0];
+        if (acc->stride[1] == 1 && b->stride[1] == 1) { /* the vectorizable row update */
+            for (n = 0; n < N; n++) c[n] = 0;
+            for (k = 0; k < K; k++) {
+                const int8_t *DT_RESTRICT r = B + (ptrdiff_t)k * b->stride[0];
+                int32_t av = A[(ptrdiff_t)m * a->stride[0] + (ptrdiff_t)k * a->stride[1]];
+                for (n = 0; n < N; n++) c[n] += av * r[n];
+            }
+        } else {
+            for (n = 0; n < N; n++) {
+                int32_t s = 0;
+                for (k = 0; k < K; k++)
+                    s += (int32_t)A[(ptrdiff_t)m * a->stride[0] + (ptrdiff_t)k * a->stride[1]] *
+                         B[(ptrdiff_t)k * b->stride[0] + (ptrdiff_t)n * b->stride[1]];
+                c[(ptrdiff_t)n * acc->stride[1]] = s;
+            }
+        }
+    }
+    return DT_OK;
+}
+
+DT__DEF int dt_requant_tensor(const mb_tensor *acc, const dt_qmul *q, int nq, int32_t q0, int qdim, mb_tensor *out)
+{
+    int32_t idx[MB_MAX_DIMS] = {0};
+    ptrdiff_t ea = 0, eo = 0;
+    int64_t n, i;
+    int rc = dt__pair(acc, MB_I32, out, MB_I8);
+    if (rc) return rc;
+    if (!q) return DT_ERR_NULL;
+    if (nq > 1 && (qdim < 0 || qdim >= acc->ndim)) return DT_ERR_DIM;
+    if (nq < 1 || q0 < 0 || (nq > 1 && (int64_t)nq < (int64_t)q0 + acc->shape[qdim])) return DT_ERR_SHAPE;
+    n = mb_numel(acc);
+    for (i = 0; i < n; i++, dt__next(acc, out, idx, &ea, &eo))
+        ((int8_t *)out->data)[eo] = dt_requant_i8(((const int32_t *)acc->data)[ea], q[nq > 1 ? q0 + idx[qdim] : 0]);
+    return DT_OK;
+}
+
+DT__DEF int dt_qmm_ref(const mb_tensor *a, const mb_tensor *b, const dt_qmul *q, int nq, mb_tensor *out,
+                       void *acc_scratch, size_t acc_bytes)
+{
+    mb_tensor acc;
+    int rc;
+    if (!a || !b || !out) return DT_ERR_NULL;
+    if (out->ndim != 2 || a->ndim != 2 || b->ndim != 2) return DT_ERR_SHAPE;
+    if (nq != 1 && nq != out->shape[1]) return DT_ERR_SHAPE;
+    if ((uint64_t)acc_bytes < 4u * (uint64_t)(out->shape[0] < 0 ? 0 : out->shape[0]) * (uint64_t)(out->shape[1] < 0 ? 0 : out->shape[1]))
+        return DT_ERR_TOO_SMALL;
+    if (mb_tensor_init(&acc, acc_scratch, MB_I32, 2, out->shape)) return DT_ERR_SHAPE;
+    if (out->dtype != MB_I8) return DT_ERR_DTYPE;
+    if (!q) return DT_ERR_NULL;
+    rc = dt_qmm_acc(a, b, &acc); /* checks a, b and the shapes: nothing written on error */
+    if (!rc) rc = dt_requant_tensor(&acc, q, nq, 0, 1, out);
+    return rc;
+}
+
+DT__DEF int dt_qmm_propagate(const dt_spec *a, const dt_spec *b, dt_spec *out, uint32_t *partial_dims)
+{
+    dt_placement p[DT_MAX_MESH_DIMS];
+    int32_t sh[2];
+    uint32_t mask = 0;
+    int i, rc;
+    if (!a || !b || !out) return DT_ERR_NULL;
+    rc = dt_spec_check(a);
+    if (!rc) rc = dt_spec_check(b);
+    if (rc) return rc;
+    if (a->mesh != b->mesh && memcmp(a->mesh, b->mesh, sizeof(dt_mesh))) return DT_ERR_MISMATCH;
+    if (a->dtype != MB_I8 || b->dtype != MB_I8) return DT_ERR_DTYPE;
+    if (a->ndim != 2 || b->ndim != 2 || a->shape[1] != b->shape[0] || a->shape[1] > DT_QMM_MAX_K) return DT_ERR_SHAPE;
+    for (i = 0; i < a->mesh->ndim; i++) {
+        dt_placement pa = a->placements[i], pb = b->placements[i], r = DT_REPLICATE();
+        int ka = pa.kind == DT_KIND_SHARD ? 1 + pa.arg : pa.kind == DT_KIND_REPLICATE ? 0 : -1;
+        int kb = pb.kind == DT_KIND_SHARD ? 1 + pb.arg : pb.kind == DT_KIND_REPLICATE ? 0 : -1;
+        p[i] = r;
+        if (ka == 1 && kb == 0) p[i] = pa;                 /* S(0),R -> S(0) */
+        else if (ka == 0 && kb == 2) p[i] = pb;            /* R,S(1) -> S(1) */
+        else if (ka == 2 && kb == 1) mask |= 1u << i;      /* S(1),S(0) -> P(sum) -> R */
+        else if (ka || kb) return DT_ERR_NO_STRATEGY;      /* R,R -> R */
+    }
+    sh[0] = a->shape[0];
+    sh[1] = b->shape[1];
+    rc = dt_spec_init(out, a->mesh, p, a->mesh->ndim, MB_I8, 2, sh, NULL);
+    if (!rc && partial_dims) *partial_dims = mask;
+    return rc;
+}
+
+DT__DEF int dt_qmm_scratch_bytes(const dt_spec *a, const dt_spec *b, int rank, size_t *bytes)
+{
+    dt_spec o;
+    int rc = dt_qmm_propagate(a, b, &o, NULL);
+    if (!rc && !bytes) rc = DT_ERR_NULL;
+    if (!rc) rc = dt_local_bytes(&o, rank, bytes);
+    if (!rc) *bytes *= 4; /* int32 per int8 output */
+    return rc;
+}
+
+DT__DEF int dt_qmm(dt_comm *c, const dt_tensor *a, const dt_tensor *b, const dt_qmul *q, int nq, dt_tensor *out,
+                   void *out_data, size_t out_bytes, void *scratch, size_t scratch_bytes)
+{
+    dt_spec o;
+    uint32_t mask;
+    int32_t ash[2], bsh[2], osh[2], boff[2];
+    mb_tensor acc, y;
+    size_t cnt;
+    int i, rc;
+    if (!c || !a || !b || !out || !q) return DT_ERR_NULL;
+    rc = dt_qmm_propagate(&a->spec, &b->spec, &o, &mask);
+    if (!rc && (!c->mesh || memcmp(c->mesh, a->spec.mesh, sizeof(dt_mesh)))) rc = DT_ERR_MISMATCH;
+    if (!rc && nq != 1 && nq != o.shape[1]) rc = DT_ERR_SHAPE;
+    if (!rc) rc = dt_local_shape(&a->spec, c->mesh->rank, ash, NULL);
+    if (!rc) rc = dt_local_shape(&b->spec, c->mesh->rank, bsh, boff);
+    if (!rc) rc = dt_local_shape(&o, c->mesh->rank, osh, NULL);
+    if (!rc) rc = dt__fits(&a->local, MB_I8, 2, ash);
+    if (!rc) rc = dt__fits(&b->local, MB_I8, 2, bsh);
+    if (rc) return rc;
+    cnt = (size_t)osh[0] * (size_t)osh[1]; /* output elements */
+    if (out_bytes < cnt || scratch_bytes < 4 * cnt) return DT_ERR_TOO_SMALL;
+    if (cnt && (!out_data || !scratch)) return DT_ERR_NULL;
+    mb_tensor_init(&acc, scratch, MB_I32, 2, osh);
+    rc = dt_qmm_acc(&a->local, &b->local, &acc);
+    for (i = 0; !rc && i < c->mesh->ndim; i++) /* the int32 Partial(sum): exact, before requant */
+        if ((mask >> i) & 1u) {
+            int prc = pg_all_reduce(c->g[i], scratch, scratch, cnt, MB_I32, PG_SUM);
+            c->collectives++;
+            if (prc) {
+                c->err = prc;
+                rc = DT_ERR_COMM;
+            }
+        }
+    if (rc) return rc;
+    mb_tensor_init(&y, out_data, MB_I8, 2, osh);
+    rc = dt_requant_tensor(&acc, q, nq, nq > 1 ? boff[1] : 0, 1, &y);
+    if (!rc) {
+        out->spec = o;
+        out->local = y;
+    }
+    return rc;
+}
+#endif /* DT_NO_QUANT */
+
+#ifndef DT_NO_RANDOM /* random: Philox 4x32-10, offset tracker */
+
+DT__DEF void dt_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4])
+{
+    uint32_t c0 = ctr[0], c1 = ctr[1], c2 = ctr[2], c3 = ctr[3], k0 = key[0], k1 = key[1];
+    int r;
+    for (r = 0; r < 10; r++) {
+        uint64_t p0 = (uint64_t)0xD2511F53u * c0, p1 = (uint64_t)0xCD9E8D57u * c2;
+        if (r) {
+            k0 += 0x9E3779B9u; /* key schedule: bumped before rounds 2..10 */
+            k1 += 0xBB67AE85u;
+        }
+        c0 = (uint32_t)(p1 >> 32) ^ c1 ^ k0;
+        c2 = (uint32_t)(p0 >> 32) ^ c3 ^ k1;
+        c1 = (uint32_t)p1;
+        c3 = (uint32_t)p0;
+    }
+    out[0] = c0;
+    out[1] = c1;
+    out[2] = c2;
+    out[3] = c3;
+}
+
+static void dt__philox_block(uint64_t seed, uint64_t block, uint32_t out[4])
+{
+    uint32_t ctr[4], key[2];
+    ctr[0] = (uint32_t)block;
+    ctr[1] = (uint32_t)(block >> 32);
+    ctr[2] = ctr[3] = 0u; /* subsequence 0 */
+    key[0] = (uint32_t)seed;
+    key[1] = (uint32_t)(seed >> 32);
+    dt_philox4x32_10(ctr, key, out);
+}
+
+DT__DEF uint32_t dt_philox_draw(uint64_t seed, uint64_t pos)
+{
+    uint32_t w[4];
+    dt__philox_block(seed, pos >> 2, w);
+    return w[pos & 3u];
+}
+
+DT__DEF int dt_rng_offsets(const dt_spec *s, int rank, uint64_t *start, uint64_t *end_incr)
+{
+    int32_t coord[DT_MAX_MESH_DIMS];
+    uint64_t idx[MB_MAX_DIMS], num[MB_MAX_DIMS], first[MB_MAX_DIMS], lin = 0, local = 1, numel = 1;
+    int i, d, rc = dt_spec_check(s);
+    if (!rc) rc = dt_mesh_coord(s->mesh, rank, coord);
+    if (!rc && (!start || !end_incr)) rc = DT_ERR_NULL;
+    if (rc) return rc;
+    for (d = 0; d < s->ndim; d++) {
+        idx[d] = 0;
+        num[d] = 1;
+        first[d] = (uint64_t)s->shape[d];
+    }
+    for (i = 0; i < s->mesh->ndim; i++) { /* _calc_shard_info, _calc_first_shard_size */
+        if (s->placements[i].kind != DT_KIND_SHARD) continue;
+        d = s->placements[i].arg;
+        idx[d] = idx[d] * (uint64_t)s->mesh->shape[i] + (uint64_t)coord[i];
+        num[d] *= (uint64_t)s->mesh->shape[i];
+        first[d] = (uint64_t)dt__chunk(s->shape[d], s->mesh->shape[i], 0, NULL);
+    }
+    for (d = 0; d < s->ndim; d++) { /* _calc_shard_linear_idx: row-major over tensor dims */
+        lin = lin * num[d] + idx[d];
+        local *= first[d];
+        numel *= (uint64_t)s->shape[d];
+    }
+    *start = (lin * local + 3u) / 4u * 4u;
+    *end_incr = (numel + 3u) / 4u * 4u;
+    return DT_OK;
+}
+
+/* dt_rand (in NULL) and dt_dropout: validate everything, then draw. */
+static int dt__random(dt_rng *g, const dt_spec *s, const mb_tensor *in, mb_tensor *out, float p, int flags)
+{
+    int32_t shape[MB_MAX_DIMS], off[MB_MAX_DIMS], idx[MB_MAX_DIMS] = {0};
+    uint64_t gstr[MB_MAX_DIMS], start, end, pos, blk = ~(uint64_t)0, j = 0;
+    uint32_t w[4];
+    ptrdiff_t eo = 0, ei = 0;
+    int64_t n;
+    int d, rc;
+    float keep = 1.0f - p, scale;
+    if (!g || !s) return DT_ERR_NULL;
+    rc = dt_spec_check(s);
+    if (!rc) rc = dt_local_shape(s, s->mesh->rank, shape, off);
+    if (!rc) rc = dt_rng_offsets(s, s->mesh->rank, &start, &end);
+    if (!rc && s->dtype != MB_F32) rc = DT_ERR_DTYPE;
+    if (!rc && (flags & ~DT_RNG_TORCH_STREAM)) rc = DT_ERR_VALUE;
+    if (!rc && !(p >= 0.0f && p <= 1.0f)) rc = DT_ERR_VALUE;
+    if (!rc) rc = dt__fits(out, MB_F32, s->ndim, shape);
+    if (!rc && in) rc = dt__fits(in, MB_F32, s->ndim, shape);
+    if (!rc && (mb_tensor_check(out) || (in && mb_tensor_check(in)))) rc = DT_ERR_SHAPE;
+    if (rc) return rc;
+    scale = p < 1.0f ? 1.0f / keep : 0.0f;
+    for (d = s->ndim - 1, pos = 1; d >= 0; d--) { /* row-major strides of the global tensor */
+        gstr[d] = pos;
+        pos *= (uint64_t)s->shape[d];
+    }
+    n = mb_numel(out);
+    for (; (int64_t)j < n; j++, dt__next(out, in, idx, &eo, &ei)) {
+        float u;
+        if (flags & DT_RNG_TORCH_STREAM) {
+            pos = g->offset + start + j;
+        } else {
+            for (d = 0, pos = g->offset; d < s->ndim; d++) pos += (uint64_t)(off[d] + idx[d]) * gstr[d];
+        }
+        if (pos >> 2 != blk) { /* one Philox block serves 4 consecutive draws */
+            blk = pos >> 2;
+            dt__philox_block(g->seed, blk, w);
+        }
+        u = (float)(w[pos & 3u] & 0xffffffu) * (1.0f / 16777216.0f);
+        if (!in) ((float *)out->data)[eo] = u;
+        else ((float *)out->data)[eo] = u < keep ? ((const float *)in->data)[ei] * scale : 0.0f;
+    }
+    g->offset += end;
+    return DT_OK;
+}
+
+DT__DEF int dt_rand(dt_rng *g, const dt_spec *s, mb_tensor *local, int flags)
+{
+    return dt__random(g, s, NULL, local, 0.0f, flags);
+}
+
+DT__DEF int dt_dropout(dt_rng *g, const dt_spec *s, const mb_tensor *in, mb_tensor *out, float p, int flags)
+{
+    if (!in) return DT_ERR_NULL;
+    return dt__random(g, s, in, out, p, flags);
+}
+#endif /* DT_NO_RANDOM */
 
 #ifdef __cplusplus
 }

@@ -145,6 +145,7 @@ static const ccase kcases[] = {
     {DT_NCHW, 2, 4, 13, 9, 4, 3, 3, 2, 2, 2, 4, 1, 0},  {DT_NHWC, 3, 2, 6, 5, 3, 1, 1, 1, 0, 1, 1, 0, 0},
     {DT_NCHW, 1, 2, 8, 8, 2, 5, 5, 3, 2, 1, 1, 1, 0},   {DT_NCHW, 2, 3, 9, 7, 0, 2, 2, 2, 0, 1, 1, 0, 1},
     {DT_NHWC, 2, 3, 10, 9, 0, 3, 3, 2, 1, 1, 1, 0, 1},  {DT_NCHW, 1, 2, 11, 11, 0, 3, 2, 1, 1, 2, 1, 0, 1},
+    {DT_NCHW, 1, 2, 7, 21, 3, 3, 3, 1, 2, 2, 1, 1, 0},  {DT_NCHW, 1, 2, 5, 3, 2, 3, 3, 1, 0, 1, 2, 1, 0},
 };
 
 static void test_kernels(void **state)
@@ -411,6 +412,7 @@ static const ccase scases[] = {
     {DT_NCHW, 1, 2, 6, 4, 2, 3, 3, 1, 3, 2, 1, 0, 0},   /* padding 3 + dilation 2: thin shards */
     {DT_NCHW, 2, 2, 7, 5, 2, 1, 1, 3, 0, 1, 1, 1, 0},   /* 1x1, stride 3: gaps between windows */
     {DT_NCHW, 3, 2, 8, 8, 4, 3, 3, 1, 1, 1, 2, 1, 0},   /* 3 images */
+    {DT_NCHW, 1, 2, 9, 21, 3, 3, 3, 1, 2, 2, 1, 1, 0},  /* 3-tap rows with an interior, dilation 2 */
     {DT_NCHW, 2, 3, 9, 7, 0, 2, 2, 2, 0, 1, 1, 0, 1},   /* max pool 2x2 / 2, odd height */
     {DT_NHWC, 2, 4, 10, 9, 0, 3, 3, 2, 1, 1, 1, 0, 1},  /* max pool 3x3 / 2 pad 1 */
     {DT_NCHW, 1, 4, 11, 11, 0, 3, 2, 1, 1, 2, 1, 0, 1}, /* max pool, dilation 2 */

@@ -1,0 +1,151 @@
+/* main.c — `scons bench`: conv2d spatially sharded (issue #7 item 7). A 1x32x64x64 f32
+   NCHW input, 32 -> 32 channels, 3x3, stride 1, padding 1 (37.7 M multiply-adds): the
+   input's H sharded on 2 pg_pthread ranks, each rank exchanging its one-row halo with the
+   other and convolving its 32 output rows (dt_conv2d), against the same conv2d on one
+   rank (dt_conv2d_ref on the whole input) — the peer is the 1-rank time, and the speedup
+   row sets it beside Pete Warden's RP2040 figure (two cores splitting one conv: 1.9x,
+   "Doubling the speed of ... on the RP2040", petewarden.com, 2024).
+   Timing: wall time from a barrier before the call to a barrier after it on every rank
+   (so the slower rank counts), the 2-rank call and the 1-rank call alternating in one
+   run (both see the same load from other processes); medians of REPEATS. On a machine
+   busy with other work the two ranks rarely hold two cores at once, so a second row
+   gives the same ratio in thread CPU time (1 rank / the slower of the 2 ranks, halo
+   exchange and its waiting included): what two otherwise idle cores would give. The
+   sharded output is compared with the 1-rank output once (bit-equal) before timing.
+   One JSON row per measurement (DESIGN.md). No assertions. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#define MICROBATCH_IMPLEMENTATION
+#define PG_IMPLEMENTATION
+#define DTENSOR_IMPLEMENTATION
+#include "dtensor.h"
+#define PG_PTHREAD_IMPLEMENTATION
+#include "ports/pg_pthread.h"
+
+#define C 32
+#define HW 64
+#define REPEATS 31
+
+static pg_pthread_world world;
+static float x[C * HW * HW], w[C * C * 9], b[C], y1[C * HW * HW], y2[C * HW * HW];
+static float lx[2][C * HW * HW / 2];
+static uint64_t scratch[2][(C * (HW / 2 + 2) * HW * 4 + C * HW * 4) / 8 + 16];
+static dt_mesh mesh[2];
+static dt_comm comm[2];
+static double t_one[REPEATS], t_two[REPEATS], c_one[REPEATS], c_two[2][REPEATS];
+
+static double clock_us(clockid_t id)
+{
+    struct timespec ts;
+    clock_gettime(id, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+#define now_us() clock_us(CLOCK_MONOTONIC)
+#define cpu_us() clock_us(CLOCK_THREAD_CPUTIME_ID)
+
+static int cmp_double(const void *a, const void *b_)
+{
+    double p = *(const double *)a, q = *(const double *)b_;
+    return (p > q) - (p < q);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return v[n / 2];
+}
+
+static int body(pg_group *g, void *arg)
+{
+    static const int32_t xs[4] = {1, C, HW, HW}, ws[4] = {C, C, 3, 3}, one = C;
+    int me = pg_rank(g), r, rc;
+    int32_t ms[1] = {2}, ls[4];
+    dt_placement sh[1] = {DT_SHARD(2)}, rep[1] = {DT_REPLICATE()};
+    dt_conv2d_params p = DT_CONV2D(DT_NCHW, 1, 1, 1, 1);
+    dt_tensor in, wt;
+    dt_spec os;
+    mb_tensor gx, v, tb, ty, tx, lyv;
+    size_t need;
+    double t0, c0;
+    (void)arg;
+    if ((rc = dt_mesh_init(&mesh[me], 1, ms, NULL, me)) || (rc = dt_comm_init(&comm[me], &mesh[me], g))) return rc;
+    dt_spec_init(&in.spec, &mesh[me], sh, 1, MB_F32, 4, xs, NULL);
+    dt_spec_init(&wt.spec, &mesh[me], rep, 1, MB_F32, 4, ws, NULL);
+    mb_tensor_init(&gx, x, MB_F32, 4, xs);
+    dt_local_view(&in.spec, me, &gx, &v);
+    mb_tensor_init(&in.local, lx[me], MB_F32, 4, v.shape);
+    mb_copy(&in.local, &v);
+    mb_tensor_init(&wt.local, w, MB_F32, 4, ws);
+    mb_tensor_init(&tb, b, MB_F32, 1, &one);
+    mb_tensor_init(&tx, x, MB_F32, 4, xs);
+    mb_tensor_init(&ty, y1, MB_F32, 4, xs);
+    if ((rc = dt_conv2d_scratch_bytes(&p, &in.spec, &wt.spec, &need))) return rc;
+    if (need > sizeof scratch[me]) return -1000;
+    dt_conv2d_out_spec(&p, &in.spec, &wt.spec, &os);
+    dt_local_shape(&os, me, ls, NULL);
+    mb_tensor_init(&gx, y2, MB_F32, 4, xs);
+    dt_local_view(&os, me, &gx, &lyv); /* this rank's rows of the global output (a strided view) */
+    (void)ls;
+    if (me == 0 && (rc = dt_conv2d_ref(&p, &tx, &wt.local, &tb, &ty))) return rc;
+    for (r = -2; r < REPEATS; r++) { /* two warm-up rounds */
+        if ((rc = pg_barrier(g))) return rc;
+        t0 = now_us();
+        c0 = cpu_us();
+        if (me == 0 && (rc = dt_conv2d_ref(&p, &tx, &wt.local, &tb, &ty))) return rc;
+        if (me == 0 && r >= 0) c_one[r] = cpu_us() - c0;
+        if ((rc = pg_barrier(g))) return rc;
+        if (me == 0 && r >= 0) t_one[r] = now_us() - t0;
+        if ((rc = pg_barrier(g))) return rc;
+        t0 = now_us();
+        c0 = cpu_us();
+        if ((rc = dt_conv2d(&comm[me], &p, &in, &wt, &tb, NULL, &lyv, scratch[me], need))) return rc;
+        if (r >= 0) c_two[me][r] = cpu_us() - c0;
+        if ((rc = pg_barrier(g))) return rc;
+        if (me == 0 && r >= 0) t_two[r] = now_us() - t0;
+    }
+    return 0;
+}
+
+static void row(const char *cas, const char *metric, const char *unit, double ours, const char *peer, double pv)
+{
+    printf("{\"bench\": \"conv\", \"case\": \"%s\", \"metric\": \"%s\", \"unit\": \"%s\", \"ours\": %.3f, "
+           "\"peer\": \"%s\", \"peer_value\": %.3f}\n",
+           cas, metric, unit, ours, peer, pv);
+}
+
+int main(void)
+{
+    int i, rc;
+    double one, two, cone, ctwo, c1;
+    for (i = 0; i < C * HW * HW; i++) x[i] = (float)((i * 37) % 101) / 50.0f - 1.0f;
+    for (i = 0; i < C * C * 9; i++) w[i] = (float)((i * 13) % 61) / 300.0f - 0.1f;
+    for (i = 0; i < C; i++) b[i] = (float)i / 32.0f;
+    rc = pg_pthread_run(&world, 2, body, NULL);
+    if (rc) {
+        fprintf(stderr, "conv bench failed: %d\n", rc);
+        return 1;
+    }
+    if (memcmp(y1, y2, sizeof y1) != 0) {
+        fprintf(stderr, "conv bench: the sharded output differs from the 1-rank output\n");
+        return 1;
+    }
+    one = median(t_one, REPEATS);
+    two = median(t_two, REPEATS);
+    row("conv2d 1x32x64x64 3x3 pad 1 f32, H sharded on 2 ranks (pg_pthread, halo exchange)", "latency_us", "us",
+        two, "the same conv2d on 1 rank", one);
+    row("conv2d 1x32x64x64 3x3 pad 1 f32: 1-rank time / 2-rank time", "speedup", "x", one / two,
+        "Pete Warden's RP2040 split conv (2 cores)", 1.9);
+    cone = median(c_one, REPEATS);
+    ctwo = median(c_two[0], REPEATS);
+    c1 = median(c_two[1], REPEATS);
+    if (c1 > ctwo) ctwo = c1;
+    row("conv2d 1x32x64x64 3x3 pad 1 f32: 1-rank CPU time / slower rank's CPU time on 2 ranks (load-independent)",
+        "cpu_speedup", "x", cone / ctwo, "Pete Warden's RP2040 split conv (2 cores)", 1.9);
+    fprintf(stderr, "conv bench: CPU 1 rank %.0f us, 2 ranks (slower) %.0f us\n", cone, ctwo);
+    fprintf(stderr, "conv bench: 1 rank %.0f us (%.2f GMAC/s), 2 ranks %.0f us, %.2fx\n", one, 37748736.0 / one / 1e3,
+            two, one / two);
+    return 0;
+}

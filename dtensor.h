@@ -313,6 +313,7 @@ typedef struct dt_cache_entry {
 typedef struct dt_plan_cache {
     dt_cache_entry *entries;
     int32_t capacity, count;
+    int32_t last;              /* the entry of the last hit or miss: looked at first */
     uint32_t clock;
     uint32_t hits, misses;
 } dt_plan_cache;
@@ -1435,10 +1436,11 @@ DT__DEF int dt_plan_cached(dt_plan_cache *c, const dt_spec *src, const dt_spec *
 {
     dt_plan_key k;
     dt_cache_entry *e, *victim;
-    int i, rc;
+    int i, j, rc;
     if (!c || !c->entries || !plan || !src || !dst || !src->mesh || !dst->mesh) return DT_ERR_NULL;
     victim = c->entries;
-    for (i = 0; i < c->count; i++) {
+    /* from the entry used last: a loop redistributing one way hits at the first compare */
+    for (j = 0, i = c->last < c->count ? c->last : 0; j < c->count; j++, i = i + 1 < c->count ? i + 1 : 0) {
         e = &c->entries[i];
         /* a stored key came from valid specs on one mesh, so an equal key on one mesh is
            a valid, equal request */
@@ -1462,6 +1464,7 @@ DT__DEF int dt_plan_cached(dt_plan_cache *c, const dt_spec *src, const dt_spec *
     c->misses++;
 found:
     victim->stamp = ++c->clock;
+    c->last = (int32_t)(victim - c->entries);
     *plan = &victim->plan;
     return DT_OK;
 }
@@ -1522,17 +1525,18 @@ static int dt__comm_check(const dt_comm *c, const dt_mesh *m)
 /* Enough scratch for this run? Then run it. */
 static int dt__exec(dt_comm *c, const dt_plan *pl, const mb_tensor *in, mb_tensor *out, void *scratch, size_t bytes)
 {
+    const dt_step *st = pl->steps;
     /* contiguous tensors run as the plan measured them */
     int fast = dt__direct(in, -1) && dt__direct(out, -1);
-    int64_t need = fast ? (int64_t)pl->scratch : dt__run(0, pl, in, out, 0, 0, 0);
-    const dt_step *st = pl->steps;
-    if ((uint64_t)need > bytes || (need && !scratch)) return DT_ERR_TOO_SMALL;
+    int64_t need;
     if (fast && pl->nsteps == 1 && st->op >= DT_OP_ALL_GATHER && !st->stage) { /* the usual case, straight */
-        need = dt__step(c, st, in, out, 0, 1);
+        need = dt__step(c, st, in, out, 0, 1); /* no staging: no scratch */
         if (need < 0) return c->err = (int32_t)need, DT_ERR_COMM;
         c->collectives++;
         return DT_OK;
     }
+    need = fast ? (int64_t)pl->scratch : dt__run(0, pl, in, out, 0, 0, 0);
+    if ((uint64_t)need > bytes || (need && !scratch)) return DT_ERR_TOO_SMALL;
     need = dt__run(c, pl, in, out, (unsigned char *)scratch, bytes, fast);
     return need < 0 ? (int)need : DT_OK;
 }

@@ -13,7 +13,10 @@
      element held by exactly the replicas (Partial holds the full shape);
    - a plan: at most DT_MAX_STEPS steps, each step's input shape is the previous step's
      output, the first is this rank's source local shape and the last its target local
-     shape; scratch and cost queries answer. */
+     shape; scratch and cost queries answer;
+   - the plan cache (3 entries kept across inputs, so entries are hit, missed and replaced
+     while the mesh and specs at the same addresses change): dt_plan_cached answers with
+     a plan equal to the fresh one and counts one hit or one miss. */
 #define MICROBATCH_IMPLEMENTATION
 #define PG_IMPLEMENTATION
 #define DTENSOR_IMPLEMENTATION
@@ -84,7 +87,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int32_t ls[MB_MAX_DIMS];
     uint64_t ns;
     int ndim = fz_u8(&in) < 240 ? 1 + (int)(fz_u8(&in) % DT_MAX_MESH_DIMS) : fz_int(&in, 6), i, d, rc, ra, rb, k;
-    int rank = fz_int(&in, 16), use_ranks = fz_u8(&in) & 1u;
+    int rank = fz_int(&in, 16), use_ranks = fz_u8(&in) & 1u, flags;
     for (i = 0; i < DT_MAX_MESH_DIMS; i++) shape[i] = fz_u8(&in) < 240 ? 1 + (int32_t)(fz_u8(&in) % 4u) : fz_int(&in, 8);
     for (i = 0; i < DT_MAX_RANKS; i++) ranks[i] = fz_u8(&in) < 240 ? (int32_t)i * 2 + (int32_t)(fz_u8(&in) % 2u) : fz_int(&in, 80);
     memset(&m, 0x4e, sizeof m);
@@ -114,7 +117,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (fz_u8(&in) < 16) b.placements[fz_u8(&in) % DT_MAX_MESH_DIMS].kind = (int16_t)fz_u8(&in); /* damage */
     memset(&plan, 0x2f, sizeof plan);
     pb = plan;
-    rc = dt_plan_redistribute(&a, &b, (int)(fz_u8(&in) % 3u), &plan);
+    flags = (int)(fz_u8(&in) % 3u);
+    rc = dt_plan_redistribute(&a, &b, flags, &plan);
     FUZZ_REQUIRE(is_err(rc));
     if (rc) {
         FUZZ_REQUIRE(memcmp(&plan, &pb, sizeof plan) == 0);
@@ -132,5 +136,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     (void)dt_plan_scratch_bytes(&plan);
     FUZZ_REQUIRE(is_err(dt_plan_cost_ns(&plan, &link, &ns)));
+    {
+        static dt_cache_entry entries[3];
+        static dt_plan_cache cache;
+        const dt_plan *cp = 0;
+        uint32_t seen;
+        if (!cache.entries || fz_u8(&in) < 8) FUZZ_REQUIRE(dt_plan_cache_init(&cache, entries, 3) == DT_OK);
+        if (fz_u8(&in) < 8) FUZZ_REQUIRE(dt_plan_cache_clear(&cache) == DT_OK);
+        seen = cache.hits + cache.misses;
+        FUZZ_REQUIRE(dt_plan_cached(&cache, &a, &b, flags, &cp) == DT_OK && cp);
+        FUZZ_REQUIRE(cache.hits + cache.misses == seen + 1 && cache.count <= 3);
+        FUZZ_REQUIRE(cp->nsteps == plan.nsteps && cp->ncollectives == plan.ncollectives && cp->hops == plan.hops &&
+                     cp->bytes == plan.bytes && cp->scratch == plan.scratch && cp->ndim == plan.ndim &&
+                     cp->dtype == plan.dtype);
+        FUZZ_REQUIRE(!memcmp(cp->in_shape, plan.in_shape, sizeof plan.in_shape) &&
+                     !memcmp(cp->out_shape, plan.out_shape, sizeof plan.out_shape));
+        FUZZ_REQUIRE(!memcmp(cp->steps, plan.steps, (size_t)plan.nsteps * sizeof plan.steps[0]));
+    }
     return 0;
 }

@@ -117,7 +117,7 @@ enum dt_err {
     DT_ERR_MESH_DIM = -5,        /* mesh dim out of range */
     DT_ERR_PLACEMENT = -6,       /* unknown placement kind or reduce op */
     DT_ERR_PLACEMENT_COUNT = -7, /* placement count != mesh ndim */
-    DT_ERR_DIM = -8,             /* shard dim out of range for the tensor's rank */
+    DT_ERR_DIM = -8,             /* shard dim (or an op's dim) out of range for the tensor's rank */
     DT_ERR_SHAPE = -9,           /* bad tensor ndim, negative size or stride, too many bytes */
     DT_ERR_DTYPE = -10,          /* unknown dtype, or an op undefined for it */
     DT_ERR_MISMATCH = -11,       /* specs differ in mesh, shape or dtype; tensor != spec */
@@ -408,8 +408,11 @@ DT_API int dt_distribute_scratch_bytes(const dt_spec *s, int src_rank, size_t *b
    every op of the set; an op's static arguments (dim, keepdim, shape, scalar, ...) travel
    in dt_op_attrs and are part of the cache key. Ops with rules and kernels, on f32: mm,
    addmm (bias + mat1 @ mat2, 1-D or 2-D bias), bmm, linear (x @ w^T + b: x of 2..6 dims,
-   w (n, k), optional 1-D bias), and the pointwise add, sub, mul, div (same shapes), neg,
-   relu; the others return DT_ERR_UNSUPPORTED until their family lands.
+   w (n, k), optional 1-D bias); the pointwise add, sub, mul, div (same shapes), neg,
+   relu, gelu, exp, tanh, sigmoid, add/sub/mul/div.Scalar; the reductions sum, mean,
+   max, min, amax, argmax; softmax, log_softmax; layer_norm, rms_norm; the others return
+   DT_ERR_UNSUPPORTED until their family lands. The kernels use <math.h> (expf, erff,
+   tanhf, logf, sqrtf; link -lm).
    Propagation: an op's candidate strategies (input placements -> output placement) are
    generated per mesh dim and combined by cartesian product over mesh dims (the last mesh
    dim varies fastest, as itertools.product), each costed as the sum over inputs of
@@ -434,9 +437,28 @@ DT_API int dt_distribute_scratch_bytes(const dt_spec *s, int src_rank, size_t *b
      pointwise: one strategy following the input with the most shards (first on ties):
        Shard kept; Partial(sum/avg) kept by add/sub (every input then targets that
        Partial: Replicate is partitioned locally), mul (the others target Replicate), div
-       (through the numerator only; a Partial denominator is replicated) and neg; neg
-       swaps Partial(max) <-> Partial(min), relu (monotone) keeps Partial(max/min); every
-       other Partial becomes Replicate (an all_reduce of that input).
+       (through the numerator only; a Partial denominator is replicated), mul/div.Scalar
+       and neg (torch's linear_pointwise_ops); neg swaps Partial(max) <-> Partial(min),
+       the non-decreasing relu, exp, tanh and sigmoid keep Partial(max/min)
+       (non_decreasing_unary_ops); gelu and add/sub.Scalar keep none; every other Partial
+       becomes Replicate (an all_reduce of that input).
+     reductions (common_reduction_strategy), one strategy following the input: a Shard
+       of a reduced dim becomes Partial of the op (sum -> P(sum), mean -> P(avg), max and
+       amax -> P(max), min -> P(min)), a Partial of that same op stays, other shards are
+       kept (renumbered without keepdim). When the input holds another Partial, for
+       mean when a reduced dim is unevenly sharded, and always for argmax, every Partial
+       and the reduced dims are replicated first. argmax's output is MB_I32 (the first
+       index of the maximum; NaN counts as the maximum and max/min propagate it); over
+       DT_DIM_ALL a flat index. An empty local shard reduces to 0 (sum), -inf (max),
+       +inf (min).
+     softmax, log_softmax (softmax_strategy): the softmax dim and every Partial
+       replicated, other shards kept; the output follows. Kernels subtract the row max.
+     layer_norm, rms_norm (_common_norm_forward_strategy): x replicated on the normalized
+       (last attrs.ndim) dims and every Partial, weight and bias replicated; the output
+       follows x. (x - mean) / sqrt(var + eps) * w + b with the biased variance, and
+       x / sqrt(mean(x^2) + eps) * w.
+     These single-strategy families cost only the inputs that move (no
+     is_tensor_shardable filter, as torch).
    Results are cached in caller storage by (op, mesh shape and coordinate, each input's
    placements, shape and dtype) with hit/miss counters, least-recently-used replacement.
    A propagation failure returns DT_ERR_NO_STRATEGY and records the op in the cache's
@@ -528,7 +550,8 @@ DT_API const char *dt_op_name(int op);
 /* Propagate: the chosen strategy for op with static arguments attrs (NULL: all zero) on
    these input specs (all on one mesh, this rank a member). cache may be NULL.
    DT_ERR_PLACEMENT_COUNT for an unknown op or a wrong argument count; DT_ERR_NO_STRATEGY
-   when no candidate is possible; DT_ERR_SHAPE when the shapes or attrs do not fit the op;
+   when no candidate is possible; DT_ERR_SHAPE when the shapes or attrs do not fit the op
+   (normalized_shape, weight or bias shape, gelu mode); DT_ERR_DIM for attrs.dim out of range;
    DT_ERR_DTYPE unless f32 (index operands: MB_I32); DT_ERR_UNSUPPORTED for an op this
    build has no rule for yet. Pure computation, no communication; not thread-safe on one
    cache. */
@@ -772,6 +795,9 @@ DT_API int dt_dropout(dt_rng *g, const dt_spec *s, const mb_tensor *in, mb_tenso
 #define DTENSOR_IMPLEMENTED
 
 #include <string.h>
+#ifndef DT_NO_OPS
+#include <math.h> /* the ops' kernels: expf, erff, tanhf, logf, sqrtf (link -lm) */
+#endif
 #ifndef DT_MEMCPY
 #define DT_MEMCPY(d, s, n) memcpy((d), (s), (n))
 #endif
@@ -1886,6 +1912,28 @@ static int dt__prop_einsum(const dt_spec *const *args, int nargs, int op, dt_op_
     return best->index < 0 ? DT_ERR_NO_STRATEGY : DT_OK;
 }
 
+/* The Partial that a pointwise op's output keeps from Partial p of its followed input fi,
+   or Replicate (torch's linear_pointwise_ops, non_decreasing_unary_ops and neg_ops):
+   sum/avg through add, sub, mul, the numerator of div, mul/div.Scalar and neg; max/min
+   through the non-decreasing relu, exp, tanh and sigmoid, swapped by neg; none through
+   gelu and add/sub.Scalar. */
+static dt_placement dt__pw_partial(int op, int fi, dt_placement p)
+{
+    int lin = p.arg == DT_SUM || p.arg == DT_AVG, mono = p.arg == DT_MAX || p.arg == DT_MIN, keep = lin;
+    switch (op) {
+    case DT_ATEN_NEG:
+        if (mono) p.arg = (int16_t)(p.arg == DT_MAX ? DT_MIN : DT_MAX);
+        keep = lin || mono;
+        break;
+    case DT_ATEN_RELU: case DT_ATEN_EXP: case DT_ATEN_TANH: case DT_ATEN_SIGMOID: keep = mono; break;
+    case DT_ATEN_DIV: keep = lin && fi == 0; break;
+    case DT_ATEN_ADD: case DT_ATEN_SUB: case DT_ATEN_MUL: case DT_ATEN_MUL_SCALAR: case DT_ATEN_DIV_SCALAR: break;
+    default: keep = 0; break;
+    }
+    if (!keep) p.kind = p.arg = 0;
+    return p;
+}
+
 static int dt__prop_pointwise(const dt_spec *const *args, int nargs, int op, dt_op_strategy *best)
 {
     const dt_spec *f;
@@ -1904,22 +1952,7 @@ static int dt__prop_pointwise(const dt_spec *const *args, int nargs, int op, dt_
     cand = *best;
     for (md = 0; md < nd; md++) {
         dt_placement p = f->placements[md];
-        int lin = p.kind == DT_KIND_PARTIAL && (p.arg == DT_SUM || p.arg == DT_AVG);
-        if (p.kind == DT_KIND_PARTIAL) {
-            int keep = 0;
-            if (op == DT_ATEN_NEG) {
-                keep = 1;
-                if (p.arg == DT_MAX || p.arg == DT_MIN) p.arg = (int16_t)(p.arg == DT_MAX ? DT_MIN : DT_MAX);
-                else keep = lin;
-            } else if (op == DT_ATEN_RELU) {
-                keep = p.arg == DT_MAX || p.arg == DT_MIN;
-            } else if (op == DT_ATEN_DIV) {
-                keep = lin && fi == 0;
-            } else {
-                keep = lin;
-            }
-            if (!keep) p.kind = p.arg = 0;
-        }
+        if (p.kind == DT_KIND_PARTIAL) p = dt__pw_partial(op, fi, p);
         cand.out[md] = p;
         for (i = 0; i < nargs; i++) {
             dt_placement q = p;
@@ -1932,6 +1965,127 @@ static int dt__prop_pointwise(const dt_spec *const *args, int nargs, int op, dt_
     dt__consider(args, nargs, &cand, best, &noredist);
     best->count = cand.count;
     return best->index < 0 ? DT_ERR_NO_STRATEGY : DT_OK;
+}
+
+/* Dim d of an ndim-dim tensor, negative from the end; -1 when out of range. */
+static int dt__opdim(int32_t d, int ndim)
+{
+    if (d < 0) d += ndim;
+    return d >= 0 && d < ndim ? (int)d : -1;
+}
+
+/* torch's replicate_reduction_dims and _replicate_dims_start_at: every Partial and every
+   Shard of a dim in mask (bit d: tensor dim d) becomes Replicate. */
+static void dt__repl(const dt_placement *src, int nd, uint32_t mask, dt_placement *dst)
+{
+    int md;
+    for (md = 0; md < nd; md++) {
+        dt_placement p = src[md];
+        if (p.kind == DT_KIND_PARTIAL || (p.kind == DT_KIND_SHARD && (mask >> p.arg & 1u))) p.kind = p.arg = 0;
+        dst[md] = p;
+    }
+}
+
+/* The one candidate of a reduction, softmax or norm (torch follows the input's own
+   strategy, no is_tensor_shardable filter): an input already in place costs nothing. */
+static int dt__prop_one(const dt_spec *const *args, int nargs, dt_op_strategy *cand, dt_op_strategy *best)
+{
+    int i;
+    int64_t c;
+    cand->cost_ns = 0;
+    for (i = 0; i < nargs; i++) {
+        if (!memcmp(args[i]->placements, cand->in[i], sizeof(dt_placement) * (size_t)args[i]->mesh->ndim)) continue;
+        c = dt__redist_cost(args[i], cand->in[i]);
+        if (c < 0) return DT_ERR_NO_STRATEGY;
+        cand->cost_ns += (uint64_t)c;
+    }
+    cand->count = 1;
+    cand->index = 0;
+    *best = *cand;
+    return DT_OK;
+}
+
+/* common_reduction_strategy with map_placements_after_reduction: sum, mean, max, min and
+   amax are reduction-linear (a Shard of a reduced dim becomes Partial(sum/avg/max/min),
+   a Partial of the same op stays) unless the input holds another Partial or, for mean,
+   a reduced dim is unevenly sharded (is_tensor_evenly_shardable_on_dim); then, as for
+   argmax, every Partial and the reduced dims are replicated first. */
+static int dt__prop_reduce(const dt_spec *const *args, int op, const dt_op_attrs *at, dt_op_strategy *best)
+{
+    static const signed char red[6] = {DT_SUM, DT_AVG, DT_MAX, DT_MIN, DT_MAX, -1};
+    const dt_spec *x = args[0];
+    dt_op_strategy cand;
+    int nd = x->mesh->ndim, md, d, o = 0, r = red[op - DT_ATEN_SUM], lin = r >= 0;
+    uint32_t mask = (1u << x->ndim) - 1u;
+    if (at->dim != DT_DIM_ALL) {
+        d = dt__opdim(at->dim, x->ndim);
+        if (d < 0) return DT_ERR_DIM;
+        mask = 1u << d;
+    }
+    for (d = 0; d < x->ndim; d++)
+        if (!(mask >> d & 1u) || at->keepdim) best->out_shape[o++] = mask >> d & 1u ? 1 : x->shape[d];
+    best->out_ndim = o;
+    if (op == DT_ATEN_ARGMAX) best->out_dtype = MB_I32;
+    for (md = 0; md < nd; md++) {
+        dt_placement p = x->placements[md];
+        if (p.kind == DT_KIND_PARTIAL && p.arg != r) lin = 0;
+        if (op == DT_ATEN_MEAN && p.kind == DT_KIND_SHARD && (mask >> p.arg & 1u)) {
+            int32_t n = x->shape[p.arg];
+            for (d = 0; d < nd; d++)
+                if (dt__is_shard(x->placements[d], p.arg)) {
+                    if (n % x->mesh->shape[d]) lin = 0;
+                    n /= x->mesh->shape[d];
+                }
+        }
+    }
+    cand = *best;
+    if (lin) DT_MEMCPY(cand.in[0], x->placements, sizeof cand.in[0]);
+    else dt__repl(x->placements, nd, mask, cand.in[0]);
+    for (md = 0; md < nd; md++) {
+        dt_placement p = cand.in[0][md];
+        if (p.kind == DT_KIND_SHARD && (mask >> p.arg & 1u)) {
+            p.kind = DT_KIND_PARTIAL;
+            p.arg = (int16_t)r;
+        } else if (p.kind == DT_KIND_SHARD && !at->keepdim) {
+            for (o = p.arg, d = 0; d < p.arg; d++) o -= (int)(mask >> d & 1u);
+            p.arg = (int16_t)o;
+        }
+        cand.out[md] = p;
+    }
+    return dt__prop_one(args, 1, &cand, best);
+}
+
+/* softmax_strategy: the softmax dim replicated (and every Partial), other shards kept.
+   layer_norm / rms_norm (_common_norm_forward_strategy): x replicated on the normalized
+   dims (and every Partial), weight and bias replicated; the output follows x. */
+static int dt__prop_softmax_norm(const dt_spec *const *args, int nargs, int op, const dt_op_attrs *at,
+                                 dt_op_strategy *best)
+{
+    const dt_spec *x = args[0];
+    dt_op_strategy cand;
+    int nd = x->mesh->ndim, axis = x->ndim - at->ndim, i, d;
+    uint32_t mask;
+    if (op <= DT_ATEN_LOG_SOFTMAX) {
+        d = dt__opdim(at->dim, x->ndim);
+        if (d < 0) return DT_ERR_DIM;
+        mask = 1u << d;
+    } else {
+        if (at->ndim < 1 || axis < 0) return DT_ERR_SHAPE;
+        for (i = 0; i < nargs; i++) { /* x's last dims, weight and bias == normalized_shape */
+            int off = i ? 0 : axis;
+            if (i && args[i]->ndim != at->ndim) return DT_ERR_SHAPE;
+            for (d = 0; d < at->ndim; d++)
+                if (args[i]->shape[off + d] != at->shape[d]) return DT_ERR_SHAPE;
+        }
+        mask = ((1u << x->ndim) - 1u) & ~((1u << axis) - 1u);
+    }
+    best->out_ndim = x->ndim;
+    DT_MEMCPY(best->out_shape, x->shape, sizeof best->out_shape);
+    cand = *best;
+    dt__repl(x->placements, nd, mask, cand.in[0]);
+    DT_MEMCPY(cand.out, cand.in[0], sizeof cand.out);
+    for (i = 1; i < nargs; i++) dt__repl(args[i]->placements, nd, ~0u, cand.in[i]);
+    return dt__prop_one(args, nargs, &cand, best);
 }
 
 /* op known and nargs in its range. */
@@ -1949,10 +2103,12 @@ static int dt__op_dtype(int op, int i)
 /* The family's rule: best->op/nargs/index=-1 set, the rest zero (out_dtype MB_F32). */
 static DT__NOINLINE int dt__prop_family(const dt_spec *const *args, int nargs, int op, const dt_op_attrs *at, dt_op_strategy *best)
 {
-    (void)at;
     switch (dt__ops[op].family) {
     case DT__F_EINSUM: return dt__prop_einsum(args, nargs, op, best);
-    case DT__F_POINTWISE: return op <= DT_ATEN_RELU ? dt__prop_pointwise(args, nargs, op, best) : DT_ERR_UNSUPPORTED;
+    case DT__F_POINTWISE: /* gelu's approximate: 0 "none", 1 "tanh" */
+        return op == DT_ATEN_GELU && (at->mode < 0 || at->mode > 1) ? DT_ERR_SHAPE : dt__prop_pointwise(args, nargs, op, best);
+    case DT__F_REDUCE: return dt__prop_reduce(args, op, at, best);
+    case DT__F_SOFTMAX: case DT__F_NORM: return dt__prop_softmax_norm(args, nargs, op, at, best);
     default: return DT_ERR_UNSUPPORTED;
     }
 }
@@ -2194,6 +2350,132 @@ static int dt__kernel_pointwise(int op, mb_tensor *out, const mb_tensor *const *
     return DT_OK;
 }
 
+/* gelu (attrs mode 0: erf, 1: tanh approximation, as torch's approximate), exp, tanh,
+   sigmoid and add/sub/mul/div.Scalar (attrs scalar) on one element. */
+static float dt__unary(int op, const dt_op_attrs *at, float x)
+{
+    switch (op) {
+    case DT_ATEN_GELU:
+        return at->mode ? 0.5f * x * (1.0f + tanhf(0.7978845608f * (x + 0.044715f * x * x * x)))
+                        : 0.5f * x * (1.0f + erff(x * 0.70710678118f));
+    case DT_ATEN_EXP: return expf(x);
+    case DT_ATEN_TANH: return tanhf(x);
+    case DT_ATEN_SIGMOID: return 1.0f / (1.0f + expf(-x));
+    case DT_ATEN_ADD_SCALAR: return x + at->scalar;
+    case DT_ATEN_SUB_SCALAR: return x - at->scalar;
+    case DT_ATEN_MUL_SCALAR: return x * at->scalar;
+    default: return x / at->scalar;
+    }
+}
+
+static int dt__kernel_unary(int op, const dt_op_attrs *at, mb_tensor *out, const mb_tensor *x)
+{
+    float *DT_RESTRICT y = (float *)out->data;
+    int32_t i, n = dt__numel(out);
+    if (op == DT_ATEN_GELU && (at->mode < 0 || at->mode > 1)) return DT_ERR_SHAPE;
+    if (dt__contig(x)) {
+        const float *DT_RESTRICT a = (const float *)x->data;
+        for (i = 0; i < n; i++) y[i] = dt__unary(op, at, a[i]);
+    } else {
+        for (i = 0; i < n; i++) y[i] = dt__unary(op, at, dt__at(x, i));
+    }
+    return DT_OK;
+}
+
+/* Offset of t's element at row-major index i over dims [lo, hi) (index 0 elsewhere). */
+static size_t dt__off(const mb_tensor *t, int lo, int hi, int32_t i)
+{
+    size_t off = 0;
+    int d;
+    for (d = hi - 1; d >= lo; d--) {
+        off += (size_t)(i % t->shape[d]) * (size_t)t->stride[d];
+        i /= t->shape[d];
+    }
+    return off;
+}
+
+/* Elements of t over dims [lo, hi). */
+static int32_t dt__extent(const mb_tensor *t, int lo, int hi)
+{
+    int32_t n = 1;
+    for (; lo < hi; lo++) n *= t->shape[lo];
+    return n;
+}
+
+/* Reductions over dims [lo, hi) of x (one dim, or all), softmax and log_softmax over dim
+   lo (hi = lo + 1): per (outer, inner) position, the r elements at x + base + k * step
+   (step 0: dt__off over [lo, hi)). out is contiguous: reductions write one element per
+   position, softmax r. */
+static int dt__kernel_reduce(int op, const dt_op_attrs *at, mb_tensor *out, const mb_tensor *x)
+{
+    const float *xs = (const float *)x->data;
+    float *y = (float *)out->data;
+    int32_t *yi = (int32_t *)out->data;
+    int lo = 0, hi = x->ndim;
+    int32_t o, i, k, outer, inner, r, step, best;
+    if (at->dim != DT_DIM_ALL || op >= DT_ATEN_SOFTMAX) {
+        lo = dt__opdim(at->dim, x->ndim);
+        if (lo < 0) return DT_ERR_DIM;
+        hi = lo + 1;
+    }
+    outer = dt__extent(x, 0, lo);
+    r = dt__extent(x, lo, hi);
+    inner = dt__extent(x, hi, x->ndim);
+    step = hi - lo == 1 ? x->stride[lo] : 0;
+    for (o = 0; o < outer; o++)
+        for (i = 0; i < inner; i++) {
+            const float *b = xs + dt__off(x, 0, lo, o) + dt__off(x, hi, x->ndim, i);
+            float acc = op == DT_ATEN_SUM || op == DT_ATEN_MEAN ? 0.0f : op == DT_ATEN_MIN ? INFINITY : -INFINITY, e;
+#define DT__X(k) b[step ? (size_t)(k) * (size_t)step : dt__off(x, lo, hi, k)]
+            for (best = 0, k = 0; k < r; k++) { /* sum, or the max (min); NaN propagates */
+                float v = DT__X(k);
+                if (op == DT_ATEN_SUM || op == DT_ATEN_MEAN) acc += v;
+                else if ((op == DT_ATEN_MIN ? v < acc : v > acc) || (v != v && acc == acc)) acc = v, best = k;
+            }
+            if (op < DT_ATEN_SOFTMAX) {
+                if (op == DT_ATEN_ARGMAX) yi[o * inner + i] = best;
+                else y[o * inner + i] = op == DT_ATEN_MEAN ? acc / (float)r : acc;
+                continue;
+            }
+            for (e = 0.0f, k = 0; k < r; k++) e += expf(DT__X(k) - acc); /* acc: the row's max */
+            for (k = 0; k < r; k++) {
+                float v = DT__X(k) - acc;
+                y[(o * r + k) * inner + i] = op == DT_ATEN_SOFTMAX ? expf(v) / e : v - logf(e);
+            }
+#undef DT__X
+        }
+    return DT_OK;
+}
+
+/* layer_norm (in: x, weight, bias) and rms_norm (x, weight) over x's last attrs ndim dims,
+   eps = attrs scalar: (x - mean) / sqrt(var + eps) * w + b with the biased variance;
+   x / sqrt(mean(x^2) + eps) * w. */
+static int dt__kernel_norm(int op, const dt_op_attrs *at, mb_tensor *out, const mb_tensor *const *in, int nin)
+{
+    const mb_tensor *x = in[0];
+    float *y = (float *)out->data;
+    int32_t n, rows, row, j;
+    int i, c = dt__contig(x);
+    if (at->ndim < 1 || at->ndim > x->ndim) return DT_ERR_SHAPE;
+    n = dt__extent(x, x->ndim - at->ndim, x->ndim);
+    for (i = 1; i < nin; i++)
+        if (dt__numel(in[i]) != n) return DT_ERR_SHAPE;
+    rows = n ? dt__numel(x) / n : 0;
+    for (row = 0; row < rows; row++) {
+        float s = 0.0f, q = 0.0f, mean, rstd;
+#define DT__X(j) (c ? ((const float *)x->data)[(size_t)row * (size_t)n + (size_t)(j)] : dt__at(x, row * n + (j)))
+        for (j = 0; j < n; j++) s += DT__X(j);
+        mean = op == DT_ATEN_LAYER_NORM ? s / (float)n : 0.0f;
+        for (j = 0; j < n; j++) q += (DT__X(j) - mean) * (DT__X(j) - mean);
+        rstd = 1.0f / sqrtf(q / (float)n + at->scalar);
+        for (j = 0; j < n; j++)
+            y[(size_t)row * (size_t)n + (size_t)j] =
+                (DT__X(j) - mean) * rstd * dt__at(in[1], j) + (nin > 2 ? dt__at(in[2], j) : 0.0f);
+#undef DT__X
+    }
+    return DT_OK;
+}
+
 static const dt_op_attrs dt__no_attrs = {0, 0, 0, 0, 0, 0, {0}, 0.0f};
 
 DT__DEF int dt_kernel_ref(int op, const dt_op_attrs *attrs, mb_tensor *out, const mb_tensor *const *in, int nin)
@@ -2203,8 +2485,9 @@ DT__DEF int dt_kernel_ref(int op, const dt_op_attrs *attrs, mb_tensor *out, cons
     switch (dt__ops[op].family) {
     case DT__F_EINSUM: return dt__kernel_einsum(op, out, in, nin);
     case DT__F_POINTWISE:
-        if (op <= DT_ATEN_RELU) return dt__kernel_pointwise(op, out, in, nin);
-        break;
+        return op <= DT_ATEN_RELU ? dt__kernel_pointwise(op, out, in, nin) : dt__kernel_unary(op, attrs, out, in[0]);
+    case DT__F_REDUCE: case DT__F_SOFTMAX: return dt__kernel_reduce(op, attrs, out, in[0]);
+    case DT__F_NORM: return dt__kernel_norm(op, attrs, out, in, nin);
     default: break;
     }
     return DT_ERR_UNSUPPORTED;

@@ -169,6 +169,7 @@ typedef struct dt_spec {
     int32_t stride[MB_MAX_DIMS];    /* global strides in elements */
 } dt_spec;
 
+/* The message of a dt_err code; "unknown error" for any other value (never NULL). */
 DT_API const char *dt_strerror(int err);
 
 /* ---- 3. Device mesh -------------------------------------------------------------- */
@@ -320,6 +321,9 @@ typedef struct dt_plan_cache {
 
 #define DT_PLAN_CACHE_BYTES(capacity) ((size_t)(capacity) * sizeof(dt_cache_entry))
 
+/* An empty plan cache over the caller's storage[capacity] (DT_PLAN_CACHE_BYTES(capacity)
+   bytes; least-recently-used replacement, hit/miss counters). DT_ERR_NULL,
+   DT_ERR_TOO_SMALL (capacity < 1). One cache per thread, or the caller's exclusion. */
 DT_API int dt_plan_cache_init(dt_plan_cache *c, dt_cache_entry *storage, int capacity);
 /* Empty the cache (counters kept). */
 DT_API int dt_plan_cache_clear(dt_plan_cache *c);
@@ -544,6 +548,9 @@ typedef struct dt_op_cache {
     int32_t failed_op;         /* dt_aten of the last DT_ERR_NO_STRATEGY, -1 none */
 } dt_op_cache;
 
+/* An empty strategy cache over the caller's storage[capacity] (least-recently-used
+   replacement, hit/miss counters, failed_op -1). DT_ERR_NULL, DT_ERR_TOO_SMALL (capacity
+   < 1). One cache per thread, or the caller's exclusion. */
 DT_API int dt_op_cache_init(dt_op_cache *c, dt_op_entry *storage, int capacity);
 /* "mm", "addmm", ... (NULL for an unknown op). */
 DT_API const char *dt_op_name(int op);

@@ -189,6 +189,7 @@ typedef struct pg_group {
     uint64_t builtin_scratch[(PG_SCRATCH_BYTES + 7) / 8];
 } pg_group;
 
+/* The message of a pg_err code; "unknown error" for any other value (never NULL). */
 PG_API const char *pg_strerror(int err);
 PG_API size_t pg_dtype_size(mb_dtype dt); /* 0 for an unknown dtype */
 /* The wire tag for (context, kind, low 16 bits); kind 0 = user p2p, 1..63 collectives. */

@@ -122,6 +122,7 @@ typedef struct pg_mpi_port {
     pg_group world;
 } pg_mpi_port;
 
+/* The port's vtable (pg.h section 3), for pg_group_init by hand. */
 PG_MPI_API const pg_ops *pg_mpi_ops(void);
 /* Duplicate `comm` (collective over it) and make the world group. */
 PG_MPI_API int pg_mpi_init(pg_mpi_port *p, MPI_Comm comm);

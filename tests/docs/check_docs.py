@@ -36,6 +36,11 @@ comes before stays at file scope, the statements after it form the body of a fun
 tests/docs/prelude.h declares the names the examples take as given (`me`, `region`, ...), and
 unused variables and parameters are not errors there (the sketches name results they do not test).
 
+Declarations. Every public function declaration of a library header (a line starting with
+the header's *_API macro and ending in ';') is documented where it is declared: a comment on
+its own lines, or a comment directly above it or above the run of declarations it belongs to
+(a group such as pg_slot_acquire/commit/peek/release shares one comment).
+
 Links. Every relative link or image ([text](path), [text](path#anchor), [ref]: path) must
 name an existing file or folder; an anchor must be a heading of the target Markdown file
 (GitHub's slugs). http(s) and mailto links are not fetched.
@@ -306,6 +311,52 @@ def preambles(c, repo):
              "missing: " + ", ".join(missing or ["the opening '/* %s — ...' line" % os.path.basename(rel)]))
 
 
+API_DECL = re.compile(r"^[A-Z][A-Z0-9_]*_API\b")
+
+
+def undocumented(text):
+    """Names of the public declarations of a header without a comment at their declaration."""
+    lines = text.split("\n")
+    out, i = [], 0
+    while i < len(lines):
+        if not API_DECL.match(lines[i]):
+            i += 1
+            continue
+        j = i  # the declaration spans lines i..j
+        while j < len(lines) and not re.search(r"[;{]\s*(/\*.*\*/\s*)?$", lines[j]):
+            j += 1
+        decl = "\n".join(lines[i:j + 1])
+        if "{" not in decl.split("*/")[-1]:  # a definition is not a declaration
+            documented = "/*" in decl
+            k = i - 1
+            while not documented and k >= 0:
+                prev = lines[k].strip()
+                if prev.endswith("*/"):
+                    documented = True
+                elif API_DECL.match(lines[k]) or (prev and not prev.startswith("/*") and k > 0 and
+                                                  API_DECL.match(lines[k - 1]) and prev.endswith(";")):
+                    k -= 1  # a run of declarations under one comment
+                    continue
+                elif prev and re.match(r"^[A-Za-z_].*[,(]$|^\s+\S.*;$", lines[k]):
+                    k -= 1  # a continuation line of the previous declaration
+                    continue
+                break
+            if not documented:
+                m = re.search(r"(\w+)\s*\(", decl)
+                out.append(m.group(1) if m else decl.split("\n")[0])
+        i = j + 1
+    return out
+
+
+def declarations(c, repo):
+    """Every public function is documented at its declaration."""
+    for path in sorted(glob.glob(os.path.join(repo, "*.h")) + glob.glob(os.path.join(repo, "ports", "*.h"))):
+        rel = os.path.relpath(path, repo)
+        with open(path, encoding="utf-8") as f:
+            missing = undocumented(f.read())
+        c.ok(not missing, "%s: every public declaration has its comment" % rel, "undocumented: " + ", ".join(missing))
+
+
 def header_examples(c, repo, build):
     """Compile (and run) the Example of every header's preamble."""
     here = os.path.dirname(os.path.abspath(__file__))
@@ -354,6 +405,7 @@ def main():
         check_code(c, repo, build, md)
         check_links(c, repo, md)
     preambles(c, repo)
+    declarations(c, repo)
     header_examples(c, repo, build)
     return c.summary()
 

@@ -594,8 +594,9 @@ DT_API int dt_op(dt_dispatch *d, int op, const dt_op_attrs *attrs, const dt_tens
 
 #ifndef DT_NO_CONV
 /* ---- 11. conv2d and pooling ---------------------------------------------------------
-   Local kernels (f32; portable C99 direct loops, no im2col, no scratch) and their sharded
-   forms over a dt_comm, after DTensor's _tp_conv.py. Tensors are 4-D mb_tensor views of
+   Local kernels (f32, max pool also int8; portable C99 direct loops, no im2col, no
+   scratch) and their sharded forms over a dt_comm, after DTensor's _tp_conv.py; int8
+   conv2d (dt_conv2d_q8) follows section 12, whose requantization it uses. Tensors are 4-D mb_tensor views of
    any strides: DT_NCHW puts them as [N, C, H, W], DT_NHWC as [N, H, W, C]; the weight is
    always torch's [C_out, C_in / groups, KH, KW] and the bias [C_out] (or NULL).
    Output size per spatial dim, as torch (ceil_mode False):
@@ -654,6 +655,7 @@ DT_API int dt_conv2d_ref(const dt_conv2d_params *p, const mb_tensor *in, const m
    grad_w (w's shape), grad_b ([C_out]) may be NULL; each one given is overwritten. */
 DT_API int dt_conv2d_backward(const dt_conv2d_params *p, const mb_tensor *in, const mb_tensor *w,
                               const mb_tensor *grad_out, mb_tensor *grad_in, mb_tensor *grad_w, mb_tensor *grad_b);
+/* Max pool of f32 or int8 (out of in's dtype). */
 DT_API int dt_maxpool2d_ref(const dt_conv2d_params *p, const mb_tensor *in, mb_tensor *out);
 /* grad_in (in's shape) = the gradient of max pool for grad_out (overwritten). */
 DT_API int dt_maxpool2d_backward(const dt_conv2d_params *p, const mb_tensor *in, const mb_tensor *grad_out,
@@ -743,6 +745,25 @@ DT_API int dt_qmm_scratch_bytes(const dt_spec *a, const dt_spec *b, int rank, si
 DT_API int dt_qmm(dt_comm *c, const dt_tensor *a, const dt_tensor *b, const dt_qmul *q, int nq, dt_tensor *out,
                   void *out_data, size_t out_bytes, void *scratch, size_t scratch_bytes);
 #endif /* DT_NO_QUANT */
+
+#if !defined(DT_NO_CONV) && !defined(DT_NO_QUANT)
+/* ---- 11 (int8 part). int8 conv2d (needs sections 11 and 12) ------------------------
+   Section 12's symmetric int8 (zero point 0): in and w MB_I8 (w with per-tensor or per-
+   output-channel scales), every sum exact in int32 (C_in / groups * KH * KW <=
+   DT_QMM_MAX_K, else DT_ERR_SHAPE), plus an optional MB_I32 bias [C_out] (scale
+   s_in * s_w[oc], zero point 0, as TFLite; added with int32 saturation), requantized by
+   dt_requant_i8 with q[0] (nq == 1) or q[oc] (nq == C_out; from dt_qmm_multipliers(s_in,
+   s_w, C_out, s_out, q)); relu != 0: max(y, 0) afterwards. Padding is 0 (zero point 0).
+   dt_maxpool2d / dt_maxpool2d_ref take int8 as is (the max of one scale's int8 values is
+   the int8 of the max). dt_conv2d_q8 shards as dt_conv2d, every rank's output bit-exact
+   the slice of the single-rank result; bias is this rank's slice, q all C_out entries
+   (nq == 1 or the global C_out) on every rank. Bad nq: DT_ERR_SHAPE; q NULL: DT_ERR_NULL. */
+DT_API int dt_conv2d_q8_ref(const dt_conv2d_params *p, const mb_tensor *in, const mb_tensor *w, const mb_tensor *bias,
+                            const dt_qmul *q, int nq, int relu, mb_tensor *out);
+DT_API int dt_conv2d_q8(dt_comm *c, const dt_conv2d_params *p, const dt_tensor *in, const dt_tensor *w,
+                        const mb_tensor *bias, const dt_qmul *q, int nq, int relu, dt_spec *out_spec, mb_tensor *out,
+                        void *scratch, size_t scratch_bytes);
+#endif /* !DT_NO_CONV && !DT_NO_QUANT */
 
 #ifndef DT_NO_RANDOM
 /* ---- 13. Random: Philox 4x32-10 and DTensor's offset-based RNG tracker ---------------
@@ -2585,6 +2606,7 @@ typedef struct dt__c4 {
     unsigned char *d;
     int32_t n, c, h, w;
     size_t sn, sc, sh, sw;
+    size_t es; /* element bytes: 4 (f32, i32) or 1 (i8) */
 } dt__c4;
 
 /* The window a kernel computes: global input height h; the global input row of x's row 0,
@@ -2606,6 +2628,7 @@ static dt__c4 dt__canon(const mb_tensor *t, int layout)
     v.sc = (size_t)t->stride[ci];
     v.sh = (size_t)t->stride[hi];
     v.sw = (size_t)t->stride[wi];
+    v.es = mb_dtype_size(t->dtype);
     return v;
 }
 
@@ -2793,7 +2816,18 @@ static void dt__conv_walk(const dt_conv2d_params *p, const dt__cwin *wn, int mod
         }
 }
 
-/* Max pool: mode 0 y = max, mode 1 gx[first argmax] += gy (gx zeroed). */
+#define DT__I8(v, n, c, h, w) \
+    ((int8_t *)(void *)((v)->d + (size_t)(n) * (v)->sn + (size_t)(c) * (v)->sc + (size_t)(h) * (v)->sh + \
+                        (size_t)(w) * (v)->sw))
+
+/* Element of an f32 or int8 view as float (exact for int8). */
+static float dt__ldv(const dt__c4 *v, int32_t n, int32_t c, int64_t h, int64_t w)
+{
+    return v->es == 1 ? (float)*DT__I8(v, n, c, h, w) : *DT__F(v, n, c, h, w);
+}
+
+/* Max pool (f32 or int8: the same max): mode 0 y = max, mode 1 gx[first argmax] += gy
+   (f32, gx zeroed). */
 static void dt__pool_walk(const dt_conv2d_params *p, const dt__cwin *wn, int mode, const dt__c4 *x, const dt__c4 *y,
                           const dt__c4 *gx)
 {
@@ -2812,7 +2846,7 @@ static void dt__pool_walk(const dt_conv2d_params *p, const dt__cwin *wn, int mod
                             int64_t iw = (int64_t)ow * p->stride[1] - p->padding[1] + (int64_t)kw * p->dilation[1];
                             float v;
                             if (iw < 0 || iw >= x->w) continue;
-                            v = *DT__F(x, n, c, ih - wn->row0, iw);
+                            v = dt__ldv(x, n, c, ih - wn->row0, iw);
                             if (bh < 0 || v > best || v != v) {
                                 best = v;
                                 bh = (int32_t)(ih - wn->row0);
@@ -2821,7 +2855,9 @@ static void dt__pool_walk(const dt_conv2d_params *p, const dt__cwin *wn, int mod
                         }
                     }
                     DT_ASSERT(bh >= 0); /* padding <= half the window: never empty */
-                    if (mode == 0)
+                    if (mode == 0 && y->es == 1)
+                        *DT__I8(y, n, c, oh, ow) = (int8_t)best;
+                    else if (mode == 0)
                         *DT__F(y, n, c, oh, ow) = best;
                     else
                         *DT__F(gx, n, c, bh, bw) += *DT__F(y, n, c, oh, ow);
@@ -2850,27 +2886,27 @@ static int dt__fits4(const mb_tensor *t, int dt, int layout, const int32_t *cs)
 
 /* Checks shared by the single-rank calls: in (f32, 4-D), w (NULL: pool); canonical
    shapes of in, w and out into ci, cw, co. */
-static int dt__conv_args(const dt_conv2d_params *p, const mb_tensor *in, const mb_tensor *w, int32_t *ci,
-                         int32_t *co)
+static int dt__conv_args(const dt_conv2d_params *p, const mb_tensor *in, const mb_tensor *w, mb_dtype dt,
+                         int32_t *ci, int32_t *co)
 {
     int rc;
     if (!p || !in) return DT_ERR_NULL;
     if (mb_tensor_check(in) != MB_OK || in->ndim != 4 || (w && (mb_tensor_check(w) != MB_OK || w->ndim != 4)))
         return DT_ERR_SHAPE;
-    if (in->dtype != MB_F32 || (w && w->dtype != MB_F32)) return DT_ERR_DTYPE;
+    if (in->dtype != dt || (w && w->dtype != dt)) return DT_ERR_DTYPE;
     if (p->layout != DT_NCHW && p->layout != DT_NHWC) return DT_ERR_SHAPE;
     dt__order(p->layout, in->shape, ci, 0);
     rc = dt__conv_shape(p, ci, w ? w->shape : NULL, co);
-    if (!rc && w && !w->data && dt__bytes(w->shape, 4, MB_F32)) rc = DT_ERR_NULL;
+    if (!rc && w && !w->data && dt__bytes(w->shape, 4, dt)) rc = DT_ERR_NULL;
     return rc;
 }
 
-static int dt__bias_ok(const mb_tensor *b, int32_t n)
+static int dt__bias_ok(const mb_tensor *b, int32_t n, mb_dtype dt)
 {
     if (!b) return DT_OK;
     if (mb_tensor_check(b) != MB_OK) return DT_ERR_SHAPE;
-    if (b->dtype != MB_F32) return DT_ERR_DTYPE;
-    return dt__fits(b, MB_F32, 1, &n);
+    if (b->dtype != dt) return DT_ERR_DTYPE;
+    return dt__fits(b, (int)dt, 1, &n);
 }
 
 static dt__cwin dt__win_full(int32_t h, int32_t oc)
@@ -2901,8 +2937,8 @@ DT__DEF int dt_conv2d_ref(const dt_conv2d_params *p, const mb_tensor *in, const 
                           mb_tensor *out)
 {
     int32_t ci[4], co[4];
-    int rc = w ? dt__conv_args(p, in, w, ci, co) : DT_ERR_NULL;
-    if (!rc) rc = dt__bias_ok(bias, co[1]);
+    int rc = w ? dt__conv_args(p, in, w, MB_F32, ci, co) : DT_ERR_NULL;
+    if (!rc) rc = dt__bias_ok(bias, co[1], MB_F32);
     if (!rc) rc = dt__fits4(out, MB_F32, p->layout, co);
     if (!rc) {
         dt__c4 x = dt__canon(in, p->layout), wv = dt__canon(w, DT_NCHW), y = dt__canon(out, p->layout);
@@ -2916,11 +2952,11 @@ DT__DEF int dt_conv2d_backward(const dt_conv2d_params *p, const mb_tensor *in, c
                                const mb_tensor *grad_out, mb_tensor *grad_in, mb_tensor *grad_w, mb_tensor *grad_b)
 {
     int32_t ci[4], co[4], n, c, h, ww;
-    int rc = w ? dt__conv_args(p, in, w, ci, co) : DT_ERR_NULL;
+    int rc = w ? dt__conv_args(p, in, w, MB_F32, ci, co) : DT_ERR_NULL;
     if (!rc) rc = dt__fits4(grad_out, MB_F32, p->layout, co);
     if (!rc && grad_in) rc = dt__fits4(grad_in, MB_F32, p->layout, ci);
     if (!rc && grad_w) rc = dt__fits4(grad_w, MB_F32, DT_NCHW, w->shape);
-    if (!rc && grad_b) rc = grad_b->data || !co[1] ? dt__bias_ok(grad_b, co[1]) : DT_ERR_NULL;
+    if (!rc && grad_b) rc = grad_b->data || !co[1] ? dt__bias_ok(grad_b, co[1], MB_F32) : DT_ERR_NULL;
     if (!rc) {
         dt__c4 x = dt__canon(in, p->layout), wv = dt__canon(w, DT_NCHW), y = dt__canon(grad_out, p->layout), g;
         dt__cwin wn = dt__win_full(ci[2], co[1]);
@@ -2949,8 +2985,8 @@ DT__DEF int dt_conv2d_backward(const dt_conv2d_params *p, const mb_tensor *in, c
 DT__DEF int dt_maxpool2d_ref(const dt_conv2d_params *p, const mb_tensor *in, mb_tensor *out)
 {
     int32_t ci[4], co[4];
-    int rc = dt__conv_args(p, in, NULL, ci, co);
-    if (!rc) rc = dt__fits4(out, MB_F32, p->layout, co);
+    int rc = dt__conv_args(p, in, NULL, in && in->dtype == MB_I8 ? MB_I8 : MB_F32, ci, co);
+    if (!rc) rc = dt__fits4(out, (int)in->dtype, p->layout, co);
     if (!rc) {
         dt__c4 x = dt__canon(in, p->layout), y = dt__canon(out, p->layout);
         dt__cwin wn = dt__win_full(ci[2], co[1]);
@@ -2963,7 +2999,7 @@ DT__DEF int dt_maxpool2d_backward(const dt_conv2d_params *p, const mb_tensor *in
                                   mb_tensor *grad_in)
 {
     int32_t ci[4], co[4];
-    int rc = dt__conv_args(p, in, NULL, ci, co);
+    int rc = dt__conv_args(p, in, NULL, MB_F32, ci, co);
     if (!rc) rc = dt__fits4(grad_out, MB_F32, p->layout, co);
     if (!rc) rc = dt__fits4(grad_in, MB_F32, p->layout, ci);
     if (!rc) {
@@ -3027,7 +3063,7 @@ static DT__NOINLINE int dt__cplan_make(const dt_conv2d_params *p, const dt_spec 
     if (is->ndim != 4 || (ws && ws->ndim != 4)) return DT_ERR_SHAPE;
     if (ws && !dt__mesh_same(is->mesh, ws->mesh)) return DT_ERR_MISMATCH;
     if (is->mesh->index < 0) return DT_ERR_NOT_MEMBER;
-    if (ws ? (is->dtype != MB_F32 || ws->dtype != MB_F32) : is->dtype != MB_F32) return DT_ERR_DTYPE;
+    if ((is->dtype != MB_F32 && is->dtype != MB_I8) || (ws && ws->dtype != is->dtype)) return DT_ERR_DTYPE;
     dt__order(p->layout, is->shape, pl->ci, 0);
     rc = dt__conv_shape(p, pl->ci, ws ? ws->shape : NULL, pl->co);
     if (rc) return rc;
@@ -3049,7 +3085,7 @@ static DT__NOINLINE int dt__cplan_make(const dt_conv2d_params *p, const dt_spec 
         op[i] = a;
     }
     dt__order(p->layout, pl->co, cs, 1);
-    rc = dt_spec_init(&pl->out, is->mesh, op, is->mesh->ndim, MB_F32, 4, cs, NULL);
+    rc = dt_spec_init(&pl->out, is->mesh, op, is->mesh->ndim, is->dtype, 4, cs, NULL);
     if (rc) return rc;
     pl->ext = pl->stage = 0;
     if (pl->spatial < 0) return DT_OK;
@@ -3116,9 +3152,10 @@ static void dt__copy_rows(const dt__c4 *dst, int32_t d0, const dt__c4 *src, int3
 }
 
 /* A contiguous canonical view of n, c, rows, w at buf (NCHW order in memory). */
-static dt__c4 dt__c4_packed(void *buf, int32_t n, int32_t c, int32_t rows, int32_t w)
+static dt__c4 dt__c4_packed(void *buf, int32_t n, int32_t c, int32_t rows, int32_t w, size_t es)
 {
     dt__c4 v;
+    v.es = es;
     v.d = (unsigned char *)buf;
     v.n = n;
     v.c = c;
@@ -3174,11 +3211,11 @@ static DT__NOINLINE int dt__halo(dt_comm *c, const dt_conv2d_params *p, const dt
             if ((k == 0) == (me < q)) { /* send */
                 dt__c4 st;
                 if (s1 <= s0) continue;
-                st = dt__c4_packed(stage, x->n, x->c, s1 - s0, x->w);
+                st = dt__c4_packed(stage, x->n, x->c, s1 - s0, x->w, esz);
                 dt__copy_rows(&st, s0, x, m[0], s0, s1 - s0, esz);
                 rc = dt__halo_xfer(g, q, stage, (size_t)(s1 - s0) * esz * (size_t)x->n * (size_t)x->c * (size_t)x->w, 1);
             } else if (r1 > r0) {
-                dt__c4 st = dt__c4_packed(stage, x->n, x->c, r1 - r0, x->w);
+                dt__c4 st = dt__c4_packed(stage, x->n, x->c, r1 - r0, x->w, esz);
                 rc = dt__halo_xfer(g, q, stage, (size_t)(r1 - r0) * esz * (size_t)x->n * (size_t)x->c * (size_t)x->w, 0);
                 if (!rc) dt__copy_rows(ext, m[4], &st, r0, r0, r1 - r0, esz);
             }
@@ -3191,26 +3228,46 @@ static DT__NOINLINE int dt__halo(dt_comm *c, const dt_conv2d_params *p, const dt
     return DT_OK;
 }
 
-/* dt_conv2d and dt_maxpool2d (w NULL). */
+/* The kernel of a sharded call on this rank's window (w NULL: max pool). */
+typedef void (*dt__ckern)(const dt_conv2d_params *p, const dt__cwin *wn, const dt__c4 *x, const dt__c4 *w,
+                          const dt__c4 *y, const mb_tensor *bias, const void *extra);
+
+static void dt__kern_f32(const dt_conv2d_params *p, const dt__cwin *wn, const dt__c4 *x, const dt__c4 *w,
+                         const dt__c4 *y, const mb_tensor *bias, const void *extra)
+{
+    (void)extra;
+    if (w)
+        dt__conv_walk(p, wn, 0, x, w, y, bias);
+    else
+        dt__pool_walk(p, wn, 0, x, y, NULL);
+}
+
+/* dt_conv2d (f32), dt_conv2d_q8 (int8) and dt_maxpool2d (w NULL; f32 or int8): `dt` the
+   dtype the call takes (-1: either). */
 static int dt__sharded(dt_comm *c, const dt_conv2d_params *p, const dt_tensor *in, const dt_tensor *w,
-                       const mb_tensor *bias, dt_spec *out_spec, mb_tensor *out, void *scratch, size_t bytes)
+                       const mb_tensor *bias, int dt, dt__ckern kern, const void *extra, dt_spec *out_spec,
+                       mb_tensor *out, void *scratch, size_t bytes)
 {
     dt__cplan pl;
     int32_t ls[MB_MAX_DIMS], off[MB_MAX_DIMS], wl[MB_MAX_DIMS];
     int rc = !c || !p || !in || !out ? DT_ERR_NULL : dt__cplan_make(p, &in->spec, w ? &w->spec : NULL, &pl);
+    int is_f32, et;
     dt__cwin wn;
     dt__c4 x, y, wv;
+    if (!rc && dt >= 0 && (int)in->spec.dtype != dt) rc = DT_ERR_DTYPE;
     if (!rc) rc = dt__comm_check(c, in->spec.mesh);
     if (rc) return rc;
+    et = (int)in->spec.dtype;
+    is_f32 = et == MB_F32;
     dt__local(&in->spec, in->spec.mesh->coord, in->spec.placements, in->spec.mesh->ndim, ls, NULL);
-    rc = mb_tensor_check(&in->local) != MB_OK ? DT_ERR_SHAPE : dt__fits(&in->local, MB_F32, 4, ls);
+    rc = mb_tensor_check(&in->local) != MB_OK ? DT_ERR_SHAPE : dt__fits(&in->local, et, 4, ls);
     if (!rc && w) {
         dt__local(&w->spec, w->spec.mesh->coord, w->spec.placements, w->spec.mesh->ndim, wl, off);
-        rc = mb_tensor_check(&w->local) != MB_OK ? DT_ERR_SHAPE : dt__fits(&w->local, MB_F32, 4, wl);
-        if (!rc) rc = dt__bias_ok(bias, wl[0]);
+        rc = mb_tensor_check(&w->local) != MB_OK ? DT_ERR_SHAPE : dt__fits(&w->local, et, 4, wl);
+        if (!rc) rc = dt__bias_ok(bias, wl[0], is_f32 ? MB_F32 : MB_I32);
     }
     dt__local(&pl.out, pl.out.mesh->coord, pl.out.placements, pl.out.mesh->ndim, ls, NULL);
-    if (!rc) rc = mb_tensor_check(out) != MB_OK ? DT_ERR_SHAPE : dt__fits(out, MB_F32, 4, ls);
+    if (!rc) rc = mb_tensor_check(out) != MB_OK ? DT_ERR_SHAPE : dt__fits(out, et, 4, ls);
     if (!rc && pl.ext + pl.stage > bytes) rc = DT_ERR_TOO_SMALL;
     if (!rc && pl.ext + pl.stage && !scratch) rc = DT_ERR_NULL;
     if (rc) return rc;
@@ -3219,19 +3276,15 @@ static int dt__sharded(dt_comm *c, const dt_conv2d_params *p, const dt_tensor *i
     wn = dt__win_full(pl.ci[2], pl.co[1]);
     if (w) wn.oc0 = wl[0] ? off[0] : 0;
     if (pl.spatial >= 0) {
-        dt__c4 ext = dt__c4_packed(scratch, x.n, x.c, pl.rows[5] - pl.rows[4], x.w);
+        dt__c4 ext = dt__c4_packed(scratch, x.n, x.c, pl.rows[5] - pl.rows[4], x.w, x.es);
         rc = dt__halo(c, p, &pl, &in->spec, &x, &ext, (unsigned char *)scratch + pl.ext);
         if (rc) return rc;
         x = ext;
         wn.row0 = pl.rows[4];
         wn.orow0 = pl.rows[2];
     }
-    if (w) {
-        wv = dt__canon(&w->local, DT_NCHW);
-        dt__conv_walk(p, &wn, 0, &x, &wv, &y, bias);
-    } else {
-        dt__pool_walk(p, &wn, 0, &x, &y, NULL);
-    }
+    if (w) wv = dt__canon(&w->local, DT_NCHW);
+    kern(p, &wn, &x, w ? &wv : NULL, &y, bias, extra);
     if (out_spec) *out_spec = pl.out;
     return DT_OK;
 }
@@ -3239,13 +3292,14 @@ static int dt__sharded(dt_comm *c, const dt_conv2d_params *p, const dt_tensor *i
 DT__DEF int dt_conv2d(dt_comm *c, const dt_conv2d_params *p, const dt_tensor *in, const dt_tensor *w,
                       const mb_tensor *bias, dt_spec *out_spec, mb_tensor *out, void *scratch, size_t scratch_bytes)
 {
-    return w ? dt__sharded(c, p, in, w, bias, out_spec, out, scratch, scratch_bytes) : DT_ERR_NULL;
+    return w ? dt__sharded(c, p, in, w, bias, MB_F32, dt__kern_f32, NULL, out_spec, out, scratch, scratch_bytes)
+             : DT_ERR_NULL;
 }
 
 DT__DEF int dt_maxpool2d(dt_comm *c, const dt_conv2d_params *p, const dt_tensor *in, dt_spec *out_spec, mb_tensor *out,
                          void *scratch, size_t scratch_bytes)
 {
-    return dt__sharded(c, p, in, NULL, NULL, out_spec, out, scratch, scratch_bytes);
+    return dt__sharded(c, p, in, NULL, NULL, -1, dt__kern_f32, NULL, out_spec, out, scratch, scratch_bytes);
 }
 #endif /* DT_NO_CONV */
 
@@ -3562,6 +3616,90 @@ DT__DEF int dt_qmm(dt_comm *c, const dt_tensor *a, const dt_tensor *b, const dt_
     return rc;
 }
 #endif /* DT_NO_QUANT */
+
+#if !defined(DT_NO_CONV) && !defined(DT_NO_QUANT) /* int8 conv2d */
+typedef struct dt__q8args {
+    const dt_qmul *q;
+    int nq, relu;
+} dt__q8args;
+
+/* int8 conv2d on a window: int32 sums per output element, + bias, requantized. */
+static void dt__kern_q8(const dt_conv2d_params *p, const dt__cwin *wn, const dt__c4 *x, const dt__c4 *w,
+                        const dt__c4 *y, const mb_tensor *bias, const void *extra)
+{
+    const dt__q8args *a = (const dt__q8args *)extra;
+    int32_t n, oc, oh, ow, icg, kh, kw, icpg = w->c, ocpg = wn->oc / p->groups;
+    for (n = 0; n < y->n; n++)
+        for (oc = 0; oc < y->c; oc++) {
+            int32_t ic0 = (wn->oc0 + oc) / ocpg * icpg;
+            int64_t b = bias ? ((const int32_t *)bias->data)[(size_t)oc * (size_t)bias->stride[0]] : 0;
+            dt_qmul q = a->q[a->nq > 1 ? wn->oc0 + oc : 0];
+            for (oh = 0; oh < y->h; oh++)
+                for (ow = 0; ow < y->w; ow++) {
+                    int32_t acc = 0;
+                    int64_t t;
+                    int8_t v;
+                    for (icg = 0; icg < icpg; icg++)
+                        for (kh = 0; kh < w->h; kh++) {
+                            int64_t ih = (int64_t)(wn->orow0 + oh) * p->stride[0] - p->padding[0] +
+                                         (int64_t)kh * p->dilation[0];
+                            if (ih < 0 || ih >= wn->h) continue;
+                            for (kw = 0; kw < w->w; kw++) {
+                                int64_t iw = (int64_t)ow * p->stride[1] - p->padding[1] + (int64_t)kw * p->dilation[1];
+                                if (iw < 0 || iw >= x->w) continue;
+                                acc += (int32_t)*DT__I8(x, n, ic0 + icg, ih - wn->row0, iw) *
+                                       (int32_t)*DT__I8(w, oc, icg, kh, kw);
+                            }
+                        }
+                    t = (int64_t)acc + b;
+                    t = t > INT32_MAX ? INT32_MAX : t < INT32_MIN ? INT32_MIN : t;
+                    v = dt_requant_i8((int32_t)t, q);
+                    *DT__I8(y, n, oc, oh, ow) = a->relu && v < 0 ? (int8_t)0 : v;
+                }
+        }
+}
+
+/* q and nq for a weight of shape ws (C_out, C_in / groups, KH, KW). */
+static int dt__q8_check(const int32_t *ws, const dt_qmul *q, int nq)
+{
+    if (!q) return DT_ERR_NULL;
+    if ((nq != 1 && nq != ws[0]) || (int64_t)ws[1] * ws[2] * ws[3] > DT_QMM_MAX_K) return DT_ERR_SHAPE;
+    return DT_OK;
+}
+
+DT__DEF int dt_conv2d_q8_ref(const dt_conv2d_params *p, const mb_tensor *in, const mb_tensor *w, const mb_tensor *bias,
+                             const dt_qmul *q, int nq, int relu, mb_tensor *out)
+{
+    int32_t ci[4], co[4];
+    int rc = w ? dt__conv_args(p, in, w, MB_I8, ci, co) : DT_ERR_NULL;
+    if (!rc) rc = dt__q8_check(w->shape, q, nq);
+    if (!rc) rc = dt__bias_ok(bias, co[1], MB_I32);
+    if (!rc) rc = dt__fits4(out, MB_I8, p->layout, co);
+    if (!rc) {
+        dt__c4 x = dt__canon(in, p->layout), wv = dt__canon(w, DT_NCHW), y = dt__canon(out, p->layout);
+        dt__cwin wn = dt__win_full(ci[2], co[1]);
+        dt__q8args a;
+        a.q = q;
+        a.nq = nq;
+        a.relu = relu;
+        dt__kern_q8(p, &wn, &x, &wv, &y, bias, &a);
+    }
+    return rc;
+}
+
+DT__DEF int dt_conv2d_q8(dt_comm *c, const dt_conv2d_params *p, const dt_tensor *in, const dt_tensor *w,
+                         const mb_tensor *bias, const dt_qmul *q, int nq, int relu, dt_spec *out_spec, mb_tensor *out,
+                         void *scratch, size_t scratch_bytes)
+{
+    dt__q8args a;
+    int rc = w ? dt__q8_check(w->spec.shape, q, nq) : DT_ERR_NULL;
+    if (rc) return rc;
+    a.q = q;
+    a.nq = nq;
+    a.relu = relu;
+    return dt__sharded(c, p, in, w, bias, MB_I8, dt__kern_q8, &a, out_spec, out, scratch, scratch_bytes);
+}
+#endif /* !DT_NO_CONV && !DT_NO_QUANT */
 
 #ifndef DT_NO_RANDOM /* random: Philox 4x32-10, offset tracker */
 

@@ -33,6 +33,11 @@ typedef struct ccase {
 } ccase;
 
 static float xin[MAXE], wt[MAXE], bs[64], yref[MAXE], ynaive[MAXE];
+/* int8 run: inputs, weights, int32 bias, per-channel multipliers, the single-rank output */
+static int8_t xq[MAXE], wq[MAXE], yq[MAXE];
+static int32_t bq[64];
+static dt_qmul qm[64];
+static int cur_q8;
 
 /* Deterministic values in [-1, 1). */
 static float val(uint32_t i, uint32_t seed)
@@ -117,6 +122,16 @@ static void fill(const ccase *k)
         wt[i] = val((uint32_t)i, 2);
     }
     for (i = 0; i < 64; i++) bs[i] = val((uint32_t)i, 3);
+    /* int8: full range values, per-channel scales, bias in s_in * s_w[oc] units */
+    for (i = 0; i < MAXE; i++) {
+        xq[i] = (int8_t)((i * 37 + 11) % 255 - 127);
+        wq[i] = (int8_t)((i * 53 + 5) % 255 - 127);
+    }
+    for (i = 0; i < 64; i++) {
+        float sw = 0.002f + 0.0005f * (float)(i % 7);
+        bq[i] = (i * 7919) % 40001 - 20000;
+        assert_int_equal(dt_qmm_multipliers(0.02f, &sw, 1, 0.9f + 0.05f * (float)(i % 5), &qm[i]), 0);
+    }
     (void)k;
 }
 
@@ -132,8 +147,16 @@ static void run_ref(const ccase *k, mb_tensor *tx, mb_tensor *tw, mb_tensor *tb,
     assert_int_equal(mb_tensor_init(tb, bs, MB_F32, 1, &k->oc), 0);
     shape_of(k->layout, co, s);
     assert_int_equal(mb_tensor_init(ty, yref, MB_F32, 4, s), 0);
+    if (cur_q8) { /* the same through the int8 kernels into yq */
+        tx->data = xq, tx->dtype = MB_I8;
+        tw->data = wq, tw->dtype = MB_I8;
+        tb->data = bq, tb->dtype = MB_I32;
+        ty->data = yq, ty->dtype = MB_I8;
+    }
     if (k->pool)
         assert_int_equal(dt_maxpool2d_ref(&p, tx, ty), 0);
+    else if (cur_q8)
+        assert_int_equal(dt_conv2d_q8_ref(&p, tx, tw, k->bias ? tb : NULL, qm, k->oc, k->bias, ty), 0);
     else
         assert_int_equal(dt_conv2d_ref(&p, tx, tw, k->bias ? tb : NULL, ty), 0);
 }
@@ -284,6 +307,82 @@ static void test_backward(void **state)
     }
 }
 
+/* int8 conv2d against int32 sums from the definition, requantized with section 12's
+   dt_requant_i8 (bit-exact), and against the f32 conv2d of the dequantized tensors
+   (within one output step plus rounding). */
+static void test_int8(void **state)
+{
+    size_t i;
+    (void)state;
+    cur_q8 = 1;
+    for (i = 0; i < sizeof kcases / sizeof kcases[0]; i++) {
+        const ccase *k = &kcases[i];
+        mb_tensor tx, tw, tb, ty;
+        int32_t co[4], ci[4] = {k->n, k->c, k->h, k->w}, n, o, y, x, c, a, b;
+        int32_t cpg = k->pool ? 1 : k->c / k->groups;
+        fill(k);
+        run_ref(k, &tx, &tw, &tb, &ty, co);
+        for (n = 0; n < co[0]; n++)
+            for (o = 0; o < co[1]; o++)
+                for (y = 0; y < co[2]; y++)
+                    for (x = 0; x < co[3]; x++) {
+                        int32_t acc = 0, best = -129, g0 = k->pool ? o : o / (k->oc / k->groups) * cpg;
+                        int8_t want;
+                        for (c = 0; c < cpg; c++)
+                            for (a = 0; a < k->kh; a++)
+                                for (b = 0; b < k->kw; b++) {
+                                    int32_t ih = y * k->stride - k->pad + a * k->dil, iw = x * k->stride - k->pad + b * k->dil;
+                                    int32_t xv;
+                                    if (ih < 0 || ih >= k->h || iw < 0 || iw >= k->w) continue;
+                                    xv = xq[at(k->layout, ci, n, g0 + c, ih, iw)];
+                                    if (xv > best) best = xv;
+                                    acc += xv * wq[(((size_t)o * cpg + c) * k->kh + a) * k->kw + b];
+                                }
+                        if (k->pool) {
+                            want = (int8_t)best;
+                        } else {
+                            want = dt_requant_i8(acc + (k->bias ? bq[o] : 0), qm[o]);
+                            if (k->bias && want < 0) want = 0; /* the bias cases also test relu */
+                        }
+                        if (yq[at(k->layout, co, n, o, y, x)] != want) {
+                            fprintf(stderr, "int8 case %zu: %d vs %d\n", i, yq[at(k->layout, co, n, o, y, x)], want);
+                            fail();
+                        }
+                    }
+    }
+    cur_q8 = 0;
+}
+
+/* A quantized conv2d approximates the f32 one: per-tensor input scale, per-channel weight
+   scales from torch's symmetric observers (dt_quantize_tensor), int32 bias, requantized. */
+static void test_int8_vs_f32(void **state)
+{
+    const ccase *k = &kcases[0];
+    mb_tensor tx, tw, tb, ty, qx, qw, qy, qb;
+    int32_t co[4], j, nb;
+    float sx, sw[64], sy = 0.0f, amax = 0.0f;
+    size_t e, ne;
+    dt_conv2d_params p = params(k);
+    (void)state;
+    fill(k);
+    run_ref(k, &tx, &tw, &tb, &ty, co);
+    ne = (size_t)co[0] * co[1] * co[2] * co[3];
+    for (e = 0; e < ne; e++) amax = fabsf(yref[e]) > amax ? fabsf(yref[e]) : amax;
+    assert_int_equal(dt_q8_scale(amax, &sy), 0);
+    qx = tx, qx.data = xq, qx.dtype = MB_I8;
+    qw = tw, qw.data = wq, qw.dtype = MB_I8;
+    qy = ty, qy.data = yq, qy.dtype = MB_I8;
+    assert_int_equal(dt_quantize_tensor(&tx, -1, &sx, &qx), 0);
+    assert_int_equal(dt_quantize_tensor(&tw, 0, sw, &qw), 0);
+    nb = k->oc;
+    for (j = 0; j < nb; j++) bq[j] = (int32_t)lrintf(bs[j] / (sx * sw[j]));
+    mb_tensor_init(&qb, bq, MB_I32, 1, &nb);
+    assert_int_equal(dt_qmm_multipliers(sx, sw, nb, sy, qm), 0);
+    assert_int_equal(dt_conv2d_q8_ref(&p, &qx, &qw, &qb, qm, nb, 0, &qy), 0);
+    for (e = 0; e < ne; e++) assert_true(fabsf((float)yq[e] * sy - yref[e]) <= 2.0f * sy);
+    (void)tb;
+}
+
 /* Max pool picks the first maximum and lets NaN win, as torch's CPU kernel. */
 static void test_pool_ties_nan(void **state)
 {
@@ -311,7 +410,7 @@ static void test_pool_ties_nan(void **state)
 static pg_pthread_world world;
 static dt_mesh dm[NR];
 static dt_comm dc[NR];
-static float lx[NR][MAXE], lw[NR][MAXE], ly[NR][MAXE], lb[NR][64];
+static float lx[NR][MAXE], lw[NR][MAXE], ly[NR][MAXE], lb[NR][64]; /* f32 or int8 / int32 */
 static uint64_t scr[NR][MAXE];
 static int cur_kind; /* 0 spatial, 1 batch, 2 output channels, 3 replicate */
 static const ccase *cur;
@@ -326,10 +425,19 @@ static int32_t cur_co[4];
     } while (0)
 
 /* Copy a strided view into a contiguous buffer; returns the contiguous view. */
-static int local_copy(const mb_tensor *v, float *buf, mb_tensor *out)
+static int local_copy(const mb_tensor *v, void *buf, mb_tensor *out)
 {
     if (mb_tensor_init(out, buf, v->dtype, v->ndim, v->shape)) return -1;
     return mb_copy(out, v);
+}
+
+/* The sharded call of this case: max pool, int8 or f32 conv2d. */
+static int run_sharded(const ccase *k, const dt_conv2d_params *p, int me, const dt_tensor *in, const dt_tensor *w,
+                       const mb_tensor *bias, dt_spec *os, mb_tensor *out, size_t need)
+{
+    if (k->pool) return dt_maxpool2d(&dc[me], p, in, os, out, scr[me], need);
+    if (cur_q8) return dt_conv2d_q8(&dc[me], p, in, w, bias, qm, k->oc, k->bias, os, out, scr[me], need);
+    return dt_conv2d(&dc[me], p, in, w, bias, os, out, scr[me], need);
 }
 
 static int body(pg_group *g, void *arg)
@@ -343,8 +451,9 @@ static int body(pg_group *g, void *arg)
     dt_tensor in, w;
     dt_spec os;
     mb_tensor gx, gw, gy, v, lyv, tb, *bias = NULL;
-    size_t need = 0, e;
+    size_t need = 0, es = cur_q8 ? 1 : 4;
     int32_t mesh_shape[1];
+    mb_dtype dt = cur_q8 ? MB_I8 : MB_F32;
     (void)arg;
     mesh_shape[0] = np;
     CHECK(pg_set_timeout(g, 10000) == 0);
@@ -358,22 +467,22 @@ static int body(pg_group *g, void *arg)
     if (cur_kind == 1) px[0].kind = DT_KIND_SHARD;
     if (cur_kind == 2 && !k->pool) pw[0].kind = DT_KIND_SHARD;
     if (cur_kind == 2 && k->pool) px[0].kind = DT_KIND_SHARD, px[0].arg = (int16_t)cd;
-    CHECK(dt_spec_init(&in.spec, &dm[me], px, 1, MB_F32, 4, xs, NULL) == 0);
-    mb_tensor_init(&gx, xin, MB_F32, 4, xs);
+    CHECK(dt_spec_init(&in.spec, &dm[me], px, 1, dt, 4, xs, NULL) == 0);
+    mb_tensor_init(&gx, cur_q8 ? (void *)xq : (void *)xin, dt, 4, xs);
     CHECK(dt_local_view(&in.spec, me, &gx, &v) == 0);
     CHECK(local_copy(&v, lx[me], &in.local) == 0);
     if (!k->pool) {
         int32_t bl;
-        CHECK(dt_spec_init(&w.spec, &dm[me], pw, 1, MB_F32, 4, ws, NULL) == 0);
-        mb_tensor_init(&gw, wt, MB_F32, 4, ws);
+        CHECK(dt_spec_init(&w.spec, &dm[me], pw, 1, dt, 4, ws, NULL) == 0);
+        mb_tensor_init(&gw, cur_q8 ? (void *)wq : (void *)wt, dt, 4, ws);
         CHECK(dt_local_view(&w.spec, me, &gw, &v) == 0);
         CHECK(local_copy(&v, lw[me], &w.local) == 0);
         if (k->bias) {
             int32_t off = 0;
             bl = w.local.shape[0];
             if (cur_kind == 2) dt_chunk(k->oc, np, me, &off);
-            memcpy(lb[me], bs + off, sizeof(float) * (size_t)bl);
-            mb_tensor_init(&tb, lb[me], MB_F32, 1, &bl);
+            memcpy(lb[me], cur_q8 ? (void *)(bq + off) : (void *)(bs + off), 4 * (size_t)bl);
+            mb_tensor_init(&tb, lb[me], cur_q8 ? MB_I32 : MB_F32, 1, &bl);
             bias = &tb;
         }
     }
@@ -382,23 +491,21 @@ static int body(pg_group *g, void *arg)
     CHECK(need <= sizeof scr[me]);
     CHECK(cur_kind == 0 || need == 0);
     CHECK(dt_local_shape(&os, me, xs, NULL) == 0);
-    mb_tensor_init(&lyv, ly[me], MB_F32, 4, xs);
-    for (e = 0; e < MAXE; e++) ly[me][e] = -12345.0f;
-    if (need) CHECK((k->pool ? dt_maxpool2d(&dc[me], &p, &in, NULL, &lyv, scr[me], need - 1)
-                             : dt_conv2d(&dc[me], &p, &in, &w, bias, NULL, &lyv, scr[me], need - 1)) ==
-                    DT_ERR_TOO_SMALL);
-    CHECK((k->pool ? dt_maxpool2d(&dc[me], &p, &in, &os, &lyv, scr[me], need)
-                   : dt_conv2d(&dc[me], &p, &in, &w, bias, &os, &lyv, scr[me], need)) == 0);
+    mb_tensor_init(&lyv, ly[me], dt, 4, xs);
+    memset(ly[me], 0xA5, sizeof ly[me]);
+    if (need) CHECK(run_sharded(k, &p, me, &in, &w, bias, NULL, &lyv, need - 1) == DT_ERR_TOO_SMALL);
+    CHECK(run_sharded(k, &p, me, &in, &w, bias, &os, &lyv, need) == 0);
+    CHECK(os.dtype == dt);
     /* the output spec's placement */
     if (cur_kind == 3) CHECK(os.placements[0].kind == DT_KIND_REPLICATE);
     else CHECK(os.placements[0].kind == DT_KIND_SHARD &&
                os.placements[0].arg == (cur_kind == 0 ? hd : cur_kind == 1 ? 0 : cd));
     /* every element equals the single-rank result's slice, bit for bit */
-    mb_tensor_init(&gy, yref, MB_F32, 4, ys);
+    mb_tensor_init(&gy, cur_q8 ? (void *)yq : (void *)yref, dt, 4, ys);
     CHECK(dt_local_view(&os, me, &gy, &v) == 0);
-    CHECK(local_copy(&v, (float *)scr[me], &gy) == 0);
+    CHECK(local_copy(&v, scr[me], &gy) == 0);
     for (d = 0; d < 4; d++) CHECK(gy.shape[d] == lyv.shape[d]);
-    CHECK(memcmp(gy.data, lyv.data, sizeof(float) * (size_t)mb_numel(&gy)) == 0);
+    CHECK(memcmp(gy.data, lyv.data, es * (size_t)mb_numel(&gy)) == 0);
     return 0;
 }
 
@@ -424,6 +531,7 @@ static void test_sharded(void **state)
     size_t i;
     int kind, nranks;
     (void)state;
+    for (cur_q8 = 0; cur_q8 < 2; cur_q8++)
     for (nranks = 2; nranks <= NR; nranks += 2)
         for (i = 0; i < sizeof scases / sizeof scases[0]; i++)
             for (kind = 0; kind < 4; kind++) {
@@ -433,10 +541,11 @@ static void test_sharded(void **state)
                 fill(cur);
                 run_ref(cur, &tx, &tw, &tb, &ty, cur_co);
                 if (pg_pthread_run(&world, nranks, body, NULL)) {
-                    fprintf(stderr, "case %zu kind %d on %d ranks failed\n", i, kind, nranks);
+                    fprintf(stderr, "case %zu kind %d on %d ranks (int8 %d) failed\n", i, kind, nranks, cur_q8);
                     fail();
                 }
             }
+    cur_q8 = 0;
 }
 
 /* The row map: H=9 on 4 with stride 2, 3x3, padding 1: output 5 rows as 2,2,1,0. */
@@ -525,7 +634,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_kernels),       cmocka_unit_test(test_known_values), cmocka_unit_test(test_layouts_and_views),
-        cmocka_unit_test(test_backward),      cmocka_unit_test(test_pool_ties_nan), cmocka_unit_test(test_rows),
+        cmocka_unit_test(test_backward),      cmocka_unit_test(test_int8), cmocka_unit_test(test_int8_vs_f32),      cmocka_unit_test(test_pool_ties_nan), cmocka_unit_test(test_rows),
         cmocka_unit_test(test_errors),        cmocka_unit_test(test_sharded_errors), cmocka_unit_test(test_sharded),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

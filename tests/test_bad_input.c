@@ -66,6 +66,15 @@ static dt_cache_entry centries[2];
 static dt_plan_cache cache;
 static dt_comm dcomm;
 static dt_tensor dtt;
+/* conv2d: input [1,2,4,4] (fx), weight [2,2,3,3], H-sharded input on mesh2 (local [1,2,2,4]) */
+static float cw[2 * 2 * 3 * 3];
+static int32_t cxs[4] = {1, 2, 4, 4}, cws[4] = {2, 2, 3, 3}, cws_big[4] = {2, 2, 7, 3}, cws_bad[4] = {2, 3, 3, 3};
+static mb_tensor cx, cx_i8, cwt, cwt_i8, cwt_bad;
+static dt_conv2d_params cp = DT_CONV2D(DT_NCHW, 1, 1, 1, 1), cp_stride0 = DT_CONV2D(DT_NCHW, 0, 1, 1, 1),
+                        cp_groups3 = DT_CONV2D(DT_NCHW, 1, 1, 1, 3), cpool_pad = DT_POOL2D(DT_NCHW, 2, 2, 2);
+static dt_spec sp_cx_h, sp_cx_w, sp_cx_p, sp_cw;
+static dt_tensor dcx_h, dcx_bad, dcw;
+static dt_qmul cq[2];
 static int32_t ranks_dup[2] = {0, 0}, ranks_neg[2] = {0, -1}, shape_m2[1] = {2}, shape_m0[1] = {0};
 
 static pg_pthread_world world;
@@ -336,6 +345,42 @@ static size_t counts2[2] = {2, 2}, counts_big[2] = {(size_t)-1 / 2, 2};
     ROW(dt52, "dtensor.h", "dt_distribute_scratch_bytes", "NULL bytes", DT_ERR_NULL, \
         dt_distribute_scratch_bytes(&sp_shard0, 0, NULL)) \
     \
+    ROW(cv1, "dtensor.h", "dt_conv2d_ref", "NULL params", DT_ERR_NULL, dt_conv2d_ref(NULL, &cx, &cwt, NULL, out4(MB_F32, 2, 4))) \
+    ROW(cv2, "dtensor.h", "dt_conv2d_ref", "stride 0", DT_ERR_SHAPE, dt_conv2d_ref(&cp_stride0, &cx, &cwt, NULL, out4(MB_F32, 2, 4))) \
+    ROW(cv3, "dtensor.h", "dt_conv2d_ref", "groups do not divide the channels", DT_ERR_SHAPE, \
+        dt_conv2d_ref(&cp_groups3, &cx, &cwt, NULL, out4(MB_F32, 2, 4))) \
+    ROW(cv4, "dtensor.h", "dt_conv2d_ref", "weight's C_in * groups != input channels", DT_ERR_SHAPE, \
+        dt_conv2d_ref(&cp, &cx, &cwt_bad, NULL, out4(MB_F32, 2, 4))) \
+    ROW(cv5, "dtensor.h", "dt_conv2d_ref", "output of the wrong shape", DT_ERR_MISMATCH, \
+        dt_conv2d_ref(&cp, &cx, &cwt, NULL, out4(MB_F32, 2, 3))) \
+    ROW(cv6, "dtensor.h", "dt_conv2d_ref", "int8 input (f32 only)", DT_ERR_DTYPE, \
+        dt_conv2d_ref(&cp, &cx_i8, &cwt, NULL, out4(MB_F32, 2, 4))) \
+    ROW(cv7, "dtensor.h", "dt_conv2d_out_shape", "kernel taller than the padded input", DT_ERR_SHAPE, \
+        dt_conv2d_out_shape(&cp, cxs, cws_big, OUT(int32_t))) \
+    ROW(cv8, "dtensor.h", "dt_conv2d_backward", "grad_w of the wrong shape", DT_ERR_MISMATCH, \
+        dt_conv2d_backward(&cp, &cx, &cwt, &cx, NULL, out4(MB_F32, 2, 4), NULL)) \
+    ROW(cv9, "dtensor.h", "dt_maxpool2d_ref", "padding > half the window", DT_ERR_SHAPE, \
+        dt_maxpool2d_ref(&cpool_pad, &cx, out4(MB_F32, 2, 4))) \
+    ROW(cv10, "dtensor.h", "dt_maxpool2d_backward", "int8 input (f32 only)", DT_ERR_DTYPE, \
+        dt_maxpool2d_backward(&cpool_pad, &cx_i8, &cx, out4(MB_F32, 2, 4))) \
+    ROW(cv11, "dtensor.h", "dt_conv2d_rows", "part out of range", DT_ERR_RANK, dt_conv2d_rows(&cp, 4, 3, 2, 2, OUT(int32_t))) \
+    ROW(cv12, "dtensor.h", "dt_conv2d_out_spec", "input Shard(W) (no strategy)", DT_ERR_NO_STRATEGY, \
+        dt_conv2d_out_spec(&cp, &sp_cx_w, &sp_cw, OUT(dt_spec))) \
+    ROW(cv13, "dtensor.h", "dt_conv2d_scratch_bytes", "input Partial (no strategy)", DT_ERR_NO_STRATEGY, \
+        dt_conv2d_scratch_bytes(&cp, &sp_cx_p, &sp_cw, OUT(size_t))) \
+    ROW(cv14, "dtensor.h", "dt_conv2d", "scratch too small for the halo (nothing sent)", DT_ERR_TOO_SMALL, \
+        dt_conv2d(&dcomm, &cp, &dcx_h, &dcw, NULL, OUT_AT(dt_spec, 8192), out4(MB_F32, 2, 2), OUT(void), 8)) \
+    ROW(cv15, "dtensor.h", "dt_conv2d", "local input not the spec's local shape", DT_ERR_MISMATCH, \
+        dt_conv2d(&dcomm, &cp, &dcx_bad, &dcw, NULL, OUT_AT(dt_spec, 8192), out4(MB_F32, 2, 4), OUT(void), 8192)) \
+    ROW(cv16, "dtensor.h", "dt_maxpool2d", "NULL output", DT_ERR_NULL, \
+        dt_maxpool2d(&dcomm, &cp, &dcx_h, OUT_AT(dt_spec, 8192), NULL, OUT(void), 8192)) \
+    ROW(cv17, "dtensor.h", "dt_conv2d_q8_ref", "nq neither 1 nor C_out", DT_ERR_SHAPE, \
+        dt_conv2d_q8_ref(&cp, &cx_i8, &cwt_i8, NULL, cq, 3, 0, out4(MB_I8, 2, 4))) \
+    ROW(cv18, "dtensor.h", "dt_conv2d_q8_ref", "f32 tensors", DT_ERR_DTYPE, \
+        dt_conv2d_q8_ref(&cp, &cx, &cwt, NULL, cq, 1, 0, out4(MB_I8, 2, 4))) \
+    ROW(cv19, "dtensor.h", "dt_conv2d_q8", "NULL multipliers", DT_ERR_NULL, \
+        dt_conv2d_q8(&dcomm, &cp, &dcx_h, &dcw, NULL, NULL, 1, 0, OUT_AT(dt_spec, 8192), out4(MB_I8, 2, 4), OUT(void), 8192)) \
+    \
     ROW(pg1, "ports/pg.h", "pg_strerror", "unknown code (returns \"unknown error\")", 0, pg_strerror(12345) == NULL) \
     ROW(pg2, "ports/pg.h", "pg_dtype_size", "unknown dtype (returns 0)", 0, (int)pg_dtype_size((mb_dtype)99)) \
     ROW(pg2b, "ports/pg.h", "pg_wire_tag", "context, kind, low beyond their bits (masked: bits 30-31 stay 0)", 0, \
@@ -434,6 +479,15 @@ static size_t counts2[2] = {2, 2}, counts_big[2] = {(size_t)-1 / 2, 2};
     ROW(pg75, "ports/pg.h", "pg_scale_local", "divisor <= 0", PG_ERR_SIZE, pg_scale_local(OUT(void), 4, MB_F32, 0))
 
 /* ---- helpers the rows use (outputs inside the canary area) --------------------------- */
+/* A [1, c, h, 4] output whose data is in the canary area. */
+static mb_tensor *out4(mb_dtype dt, int32_t c, int32_t h)
+{
+    static mb_tensor t;
+    int32_t sh[4];
+    sh[0] = 1; sh[1] = c; sh[2] = h; sh[3] = 4;
+    mb_tensor_init(&t, out_area.b + 16384, dt, 4, sh);
+    return &t;
+}
 static mb_tensor *out_tensor(mb_dtype dt, int32_t rows, int32_t cols)
 {
     /* the tensor struct is an input (not in the canary area); its data is */
@@ -568,6 +622,27 @@ static void fixtures(void)
     ops_nosend.send = NULL;
     /* dt_comm over the world: dt rows that would communicate must fail before that */
     assert_int_equal(dt_comm_init(&dcomm, &mesh2, g0), 0);
+    {
+        dt_placement sh_h[1] = {DT_SHARD(2)}, sh_w[1] = {DT_SHARD(3)};
+        int32_t lxs[4] = {1, 2, 2, 4};
+        mb_tensor_init(&cx, fx, MB_F32, 4, cxs);
+        mb_tensor_init(&cx_i8, fx, MB_I8, 4, cxs);
+        mb_tensor_init(&cwt, cw, MB_F32, 4, cws);
+        mb_tensor_init(&cwt_bad, cw, MB_F32, 4, cws_bad);
+        mb_tensor_init(&cwt_i8, cw, MB_I8, 4, cws);
+        assert_int_equal(dt_spec_init(&sp_cx_h, &mesh2, sh_h, 1, MB_F32, 4, cxs, NULL), 0);
+        assert_int_equal(dt_spec_init(&sp_cx_w, &mesh2, sh_w, 1, MB_F32, 4, cxs, NULL), 0);
+        assert_int_equal(dt_spec_init(&sp_cx_p, &mesh2, pl_partial, 1, MB_F32, 4, cxs, NULL), 0);
+        assert_int_equal(dt_spec_init(&sp_cw, &mesh2, pl_repl, 1, MB_F32, 4, cws, NULL), 0);
+        dcx_h.spec = sp_cx_h;
+        mb_tensor_init(&dcx_h.local, fx, MB_F32, 4, lxs);
+        dcx_bad = dcx_h;
+        dcx_bad.local = cx; /* the global shape, not rank 0's [1,2,2,4] */
+        dcw.spec = sp_cw;
+        dcw.local = cwt;
+        assert_int_equal(dt_quantize_multiplier(0.5, &cq[0]), 0);
+        cq[1] = cq[0];
+    }
     g1_before = *g1;
     for (i = 0; i < 64; i++) pin[i] = (float)i;
 }

@@ -3460,6 +3460,26 @@ DT__DEF int dt_qmm_multipliers(float sa, const float *sb, int nb, float sy, dt_q
     return rc;
 }
 
+/* c[0..DT__QB) += a0 r[0] + a1 r[bs] + a2 r[2 bs] + a3 r[3 bs] (rows of b): a constant trip
+   count and restrict parameters, so gcc -O2 vectorizes it (int16 products, int32 sums). */
+#define DT__QB 16
+static void dt__qrows(int32_t *DT_RESTRICT c, const int8_t *DT_RESTRICT r, ptrdiff_t bs, int16_t a0, int16_t a1,
+                      int16_t a2, int16_t a3)
+{
+    int n;
+    const int8_t *DT_RESTRICT r1 = r + bs, *DT_RESTRICT r2 = r + 2 * bs, *DT_RESTRICT r3 = r + 3 * bs;
+    for (n = 0; n < DT__QB; n++) c[n] += (int32_t)(int16_t)(a0 * r[n]) + (int16_t)(a1 * r1[n]) + (int16_t)(a2 * r2[n]) + (int16_t)(a3 * r3[n]);
+}
+
+/* sum of x[k] * y[k], k < 32: a dot product gcc -O2 vectorizes (constant trip count). */
+static int32_t dt__qdot32(const int8_t *DT_RESTRICT x, const int8_t *DT_RESTRICT y)
+{
+    int32_t s = 0;
+    int k;
+    for (k = 0; k < 32; k++) s += (int16_t)x[k] * (int16_t)y[k];
+    return s;
+}
+
 DT__DEF int dt_qmm_acc(const mb_tensor *a, const mb_tensor *b, mb_tensor *acc)
 {
     int32_t m, k, n, M, K, N;
@@ -3477,25 +3497,47 @@ DT__DEF int dt_qmm_acc(const mb_tensor *a, const mb_tensor *b, mb_tensor *acc)
     A = (const int8_t *)a->data;
     B = (const int8_t *)b->data;
     C = (int32_t *)acc->data;
-    for (m = 0; m < M; m++) {
-        int32_t *DT_RESTRICT c = C + (ptrdiff_t)m * acc->stride[0];
-        if (acc->stride[1] == 1 && b->stride[1] == 1) { /* the vectorizable row update */
-            for (n = 0; n < N; n++) c[n] = 0;
-            for (k = 0; k < K; k++) {
-                const int8_t *DT_RESTRICT r = B + (ptrdiff_t)k * b->stride[0];
-                int32_t av = A[(ptrdiff_t)m * a->stride[0] + (ptrdiff_t)k * a->stride[1]];
-                for (n = 0; n < N; n++) c[n] += av * r[n];
-            }
-        } else {
-            for (n = 0; n < N; n++) {
-                int32_t s = 0;
-                for (k = 0; k < K; k++)
-                    s += (int32_t)A[(ptrdiff_t)m * a->stride[0] + (ptrdiff_t)k * a->stride[1]] *
-                         B[(ptrdiff_t)k * b->stride[0] + (ptrdiff_t)n * b->stride[1]];
-                c[(ptrdiff_t)n * acc->stride[1]] = s;
-            }
-        }
+    if (acc->stride[1] == 1 && b->stride[1] == 1 && b->stride[0] != 1) { /* blocks of b, 4 rows at a time */
+        ptrdiff_t as = a->stride[1], bs = b->stride[0];
+        int32_t k0, n0, k1, n1;
+        for (m = 0; m < M; m++)
+            for (n = 0; n < N; n++) C[(ptrdiff_t)m * acc->stride[0] + n] = 0;
+        for (k0 = 0; k0 < K; k0 += 64)
+            for (n0 = 0; n0 < N; n0 += 256)
+                for (m = 0; m < M; m++) {
+                    int32_t *c = C + (ptrdiff_t)m * acc->stride[0];
+                    const int8_t *ar = A + (ptrdiff_t)m * a->stride[0];
+                    k1 = K - k0 < 64 ? K : k0 + 64;
+                    n1 = N - n0 < 256 ? N : n0 + 256;
+                    for (k = k0; k < k1; k++) {
+                        const int8_t *r = B + (ptrdiff_t)k * bs;
+                        int16_t a0 = ar[k * as], a1, a2, a3;
+                        if (k + 3 >= k1) {
+                            for (n = n0; n < n1; n++) c[n] += a0 * r[n];
+                            continue;
+                        }
+                        a1 = ar[(k + 1) * as];
+                        a2 = ar[(k + 2) * as];
+                        a3 = ar[(k + 3) * as];
+                        for (n = n0; n + DT__QB <= n1; n += DT__QB) dt__qrows(c + n, r + n, bs, a0, a1, a2, a3);
+                        for (; n < n1; n++) c[n] += a0 * r[n] + a1 * r[n + bs] + a2 * r[n + 2 * bs] + a3 * r[n + 3 * bs];
+                        k += 3;
+                    }
+                }
+        return DT_OK;
     }
+    for (m = 0; m < M; m++) /* dot products: rows of a with columns of b (linear's w rows) */
+        for (n = 0; n < N; n++) {
+            int32_t sum = 0;
+            k = 0;
+            if (a->stride[1] == 1 && b->stride[0] == 1)
+                for (; k + 32 <= K; k += 32)
+                    sum += dt__qdot32(A + (ptrdiff_t)m * a->stride[0] + k, B + (ptrdiff_t)n * b->stride[1] + k);
+            for (; k < K; k++)
+                sum += (int32_t)A[(ptrdiff_t)m * a->stride[0] + (ptrdiff_t)k * a->stride[1]] *
+                       B[(ptrdiff_t)k * b->stride[0] + (ptrdiff_t)n * b->stride[1]];
+            C[(ptrdiff_t)m * acc->stride[0] + (ptrdiff_t)n * acc->stride[1]] = sum;
+        }
     return DT_OK;
 }
 
@@ -3510,6 +3552,14 @@ DT__DEF int dt_requant_tensor(const mb_tensor *acc, const dt_qmul *q, int nq, in
     if (nq > 1 && (qdim < 0 || qdim >= acc->ndim)) return DT_ERR_DIM;
     if (nq < 1 || q0 < 0 || (nq > 1 && (int64_t)nq < (int64_t)q0 + acc->shape[qdim])) return DT_ERR_SHAPE;
     n = mb_numel(acc);
+    if (n > 0 && mb_is_contiguous(acc) > 0 && mb_is_contiguous(out) > 0 && (nq == 1 || qdim == acc->ndim - 1)) {
+        const int32_t *sp = (const int32_t *)acc->data; /* rows of the last dim: no walker */
+        int8_t *op = (int8_t *)out->data;
+        int32_t j, last = acc->ndim ? acc->shape[acc->ndim - 1] : 1;
+        for (i = 0; i < n; i += last)
+            for (j = 0; j < last; j++) op[i + j] = dt_requant_i8(sp[i + j], q[nq > 1 ? q0 + j : 0]);
+        return DT_OK;
+    }
     for (i = 0; i < n; i++, dt__next(acc, out, idx, &ea, &eo))
         ((int8_t *)out->data)[eo] = dt_requant_i8(((const int32_t *)acc->data)[ea], q[nq > 1 ? q0 + idx[qdim] : 0]);
     return DT_OK;

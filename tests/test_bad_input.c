@@ -75,6 +75,14 @@ static dt_conv2d_params cp = DT_CONV2D(DT_NCHW, 1, 1, 1, 1), cp_stride0 = DT_CON
 static dt_spec sp_cx_h, sp_cx_w, sp_cx_p, sp_cw;
 static dt_tensor dcx_h, dcx_bad, dcw;
 static dt_qmul cq[2];
+/* int8 mm and random rows */
+static dt_spec sp_i8_s0, sp_i8_r;
+static dt_tensor dq_a_s1, dq_b_s0, dq_b_s0wrong;
+static mb_tensor t_nan, t_acc44, t_i8_wide, t_i8_tall;
+static float scales4[4] = {0.1f, 0.2f, 0.3f, 0.4f}, nan44[16];
+static int32_t acc44[16];
+static int8_t i8buf[64];
+static dt_qmul qm4[4];
 static int32_t ranks_dup[2] = {0, 0}, ranks_neg[2] = {0, -1}, shape_m2[1] = {2}, shape_m0[1] = {0};
 
 static pg_pthread_world world;
@@ -344,6 +352,59 @@ static size_t counts2[2] = {2, 2}, counts_big[2] = {(size_t)-1 / 2, 2};
         dt_distribute(&dcomm, &sp_shard0, in_local(4, 4), 5, out_tensor(MB_F32, 2, 4), OUT_AT(void, 8192), 4096)) \
     ROW(dt52, "dtensor.h", "dt_distribute_scratch_bytes", "NULL bytes", DT_ERR_NULL, \
         dt_distribute_scratch_bytes(&sp_shard0, 0, NULL)) \
+    ROW(dq1, "dtensor.h", "dt_quantize_multiplier", "NaN", DT_ERR_VALUE, dt_quantize_multiplier(0.0 / 0.0, OUT(dt_qmul))) \
+    ROW(dq2, "dtensor.h", "dt_quantize_multiplier", "negative", DT_ERR_VALUE, dt_quantize_multiplier(-0.5, OUT(dt_qmul))) \
+    ROW(dq3, "dtensor.h", "dt_quantize_multiplier", ">= 2^30", DT_ERR_VALUE, \
+        dt_quantize_multiplier(1073741824.0, OUT(dt_qmul))) \
+    ROW(dq4, "dtensor.h", "dt_quantize_multiplier", "NULL q", DT_ERR_NULL, dt_quantize_multiplier(0.5, NULL)) \
+    ROW(dq5, "dtensor.h", "dt_q8_scale", "negative amax", DT_ERR_VALUE, dt_q8_scale(-1.0f, OUT(float))) \
+    ROW(dq6, "dtensor.h", "dt_q8_scale", "infinite amax", DT_ERR_VALUE, dt_q8_scale(1.0f / 0.0f, OUT(float))) \
+    ROW(dq7, "dtensor.h", "dt_quantize_tensor", "a NaN element", DT_ERR_VALUE, \
+        dt_quantize_tensor(&t_nan, 1, OUT(float), out_tensor(MB_I8, 4, 4))) \
+    ROW(dq8, "dtensor.h", "dt_quantize_tensor", "channel_dim >= ndim", DT_ERR_DIM, \
+        dt_quantize_tensor(in_local(4, 4), 2, OUT(float), out_tensor(MB_I8, 4, 4))) \
+    ROW(dq9, "dtensor.h", "dt_quantize_tensor", "int8 output of another shape", DT_ERR_MISMATCH, \
+        dt_quantize_tensor(in_local(4, 4), -1, OUT(float), out_tensor(MB_I8, 2, 4))) \
+    ROW(dq10, "dtensor.h", "dt_quantize_tensor", "output not int8", DT_ERR_DTYPE, \
+        dt_quantize_tensor(in_local(4, 4), -1, OUT(float), out_tensor(MB_I32, 4, 4))) \
+    ROW(dq11, "dtensor.h", "dt_qmm_multipliers", "output scale 0 (infinite multiplier)", DT_ERR_VALUE, \
+        dt_qmm_multipliers(0.5f, scales4, 4, 0.0f, OUT(dt_qmul))) \
+    ROW(dq12, "dtensor.h", "dt_qmm_multipliers", "no scales", DT_ERR_SHAPE, \
+        dt_qmm_multipliers(0.5f, scales4, 0, 1.0f, OUT(dt_qmul))) \
+    ROW(dq13, "dtensor.h", "dt_qmm_acc", "inner sizes differ", DT_ERR_SHAPE, \
+        dt_qmm_acc(i8_local(4, 4), i8_local(2, 4), out_tensor(MB_I32, 4, 4))) \
+    ROW(dq14, "dtensor.h", "dt_qmm_acc", "accumulator not int32", DT_ERR_DTYPE, \
+        dt_qmm_acc(i8_local(4, 4), i8_local(4, 4), out_tensor(MB_F32, 4, 4))) \
+    ROW(dq15, "dtensor.h", "dt_qmm_acc", "K > DT_QMM_MAX_K", DT_ERR_SHAPE, \
+        dt_qmm_acc(&t_i8_wide, &t_i8_tall, out_tensor(MB_I32, 1, 1))) \
+    ROW(dq16, "dtensor.h", "dt_requant_tensor", "fewer multipliers than channels", DT_ERR_SHAPE, \
+        dt_requant_tensor(&t_acc44, qm4, 4, 1, 1, out_tensor(MB_I8, 4, 4))) \
+    ROW(dq17, "dtensor.h", "dt_requant_tensor", "qdim out of range", DT_ERR_DIM, \
+        dt_requant_tensor(&t_acc44, qm4, 4, 0, 2, out_tensor(MB_I8, 4, 4))) \
+    ROW(dq18, "dtensor.h", "dt_qmm_ref", "accumulator scratch too small", DT_ERR_TOO_SMALL, \
+        dt_qmm_ref(i8_local(4, 4), i8_local(4, 4), qm4, 4, out_tensor(MB_I8, 4, 4), OUT_AT(void, 8192), 63)) \
+    ROW(dq19, "dtensor.h", "dt_qmm_propagate", "S(0) x S(0): no strategy", DT_ERR_NO_STRATEGY, \
+        dt_qmm_propagate(&sp_i8_s0, &sp_i8_s0, OUT(dt_spec), OUT_AT(uint32_t, 4096))) \
+    ROW(dq20, "dtensor.h", "dt_qmm_propagate", "f32 operand", DT_ERR_DTYPE, \
+        dt_qmm_propagate(&sp_repl, &sp_i8_r, OUT(dt_spec), OUT_AT(uint32_t, 4096))) \
+    ROW(dq21, "dtensor.h", "dt_qmm_scratch_bytes", "NULL bytes", DT_ERR_NULL, \
+        dt_qmm_scratch_bytes(&sp_i8_r, &sp_i8_r, 0, NULL)) \
+    ROW(dq22, "dtensor.h", "dt_qmm", "scratch too small (S(1) x S(0): nothing reduced)", DT_ERR_TOO_SMALL, \
+        dt_qmm(&dcomm, &dq_a_s1, &dq_b_s0, qm4, 4, OUT(dt_tensor), OUT_AT(void, 8192), 16, OUT_AT(void, 12288), 63)) \
+    ROW(dq23, "dtensor.h", "dt_qmm", "local tensor does not fit its spec", DT_ERR_MISMATCH, \
+        dt_qmm(&dcomm, &dq_a_s1, &dq_b_s0wrong, qm4, 1, OUT(dt_tensor), OUT_AT(void, 8192), 16, OUT_AT(void, 12288), 64)) \
+    ROW(dq24, "dtensor.h", "dt_qmm", "multiplier count neither 1 nor N", DT_ERR_SHAPE, \
+        dt_qmm(&dcomm, &dq_a_s1, &dq_b_s0, qm4, 3, OUT(dt_tensor), OUT_AT(void, 8192), 16, OUT_AT(void, 12288), 64)) \
+    ROW(dr1, "dtensor.h", "dt_rng_offsets", "rank not in the mesh", DT_ERR_NOT_MEMBER, \
+        dt_rng_offsets(&sp_shard0, 5, OUT(uint64_t), OUT_AT(uint64_t, 64))) \
+    ROW(dr2, "dtensor.h", "dt_rand", "unknown flag", DT_ERR_VALUE, dt_rand(OUT(dt_rng), &sp_shard0, out_tensor(MB_F32, 2, 4), 2)) \
+    ROW(dr3, "dtensor.h", "dt_rand", "local tensor of another shape", DT_ERR_MISMATCH, \
+        dt_rand(OUT(dt_rng), &sp_shard0, out_tensor(MB_F32, 4, 4), 0)) \
+    ROW(dr4, "dtensor.h", "dt_rand", "int8 spec", DT_ERR_DTYPE, dt_rand(OUT(dt_rng), &sp_i8_s0, out_tensor(MB_I8, 2, 4), 0)) \
+    ROW(dr5, "dtensor.h", "dt_dropout", "p > 1", DT_ERR_VALUE, \
+        dt_dropout(OUT(dt_rng), &sp_shard0, in_local(2, 4), out_tensor(MB_F32, 2, 4), 1.5f, 0)) \
+    ROW(dr6, "dtensor.h", "dt_dropout", "p NaN", DT_ERR_VALUE, \
+        dt_dropout(OUT(dt_rng), &sp_shard0, in_local(2, 4), out_tensor(MB_F32, 2, 4), 0.0f / 0.0f, 0)) \
     \
     ROW(cv1, "dtensor.h", "dt_conv2d_ref", "NULL params", DT_ERR_NULL, dt_conv2d_ref(NULL, &cx, &cwt, NULL, out4(MB_F32, 2, 4))) \
     ROW(cv2, "dtensor.h", "dt_conv2d_ref", "stride 0", DT_ERR_SHAPE, dt_conv2d_ref(&cp_stride0, &cx, &cwt, NULL, out4(MB_F32, 2, 4))) \
@@ -515,6 +576,16 @@ static mb_tensor *in_local(int32_t rows, int32_t cols)
     mb_tensor_init(&t, data, MB_F32, 2, sh);
     return &t;
 }
+static mb_tensor *i8_local(int32_t rows, int32_t cols) /* two per row: alternate */
+{
+    static mb_tensor t[2];
+    static int k;
+    int32_t sh[2];
+    sh[0] = rows; sh[1] = cols;
+    k ^= 1;
+    mb_tensor_init(&t[k], i8buf, MB_I8, 2, sh);
+    return &t[k];
+}
 static pp_plan *out_plan(void)
 {
     /* an initialised, empty 2-rank custom plan to import into */
@@ -607,6 +678,25 @@ static void fixtures(void)
     assert_int_equal(dt_plan_redistribute(&sp_shard0, &sp_repl, 0, &dplan), 0);
     assert_int_equal(dt_plan_cache_init(&cache, centries, 2), 0);
     assert_int_equal(dt_from_local(&dtt, &mesh2, pl_shard0, 1, in_local(2, 4), NULL), 0);
+    {
+        static const int32_t sh11[2] = {1, DT_QMM_MAX_K + 1}, sh11t[2] = {DT_QMM_MAX_K + 1, 1};
+        for (i = 0; i < 16; i++) nan44[i] = i == 5 ? 0.0f / 0.0f : (float)i;
+        mb_tensor_init(&t_nan, nan44, MB_F32, 2, shape44);
+        mb_tensor_init(&t_acc44, acc44, MB_I32, 2, shape44);
+        mb_tensor_init(&t_i8_wide, i8buf, MB_I8, 2, sh11); /* shape only: rejected before reading */
+        mb_tensor_init(&t_i8_tall, i8buf, MB_I8, 2, sh11t);
+        t_i8_wide.stride[1] = 0;
+        t_i8_tall.stride[0] = 0;
+        assert_int_equal(dt_qmm_multipliers(0.5f, scales4, 4, 1.0f, qm4), 0);
+        assert_int_equal(dt_spec_init(&sp_i8_s0, &mesh2, pl_shard0, 1, MB_I8, 2, shape44, NULL), 0);
+        assert_int_equal(dt_spec_init(&sp_i8_r, &mesh2, pl_repl, 1, MB_I8, 2, shape44, NULL), 0);
+        assert_int_equal(dt_spec_init(&dq_a_s1.spec, &mesh2, pl_shard1, 1, MB_I8, 2, shape44, NULL), 0);
+        assert_int_equal(dt_spec_init(&dq_b_s0.spec, &mesh2, pl_shard0, 1, MB_I8, 2, shape44, NULL), 0);
+        dq_b_s0wrong.spec = dq_b_s0.spec;
+        dq_a_s1.local = *i8_local(4, 2);
+        dq_b_s0.local = *i8_local(2, 4);
+        dq_b_s0wrong.local = *i8_local(4, 4);
+    }
 
     /* a 2-rank pg_pthread world driven from this thread: nothing may block (timeout 0) */
     assert_int_equal(pg_pthread_world_init(&world, 2), 0);

@@ -205,6 +205,40 @@ static void test_qmm_ref(void **state)
     for (i = 0; i < MM * NN; i++) assert_int_equal(Y2[i], 0x33);
 }
 
+/* dt_requant_tensor along dim 0 (the walker), the last dim (the row path) and one
+   multiplier, on a contiguous and a transposed accumulator. */
+static void test_requant_tensor_dims(void **state)
+{
+    static int32_t acc[3][5];
+    static int8_t out[3][5], outt[5][3];
+    static const int32_t sh[2] = {3, 5}, sht[2] = {5, 3};
+    dt_qmul q[6];
+    mb_tensor ta, to, tt, tot;
+    int i, j, qd;
+    (void)state;
+    for (i = 0; i < 6; i++) assert_int_equal(dt_quantize_multiplier(0.01 * (i + 1), &q[i]), 0);
+    for (i = 0; i < 3; i++)
+        for (j = 0; j < 5; j++) acc[i][j] = (int32_t)(xs32() % 40001u) - 20000;
+    mb_tensor_init(&ta, acc, MB_I32, 2, sh);
+    mb_tensor_init(&to, out, MB_I8, 2, sh);
+    tt = ta; /* acc^T as a view */
+    tt.shape[0] = 5; tt.shape[1] = 3; tt.stride[0] = 1; tt.stride[1] = 5;
+    mb_tensor_init(&tot, outt, MB_I8, 2, sht);
+    for (qd = 0; qd < 2; qd++) {
+        assert_int_equal(dt_requant_tensor(&ta, q, 6, 1, qd, &to), 0);
+        assert_int_equal(dt_requant_tensor(&tt, q, 6, 1, 1 - qd, &tot), 0);
+        for (i = 0; i < 3; i++)
+            for (j = 0; j < 5; j++) {
+                int8_t want = dt_requant_i8(acc[i][j], q[1 + (qd ? j : i)]);
+                assert_int_equal(out[i][j], want);
+                assert_int_equal(outt[j][i], want);
+            }
+    }
+    assert_int_equal(dt_requant_tensor(&ta, q, 1, 0, 7, &to), 0); /* one multiplier: qdim unused */
+    for (i = 0; i < 3; i++)
+        for (j = 0; j < 5; j++) assert_int_equal(out[i][j], dt_requant_i8(acc[i][j], q[0]));
+}
+
 static void test_qmm_propagate(void **state)
 {
     static const int32_t two[2] = {2, 2}, sa[2] = {8, 6}, sb[2] = {6, 4};
@@ -374,6 +408,7 @@ int main(void)
         cmocka_unit_test(test_mul_qmul_close),
         cmocka_unit_test(test_torch_quantize),
         cmocka_unit_test(test_qmm_ref),
+        cmocka_unit_test(test_requant_tensor_dims),
         cmocka_unit_test(test_qmm_propagate),
         cmocka_unit_test(test_qmm_2ranks),
         cmocka_unit_test(test_qmm_4ranks),

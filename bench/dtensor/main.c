@@ -24,6 +24,7 @@
 #define PG_PTHREAD_IMPLEMENTATION
 #include "ports/pg_pthread.h"
 #include "../pg/bench_pg.h"
+#include "bench_time.h"
 
 #define NS 5
 static const size_t sizes[NS] = {1024, 16384, 262144, 1u << 20, 4u << 20};
@@ -40,25 +41,6 @@ static dt_plan_cache cache[2];
 static double dt_us[3][NS], bare_us[3][NS], bare_p10_us[3][NS], hit_ns, tick_us;
 #define MAX_SAMPLES 16384
 static double samples[2][MAX_SAMPLES]; /* rank 0's single-call latencies, us */
-
-static double now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return v[n / 2];
-}
 
 /* One transition on one rank, prepared outside the timed calls: the specs, the local
    tensors the caller of dt_redistribute holds (a DTensor keeps its local tensor), and

@@ -2430,18 +2430,24 @@ static int32_t dt__extent(const mb_tensor *t, int lo, int hi)
     return n;
 }
 
-/* Reductions over dims [lo, hi) of x (one dim, or all), softmax and log_softmax over dim
-   lo (hi = lo + 1): per (outer, inner) position, the r elements at x + base + k * step
-   (step 0: dt__off over [lo, hi)). out is contiguous: reductions write one element per
-   position, softmax r. */
-static int dt__kernel_reduce(int op, const dt_op_attrs *at, mb_tensor *out, const mb_tensor *x)
+/* Reductions, softmax, log_softmax and the norms: x seen as (outer, r, inner) around the
+   dims [lo, hi) being reduced or normalized (one dim, every dim, or the last attrs ndim
+   for the norms); per (outer, inner) position, the r elements at base + k * step (step 0
+   when [lo, hi) does not collapse into one stride: dt__off). out is contiguous: one
+   element per position for reductions, r for the others. Pass 1: sum, or max (min)
+   with its first index (NaN propagates); pass 2: sum of exp(x - max) (softmax) or of
+   (x - mean)^2 (norms; mean 0 for rms_norm); pass 3 writes. */
+static int dt__kernel_rows(int op, const dt_op_attrs *at, mb_tensor *out, const mb_tensor *const *in, int nin)
 {
+    const mb_tensor *x = in[0];
     const float *xs = (const float *)x->data;
     float *y = (float *)out->data;
-    int32_t *yi = (int32_t *)out->data;
-    int lo = 0, hi = x->ndim;
+    int lo = 0, hi = x->ndim, d, norm = op >= DT_ATEN_LAYER_NORM, sm = !norm && op >= DT_ATEN_SOFTMAX;
     int32_t o, i, k, outer, inner, r, step, best;
-    if (at->dim != DT_DIM_ALL || op >= DT_ATEN_SOFTMAX) {
+    if (norm) {
+        lo = x->ndim - at->ndim;
+        if (at->ndim < 1 || lo < 0) return DT_ERR_SHAPE;
+    } else if (at->dim != DT_DIM_ALL || sm) {
         lo = dt__opdim(at->dim, x->ndim);
         if (lo < 0) return DT_ERR_DIM;
         hi = lo + 1;
@@ -2449,58 +2455,40 @@ static int dt__kernel_reduce(int op, const dt_op_attrs *at, mb_tensor *out, cons
     outer = dt__extent(x, 0, lo);
     r = dt__extent(x, lo, hi);
     inner = dt__extent(x, hi, x->ndim);
-    step = hi - lo == 1 ? x->stride[lo] : 0;
+    for (i = 1; i < nin; i++) /* weight, bias: normalized_shape's elements */
+        if (dt__numel(in[i]) != r) return DT_ERR_SHAPE;
+    step = hi > lo ? x->stride[hi - 1] : 0;
+    for (d = lo + 1; d < hi; d++)
+        if (x->stride[d - 1] != x->stride[d] * x->shape[d]) step = 0;
     for (o = 0; o < outer; o++)
         for (i = 0; i < inner; i++) {
             const float *b = xs + dt__off(x, 0, lo, o) + dt__off(x, hi, x->ndim, i);
-            float acc = op == DT_ATEN_SUM || op == DT_ATEN_MEAN ? 0.0f : op == DT_ATEN_MIN ? INFINITY : -INFINITY, e;
+            int add = norm || op == DT_ATEN_SUM || op == DT_ATEN_MEAN;
+            float acc = add ? 0.0f : op == DT_ATEN_MIN ? INFINITY : -INFINITY, e = 0.0f, m;
 #define DT__X(k) b[step ? (size_t)(k) * (size_t)step : dt__off(x, lo, hi, k)]
-            for (best = 0, k = 0; k < r; k++) { /* sum, or the max (min); NaN propagates */
+            for (best = 0, k = 0; k < r; k++) {
                 float v = DT__X(k);
-                if (op == DT_ATEN_SUM || op == DT_ATEN_MEAN) acc += v;
+                if (add) acc += v;
                 else if ((op == DT_ATEN_MIN ? v < acc : v > acc) || (v != v && acc == acc)) acc = v, best = k;
             }
-            if (op < DT_ATEN_SOFTMAX) {
-                if (op == DT_ATEN_ARGMAX) yi[o * inner + i] = best;
+            if (!norm && !sm) {
+                if (op == DT_ATEN_ARGMAX) ((int32_t *)out->data)[o * inner + i] = best;
                 else y[o * inner + i] = op == DT_ATEN_MEAN ? acc / (float)r : acc;
                 continue;
             }
-            for (e = 0.0f, k = 0; k < r; k++) e += expf(DT__X(k) - acc); /* acc: the row's max */
+            m = op == DT_ATEN_RMS_NORM ? 0.0f : norm ? acc / (float)r : acc; /* the mean, or the max */
             for (k = 0; k < r; k++) {
-                float v = DT__X(k) - acc;
-                y[(o * r + k) * inner + i] = op == DT_ATEN_SOFTMAX ? expf(v) / e : v - logf(e);
+                float v = DT__X(k) - m;
+                e += sm ? expf(v) : v * v;
+            }
+            acc = norm ? 1.0f / sqrtf(e / (float)r + at->scalar) : 0.0f; /* rstd */
+            for (k = 0; k < r; k++) {
+                float v = DT__X(k) - m;
+                y[(o * r + k) * inner + i] = op == DT_ATEN_SOFTMAX ? expf(v) / e : sm ? v - logf(e) :
+                                             v * acc * dt__at(in[1], k) + (nin > 2 ? dt__at(in[2], k) : 0.0f);
             }
 #undef DT__X
         }
-    return DT_OK;
-}
-
-/* layer_norm (in: x, weight, bias) and rms_norm (x, weight) over x's last attrs ndim dims,
-   eps = attrs scalar: (x - mean) / sqrt(var + eps) * w + b with the biased variance;
-   x / sqrt(mean(x^2) + eps) * w. */
-static int dt__kernel_norm(int op, const dt_op_attrs *at, mb_tensor *out, const mb_tensor *const *in, int nin)
-{
-    const mb_tensor *x = in[0];
-    float *y = (float *)out->data;
-    int32_t n, rows, row, j;
-    int i, c = dt__contig(x);
-    if (at->ndim < 1 || at->ndim > x->ndim) return DT_ERR_SHAPE;
-    n = dt__extent(x, x->ndim - at->ndim, x->ndim);
-    for (i = 1; i < nin; i++)
-        if (dt__numel(in[i]) != n) return DT_ERR_SHAPE;
-    rows = n ? dt__numel(x) / n : 0;
-    for (row = 0; row < rows; row++) {
-        float s = 0.0f, q = 0.0f, mean, rstd;
-#define DT__X(j) (c ? ((const float *)x->data)[(size_t)row * (size_t)n + (size_t)(j)] : dt__at(x, row * n + (j)))
-        for (j = 0; j < n; j++) s += DT__X(j);
-        mean = op == DT_ATEN_LAYER_NORM ? s / (float)n : 0.0f;
-        for (j = 0; j < n; j++) q += (DT__X(j) - mean) * (DT__X(j) - mean);
-        rstd = 1.0f / sqrtf(q / (float)n + at->scalar);
-        for (j = 0; j < n; j++)
-            y[(size_t)row * (size_t)n + (size_t)j] =
-                (DT__X(j) - mean) * rstd * dt__at(in[1], j) + (nin > 2 ? dt__at(in[2], j) : 0.0f);
-#undef DT__X
-    }
     return DT_OK;
 }
 
@@ -2514,8 +2502,7 @@ DT__DEF int dt_kernel_ref(int op, const dt_op_attrs *attrs, mb_tensor *out, cons
     case DT__F_EINSUM: return dt__kernel_einsum(op, out, in, nin);
     case DT__F_POINTWISE:
         return op <= DT_ATEN_RELU ? dt__kernel_pointwise(op, out, in, nin) : dt__kernel_unary(op, attrs, out, in[0]);
-    case DT__F_REDUCE: case DT__F_SOFTMAX: return dt__kernel_reduce(op, attrs, out, in[0]);
-    case DT__F_NORM: return dt__kernel_norm(op, attrs, out, in, nin);
+    case DT__F_REDUCE: case DT__F_SOFTMAX: case DT__F_NORM: return dt__kernel_rows(op, attrs, out, in, nin);
     default: break;
     }
     return DT_ERR_UNSUPPORTED;

@@ -1,6 +1,7 @@
 /* test_dtensor_ops_mpi.c — dtensor.h's op dispatcher (tests/test_dtensor_ops.c's dispatch
    tests) over pg_mpi.h: run under mpirun --oversubscribe -np 4, one process per rank. The
-   einsum (mm, addmm, bmm, linear) and pointwise ops, every combination of input
+   einsum (mm, addmm, bmm, linear), pointwise, reduction, softmax and norm ops, every
+   combination of input
    placements on a 1-D mesh of 4 and a 2x2 mesh, against the single-rank result, plus the
    kernel override / too-small / cache checks (and the suite's propagation and kernel
    tests, which need no communication, on every process). Every rank runs every body; DTO_RUN
@@ -10,7 +11,7 @@
 #include <mpi.h>
 
 #define DTO_MPI
-#define DTO_CASE(op) ((op) <= DT_ATEN_LINEAR) /* einsum and pointwise */
+#define DTO_CASE(op) ((op) < DT_ATEN_EMBEDDING) /* einsum, pointwise, reductions, softmax, norms */
 #include "test_dtensor_ops.c"
 
 static pg_mpi_port dto_port;

@@ -60,6 +60,9 @@
        DT_NO_RANDOM            leave out section 13 (Philox, RNG offsets, rand, dropout)
        DT_CONV_TAG             pg user tag of the spatial halo exchange (default 0x7C00)
        DT_MM_BLOCK             the reference matmul's k and n block (default 64)
+       DT_CBLAS                also build dt_kernel_cblas (mm, addmm, bmm, linear through
+                               cblas_sgemm; includes <cblas.h>, link a CBLAS such as
+                               Debian's OpenBLAS: `scons blas=openblas`)
        DT_RESTRICT             restrict qualifier of the kernels (default: restrict in C,
                                nothing in C++)
        DT_ASSERT(x)            internal invariant check (default: none)
@@ -88,6 +91,9 @@
 #include <stdint.h>
 #include "microbatch.h"
 #include "ports/pg.h"
+#ifdef DT_CBLAS
+#include <cblas.h>
+#endif
 
 #ifndef DT_MAX_MESH_DIMS
 #define DT_MAX_MESH_DIMS 3
@@ -571,6 +577,14 @@ typedef int (*dt_kernel)(int op, const dt_op_attrs *attrs, mb_tensor *out, const
 /* The portable C99 kernels (blocked matmul, pointwise loops, ...) behind every op. attrs
    may be NULL (all zero). */
 DT_API int dt_kernel_ref(int op, const dt_op_attrs *attrs, mb_tensor *out, const mb_tensor *const *in, int nin);
+
+#ifdef DT_CBLAS
+/* mm, addmm, bmm and linear through cblas_sgemm (one call per batch) when every matrix
+   operand has a unit stride in one of its two last dims (a transposed view is passed as
+   CblasTrans, no copy) and linear's x rows collapse; anything else, and every other op,
+   runs dt_kernel_ref. Install it per op: d.kernels[DT_ATEN_MM] = dt_kernel_cblas. */
+DT_API int dt_kernel_cblas(int op, const dt_op_attrs *attrs, mb_tensor *out, const mb_tensor *const *in, int nin);
+#endif
 
 /* The dispatcher's context (OpDispatcher): kernels[op] NULL runs dt_kernel_ref. plans and
    strategies may be NULL (no caching). scratch holds redistributed inputs and the
@@ -2306,24 +2320,31 @@ static int32_t dt__numel(const mb_tensor *t)
     return n;
 }
 
+/* y (n elements, rows of nn) = the bias c broadcast (1-D, or 2-D for addmm), or 0. */
+static void dt__einsum_init(float *DT_RESTRICT y, int32_t n, int32_t nn, const mb_tensor *c)
+{
+    int32_t i;
+    if (!c) {
+        for (i = 0; i < n; i++) y[i] = 0.0f;
+        return;
+    }
+    for (i = 0; i < n; i++) {
+        int32_t row = i / (nn ? nn : 1), col = i % (nn ? nn : 1);
+        size_t off = (size_t)(c->shape[c->ndim - 1] == 1 ? 0 : col) * (size_t)c->stride[c->ndim - 1];
+        if (c->ndim == 2 && c->shape[0] != 1) off += (size_t)row * (size_t)c->stride[0];
+        y[i] = ((const float *)c->data)[off];
+    }
+}
+
 /* mm, addmm, bmm, linear. */
 static int dt__kernel_einsum(int op, mb_tensor *out, const mb_tensor *const *in, int nin)
 {
     float *DT_RESTRICT y = (float *)out->data;
     int lin = op == DT_ATEN_LINEAR, bt = op == DT_ATEN_BMM, r = out->ndim - 1, d, dl = -1;
     const mb_tensor *a = in[lin ? 0 : nin - 2], *b = in[lin ? 1 : nin - 1], *c = nin == 3 ? in[lin ? 2 : 0] : 0;
-    int32_t i, n = dt__numel(out), nn = out->shape[r], k = a->shape[r], m = out->shape[r - 1], bi, batches = 1;
+    int32_t n = dt__numel(out), nn = out->shape[r], k = a->shape[r], m = out->shape[r - 1], bi, batches = 1;
     int32_t as0 = a->stride[r - 1], bs0 = b->stride[bt], bs1 = b->stride[bt + 1];
-    if (c) { /* out = bias broadcast, then accumulate */
-        for (i = 0; i < n; i++) {
-            int32_t row = i / (nn ? nn : 1), col = i % (nn ? nn : 1);
-            size_t off = (size_t)(c->shape[c->ndim - 1] == 1 ? 0 : col) * (size_t)c->stride[c->ndim - 1];
-            if (c->ndim == 2 && c->shape[0] != 1) off += (size_t)row * (size_t)c->stride[0];
-            y[i] = ((const float *)c->data)[off];
-        }
-    } else {
-        for (i = 0; i < n; i++) y[i] = 0.0f;
-    }
+    dt__einsum_init(y, n, nn, c);
     if (lin) { /* x's leading dims: one block of rows when they collapse, else a batch each */
         bs0 = b->stride[1];
         bs1 = b->stride[0];
@@ -2508,17 +2529,83 @@ DT__DEF int dt_kernel_ref(int op, const dt_op_attrs *attrs, mb_tensor *out, cons
     return DT_ERR_UNSUPPORTED;
 }
 
+#ifdef DT_CBLAS
+/* A rows x cols matrix with strides s0, s1 as a row-major BLAS operand: 0 and its
+   transpose flag and leading dimension, or -1. */
+static int dt__blas_mat(int32_t s0, int32_t s1, int32_t rows, int32_t cols, enum CBLAS_TRANSPOSE *t, int *ld)
+{
+    if (s1 == 1 && s0 >= (cols > 1 ? cols : 1)) *t = CblasNoTrans, *ld = (int)s0;
+    else if (s0 == 1 && s1 >= (rows > 1 ? rows : 1)) *t = CblasTrans, *ld = (int)s1;
+    else return -1;
+    return 0;
+}
+
+DT__DEF int dt_kernel_cblas(int op, const dt_op_attrs *attrs, mb_tensor *out, const mb_tensor *const *in, int nin)
+{
+    int lin = op == DT_ATEN_LINEAR, bt = op == DT_ATEN_BMM, r, lda, ldb, d;
+    enum CBLAS_TRANSPOSE ta, tb;
+    const mb_tensor *a, *b;
+    int32_t m, nn, k, bi, batches, bs0, bs1;
+    if (!out || !in || !dt__op_ok(op, nin) || dt__ops[op].family != DT__F_EINSUM || out->ndim < 2)
+        return dt_kernel_ref(op, attrs, out, in, nin);
+    r = out->ndim - 1;
+    a = in[lin ? 0 : nin - 2];
+    b = in[lin ? 1 : nin - 1];
+    m = out->shape[r - 1];
+    nn = out->shape[r];
+    k = a->shape[r];
+    bs0 = lin ? b->stride[1] : b->stride[bt];  /* b as (k, n) */
+    bs1 = lin ? b->stride[0] : b->stride[bt + 1];
+    for (d = lin ? r - 2 : -1; d >= 0; d--) { /* linear: x's leading dims must collapse into rows */
+        if (a->stride[d] != a->stride[d + 1] * a->shape[d + 1]) return dt_kernel_ref(op, attrs, out, in, nin);
+        m *= a->shape[d];
+    }
+    batches = bt ? out->shape[0] : 1;
+    if (!m || !nn || !k || dt__blas_mat(a->stride[r - 1], a->stride[r], m, k, &ta, &lda) ||
+        dt__blas_mat(bs0, bs1, k, nn, &tb, &ldb))
+        return dt_kernel_ref(op, attrs, out, in, nin);
+    dt__einsum_init((float *)out->data, dt__numel(out), nn, nin == 3 ? in[lin ? 2 : 0] : 0);
+    for (bi = 0; bi < batches; bi++)
+        cblas_sgemm(CblasRowMajor, ta, tb, (int)m, (int)nn, (int)k, 1.0f,
+                    (const float *)a->data + (bt ? (size_t)bi * (size_t)a->stride[0] : 0), lda,
+                    (const float *)b->data + (bt ? (size_t)bi * (size_t)b->stride[0] : 0), ldb, 1.0f,
+                    (float *)out->data + (size_t)bi * (size_t)m * (size_t)nn, (int)nn);
+    return DT_OK;
+}
+#endif
+
 /* ---- dispatcher ---- */
 
-/* The output spec of strategy st on mesh m into os (NULL: not kept); its local shape in
-   shape when not NULL. */
-static DT__NOINLINE int dt__op_out(const dt_op_strategy *st, const dt_mesh *m, dt_spec *os, int32_t *shape)
+/* The output spec of strategy st (propagation checked its placements against its shape)
+   on mesh m, contiguous, into *os (NULL: not kept); y (NULL: none): a contiguous local
+   tensor of its local shape over data. No dt_spec_init / mb_tensor_init: their checks cost
+   more than the rest of a cache hit. DT_ERR_SHAPE when a stride would overflow int32_t. */
+static DT__NOINLINE int dt__op_out(const dt_op_strategy *st, const dt_mesh *m, dt_spec *os, mb_tensor *y, void *data)
 {
-    dt_spec tmp;
-    int rc = dt_spec_init(&tmp, m, st->out, m->ndim, (mb_dtype)st->out_dtype, st->out_ndim, st->out_shape, 0);
-    if (!rc && shape) dt__local(&tmp, m->coord, tmp.placements, m->ndim, shape, 0);
-    if (!rc && os) *os = tmp;
-    return rc;
+    dt_spec t;
+    mb_tensor l;
+    int64_t g = 1, n = 1;
+    int d;
+    DT_MEMSET(&t, 0, sizeof t);
+    t.mesh = m;
+    DT_MEMCPY(t.placements, st->out, sizeof(dt_placement) * (size_t)m->ndim);
+    t.dtype = (mb_dtype)st->out_dtype;
+    t.ndim = st->out_ndim;
+    DT_MEMCPY(t.shape, st->out_shape, sizeof t.shape);
+    dt__local(&t, m->coord, t.placements, m->ndim, l.shape, 0);
+    l.data = data;
+    l.dtype = t.dtype;
+    l.ndim = t.ndim;
+    for (d = t.ndim - 1; d >= 0; d--) {
+        if (g > INT32_MAX) return DT_ERR_SHAPE;
+        t.stride[d] = (int32_t)g;
+        l.stride[d] = (int32_t)n;
+        g *= t.shape[d] > 1 ? t.shape[d] : 1;
+        n *= l.shape[d] > 1 ? l.shape[d] : 1;
+    }
+    if (os) *os = t;
+    if (y) *y = l;
+    return DT_OK;
 }
 
 /* Move input a to placements p into *moved, its buffer taken from the end of the scratch
@@ -2562,10 +2649,9 @@ DT__DEF int dt_op(dt_dispatch *d, int op, const dt_op_attrs *attrs, const dt_ten
         dt__local(&args[i].spec, m->coord, args[i].spec.placements, nd, sh, 0);
         rc = dt__fits(&args[i].local, args[i].spec.dtype, args[i].spec.ndim, sh);
     }
-    if (!rc) rc = dt__op_out(&s, m, 0, sh);
+    if (!rc) rc = dt__op_out(&s, m, 0, &y, out_data);
     if (rc) return rc;
-    if (dt__bytes(sh, s.out_ndim, (mb_dtype)s.out_dtype) > out_bytes) return DT_ERR_TOO_SMALL;
-    mb_tensor_init(&y, out_data, (mb_dtype)s.out_dtype, s.out_ndim, sh);
+    if (dt__bytes(y.shape, y.ndim, y.dtype) > out_bytes) return DT_ERR_TOO_SMALL;
     left = d->scratch ? d->scratch_bytes : 0;
     for (i = 0; i < nargs; i++) { /* redistribute the inputs whose placements differ */
         loc[i] = &args[i].local;
@@ -2576,9 +2662,8 @@ DT__DEF int dt_op(dt_dispatch *d, int op, const dt_op_attrs *attrs, const dt_ten
     }
     rc = (d->kernels[op] ? d->kernels[op] : dt_kernel_ref)(op, attrs ? attrs : &dt__no_attrs, &y, loc, nargs);
     if (rc) return rc;
-    rc = dt__op_out(&s, m, &out->spec, 0);
     out->local = y;
-    return rc;
+    return dt__op_out(&s, m, &out->spec, 0, 0);
 }
 #endif /* DT_NO_OPS */
 

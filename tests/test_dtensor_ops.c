@@ -3,6 +3,8 @@
    dispatcher over pg_pthread.h with 4 ranks on a 1-D mesh of 4 and a 2x2 mesh: every op
    under every combination of input placements (Replicate, Shard of each dim, Partial)
    against the same op computed on one rank from the global tensors.
+   Built with DT_CBLAS (scons blas=openblas), the dispatcher runs the einsum ops through
+   dt_kernel_cblas, installed in the kernel table, and test_kernel_cblas checks it.
    tests/test_dtensor_ops_mpi.c runs the dispatcher part over pg_mpi: it defines DTO_MPI
    (pg_mpi instead of pg_pthread, its own dto_run and main) and includes this file. */
 #define _POSIX_C_SOURCE 200809L
@@ -726,6 +728,65 @@ static void test_kernel_linear(void **state)
             }
 }
 
+#ifdef DT_CBLAS
+/* dt_kernel_cblas (scons blas=openblas) against the reference kernel on the same operands. */
+static void cblas_case(int op, mb_tensor *y, const mb_tensor *const *in, int nin)
+{
+    static float ref_y[4096];
+    mb_tensor ry = *y;
+    int i, n = 1;
+    for (i = 0; i < y->ndim; i++) n *= y->shape[i];
+    assert_true(n <= 4096);
+    ry.data = ref_y;
+    assert_int_equal(dt_kernel_ref(op, NULL, &ry, in, nin), 0);
+    memset(y->data, 0xff, (size_t)n * sizeof(float));
+    assert_int_equal(dt_kernel_cblas(op, NULL, y, in, nin), 0);
+    for (i = 0; i < n; i++) assert_true(ref_y[i] == ((float *)y->data)[i]); /* small integers: exact */
+}
+
+static void test_kernel_cblas(void **state)
+{
+    static float a[2 * 24 * 20], b[2 * 20 * 30], bias[30], y[2 * 24 * 30];
+    int32_t sa[2] = {24, 20}, sb[2] = {20, 30}, sy[2] = {24, 30}, sbias[1] = {30}, sw[2] = {30, 20};
+    int32_t sa3[3] = {2, 24, 20}, sb3[3] = {2, 20, 30}, sy3[3] = {2, 24, 30}, sx3[3] = {2, 12, 20}, sy3l[3] = {2, 12, 30};
+    mb_tensor ta, tb, ty, tbias, t;
+    const mb_tensor *in[3];
+    int i;
+    (void)state;
+    for (i = 0; i < 2 * 24 * 20; i++) a[i] = (float)((i * 7) % 11 - 5);
+    for (i = 0; i < 2 * 20 * 30; i++) b[i] = (float)((i * 5) % 7 - 3);
+    for (i = 0; i < 30; i++) bias[i] = (float)i;
+    mb_tensor_init(&ta, a, MB_F32, 2, sa);
+    mb_tensor_init(&tb, b, MB_F32, 2, sb);
+    mb_tensor_init(&ty, y, MB_F32, 2, sy);
+    mb_tensor_init(&tbias, bias, MB_F32, 1, sbias);
+    in[0] = &ta, in[1] = &tb;
+    cblas_case(DT_ATEN_MM, &ty, in, 2);
+    t = ta; /* a transposed lhs: (20,24)^T over the same buffer */
+    t.stride[0] = 1, t.stride[1] = 24;
+    in[0] = &t;
+    cblas_case(DT_ATEN_MM, &ty, in, 2);
+    in[0] = &tbias, in[1] = &ta, in[2] = &tb;
+    cblas_case(DT_ATEN_ADDMM, &ty, in, 3);
+    mb_tensor_init(&t, b, MB_F32, 2, sw); /* linear: w (30,20) */
+    in[0] = &ta, in[1] = &t, in[2] = &tbias;
+    cblas_case(DT_ATEN_LINEAR, &ty, in, 3);
+    t.stride[0] = 1, t.stride[1] = 30; /* a transposed w */
+    cblas_case(DT_ATEN_LINEAR, &ty, in, 3);
+    mb_tensor_init(&ta, a, MB_F32, 3, sa3);
+    mb_tensor_init(&tb, b, MB_F32, 3, sb3);
+    mb_tensor_init(&ty, y, MB_F32, 3, sy3);
+    in[0] = &ta, in[1] = &tb;
+    cblas_case(DT_ATEN_BMM, &ty, in, 2);
+    mb_tensor_init(&t, b, MB_F32, 2, sw);
+    in[1] = &t;
+    cblas_case(DT_ATEN_LINEAR, &ty, in, 2); /* 3-D x whose rows collapse */
+    mb_tensor_init(&ty, y, MB_F32, 3, sy3l);
+    ta.shape[1] = sx3[1], ta.stride[1] = 40; /* every other row: the reference kernel runs */
+    cblas_case(DT_ATEN_LINEAR, &ty, in, 2);
+}
+#endif
+
 /* ---- the dispatcher over 4 pg_pthread ranks ---- */
 
 #define NR 4
@@ -892,6 +953,10 @@ static int run_case(pg_group *g, int me, const opcase *oc_, const int *ch, int r
     d.strategies = &oc[me];
     d.scratch = scr[me];
     d.scratch_bytes = sizeof scr[me];
+#ifdef DT_CBLAS /* scons blas=openblas: the einsum ops through the kernel table */
+    d.kernels[DT_ATEN_MM] = d.kernels[DT_ATEN_ADDMM] = d.kernels[DT_ATEN_BMM] = d.kernels[DT_ATEN_LINEAR] =
+        dt_kernel_cblas;
+#endif
     rc = dt_op(&d, oc_->op, oc_->at, args, oc_->nargs, &out, yloc[me], sizeof yloc[me]);
     if (rc == DT_ERR_NO_STRATEGY) {
         /* only where an input would have to turn Shard into Partial on a mesh dim (as
@@ -1056,6 +1121,9 @@ int main(void)
         cmocka_unit_test(test_softmax_norm_rules), cmocka_unit_test(test_kernel_ops),
         cmocka_unit_test(test_kernel_mm),       cmocka_unit_test(test_dispatch_1d),
         cmocka_unit_test(test_dispatch_2x2),    cmocka_unit_test(test_dispatch_misc),
+#ifdef DT_CBLAS
+        cmocka_unit_test(test_kernel_cblas),
+#endif
     };
     return cmocka_run_group_tests_name("dtensor ops over pg_pthread (4 ranks)", tests, NULL, NULL);
 }

@@ -1,35 +1,15 @@
 /* bench_dt.h — shared by the dtensor benchmarks (main.c: redistribute, ops.c: ops): the
-   timer, medians, a JSON row (DESIGN.md) of bench DTB_NAME, and a pg group whose
-   collectives return at once (no communication: the library's own cost alone). Included
-   after dtensor.h and ports/pg.h. */
+   timer and medians (bench_time.h), a JSON row (DESIGN.md) of bench DTB_NAME, and a pg
+   group whose collectives return at once (no communication: the library's own cost
+   alone). Included after dtensor.h and ports/pg.h. */
 #ifndef BENCH_DT_H
 #define BENCH_DT_H
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <time.h>
+#include "bench_time.h"
 #ifndef DTB_NAME
 #define DTB_NAME "dtensor"
 #endif
-
-static double now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return v[n / 2];
-}
 
 static int null_send(void *port, int dst, uint32_t tag, const void *buf, size_t bytes, uint32_t timeout_ms)
 {

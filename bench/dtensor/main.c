@@ -24,7 +24,7 @@
 #define PG_PTHREAD_IMPLEMENTATION
 #include "ports/pg_pthread.h"
 #include "../pg/bench_pg.h"
-#include "bench_time.h"
+#include "bench_dt.h" /* bench_time.h, the null port, row() */
 
 #define NS 5
 static const size_t sizes[NS] = {1024, 16384, 262144, 1u << 20, 4u << 20};
@@ -149,39 +149,8 @@ static int body(pg_group *g, void *arg)
 }
 
 /* ---- the planner's own cost per call: one thread, a port whose collectives return at
-   once, dt_redistribute (cache hit) against the bare pg call with the same arguments ---- */
-static int null_send(void *port, int dst, uint32_t tag, const void *buf, size_t bytes, uint32_t timeout_ms)
-{
-    (void)port, (void)dst, (void)tag, (void)buf, (void)bytes, (void)timeout_ms;
-    return PG_ERR_UNSUPPORTED;
-}
-static int null_recv(void *port, int src, uint32_t tag, void *buf, size_t cap, size_t *got, uint32_t timeout_ms)
-{
-    (void)port, (void)src, (void)tag, (void)buf, (void)cap, (void)got, (void)timeout_ms;
-    return PG_ERR_UNSUPPORTED;
-}
-static int null_probe(void *port, int src, uint32_t tag, size_t *bytes)
-{
-    (void)port, (void)src, (void)tag, (void)bytes;
-    return 0;
-}
-static int null_all_gatherv(pg_group *g, const void *send, void *recv, const size_t *counts, mb_dtype dt)
-{
-    (void)g, (void)send, (void)recv, (void)counts, (void)dt;
-    return PG_OK;
-}
-static int null_all_reduce(pg_group *g, const void *send, void *recv, size_t count, mb_dtype dt, pg_red op)
-{
-    (void)g, (void)send, (void)recv, (void)count, (void)dt, (void)op;
-    return PG_OK;
-}
-static int null_reduce_scatterv(pg_group *g, const void *send, void *recv, const size_t *counts, mb_dtype dt,
-                                pg_red op)
-{
-    (void)g, (void)send, (void)recv, (void)counts, (void)dt, (void)op;
-    return PG_OK;
-}
-
+   once (bench_dt.h), dt_redistribute (cache hit) against the bare pg call with the same
+   arguments ---- */
 static double overhead_ns[3], overhead_med_ns[3]; /* per transition */
 
 /* The timed calls, as functions of their own called through pointers (callgrind counts
@@ -207,14 +176,7 @@ static int null_setup(int t, dt_spec *src, dt_spec *dst, op_case *oc)
     static const int32_t two[1] = {2}, shape[1] = {4096}, other[2][1] = {{1024}, {2048}};
     const dt_plan *pl;
     int rc, k;
-    memset(&null_ops, 0, sizeof null_ops);
-    null_ops.send = null_send;
-    null_ops.recv = null_recv;
-    null_ops.probe = null_probe;
-    null_ops.all_gatherv = null_all_gatherv;
-    null_ops.all_reduce = null_all_reduce;
-    null_ops.reduce_scatterv = null_reduce_scatterv;
-    if ((rc = pg_group_init(&null_g, &null_ops, 0, 0, 2, 1u << 20)) || (rc = dt_mesh_init(&mesh[0], 1, two, 0, 0)) ||
+    if ((rc = null_group(&null_g, &null_ops, 2)) || (rc = dt_mesh_init(&mesh[0], 1, two, 0, 0)) ||
         (rc = dt_comm_init(&comm[0], &mesh[0], &null_g)) || (rc = dt_plan_cache_init(&cache[0], entries[0], 4)) ||
         (rc = dt_spec_init(src, &mesh[0], from[t], 1, MB_F32, 1, shape, 0)) ||
         (rc = dt_spec_init(dst, &mesh[0], to[t], 1, MB_F32, 1, shape, 0)))
@@ -288,15 +250,6 @@ static int cg_instr(const char *self, int t, double *dt_instr, double *bare_inst
     if (p) pclose(p);
     remove(out);
     return *dt_instr > 0 && *bare_instr > 0;
-}
-
-static void row(const char *cas, const char *metric, const char *unit, double ours, const char *peer, double pv)
-{
-    printf("{\"bench\": \"dtensor\", \"case\": \"%s\", \"metric\": \"%s\", \"unit\": \"%s\", \"ours\": %.3f, "
-           "\"peer\": \"%s\", ",
-           cas, metric, unit, ours, peer);
-    if (pv >= 0) printf("\"peer_value\": %.3f}\n", pv);
-    else printf("\"peer_value\": null}\n");
 }
 
 int main(int argc, char **argv)

@@ -83,6 +83,12 @@ static float scales4[4] = {0.1f, 0.2f, 0.3f, 0.4f}, nan44[16];
 static int32_t acc44[16];
 static int8_t i8buf[64];
 static dt_qmul qm4[4];
+static dt_gnode gnodes[4], gnodes_full[1], gnodes_batch[2];
+static dt_graph gg, gg_out, gg_full, gg_batch;
+static dt_gplan gp, gp_badstep, gp_world2;
+static dt_gstep gsteps[4], gsteps_bad[4];
+static dt_op_attrs ga_43, ga_bad;
+static int32_t gin_01[2] = {0, 1}, gin_00[2] = {0, 0};
 static int32_t ranks_dup[2] = {0, 0}, ranks_neg[2] = {0, -1}, shape_m2[1] = {2}, shape_m0[1] = {0};
 
 static pg_pthread_world world;
@@ -441,6 +447,46 @@ static size_t counts2[2] = {2, 2}, counts_big[2] = {(size_t)-1 / 2, 2};
         dt_conv2d_q8_ref(&cp, &cx, &cwt, NULL, cq, 1, 0, out4(MB_I8, 2, 4))) \
     ROW(cv19, "dtensor.h", "dt_conv2d_q8", "NULL multipliers", DT_ERR_NULL, \
         dt_conv2d_q8(&dcomm, &cp, &dcx_h, &dcw, NULL, NULL, 1, 0, OUT_AT(dt_spec, 8192), out4(MB_I8, 2, 4), OUT(void), 8192)) \
+    ROW(gr1, "dtensor.h", "dt_graph_bytes", "negative capacity (returns 0)", 0, (int)dt_graph_bytes(-1)) \
+    ROW(gr2, "dtensor.h", "dt_graph_init", "capacity 0", DT_ERR_TOO_SMALL, dt_graph_init(OUT(dt_graph), gnodes, 0)) \
+    ROW(gr3, "dtensor.h", "dt_graph_init", "NULL storage", DT_ERR_NULL, dt_graph_init(OUT(dt_graph), NULL, 4)) \
+    ROW(gr4, "dtensor.h", "dt_graph_add", "operand id not an earlier node", DT_ERR_NODE, \
+        dt_graph_add(&gg_out, DT_ATEN_RELU, NULL, gin_01, 1)) \
+    ROW(gr5, "dtensor.h", "dt_graph_add", "op the graph does not run", DT_ERR_UNSUPPORTED, \
+        dt_graph_add(&gg_out, DT_ATEN_SOFTMAX, NULL, gin_01, 1)) \
+    ROW(gr6, "dtensor.h", "dt_graph_add", "wrong operand count", DT_ERR_PLACEMENT_COUNT, \
+        dt_graph_add(&gg_out, DT_ATEN_MM, NULL, gin_01, 1)) \
+    ROW(gr7, "dtensor.h", "dt_graph_add", "placeholder with a size < 1", DT_ERR_SHAPE, \
+        dt_graph_add(&gg_out, DT_G_INPUT, &ga_bad, NULL, 0)) \
+    ROW(gr8, "dtensor.h", "dt_graph_add", "NULL operand ids, nin > 0", DT_ERR_NULL, \
+        dt_graph_add(&gg_out, DT_ATEN_RELU, NULL, NULL, 1)) \
+    ROW(gr9, "dtensor.h", "dt_graph_add", "capacity full", DT_ERR_TOO_SMALL, \
+        dt_graph_add(&gg_full, DT_G_INPUT, &ga_43, NULL, 0)) \
+    ROW(gr10, "dtensor.h", "dt_graph_add", "mm of mismatched shapes", DT_ERR_SHAPE, \
+        dt_graph_add(&gg, DT_ATEN_MM, NULL, gin_00, 2)) \
+    ROW(gr11, "dtensor.h", "dt_graph_analyze", "inputs with different batch sizes", DT_ERR_BATCH, \
+        dt_graph_analyze(&gg_batch)) \
+    ROW(gr12, "dtensor.h", "dt_graph_plan", "rank >= world", DT_ERR_RANK, \
+        dt_graph_plan(&gg, 2, 2, DT_SUM, OUT(dt_gplan), OUT_AT(dt_gstep, 1024), 4)) \
+    ROW(gr13, "dtensor.h", "dt_graph_plan", "gradient reduce op not sum/avg", DT_ERR_PLACEMENT, \
+        dt_graph_plan(&gg, 1, 0, DT_MAX, OUT(dt_gplan), OUT_AT(dt_gstep, 1024), 4)) \
+    ROW(gr14, "dtensor.h", "dt_graph_plan", "cap < node count", DT_ERR_TOO_SMALL, \
+        dt_graph_plan(&gg, 1, 0, DT_SUM, OUT(dt_gplan), OUT_AT(dt_gstep, 1024), 2)) \
+    ROW(gr15, "dtensor.h", "dt_graph_plan", "inputs with different batch sizes", DT_ERR_BATCH, \
+        dt_graph_plan(&gg_batch, 1, 0, DT_SUM, OUT(dt_gplan), OUT_AT(dt_gstep, 1024), 4)) \
+    ROW(gr16, "dtensor.h", "dt_gplan_tensor", "step out of range", DT_ERR_NODE, \
+        dt_gplan_tensor(&gp, OUT_AT(void, 8192), 3, OUT(mb_tensor))) \
+    ROW(gr17, "dtensor.h", "dt_gplan_run", "operand not an earlier step", DT_ERR_NODE, \
+        dt_gplan_run(&gp_badstep, OUT_AT(void, 8192), 4096, NULL)) \
+    ROW(gr18, "dtensor.h", "dt_gplan_run", "arena smaller than the plan's", DT_ERR_TOO_SMALL, \
+        dt_gplan_run(&gp, OUT_AT(void, 8192), 8, NULL)) \
+    ROW(gr19, "dtensor.h", "dt_gplan_run", "world 2 without a group", DT_ERR_MISMATCH, \
+        dt_gplan_run(&gp_world2, OUT_AT(void, 8192), 4096, NULL)) \
+    ROW(gr20, "dtensor.h", "dt_gplan_emit_c", "buffer too small", DT_ERR_TOO_SMALL, \
+        dt_gplan_emit_c(&gp, "plan", OUT(char), 16, OUT_AT(size_t, 4096))) \
+    ROW(gr21, "dtensor.h", "dt_gplan_emit_c", "name not a C identifier", DT_ERR_MISMATCH, \
+        dt_gplan_emit_c(&gp, "a-b", OUT(char), 4096, OUT_AT(size_t, 4096))) \
+    ROW(gr22, "dtensor.h", "dt_gplan_emit_c", "NULL len", DT_ERR_NULL, dt_gplan_emit_c(&gp, "plan", OUT(char), 4096, NULL)) \
     \
     ROW(pg1, "ports/pg.h", "pg_strerror", "unknown code (returns \"unknown error\")", 0, pg_strerror(12345) == NULL) \
     ROW(pg2, "ports/pg.h", "pg_dtype_size", "unknown dtype (returns 0)", 0, (int)pg_dtype_size((mb_dtype)99)) \
@@ -697,6 +743,26 @@ static void fixtures(void)
         dq_b_s0.local = *i8_local(2, 4);
         dq_b_s0wrong.local = *i8_local(4, 4);
     }
+    /* graphs: x (4,3) @ w (3,2); one whose node storage is the canary area (nothing added);
+       a full one; inputs of batch 4 and 5 */
+    memset(&ga_43, 0, sizeof ga_43);
+    ga_43.ndim = 2; ga_43.shape[0] = 4; ga_43.shape[1] = 3;
+    ga_bad = ga_43; ga_bad.shape[1] = 0;
+    assert_int_equal(dt_graph_init(&gg, gnodes, 4), 0);
+    assert_int_equal(dt_graph_add(&gg, DT_G_INPUT, &ga_43, NULL, 0), 0);
+    { dt_op_attrs w = ga_43; w.shape[0] = 3; w.shape[1] = 2;
+      assert_int_equal(dt_graph_add(&gg, DT_G_PARAM, &w, NULL, 0), 1); }
+    assert_int_equal(dt_graph_add(&gg, DT_ATEN_MM, NULL, gin_01, 2), 2);
+    assert_int_equal(dt_graph_plan(&gg, 1, 0, DT_SUM, &gp, gsteps, 4), 0);
+    gp_badstep = gp; memcpy(gsteps_bad, gsteps, sizeof gsteps); gsteps_bad[2].in[1] = 2; gp_badstep.steps = gsteps_bad;
+    gp_world2 = gp; gp_world2.world = 2;
+    assert_int_equal(dt_graph_init(&gg_out, OUT(dt_gnode), 4), 0);
+    assert_int_equal(dt_graph_init(&gg_full, gnodes_full, 1), 0);
+    assert_int_equal(dt_graph_add(&gg_full, DT_G_INPUT, &ga_43, NULL, 0), 0);
+    assert_int_equal(dt_graph_init(&gg_batch, gnodes_batch, 2), 0);
+    assert_int_equal(dt_graph_add(&gg_batch, DT_G_INPUT, &ga_43, NULL, 0), 0);
+    { dt_op_attrs b = ga_43; b.shape[0] = 5;
+      assert_int_equal(dt_graph_add(&gg_batch, DT_G_INPUT, &b, NULL, 0), 1); }
 
     /* a 2-rank pg_pthread world driven from this thread: nothing may block (timeout 0) */
     assert_int_equal(pg_pthread_world_init(&world, 2), 0);

@@ -1,0 +1,745 @@
+/* test_graph.c — dtensor.h section 11: the graph IR builder and its error codes, the
+   batch-dim analysis against torch's test_data_parallel.py (SimpleMLP 50 -> 32 -> 8 on a
+   (128, 50) batch, forward + backward + SGD as make_fx traces it, and the
+   test_data_parallel_batch_dim_analysis wrapper: view(-1), squeeze, unsqueeze(0),
+   view(128, -1)), single-rank execution against a hand-written MLP step, data-parallel
+   execution on 2 and 4 pg_pthread ranks (even, uneven and empty shards) against the
+   single-rank run, and the emitted C tables compiled by the C compiler and run. */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <cmocka.h>
+
+#define MICROBATCH_IMPLEMENTATION
+#define PG_IMPLEMENTATION
+#define DTENSOR_IMPLEMENTATION
+#include "dtensor.h"
+#define PG_PTHREAD_IMPLEMENTATION
+#include "ports/pg_pthread.h"
+
+#define IN 50
+#define HID 32
+#define OUT 8
+#define MAXB 128
+#define CAP 64
+
+/* ---- the train step graph ---- */
+typedef struct mlp {
+    int x, y, w1, b1, w2, b2, t1, a1, h, t2, a2, o;
+    int v, sq, u, v2, m, o2;  /* the wrapper (test_data_parallel_batch_dim_analysis) */
+    int d, loss, g0, g, gm, gv, gs, gvo, go, ga2, tga2, gw2, sb2, gb2, gh, ga1, tga1, gw1, sb1, gb1;
+    int sgd[4];
+} mlp;
+
+static dt_op_attrs shape_attrs(int ndim, int32_t a, int32_t b)
+{
+    dt_op_attrs at;
+    memset(&at, 0, sizeof at);
+    at.ndim = ndim;
+    at.shape[0] = a;
+    at.shape[1] = b;
+    return at;
+}
+
+static dt_op_attrs dim_attrs(int32_t dim, int32_t keepdim, float scalar)
+{
+    dt_op_attrs at;
+    memset(&at, 0, sizeof at);
+    at.dim = dim;
+    at.keepdim = keepdim;
+    at.scalar = scalar;
+    return at;
+}
+
+static int add1(dt_graph *g, int op, const dt_op_attrs *a, int x)
+{
+    int32_t in[1];
+    int id;
+    in[0] = x;
+    id = dt_graph_add(g, op, a, in, 1);
+    assert_true(id >= 0);
+    return id;
+}
+
+static int add2(dt_graph *g, int op, const dt_op_attrs *a, int x, int y)
+{
+    int32_t in[2];
+    int id;
+    in[0] = x;
+    in[1] = y;
+    id = dt_graph_add(g, op, a, in, 2);
+    assert_true(id >= 0);
+    return id;
+}
+
+static int add3(dt_graph *g, int op, int x, int y, int z)
+{
+    int32_t in[3];
+    int id;
+    in[0] = x;
+    in[1] = y;
+    in[2] = z;
+    id = dt_graph_add(g, op, NULL, in, 3);
+    assert_true(id >= 0);
+    return id;
+}
+
+static int leaf(dt_graph *g, int op, int ndim, int32_t a, int32_t b)
+{
+    dt_op_attrs at = shape_attrs(ndim, a, b);
+    int id = dt_graph_add(g, op, &at, NULL, 0);
+    assert_true(id >= 0);
+    return id;
+}
+
+/* A linear layer's parameter gradients from its output gradient ga (B, n) and input x:
+   weight mm(t(ga), x), bias sum(ga, 0, keepdim).view(n), as aten traces them. */
+static void linear_backward(dt_graph *g, int ga, int x, int32_t n, int *tga, int *gw, int *sb, int *gb)
+{
+    dt_op_attrs tr = dim_attrs(0, 0, 0.0f), a = dim_attrs(0, 1, 0.0f);
+    tr.dim2 = 1;
+    *tga = add1(g, DT_ATEN_TRANSPOSE, &tr, ga);
+    *gw = add2(g, DT_ATEN_MM, NULL, *tga, x);
+    *sb = add1(g, DT_ATEN_SUM, &a, ga);
+    a = shape_attrs(1, n, 0);
+    *gb = add1(g, DT_ATEN_VIEW, &a, *sb);
+}
+
+/* SimpleMLP's train step: loss = (sigmoid(net2(relu(net1(x)))) - y).sum(), its backward
+   as aten ops, and SGD (lr) when sgd. wrap: torch's WrapperModule. */
+static void build_mlp(dt_graph *g, dt_gnode *storage, mlp *m, int32_t B, int wrap, int sgd, float lr)
+{
+    dt_op_attrs tr = dim_attrs(0, 0, 0.0f), a;
+    tr.dim2 = 1;
+    assert_int_equal(dt_graph_init(g, storage, CAP), 0);
+    memset(m, -1, sizeof *m);
+    m->w1 = leaf(g, DT_G_PARAM, 2, HID, IN);
+    m->b1 = leaf(g, DT_G_PARAM, 1, HID, 0);
+    m->w2 = leaf(g, DT_G_PARAM, 2, OUT, HID);
+    m->b2 = leaf(g, DT_G_PARAM, 1, OUT, 0);
+    m->x = leaf(g, DT_G_INPUT, 2, B, IN);
+    m->y = leaf(g, DT_G_INPUT, 2, B, OUT);
+    m->t1 = add1(g, DT_ATEN_TRANSPOSE, &tr, m->w1);
+    m->a1 = add3(g, DT_ATEN_ADDMM, m->b1, m->x, m->t1);
+    m->h = add1(g, DT_ATEN_RELU, NULL, m->a1);
+    m->t2 = add1(g, DT_ATEN_TRANSPOSE, &tr, m->w2);
+    m->a2 = add3(g, DT_ATEN_ADDMM, m->b2, m->h, m->t2);
+    m->o = add1(g, DT_ATEN_SIGMOID, NULL, m->a2);
+    m->o2 = m->o;
+    if (wrap) { /* output + 0.1 * output.clone().view(-1).squeeze().unsqueeze(0).view(B, -1) */
+        a = shape_attrs(1, -1, 0);
+        m->v = add1(g, DT_ATEN_VIEW, &a, m->o);
+        a = dim_attrs(DT_DIM_ALL, 0, 0.0f);
+        m->sq = add1(g, DT_ATEN_SQUEEZE, &a, m->v);
+        a = dim_attrs(0, 0, 0.0f);
+        m->u = add1(g, DT_ATEN_UNSQUEEZE, &a, m->sq);
+        a = shape_attrs(2, B, -1);
+        m->v2 = add1(g, DT_ATEN_VIEW, &a, m->u);
+        a = dim_attrs(0, 0, 0.1f);
+        m->m = add1(g, DT_ATEN_MUL_SCALAR, &a, m->v2);
+        m->o2 = add2(g, DT_ATEN_ADD, NULL, m->o, m->m);
+    }
+    m->d = add2(g, DT_ATEN_SUB, NULL, m->o2, m->y);
+    a = dim_attrs(DT_DIM_ALL, 0, 0.0f);
+    m->loss = add1(g, DT_ATEN_SUM, &a, m->d);
+    /* backward */
+    m->g0 = add1(g, DT_G_ONES_LIKE, NULL, m->loss);
+    a = shape_attrs(2, B, OUT);
+    m->g = add1(g, DT_ATEN_EXPAND, &a, m->g0);
+    m->go = m->g;
+    if (wrap) {
+        a = dim_attrs(0, 0, 0.1f);
+        m->gm = add1(g, DT_ATEN_MUL_SCALAR, &a, m->g);
+        a = shape_attrs(2, 1, B * OUT);
+        m->gv = add1(g, DT_ATEN_VIEW, &a, m->gm);
+        a = dim_attrs(0, 0, 0.0f);
+        m->gs = add1(g, DT_ATEN_SQUEEZE, &a, m->gv);
+        a = shape_attrs(2, B, OUT);
+        m->gvo = add1(g, DT_ATEN_VIEW, &a, m->gs);
+        m->go = add2(g, DT_ATEN_ADD, NULL, m->g, m->gvo);
+    }
+    m->ga2 = add2(g, DT_G_SIGMOID_BWD, NULL, m->go, m->o);
+    linear_backward(g, m->ga2, m->h, OUT, &m->tga2, &m->gw2, &m->sb2, &m->gb2);
+    m->gh = add2(g, DT_ATEN_MM, NULL, m->ga2, m->w2);
+    m->ga1 = add2(g, DT_G_THRESHOLD_BWD, NULL, m->gh, m->h);
+    linear_backward(g, m->ga1, m->x, HID, &m->tga1, &m->gw1, &m->sb1, &m->gb1);
+    if (sgd) {
+        a = dim_attrs(0, 0, lr);
+        m->sgd[0] = add2(g, DT_G_SGD, &a, m->w1, m->gw1);
+        m->sgd[1] = add2(g, DT_G_SGD, &a, m->b1, m->gb1);
+        m->sgd[2] = add2(g, DT_G_SGD, &a, m->w2, m->gw2);
+        m->sgd[3] = add2(g, DT_G_SGD, &a, m->b2, m->gb2);
+    }
+}
+
+/* ---- builder ---- */
+
+static void test_builder_errors(void **state)
+{
+    dt_gnode nodes[4];
+    dt_graph g;
+    dt_op_attrs a = shape_attrs(2, 4, 3), bad = shape_attrs(2, 4, 0);
+    int32_t in[3] = {0, 0, 0}, x, w;
+    (void)state;
+    assert_int_equal(dt_graph_bytes(4), 4 * sizeof(dt_gnode));
+    assert_int_equal(dt_graph_bytes(-1), 0);
+    assert_int_equal(dt_graph_init(&g, nodes, 0), DT_ERR_TOO_SMALL);
+    assert_int_equal(dt_graph_init(&g, nodes, 4), 0);
+    assert_int_equal(dt_graph_add(&g, DT_ATEN_RELU, NULL, in, 1), DT_ERR_NODE); /* no node 0 yet */
+    assert_int_equal(dt_graph_add(&g, DT_G_INPUT, &bad, NULL, 0), DT_ERR_SHAPE);
+    x = dt_graph_add(&g, DT_G_INPUT, &a, NULL, 0);
+    assert_int_equal(x, 0);
+    a = shape_attrs(2, 3, 5);
+    w = dt_graph_add(&g, DT_G_PARAM, &a, NULL, 0);
+    assert_int_equal(w, 1);
+    in[0] = x;
+    in[1] = 2; /* not yet defined: a cycle cannot be built */
+    assert_int_equal(dt_graph_add(&g, DT_ATEN_MM, NULL, in, 2), DT_ERR_NODE);
+    in[1] = -1;
+    assert_int_equal(dt_graph_add(&g, DT_ATEN_MM, NULL, in, 2), DT_ERR_NODE);
+    in[1] = x;
+    assert_int_equal(dt_graph_add(&g, DT_ATEN_MM, NULL, in, 2), DT_ERR_SHAPE); /* (4,3) @ (4,3) */
+    assert_int_equal(dt_graph_add(&g, DT_ATEN_MM, NULL, in, 1), DT_ERR_PLACEMENT_COUNT);
+    assert_int_equal(dt_graph_add(&g, DT_ATEN_SOFTMAX, NULL, in, 1), DT_ERR_UNSUPPORTED);
+    assert_int_equal(dt_graph_add(&g, DT_G_OP_END, NULL, in, 1), DT_ERR_UNSUPPORTED);
+    assert_int_equal(dt_graph_add(&g, DT_G_SGD, NULL, in, 2), DT_ERR_MISMATCH); /* x is no parameter */
+    a.dim = 5;
+    assert_int_equal(dt_graph_add(&g, DT_ATEN_SUM, &a, in, 1), DT_ERR_DIM);
+    a = shape_attrs(1, 13, 0);
+    assert_int_equal(dt_graph_add(&g, DT_ATEN_VIEW, &a, in, 1), DT_ERR_SHAPE); /* 12 elements */
+    a = shape_attrs(2, -1, -1);
+    assert_int_equal(dt_graph_add(&g, DT_ATEN_VIEW, &a, in, 1), DT_ERR_SHAPE); /* two -1 */
+    a = shape_attrs(1, 1, 0);
+    a.scalar = INFINITY;
+    assert_int_equal(dt_graph_add(&g, DT_G_FULL, &a, NULL, 0), DT_ERR_SHAPE);
+    assert_int_equal(g.count, 2); /* nothing was added by the failures */
+    in[1] = w;
+    assert_int_equal(dt_graph_add(&g, DT_ATEN_MM, NULL, in, 2), 2);
+    assert_int_equal(g.nodes[2].ndim, 2);
+    assert_int_equal(g.nodes[2].shape[0], 4);
+    assert_int_equal(g.nodes[2].shape[1], 5);
+    a = shape_attrs(2, 10, -1);
+    in[0] = 2;
+    assert_int_equal(dt_graph_add(&g, DT_ATEN_VIEW, &a, in, 1), 3); /* -1 inferred: (10, 2) */
+    assert_int_equal(g.nodes[3].shape[1], 2);
+    assert_int_equal(dt_graph_add(&g, DT_ATEN_RELU, NULL, in, 1), DT_ERR_TOO_SMALL); /* capacity 4 */
+    assert_string_equal(dt_strerror(DT_ERR_NODE), "bad graph node");
+    assert_string_equal(dt_strerror(DT_ERR_BATCH), "batch dim analysis failed");
+}
+
+/* ---- batch-dim analysis ---- */
+
+static void test_analysis_mlp(void **state)
+{
+    static dt_gnode nodes[CAP];
+    dt_graph g;
+    mlp m;
+    (void)state;
+    build_mlp(&g, nodes, &m, 128, 1, 1, 0.1f);
+    assert_int_equal(dt_graph_analyze(&g), 0);
+    assert_int_equal(g.batch, 128);
+    assert_int_equal(nodes[m.x].placement, 0);
+    assert_int_equal(nodes[m.y].placement, 0);
+    assert_int_equal(nodes[m.w1].placement, DT_BD_REPLICATE);
+    assert_int_equal(nodes[m.t1].placement, DT_BD_REPLICATE); /* t(param): a parameter */
+    assert_int_equal(nodes[m.t1].type, DT_GT_PARAM);
+    assert_int_equal(nodes[m.a1].placement, 0);
+    assert_int_equal(nodes[m.o].placement, 0);
+    /* view(-1): (1024,) batch dim 0 (size 1024); squeeze keeps it; unsqueeze(0): 1;
+       view(128, -1): 0 (size 128 again) */
+    assert_int_equal(nodes[m.v].shape[0], 1024);
+    assert_int_equal(nodes[m.v].bd, 0);
+    assert_int_equal(nodes[m.sq].bd, 0);
+    assert_int_equal(nodes[m.u].bd, 1);
+    assert_int_equal(nodes[m.v2].bd, 0);
+    assert_int_equal(nodes[m.o2].bd, 0);
+    /* the loss: a full reduction to 0-d stays Shard(0) */
+    assert_int_equal(nodes[m.loss].ndim, 0);
+    assert_int_equal(nodes[m.loss].placement, 0);
+    assert_int_equal(nodes[m.g0].placement, 0);
+    assert_int_equal(nodes[m.g].placement, 0);
+    assert_int_equal(nodes[m.gv].bd, 1);  /* view(1, 1024) */
+    assert_int_equal(nodes[m.gs].bd, 0);
+    assert_int_equal(nodes[m.gvo].bd, 0); /* view(128, 8) */
+    assert_int_equal(nodes[m.tga2].bd, 1);
+    assert_int_equal(nodes[m.gh].placement, 0);
+    /* weight and bias gradients: Partial */
+    assert_int_equal(nodes[m.gw2].type, DT_GT_GRAD);
+    assert_int_equal(nodes[m.gw2].placement, DT_BD_PARTIAL);
+    assert_int_equal(nodes[m.gw1].placement, DT_BD_PARTIAL);
+    assert_int_equal(nodes[m.gb1].placement, DT_BD_PARTIAL);
+    assert_int_equal(nodes[m.sb1].type, DT_GT_GRAD); /* through the view before the tag */
+    assert_int_equal(nodes[m.sgd[0]].placement, DT_BD_REPLICATE);
+    assert_int_equal(nodes[m.sgd[0]].type, DT_GT_PARAM);
+}
+
+static void test_analysis_no_optimizer(void **state)
+{
+    static dt_gnode nodes[CAP];
+    dt_graph g;
+    mlp m;
+    int f1, f2;
+    (void)state;
+    build_mlp(&g, nodes, &m, 128, 0, 0, 0.0f);
+    f1 = leaf(&g, DT_G_FULL, 1, 50, 0);   /* a factory tensor: Replicate */
+    f2 = leaf(&g, DT_G_FULL, 2, 128, 8); /* ... unless a dim has the batch size */
+    assert_int_equal(dt_graph_analyze(&g), 0);
+    /* without tags the weight gradient is an activation: Partial by the analyzer alone */
+    assert_int_equal(nodes[m.gw2].type, DT_GT_ACT);
+    assert_int_equal(nodes[m.gw2].bd, DT_BD_PARTIAL);
+    assert_int_equal(nodes[m.sb2].bd, DT_BD_PARTIAL);
+    assert_int_equal(nodes[m.gb2].bd, DT_BD_PARTIAL); /* view of a Partial stays Partial */
+    assert_int_equal(nodes[f1].placement, DT_BD_REPLICATE);
+    assert_int_equal(nodes[f2].placement, 0);
+}
+
+static void test_analysis_errors(void **state)
+{
+    static dt_gnode nodes[8];
+    dt_graph g;
+    dt_op_attrs a = shape_attrs(2, 128, 50);
+    int32_t in[2];
+    (void)state;
+    assert_int_equal(dt_graph_init(&g, nodes, 8), 0);
+    assert_true(dt_graph_add(&g, DT_G_INPUT, &a, NULL, 0) == 0);
+    a = shape_attrs(2, 64, 8);
+    assert_true(dt_graph_add(&g, DT_G_INPUT, &a, NULL, 0) == 1);
+    assert_int_equal(dt_graph_analyze(&g), DT_ERR_BATCH); /* 128 vs 64 */
+    assert_int_equal(g.analysed, 0);
+    assert_int_equal(nodes[0].bd, DT_BD_NONE);
+    /* an activation before any input */
+    assert_int_equal(dt_graph_init(&g, nodes, 8), 0);
+    a = shape_attrs(1, 4, 0);
+    assert_true(dt_graph_add(&g, DT_G_FULL, &a, NULL, 0) == 0);
+    assert_int_equal(dt_graph_analyze(&g), DT_ERR_BATCH);
+    /* an optimizer op mixing a gradient and an activation */
+    assert_int_equal(dt_graph_init(&g, nodes, 8), 0);
+    a = shape_attrs(1, 4, 0);
+    assert_true(dt_graph_add(&g, DT_G_PARAM, &a, NULL, 0) == 0);
+    assert_true(dt_graph_add(&g, DT_G_INPUT, &a, NULL, 0) == 1);
+    in[0] = 1;
+    assert_true(dt_graph_add(&g, DT_ATEN_RELU, NULL, in, 1) == 2);
+    in[0] = 0;
+    in[1] = 2;
+    assert_true(dt_graph_add(&g, DT_G_SGD, NULL, in, 2) == 3); /* relu(x) tagged as grad */
+    in[0] = 1;
+    assert_true(dt_graph_add(&g, DT_ATEN_ADD, NULL, in, 2) == 4); /* x + grad */
+    assert_int_equal(dt_graph_analyze(&g), DT_ERR_BATCH);
+}
+
+/* ---- execution ---- */
+
+static float gx[MAXB][IN], gy[MAXB][OUT], p0w1[HID][IN], p0b1[HID], p0w2[OUT][HID], p0b2[OUT];
+
+static uint32_t lcg;
+static float rnd(void)
+{
+    lcg = lcg * 1664525u + 1013904223u;
+    return (float)((lcg >> 8) & 0xffff) / 32768.0f - 1.0f;
+}
+
+static void init_data(void)
+{
+    int i, j;
+    lcg = 12345u;
+    for (i = 0; i < MAXB; i++) {
+        for (j = 0; j < IN; j++) gx[i][j] = rnd();
+        for (j = 0; j < OUT; j++) gy[i][j] = rnd();
+    }
+    for (i = 0; i < HID; i++) {
+        for (j = 0; j < IN; j++) p0w1[i][j] = 0.2f * rnd();
+        p0b1[i] = 0.1f * rnd();
+    }
+    for (i = 0; i < OUT; i++) {
+        for (j = 0; j < HID; j++) p0w2[i][j] = 0.2f * rnd();
+        p0b2[i] = 0.1f * rnd();
+    }
+}
+
+/* Node `id`'s local tensor = rows r0.. of a global array with n columns (its local size). */
+static void put(const dt_gplan *p, void *arena, int id, const float *src, int32_t r0, int32_t n)
+{
+    mb_tensor t;
+    assert_int_equal(dt_gplan_tensor(p, arena, id, &t), 0);
+    {
+        int32_t i, cnt = 1, d;
+        for (d = 0; d < t.ndim; d++) cnt *= t.shape[d];
+        for (i = 0; i < cnt; i++) ((float *)t.data)[i] = src[(size_t)r0 * (size_t)n + (size_t)i];
+    }
+}
+
+static void load(const dt_gplan *p, void *arena, const mlp *m)
+{
+    int32_t off = 0;
+    dt_chunk(p->batch, p->world, p->rank, &off);
+    put(p, arena, m->x, &gx[0][0], off, IN);
+    put(p, arena, m->y, &gy[0][0], off, OUT);
+    put(p, arena, m->w1, &p0w1[0][0], 0, 0);
+    put(p, arena, m->b1, p0b1, 0, 0);
+    put(p, arena, m->w2, &p0w2[0][0], 0, 0);
+    put(p, arena, m->b2, p0b2, 0, 0);
+}
+
+static const float *data_of(const dt_gplan *p, void *arena, int id)
+{
+    mb_tensor t;
+    assert_int_equal(dt_gplan_tensor(p, arena, id, &t), 0);
+    return (const float *)t.data;
+}
+
+#define NPARAM (HID * IN + HID + OUT * HID + OUT)
+/* parameters after the steps, flattened w1 b1 w2 b2; the loss of each step */
+static void params_of(const dt_gplan *p, void *arena, const mlp *m, float *out)
+{
+    memcpy(out, data_of(p, arena, m->w1), sizeof(float) * HID * IN);
+    memcpy(out + HID * IN, data_of(p, arena, m->b1), sizeof(float) * HID);
+    memcpy(out + HID * IN + HID, data_of(p, arena, m->w2), sizeof(float) * OUT * HID);
+    memcpy(out + HID * IN + HID + OUT * HID, data_of(p, arena, m->b2), sizeof(float) * OUT);
+}
+
+/* The same step by hand (no graph): forward, backward, SGD on the whole batch. */
+static void reference(int32_t B, int wrap, float lr, int steps, float *params, float *loss)
+{
+    static float w1[HID][IN], b1[HID], w2[OUT][HID], b2[OUT], h[MAXB][HID], o[MAXB][OUT], ga2[MAXB][OUT],
+        ga1[MAXB][HID];
+    float gw1[HID][IN], gb1[HID], gw2[OUT][HID], gb2[OUT];
+    int s, i, j, k;
+    memcpy(w1, p0w1, sizeof w1);
+    memcpy(b1, p0b1, sizeof b1);
+    memcpy(w2, p0w2, sizeof w2);
+    memcpy(b2, p0b2, sizeof b2);
+    for (s = 0; s < steps; s++) {
+        float l = 0.0f;
+        for (i = 0; i < B; i++) {
+            for (j = 0; j < HID; j++) {
+                float a = b1[j];
+                for (k = 0; k < IN; k++) a += gx[i][k] * w1[j][k];
+                h[i][j] = a > 0.0f ? a : 0.0f;
+            }
+            for (j = 0; j < OUT; j++) {
+                float a = b2[j], y;
+                for (k = 0; k < HID; k++) a += h[i][k] * w2[j][k];
+                o[i][j] = 1.0f / (1.0f + expf(-a));
+                y = wrap ? o[i][j] + o[i][j] * 0.1f : o[i][j];
+                l += y - gy[i][j];
+                ga2[i][j] = (wrap ? 1.0f + 0.1f : 1.0f) * (1.0f - o[i][j]) * o[i][j];
+            }
+            for (j = 0; j < HID; j++) {
+                float a = 0.0f;
+                for (k = 0; k < OUT; k++) a += ga2[i][k] * w2[k][j];
+                ga1[i][j] = h[i][j] <= 0.0f ? 0.0f : a;
+            }
+        }
+        memset(gw1, 0, sizeof gw1);
+        memset(gb1, 0, sizeof gb1);
+        memset(gw2, 0, sizeof gw2);
+        memset(gb2, 0, sizeof gb2);
+        for (i = 0; i < B; i++) {
+            for (j = 0; j < OUT; j++) {
+                gb2[j] += ga2[i][j];
+                for (k = 0; k < HID; k++) gw2[j][k] += ga2[i][j] * h[i][k];
+            }
+            for (j = 0; j < HID; j++) {
+                gb1[j] += ga1[i][j];
+                for (k = 0; k < IN; k++) gw1[j][k] += ga1[i][j] * gx[i][k];
+            }
+        }
+        for (j = 0; j < HID; j++) {
+            b1[j] -= lr * gb1[j];
+            for (k = 0; k < IN; k++) w1[j][k] -= lr * gw1[j][k];
+        }
+        for (j = 0; j < OUT; j++) {
+            b2[j] -= lr * gb2[j];
+            for (k = 0; k < HID; k++) w2[j][k] -= lr * gw2[j][k];
+        }
+        loss[s] = l;
+    }
+    memcpy(params, w1, sizeof w1);
+    memcpy(params + HID * IN, b1, sizeof b1);
+    memcpy(params + HID * IN + HID, w2, sizeof w2);
+    memcpy(params + HID * IN + HID + OUT * HID, b2, sizeof b2);
+}
+
+static void close_all(const float *a, const float *b, int n, float tol)
+{
+    int i;
+    for (i = 0; i < n; i++)
+        if (fabsf(a[i] - b[i]) > tol * (1.0f + fabsf(b[i]))) {
+            fprintf(stderr, "element %d: %.9g vs %.9g\n", i, (double)a[i], (double)b[i]);
+            fail();
+        }
+}
+
+#define ARENA (1 << 20)
+static uint64_t arena1[ARENA / 8];
+static float want[NPARAM], got[NPARAM];
+
+/* One rank's run: plan, load, `steps` steps; parameters and loss per step out. */
+static int run_rank(pg_group *pg, int world, int rank, int32_t B, int wrap, int steps, float *params, float *loss,
+                    uint64_t *arena, dt_gnode *nodes, dt_gstep *st)
+{
+    dt_graph g;
+    dt_gplan p;
+    mlp m;
+    int s, rc;
+    build_mlp(&g, nodes, &m, B, wrap, 1, 0.05f);
+    rc = dt_graph_plan(&g, world, rank, DT_SUM, &p, st, CAP);
+    if (rc) return rc;
+    if (p.arena_bytes > ARENA) return -100;
+    load(&p, arena, &m);
+    for (s = 0; s < steps; s++) {
+        rc = dt_gplan_run(&p, arena, ARENA, pg);
+        if (rc) return rc;
+        loss[s] = *data_of(&p, arena, m.loss);
+    }
+    params_of(&p, arena, &m, params);
+    return 0;
+}
+
+static void test_single_rank(void **state)
+{
+    static dt_gnode nodes[CAP];
+    static dt_gstep st[CAP];
+    float l1[2], l2[2];
+    int wrap;
+    (void)state;
+    init_data();
+    for (wrap = 0; wrap < 2; wrap++) {
+        reference(128, wrap, 0.05f, 2, want, l1);
+        assert_int_equal(run_rank(NULL, 1, 0, 128, wrap, 2, got, l2, arena1, nodes, st), 0);
+        close_all(got, want, NPARAM, 2e-5f);
+        close_all(l2, l1, 2, 1e-4f);
+    }
+}
+
+/* ---- data parallel over pg_pthread ---- */
+static pg_pthread_world world;
+static uint64_t arenas[4][ARENA / 8];
+static dt_gnode rnodes[4][CAP];
+static dt_gstep rsteps[4][CAP];
+static float rparams[4][NPARAM], rloss[4][2];
+static int rrc[4];
+static int32_t dp_batch, dp_wrap;
+
+static int dp_body(pg_group *g, void *arg)
+{
+    int r = pg_rank(g);
+    (void)arg;
+    rrc[r] = run_rank(g, pg_size(g), r, dp_batch, dp_wrap, 2, rparams[r], rloss[r], arenas[r], rnodes[r], rsteps[r]);
+    return rrc[r];
+}
+
+static void dp_case(int ranks, int32_t B, int wrap)
+{
+    static dt_gnode nodes[CAP];
+    static dt_gstep st[CAP];
+    float l1[2];
+    int r, s;
+    init_data();
+    assert_int_equal(run_rank(NULL, 1, 0, B, wrap, 2, want, l1, arena1, nodes, st), 0);
+    dp_batch = B;
+    dp_wrap = wrap;
+    assert_int_equal(pg_pthread_run(&world, ranks, dp_body, NULL), 0);
+    for (r = 0; r < ranks; r++) {
+        assert_int_equal(rrc[r], 0);
+        close_all(rparams[r], want, NPARAM, 1e-4f); /* every rank: the single-rank parameters */
+    }
+    for (s = 0; s < 2; s++) { /* the loss stays Shard(0): the local losses add up to it */
+        float sum = 0.0f;
+        for (r = 0; r < ranks; r++) sum += rloss[r][s];
+        close_all(&sum, &l1[s], 1, 1e-4f);
+    }
+}
+
+static void test_dp_2(void **state)
+{
+    (void)state;
+    dp_case(2, 128, 0);
+    dp_case(2, 128, 1);
+    dp_case(2, 7, 1); /* uneven: 4 + 3 rows */
+}
+
+static void test_dp_4(void **state)
+{
+    (void)state;
+    dp_case(4, 128, 1);
+    dp_case(4, 10, 0); /* 3, 3, 3, 1 rows */
+    dp_case(4, 3, 1);  /* 1, 1, 1 and an empty rank */
+}
+
+static void test_plan_local_shapes(void **state)
+{
+    static dt_gnode nodes[CAP];
+    static dt_gstep st[CAP];
+    dt_graph g;
+    dt_gplan p;
+    mlp m;
+    (void)state;
+    build_mlp(&g, nodes, &m, 10, 1, 1, 0.1f);
+    assert_int_equal(dt_graph_plan(&g, 4, 3, DT_SUM, &p, st, g.count - 1), DT_ERR_TOO_SMALL);
+    assert_int_equal(dt_graph_plan(&g, 4, 3, DT_SUM, &p, st, CAP), 0);
+    assert_int_equal(p.local_batch, 1);
+    assert_int_equal(st[m.x].shape[0], 1);
+    assert_int_equal(st[m.v].shape[0], 8);   /* view(-1): 8 x its one row */
+    assert_int_equal(st[m.u].shape[1], 8);   /* unsqueeze(0): (1, 8) */
+    assert_int_equal(st[m.v2].shape[0], 1);  /* view(10, -1): (1, 8) */
+    assert_true(st[m.v].flags & DT_GS_VIEW); /* views alias: no copy */
+    assert_int_equal(st[m.v].offset, st[m.o].offset);
+    assert_true(st[m.tga2].flags & DT_GS_VIEW);
+    assert_int_equal(st[m.tga2].stride[0], 1);
+    assert_int_equal(st[m.gw1].shape[0], HID); /* Partial: the full shape */
+    assert_true(st[m.gw1].flags & DT_GS_ALLREDUCE);
+    assert_true(st[m.sb1].flags & DT_GS_ALLREDUCE); /* the bias grad's root, under its view */
+    assert_false(st[m.gb1].flags & DT_GS_ALLREDUCE);
+    assert_false(st[m.gh].flags & DT_GS_ALLREDUCE);
+    assert_int_equal(st[m.sgd[0]].offset, st[m.w1].offset); /* in place */
+    assert_int_equal(dt_graph_plan(&g, 4, 4, DT_SUM, &p, st, CAP), DT_ERR_RANK);
+    assert_int_equal(dt_graph_plan(&g, 4, 0, DT_MAX, &p, st, CAP), DT_ERR_PLACEMENT);
+}
+
+static void test_run_rejects_bad_plans(void **state)
+{
+    static dt_gnode nodes[CAP];
+    static dt_gstep st[CAP], bad[CAP];
+    dt_graph g;
+    dt_gplan p, q;
+    mlp m;
+    (void)state;
+    build_mlp(&g, nodes, &m, 16, 0, 1, 0.1f);
+    assert_int_equal(dt_graph_plan(&g, 1, 0, DT_SUM, &p, st, CAP), 0);
+    q = p;
+    q.steps = bad;
+    memcpy(bad, st, sizeof st);
+    bad[m.a1].in[1] = m.a1; /* not an earlier step */
+    assert_int_equal(dt_gplan_run(&q, arena1, ARENA, NULL), DT_ERR_NODE);
+    memcpy(bad, st, sizeof st);
+    bad[m.a1].shape[0] = 17; /* does not fit addmm */
+    assert_int_equal(dt_gplan_run(&q, arena1, ARENA, NULL), DT_ERR_SHAPE);
+    memcpy(bad, st, sizeof st);
+    bad[m.h].offset = p.arena_bytes; /* outside the arena */
+    assert_int_equal(dt_gplan_run(&q, arena1, ARENA, NULL), DT_ERR_SHAPE);
+    memcpy(bad, st, sizeof st);
+    bad[m.h].op = 999;
+    assert_int_equal(dt_gplan_run(&q, arena1, ARENA, NULL), DT_ERR_NODE);
+    assert_int_equal(dt_gplan_run(&p, arena1, p.arena_bytes - 1, NULL), DT_ERR_TOO_SMALL);
+    q = p;
+    q.world = 2;
+    assert_int_equal(dt_gplan_run(&q, arena1, ARENA, NULL), DT_ERR_MISMATCH); /* no group */
+}
+
+/* reshape of a transposed (non-contiguous) tensor copies; of a contiguous one aliases */
+static void test_view_copy(void **state)
+{
+    dt_gnode nodes[4];
+    dt_gstep st[4];
+    dt_graph g;
+    dt_gplan p;
+    dt_op_attrs a = shape_attrs(2, 4, 3), tr = dim_attrs(0, 0, 0.0f);
+    const float *v;
+    float *x;
+    int i, j, t, r;
+    (void)state;
+    tr.dim2 = 1;
+    assert_int_equal(dt_graph_init(&g, nodes, 4), 0);
+    assert_int_equal(dt_graph_add(&g, DT_G_INPUT, &a, NULL, 0), 0);
+    t = add1(&g, DT_ATEN_TRANSPOSE, &tr, 0);
+    a = shape_attrs(1, 12, 0);
+    r = add1(&g, DT_ATEN_RESHAPE, &a, t);
+    assert_int_equal(dt_graph_plan(&g, 1, 0, DT_SUM, &p, st, 4), 0);
+    assert_true(st[t].flags & DT_GS_VIEW);
+    assert_false(st[r].flags & DT_GS_VIEW);
+    x = (float *)(void *)((unsigned char *)arena1 + st[0].offset);
+    for (i = 0; i < 12; i++) x[i] = (float)i;
+    assert_int_equal(dt_gplan_run(&p, arena1, ARENA, NULL), 0);
+    v = data_of(&p, arena1, r);
+    for (i = 0; i < 3; i++)
+        for (j = 0; j < 4; j++) assert_true(v[i * 4 + j] == x[j * 3 + i]);
+}
+
+/* ---- C tables: emitted, compiled by the C compiler, run ---- */
+
+static char src[1 << 20];
+
+static void test_emit_compile_run(void **state)
+{
+    static dt_gnode nodes[CAP];
+    static dt_gstep st[CAP];
+    dt_graph g;
+    dt_gplan p;
+    mlp m;
+    size_t len = 0, len2 = 0;
+    FILE *f;
+    char cmd[1024];
+    const char *cc = getenv("CC");
+    static uint64_t after[ARENA / 8];
+    (void)state;
+    init_data();
+    build_mlp(&g, nodes, &m, 16, 1, 1, 0.05f);
+    assert_int_equal(dt_graph_plan(&g, 1, 0, DT_SUM, &p, st, CAP), 0);
+    assert_int_equal(dt_gplan_emit_c(&p, "mlp_plan", NULL, 0, &len), 0);
+    assert_int_equal(dt_gplan_emit_c(&p, "mlp_plan", src, len, &len2), DT_ERR_TOO_SMALL);
+    assert_int_equal(dt_gplan_emit_c(&p, "9lives", src, sizeof src, &len2), DT_ERR_MISMATCH);
+    assert_int_equal(dt_gplan_emit_c(&p, "mlp_plan", src, sizeof src, &len2), 0);
+    assert_int_equal(len2, len);
+    assert_int_equal(strlen(src), len);
+    /* the arena with inputs and parameters loaded, as the firmware would have it */
+    memset(arena1, 0, sizeof arena1);
+    load(&p, arena1, &m);
+    mkdir("build", 0777);
+    mkdir("build/graph_emit", 0777);
+    f = fopen("build/graph_emit/plan.c", "w");
+    assert_non_null(f);
+    fputs("#include \"dtensor.h\"\n", f);
+    fputs(src, f);
+    fclose(f);
+    f = fopen("build/graph_emit/arena.bin", "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(arena1, 1, p.arena_bytes, f), p.arena_bytes);
+    fclose(f);
+    f = fopen("build/graph_emit/main.c", "w");
+    assert_non_null(f);
+    fputs("#include <stdio.h>\n#define MICROBATCH_IMPLEMENTATION\n#define PG_IMPLEMENTATION\n"
+          "#define DTENSOR_IMPLEMENTATION\n#include \"dtensor.h\"\nextern const dt_gplan mlp_plan;\n"
+          "static unsigned long long arena[1 << 17];\n"
+          "int main(void) {\n"
+          "    FILE *f = fopen(\"build/graph_emit/arena.bin\", \"rb\");\n"
+          "    if (!f || fread(arena, 1, mlp_plan.arena_bytes, f) != mlp_plan.arena_bytes) return 2;\n"
+          "    fclose(f);\n"
+          "    if (dt_gplan_run(&mlp_plan, arena, sizeof arena, 0) || dt_gplan_run(&mlp_plan, arena, sizeof arena, 0)) return 3;\n"
+          "    f = fopen(\"build/graph_emit/after.bin\", \"wb\");\n"
+          "    if (!f || fwrite(arena, 1, mlp_plan.arena_bytes, f) != mlp_plan.arena_bytes) return 4;\n"
+          "    return fclose(f) != 0;\n}\n", f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd,
+             "%s -std=c99 -O2 -ffp-contract=off -Wall -Wextra -Werror -I. -Iports build/graph_emit/main.c "
+             "build/graph_emit/plan.c -o build/graph_emit/plan_run -lm && build/graph_emit/plan_run",
+             cc && *cc ? cc : "cc");
+    assert_int_equal(system(cmd), 0);
+    /* the same two steps here, from the in-memory plan: the same bits */
+    assert_int_equal(dt_gplan_run(&p, arena1, ARENA, NULL), 0);
+    assert_int_equal(dt_gplan_run(&p, arena1, ARENA, NULL), 0);
+    f = fopen("build/graph_emit/after.bin", "rb");
+    assert_non_null(f);
+    assert_int_equal(fread(after, 1, p.arena_bytes, f), p.arena_bytes);
+    fclose(f);
+    assert_memory_equal(after, arena1, p.arena_bytes);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_builder_errors),        cmocka_unit_test(test_analysis_mlp),
+        cmocka_unit_test(test_analysis_no_optimizer), cmocka_unit_test(test_analysis_errors),
+        cmocka_unit_test(test_single_rank),           cmocka_unit_test(test_plan_local_shapes),
+        cmocka_unit_test(test_run_rejects_bad_plans), cmocka_unit_test(test_view_copy), cmocka_unit_test(test_dp_2),
+        cmocka_unit_test(test_dp_4),                  cmocka_unit_test(test_emit_compile_run),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

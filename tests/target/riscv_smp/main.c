@@ -10,6 +10,7 @@
    0x5555 = pass, 0x3333 | code << 16 = fail). */
 #include <stdint.h>
 #include "ports/platform/riscv_virt.h"
+#include "fw_board.h"
 
 #define PG_SHM_SUITE_HARTS 1
 #define main pg_shm_suite_main
@@ -20,8 +21,6 @@
 #include "../../test_pg_shm.c"
 #pragma GCC diagnostic pop
 #undef main
-
-#define FW_TEST_DEVICE ((volatile uint32_t *)0x100000u)
 
 uint32_t suite_region[REGION_BYTES / 4 + 16]
     __attribute__((aligned(64), section(".splitcore_shm")));
@@ -49,12 +48,6 @@ void run_on_cores(body_fn f, int *results)
     }
 }
 
-static void fw_exit(int rc)
-{
-    uint32_t code = (uint32_t)rc & 0xFFFFu;
-    *FW_TEST_DEVICE = rc == 0 ? 0x5555u : 0x3333u | (code ? code : 1u) << 16;
-    for (;;) __asm__ volatile("wfi");
-}
 
 void fw_hart_main(unsigned long hart);
 void fw_hart_main(unsigned long hart)
@@ -79,15 +72,4 @@ void fw_hart_main(unsigned long hart)
     }
 }
 
-/* Any exception (mstatus.MIE stays 0, so no interrupt traps): report it and fail. */
-void fw_trap_entry(void) __attribute__((interrupt("machine"), aligned(4)));
-void fw_trap_entry(void)
-{
-    unsigned long cause, epc, tval, hart;
-    __asm__ volatile("csrr %0, mcause" : "=r"(cause));
-    __asm__ volatile("csrr %0, mepc" : "=r"(epc));
-    __asm__ volatile("csrr %0, mtval" : "=r"(tval));
-    __asm__ volatile("csrr %0, mhartid" : "=r"(hart));
-    printf("\nriscv_smp: trap on hart %lu: mcause=%#lx mepc=%#lx mtval=%#lx\n", hart, cause, epc, tval);
-    fw_exit(0xEE);
-}
+FW_TRAP_HANDLER("riscv_smp")

@@ -604,6 +604,28 @@ static void test_plan_size1(void **state)
     }
 }
 
+/* The planner measures the scratch step by step as it emits (the sizing calls keep no
+   dt_plan): it must equal a run over the whole plan with contiguous tensors
+   (dt_redistribute_scratch_bytes), and the sizing calls must give their plans' figure. */
+static void check_scratch(const dt_plan *p, const dt_spec *s, const dt_spec *t)
+{
+    dt_spec r = *s;
+    dt_plan q;
+    mb_tensor in, out;
+    size_t bytes = SENTINEL;
+    assert_int_equal(mb_tensor_init(&in, (void *)p, (mb_dtype)p->dtype, p->ndim, p->in_shape), MB_OK);
+    assert_int_equal(mb_tensor_init(&out, (void *)p, (mb_dtype)p->dtype, p->ndim, p->out_shape), MB_OK);
+    assert_int_equal(dt_redistribute_scratch_bytes(p, &in, &out), dt_plan_scratch_bytes(p));
+    memset(r.placements, 0, sizeof r.placements);
+    assert_int_equal(dt_full_tensor_scratch_bytes(s, &bytes), DT_OK);
+    assert_int_equal(dt_plan_redistribute(s, &r, 0, &q), DT_OK);
+    assert_int_equal(bytes, dt_plan_scratch_bytes(&q));
+    bytes = SENTINEL;
+    assert_int_equal(dt_distribute_scratch_bytes(t, DT_EVERY_RANK, &bytes), DT_OK);
+    assert_int_equal(dt_plan_redistribute(&r, t, 0, &q), DT_OK);
+    assert_int_equal(bytes, dt_plan_scratch_bytes(&q));
+}
+
 /* Every rank must plan the same collectives in the same order (or they would not match),
    each step's local output feeds the next step, and the plan starts at the src local shape
    and ends at the dst one: for all placement pairs on a 2x3 and a 2x2x2 mesh. */
@@ -637,6 +659,7 @@ static void check_all_ranks(dt_mesh *meshes, int nranks, const dt_placement *a, 
             assert_int_equal(dt_local_shape(&t, r, ls, NULL), DT_OK);
             for (d = 0; d < ndim; d++) assert_int_equal(p.steps[p.nsteps - 1].out_shape[d], ls[d]);
         }
+        check_scratch(&p, &s, &t);
     }
 }
 

@@ -59,7 +59,7 @@
      - Errors are negative values of enum pg_err; bad input never crashes and never writes
        outside the caller's buffers. Collectives check that the sizes a peer sends match
        what this rank expects and return PG_ERR_MISMATCH instead of overrunning; the ring
-       collectives also compare a hash of (dtype, op, counts) with their neighbours.
+       collectives also agree on a hash of (dtype, op, counts) over all ranks first.
        After a failed collective, call pg_recover() on every rank before the next one.
      - Collectives must be called by every member in the same order (like MPI/torch).
        Reductions combine ranks in a fixed order, so every rank gets the same bits.
@@ -255,8 +255,10 @@ PG_API int pg_subgroup_init(pg_group *sub, pg_group *parent, const int *ranks, i
    Counts are in elements of `dt`. `v` variants take one count per group rank and pack
    the blocks back to back in rank order (no displacement arrays); counts may be 0.
    send == recv is allowed where noted (in place). Every member calls with agreeing
-   arguments; a disagreement the protocol sees gives PG_ERR_MISMATCH (peers may then see
-   PG_ERR_MISMATCH or PG_ERR_TIMEOUT). AVG is for float dtypes (integers: PG_ERR_DTYPE);
+   arguments; a disagreement the protocol sees gives PG_ERR_MISMATCH (pg.h's ring
+   collectives, all_reduce / all_gather(v) / reduce_scatter(v), agree on their arguments
+   first, so there every rank gets it; elsewhere peers may see PG_ERR_MISMATCH or
+   PG_ERR_TIMEOUT). AVG is for float dtypes (integers: PG_ERR_DTYPE);
    integer SUM/PROD wrap around. */
 PG_API int pg_barrier(pg_group *g);
 PG_API int pg_broadcast(pg_group *g, void *buf, size_t count, mb_dtype dt, int root);
@@ -820,9 +822,11 @@ PG__DEF int pg_broadcast(pg_group *g, void *buf, size_t count, mb_dtype dt, int 
     return PG_OK;
 }
 
-/* The ring collectives' header: every rank sends a hash of its arguments (kind, dtype, op,
-   counts) to its right neighbour and compares its left neighbour's, so a disagreement is
-   PG_ERR_MISMATCH on a rank next to it (the others then fail too, by size or timeout). */
+/* The ring collectives' header: the min and max of every rank's hash of its arguments
+   (kind, dtype, op, counts), combined in ceil(log2 n) dissemination rounds (rank r sends
+   to r + d and receives from r - d, d = 1, 2, 4, ...), so every rank learns the same
+   verdict: a disagreement is PG_ERR_MISMATCH on every rank, before any data moves and
+   with no message left behind (one rank's OK beside its peers' errors is not possible). */
 static uint32_t pg__fnv(uint32_t h, uint64_t v)
 {
     int i;
@@ -832,16 +836,20 @@ static uint32_t pg__fnv(uint32_t h, uint64_t v)
 
 static int pg__ring_check(pg_group *g, uint32_t tag, int kind, mb_dtype dt, int op, const size_t *counts)
 {
-    uint32_t h = 2166136261u, left = 0;
-    int i, rc, n = g->size;
-    if (n == 1) return PG_OK;
+    uint32_t h = 2166136261u, mm[2], in[2];
+    int i, rc, n = g->size, d;
     h = pg__fnv(pg__fnv(pg__fnv(h, (uint64_t)kind), (uint64_t)dt), (uint64_t)op);
     for (i = 0; i < n; i++) h = pg__fnv(h, (uint64_t)counts[i]);
-    rc = pg__send(g, (g->rank + 1) % n, tag, &h, sizeof h);
-    if (rc < 0) return rc;
-    rc = pg__recv_exact(g, (g->rank - 1 + n) % n, tag, &left, sizeof left);
-    if (rc < 0) return rc;
-    return left == h ? PG_OK : PG_ERR_MISMATCH;
+    mm[0] = mm[1] = h;
+    for (d = 1; d < n; d <<= 1) {
+        rc = pg__send(g, (g->rank + d) % n, tag, mm, sizeof mm);
+        if (rc < 0) return rc;
+        rc = pg__recv_exact(g, (g->rank - d + n) % n, tag, in, sizeof in);
+        if (rc < 0) return rc;
+        if (in[0] < mm[0]) mm[0] = in[0];
+        if (in[1] > mm[1]) mm[1] = in[1];
+    }
+    return mm[0] == mm[1] ? PG_OK : PG_ERR_MISMATCH;
 }
 
 /* Zero-copy ring step: peek the piece from `left`, combine it with ours straight into a

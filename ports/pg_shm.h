@@ -43,9 +43,7 @@
        PG_SHM_SPIN             polls before calling hooks->wait() (default 200)
        PG_SHM_NO_NATIVE        no direct-read broadcast/all_reduce/all_gather(v): pg.h's
                                generic ones over the rings (~0.7 KB less code on Cortex-M4;
-                               the barrier stays native). Default: native. pg.h's ring all_gatherv does not let
-                               every rank see a count mismatch, so the conformance suite's
-                               mismatch test needs the native one.
+                               the barrier stays native). Default: native.
        PG_SHM_FENCE_ACQ(), PG_SHM_FENCE_REL(), PG_SHM_FENCE()   acquire / release / full
                                barrier (default: GCC/clang __atomic_thread_fence; define all
                                three for other compilers)

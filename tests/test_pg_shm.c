@@ -486,8 +486,8 @@ static void test_stress_million_messages(void **state)
 /* ---- the port-agnostic conformance suite (tests/pg_conformance.h) over pg_shm ----
    Always built (host threads and the harts of tests/target/riscv_smp); -DPG_SHM_NO_CONFORMANCE
    leaves it out.
-   pgc_test_mismatch needs the native all_gatherv: with PG_SHM_NO_NATIVE, pg.h's ring
-   all_gatherv lets the one rank whose view is self-consistent return PG_OK. */
+   pgc_test_mismatch passes with PG_SHM_NO_NATIVE too: pg.h's ring collectives agree on
+   their arguments over all ranks first, so every core sees a count mismatch. */
 #if !defined(PG_SHM_NO_CONFORMANCE) || defined(PG_SHM_SUITE_DTENSOR)
 static int (*pgc_body)(pg_group *g, void *arg);
 static void *pgc_arg;

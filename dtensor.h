@@ -34,7 +34,8 @@
        3. Device mesh                      8. Execution over ports/pg.h
        4. Placements and specs             9. Implementation (DTENSOR_IMPLEMENTATION)
        5. Shard sizes, local shapes and views  10. Ops: sharding propagation, dispatcher,
-                                               kernels (mm, addmm, bmm, linear, pointwise)
+                                               kernels (mm, addmm, bmm, linear, pointwise),
+                                               tensor-parallel styles
                                            11. conv2d and max pool: kernels, batch / channel /
                                                spatial (halo exchange) sharding
                                            12. int8 quantized mm/linear: requantization,
@@ -475,6 +476,9 @@ DT_API int dt_distribute_scratch_bytes(const dt_spec *s, int src_rank, size_t *b
        x / sqrt(mean(x^2) + eps) * w.
      These single-strategy families cost only the inputs that move (no
      is_tensor_shardable filter, as torch).
+   Tensor-parallel styles (colwise, rowwise, sequence parallel: dt_tp_*) give torch's
+   parameter, input and output placements; examples/tp_mlp runs a Megatron MLP, its
+   sequence-parallel form and head-sharded attention on 4 ranks with them.
    Results are cached in caller storage by (op, mesh shape and coordinate, each input's
    placements, shape and dtype) with hit/miss counters, least-recently-used replacement.
    A propagation failure returns DT_ERR_NO_STRATEGY and records the op in the cache's
@@ -610,6 +614,38 @@ typedef struct dt_dispatch {
    the scratch is too small (nothing sent then). */
 DT_API int dt_op(dt_dispatch *d, int op, const dt_op_attrs *attrs, const dt_tensor *args, int nargs, dt_tensor *out,
                  void *out_data, size_t out_bytes);
+
+/* Tensor-parallel styles (torch.distributed.tensor.parallel.style), as placements on the
+   tensor-parallel mesh dim: where a module's weight and bias lie, the layout its input is
+   redistributed to first (desired_input_layouts), the layout its op then yields and the
+   layout the style's output hook redistributes that to (output_layouts). Shard(-1) counts
+   from the end (dt_tp_redistribute and dt_spec_init resolve it). Usage: distribute or view
+   the parameters with weight/bias (dt_local_view of a replicated copy costs nothing),
+   dt_tp_redistribute(input -> input), dt_op, dt_tp_redistribute(output -> output_layout).
+     colwise  (ColwiseParallel): Linear weight and bias S(0), Embedding weight S(1); input
+              Replicate; output S(-1); output_layout as given (torch's default S(-1)).
+     rowwise  (RowwiseParallel): Linear weight S(1), bias Replicate (it follows the output
+              as a Partial), Embedding weight S(0); input S(-1) (Linear) or Replicate
+              (Embedding); output Partial(sum); output_layout Replicate (all_reduce,
+              torch's default) or Shard(d) (reduce_scatter).
+     sequence (SequenceParallel, for norms and dropout): parameters Replicate; input and
+              output Shard(sequence_dim) (torch's default 1), output_layout the same. */
+typedef struct dt_tp_style {
+    dt_placement input, weight, bias, output, output_layout;
+} dt_tp_style;
+enum { DT_TP_LINEAR = 0, DT_TP_EMBEDDING = 1 };
+/* module: DT_TP_LINEAR or DT_TP_EMBEDDING; output_layout Replicate or Shard (any dim,
+   negative from the end). DT_ERR_NULL, DT_ERR_PLACEMENT for another module or layout. */
+DT_API int dt_tp_colwise(dt_tp_style *s, int module, dt_placement output_layout);
+DT_API int dt_tp_rowwise(dt_tp_style *s, int module, dt_placement output_layout);
+/* sequence_dim >= 0 (or negative from the end). DT_ERR_NULL. */
+DT_API int dt_tp_sequence(dt_tp_style *s, int sequence_dim);
+/* out = x with placement p (Shard(-1) resolved on x's rank) on mesh dim md, moved there
+   with dt_redistribute (d's comm, plan cache and scratch) into data (bytes), or a view of
+   x itself when it already lies so. Errors as dt_redistribute's; DT_ERR_MESH_DIM for md,
+   DT_ERR_PARTIAL for a Partial target. */
+DT_API int dt_tp_redistribute(dt_dispatch *d, const dt_tensor *x, int md, dt_placement p, dt_tensor *out, void *data,
+                              size_t bytes);
 #endif /* DT_NO_OPS */
 
 #ifndef DT_NO_CONV
@@ -2887,6 +2923,76 @@ DT__DEF int dt_op(dt_dispatch *d, int op, const dt_op_attrs *attrs, const dt_ten
     if (rc) return rc;
     out->local = y;
     return dt__op_out(&s, m, &out->spec, 0, 0);
+}
+
+/* ---- tensor-parallel styles ---- */
+
+static int dt__tp_layout(dt_placement p)
+{
+    return p.kind == DT_KIND_REPLICATE || p.kind == DT_KIND_SHARD ? DT_OK : DT_ERR_PLACEMENT;
+}
+
+DT__DEF int dt_tp_colwise(dt_tp_style *s, int module, dt_placement output_layout)
+{
+    const dt_tp_style c = {DT__R, DT__S(0), DT__S(0), DT__S(-1), DT__R};
+    if (!s) return DT_ERR_NULL;
+    if ((module != DT_TP_LINEAR && module != DT_TP_EMBEDDING) || dt__tp_layout(output_layout)) return DT_ERR_PLACEMENT;
+    *s = c;
+    if (module == DT_TP_EMBEDDING) s->weight.arg = 1;
+    s->output_layout = output_layout;
+    return DT_OK;
+}
+
+DT__DEF int dt_tp_rowwise(dt_tp_style *s, int module, dt_placement output_layout)
+{
+    const dt_tp_style c = {DT__S(-1), DT__S(1), DT__R, DT__PS, DT__R};
+    if (!s) return DT_ERR_NULL;
+    if ((module != DT_TP_LINEAR && module != DT_TP_EMBEDDING) || dt__tp_layout(output_layout)) return DT_ERR_PLACEMENT;
+    *s = c;
+    if (module == DT_TP_EMBEDDING) s->weight.arg = 0, s->input = s->bias;
+    s->output_layout = output_layout;
+    return DT_OK;
+}
+
+DT__DEF int dt_tp_sequence(dt_tp_style *s, int sequence_dim)
+{
+    const dt_tp_style c = {DT__S(0), DT__R, DT__R, DT__S(0), DT__S(0)};
+    if (!s) return DT_ERR_NULL;
+    *s = c;
+    s->input.arg = s->output.arg = s->output_layout.arg = (int16_t)sequence_dim;
+    return DT_OK;
+}
+
+DT__DEF int dt_tp_redistribute(dt_dispatch *d, const dt_tensor *x, int md, dt_placement p, dt_tensor *out, void *data,
+                               size_t bytes)
+{
+    dt_spec t;
+    mb_tensor y;
+    int32_t sh[MB_MAX_DIMS];
+    int rc;
+    if (!d || !x || !out) return DT_ERR_NULL;
+    rc = dt_spec_check(&x->spec);
+    if (rc) return rc;
+    if (md < 0 || md >= x->spec.mesh->ndim) return DT_ERR_MESH_DIM;
+    if (p.kind == DT_KIND_PARTIAL) return DT_ERR_PARTIAL;
+    t = x->spec;
+    if (p.kind == DT_KIND_SHARD && p.arg < 0) p.arg = (int16_t)(p.arg + t.ndim);
+    t.placements[md] = p;
+    rc = dt_spec_check(&t);
+    if (rc) return rc;
+    if (!memcmp(t.placements, x->spec.placements, sizeof t.placements)) {
+        *out = *x;
+        return DT_OK;
+    }
+    dt__local(&t, t.mesh->coord, t.placements, t.mesh->ndim, sh, 0);
+    if (!data) return DT_ERR_NULL;
+    if (dt__bytes(sh, t.ndim, t.dtype) > bytes) return DT_ERR_TOO_SMALL;
+    mb_tensor_init(&y, data, t.dtype, t.ndim, sh);
+    rc = dt_redistribute(d->comm, d->plans, &x->spec, &x->local, &t, 0, &y, d->scratch, d->scratch ? d->scratch_bytes : 0);
+    if (rc) return rc;
+    out->spec = t;
+    out->local = y;
+    return DT_OK;
 }
 #endif /* DT_NO_OPS */
 

@@ -787,6 +787,49 @@ static void test_kernel_cblas(void **state)
 }
 #endif
 
+/* Tensor-parallel styles: torch's placements (style.py), bad input, and
+   dt_tp_redistribute's no-communication cases (a view, errors). */
+static void test_tp_styles(void **state)
+{
+    dt_placement r[1] = {R_}, s0[1] = {S0}, s1[1] = {S1}, s2[1] = {DT_SHARD(2)}, sm1[1] = {DT_SHARD(-1)},
+                 ps[1] = {PSUM};
+    dt_tp_style st;
+    dt_dispatch d;
+    dt_tensor x, y;
+    float data[64];
+    int32_t sh[2] = {8, 8};
+    (void)state;
+    assert_int_equal(dt_tp_colwise(&st, DT_TP_LINEAR, sm1[0]), 0);
+    assert_true(same(&st.input, r, 1) && same(&st.weight, s0, 1) && same(&st.bias, s0, 1));
+    assert_true(same(&st.output, sm1, 1) && same(&st.output_layout, sm1, 1));
+    assert_int_equal(dt_tp_colwise(&st, DT_TP_EMBEDDING, r[0]), 0);
+    assert_true(same(&st.weight, s1, 1) && same(&st.output_layout, r, 1));
+    assert_int_equal(dt_tp_rowwise(&st, DT_TP_LINEAR, r[0]), 0);
+    assert_true(same(&st.input, sm1, 1) && same(&st.weight, s1, 1) && same(&st.bias, r, 1));
+    assert_true(same(&st.output, ps, 1) && same(&st.output_layout, r, 1));
+    assert_int_equal(dt_tp_rowwise(&st, DT_TP_EMBEDDING, s0[0]), 0); /* reduce_scatter to S(0) */
+    assert_true(same(&st.input, r, 1) && same(&st.weight, s0, 1) && same(&st.output_layout, s0, 1));
+    assert_int_equal(dt_tp_sequence(&st, 1), 0);
+    assert_true(same(&st.input, s1, 1) && same(&st.weight, r, 1) && same(&st.output, s1, 1) &&
+                same(&st.output_layout, s1, 1));
+    assert_int_equal(dt_tp_rowwise(&st, DT_TP_LINEAR, ps[0]), DT_ERR_PLACEMENT); /* a layout is R or S */
+    assert_int_equal(dt_tp_colwise(&st, 2, r[0]), DT_ERR_PLACEMENT);
+    assert_int_equal(dt_tp_sequence(NULL, 1), DT_ERR_NULL);
+    /* x S(1) on a mesh of 4 (rank 0): to S(-1) is a view of x itself, no communication */
+    assert_int_equal(dt_mesh_init(&mesh1, 1, one, NULL, 0), 0);
+    spec(&x.spec, &mesh1, s1, 2, 8, 8, 0);
+    sh[1] = 2;
+    mb_tensor_init(&x.local, data, MB_F32, 2, sh);
+    memset(&d, 0, sizeof d);
+    assert_int_equal(dt_tp_redistribute(&d, &x, 0, sm1[0], &y, NULL, 0), 0);
+    assert_true(y.local.data == data && same(y.spec.placements, s1, 1));
+    assert_int_equal(dt_tp_redistribute(&d, &x, 1, r[0], &y, data, sizeof data), DT_ERR_MESH_DIM);
+    assert_int_equal(dt_tp_redistribute(&d, &x, 0, ps[0], &y, data, sizeof data), DT_ERR_PARTIAL);
+    assert_int_equal(dt_tp_redistribute(&d, &x, 0, r[0], &y, data, 4), DT_ERR_TOO_SMALL);
+    assert_int_equal(dt_tp_redistribute(&d, &x, 0, s2[0], &y, data, sizeof data), DT_ERR_DIM);
+    assert_int_equal(dt_tp_redistribute(NULL, &x, 0, r[0], &y, data, sizeof data), DT_ERR_NULL);
+}
+
 /* ---- the dispatcher over 4 pg_pthread ranks ---- */
 
 #define NR 4
@@ -1117,6 +1160,7 @@ int main(void)
         cmocka_unit_test(test_strategy_counts), cmocka_unit_test(test_mm_rules),
         cmocka_unit_test(test_pointwise_rules), cmocka_unit_test(test_cache_and_errors),
         cmocka_unit_test(test_linear_rules),    cmocka_unit_test(test_kernel_linear),
+        cmocka_unit_test(test_tp_styles),
         cmocka_unit_test(test_unary_rules),     cmocka_unit_test(test_reduce_rules),
         cmocka_unit_test(test_softmax_norm_rules), cmocka_unit_test(test_kernel_ops),
         cmocka_unit_test(test_kernel_mm),       cmocka_unit_test(test_dispatch_1d),

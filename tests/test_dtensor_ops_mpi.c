@@ -12,6 +12,8 @@
 
 #define DTO_MPI
 #define DTO_CASE(op) ((op) < DT_ATEN_EMBEDDING) /* einsum, pointwise, reductions, softmax, norms */
+/* a test added to test_dtensor_ops.c and not (yet) listed below must not break this build */
+#pragma GCC diagnostic ignored "-Wunused-function"
 #include "test_dtensor_ops.c"
 
 static pg_mpi_port dto_port;
@@ -32,10 +34,11 @@ static int dto_run(int (*body)(pg_group *g, void *arg), void *arg)
 
 int main(int argc, char **argv)
 {
-    const struct CMUnitTest tests[] = { /* the first eleven need no communication */
+    const struct CMUnitTest tests[] = { /* the first twelve need no communication */
         cmocka_unit_test(test_strategy_counts), cmocka_unit_test(test_mm_rules),
         cmocka_unit_test(test_pointwise_rules), cmocka_unit_test(test_cache_and_errors),
         cmocka_unit_test(test_linear_rules),    cmocka_unit_test(test_kernel_linear),
+        cmocka_unit_test(test_tp_styles),
         cmocka_unit_test(test_unary_rules),     cmocka_unit_test(test_reduce_rules),
         cmocka_unit_test(test_softmax_norm_rules), cmocka_unit_test(test_kernel_ops),
         cmocka_unit_test(test_kernel_mm),       cmocka_unit_test(test_dispatch_1d),

@@ -4861,14 +4861,15 @@ static int dt__g_step_check(const dt_gplan *p, int32_t k)
         ind[i] = p->steps[s->in[i]].ndim;
     }
     if (s->ndim < 0 || s->ndim > MB_MAX_DIMS || (s->offset & 3u)) return DT_ERR_SHAPE;
-    for (d = s->ndim - 1; d >= 0; d--) {
-        if (s->shape[d] < 0 || s->stride[d] < 0) return DT_ERR_SHAPE;
+    for (d = s->ndim - 1; d >= 0; d--) { /* extent (terms < 2^40: no overflow) and contiguity */
+        uint64_t term = s->shape[d] > 0 ? (uint64_t)(s->shape[d] - 1) * (uint64_t)s->stride[d] : 0;
+        if (s->shape[d] < 0 || s->stride[d] < 0 || term >> 40) return DT_ERR_SHAPE;
         if (s->shape[d] == 0) last = UINT64_MAX; /* empty: no memory */
-        if (last != UINT64_MAX) last += (uint64_t)(s->shape[d] - 1) * (uint64_t)s->stride[d];
+        if (last != UINT64_MAX) last += term;
         if (s->shape[d] != 1 && s->stride[d] != c) c = 0;
-        else if (c) c = s->shape[d] ? c * s->shape[d] : 1;
-        if (c > (1 << 30)) c = 0;
+        else if (c) c = s->shape[d] <= (1 << 30) / c ? c * s->shape[d] : 0;
     }
+    if (last == UINT64_MAX) c = 1; /* empty: nothing to write */
     if (last != UINT64_MAX && (last + 1u) * 4u + s->offset > p->arena_bytes) return DT_ERR_SHAPE;
     if (s->flags & DT_GS_VIEW) return (s->flags & DT_GS_ALLREDUCE) && !c ? DT_ERR_SHAPE : DT_OK;
     if (!c) return DT_ERR_SHAPE; /* kernels write contiguous outputs */

@@ -1464,73 +1464,52 @@ static int64_t dt__step(dt_comm *c, const dt_step *st, const mb_tensor *x, mb_te
     return (int64_t)need;
 }
 
-/* A run's state between steps (dt__run; the planner measures each step the same way as
-   it emits it). */
-typedef struct dt__cur {
-    mb_tensor t[2];             /* t[flip]: the next intermediate result, t[!flip]: the current or a view */
-    const mb_tensor *x;         /* the current tensor */
-    uint64_t need, last, xres;  /* scratch so far; the same if the run ended at this step; x's region */
-    int flip;
-} dt__cur;
-
-/* Step st of a run (c NULL: only measure). Local steps that only select (narrow, size-1
-   mesh dims, partitions that keep the value) are views: no copy. A communicating step
-   writes the caller's `out` when it is the last, else an intermediate result; those
-   alternate between scratch's two ends (end: its size rounded down to 8), each step's
-   staging between them; out NULL: not the last step. fast: in and out are contiguous
-   (the step's recorded staging applies); < 0: planning (measure and record it). Returns
-   0 or DT_ERR_COMM. */
-static int dt__adv(dt_comm *c, dt__cur *r, const dt_step *st, mb_tensor *out, int nd, mb_dtype dt,
-                   unsigned char *scratch, size_t end, int fast)
-{
-    int32_t pos, len, d = st->dst.arg;
-    int flip = r->flip;
-    mb_tensor *y = out;
-    uint64_t ob = 0;
-    int64_t rc;
-    r->last = r->need;
-    if (st->op < DT_OP_PARTITION || (st->op == DT_OP_PARTITION && st->red != DT_SUM)) {
-        if (st->op == DT_OP_NARROW) {
-            len = dt__chunk(r->x->shape[d], st->group_size, st->coord, &pos);
-            mb_narrow(r->x, d, pos, len, &r->t[!flip]);
-            r->x = &r->t[!flip];
-        }
-        return DT_OK;
-    }
-    if (!y) {
-        ob = DT__R8(dt__bytes(st->out_shape, nd, dt));
-        y = &r->t[flip];
-        /* measuring: any valid address stands for scratch */
-        mb_tensor_init(y, c ? scratch + (flip ? end - ob : 0) : (void *)r, dt, nd, st->out_shape);
-    }
-    rc = dt__step(c, st, r->x, y, c ? scratch + (flip ? r->xres : ob) : 0, fast);
-    if (rc < 0) return c->err = (int32_t)rc, DT_ERR_COMM;
-    rc += (int64_t)r->xres;
-    if ((uint64_t)rc > r->last) r->last = (uint64_t)rc; /* as the last step: out is the caller's */
-    if ((uint64_t)rc + ob > r->need) r->need = (uint64_t)rc + ob;
-    if (c && st->op >= DT_OP_ALL_GATHER) c->collectives++;
-    r->x = y;
-    r->xres = ob;
-    r->flip = !flip;
-    return DT_OK;
-}
-
-/* Run the plan in -> out step by step (c NULL: only measure). Returns the scratch bytes
-   the run needs, or an error. */
+/* Run the plan in -> out (c NULL: only measure). Local steps that only select (narrow,
+   size-1 mesh dims, partitions that keep the value) are views: no copy. A communicating
+   step writes the caller's `out` when it is the last, else an intermediate result; those
+   alternate between scratch's two ends, each step's staging between them. Returns the
+   scratch bytes the run needs, or an error. fast: in and out are contiguous (the steps'
+   recorded staging applies); < 0: planning (measure and record it). */
 static int64_t dt__run(dt_comm *c, const dt_plan *pl, const mb_tensor *in, mb_tensor *out, unsigned char *scratch,
                        size_t bytes, int fast)
 {
-    dt__cur r;
-    int k, rc = DT_OK;
-    r.need = r.xres = 0;
-    r.flip = 0;
-    r.x = in;
-    for (k = 0; !rc && k < pl->nsteps; k++)
-        rc = dt__adv(c, &r, &pl->steps[k], k + 1 == pl->nsteps ? out : 0, pl->ndim, (mb_dtype)pl->dtype, scratch,
-                     bytes & ~(size_t)7, fast);
-    if (rc) return rc;
-    if (c && r.x != out) mb_copy(out, r.x);
-    return (int64_t)r.need;
+    mb_tensor t[2]; /* t[flip]: the next intermediate result, t[!flip]: the current or a view */
+    const mb_tensor *x = in;
+    mb_tensor *y;
+    uint64_t need = 0, xres = 0, ob;
+    size_t end = bytes & ~(size_t)7;
+    int k, flip = 0;
+    int64_t rc;
+    for (k = 0; k < pl->nsteps; k++) {
+        const dt_step *st = &pl->steps[k];
+        int32_t pos, len, d = st->dst.arg;
+        if (st->op < DT_OP_PARTITION || (st->op == DT_OP_PARTITION && st->red != DT_SUM)) {
+            if (st->op == DT_OP_NARROW) {
+                len = dt__chunk(x->shape[d], st->group_size, st->coord, &pos);
+                mb_narrow(x, d, pos, len, &t[!flip]);
+                x = &t[!flip];
+            }
+            continue;
+        }
+        y = out;
+        ob = 0;
+        if (k + 1 < pl->nsteps) {
+            ob = DT__R8(dt__bytes(st->out_shape, pl->ndim, (mb_dtype)pl->dtype));
+            y = &t[flip];
+            /* measuring: any valid address stands for scratch */
+            mb_tensor_init(y, c ? scratch + (flip ? end - ob : 0) : (void *)pl, (mb_dtype)pl->dtype, pl->ndim,
+                           st->out_shape);
+        }
+        rc = dt__step(c, st, x, y, c ? scratch + (flip ? xres : ob) : 0, fast);
+        if (rc < 0) return c->err = (int32_t)rc, DT_ERR_COMM;
+        if (xres + (uint64_t)rc + ob > need) need = xres + (uint64_t)rc + ob;
+        if (c && st->op >= DT_OP_ALL_GATHER) c->collectives++;
+        x = y;
+        xres = ob;
+        flip = !flip;
+    }
+    if (c && x != out) mb_copy(out, x);
+    return (int64_t)need;
 }
 
 /* ---- planner ---- */
@@ -1550,42 +1529,9 @@ static int dt__pair_check(dt_placement a, dt_placement b, int flags, mb_dtype dt
     return DT_OK;
 }
 
-/* The planner's output: the whole plan (pl), or with pl NULL each step in turn in `one`
-   (the sizing and costing calls, which have no caller storage for a dt_plan of ~800 B).
-   Either way each step is measured as it is emitted (dt__adv, contiguous tensors): the
-   scratch is r.last when the plan ends. */
-typedef struct dt__pw {
-    dt_plan *pl;
-    int32_t n;                  /* steps so far */
-    dt_step one;
-    dt__cur r;
-#ifndef DT_NO_OPS
-    uint64_t cost;              /* dt_plan_cost_ns over DT_LINK_TORCH so far (ops' redistribute_cost) */
-#endif
-} dt__pw;
-
-static const dt_link dt__torch = DT_LINK_TORCH;
-
-/* torch's ring model of one communicating step */
-static uint64_t dt__step_ns(const dt_step *st, const dt_link *link)
-{
-    uint64_t t = link->base_ns + (uint64_t)st->hops * link->hop_ns + st->bytes * 1000u / link->bytes_per_us;
-    if (st->op == DT_OP_ALL_TO_ALL) t += link->a2a_penalty_ns;
-    return t;
-}
-
-/* Start planning into w (keeps w->pl, clears it). */
-static void dt__begin(dt__pw *w)
-{
-    dt_plan *pl = w->pl;
-    DT_MEMSET(w, 0, sizeof *w);
-    w->pl = pl;
-    if (pl) DT_MEMSET(pl, 0, sizeof *pl);
-}
-
 /* Append the step md: cur[md] -> to (root >= 0: distribute's scatter/broadcast from that
-   coordinate) and measure it; updates cur. */
-static void dt__emit(const dt_spec *s, dt__pw *w, dt_placement *cur, int md, dt_placement to, int root)
+   coordinate); updates cur. */
+static void dt__emit(const dt_spec *s, dt_plan *pl, dt_placement *cur, int md, dt_placement to, int root)
 {
     static const unsigned char ops[3][3] = {
         /* to:  R                 S                     P               from: */
@@ -1593,11 +1539,10 @@ static void dt__emit(const dt_spec *s, dt__pw *w, dt_placement *cur, int md, dt_
         {DT_OP_ALL_GATHER, DT_OP_ALL_TO_ALL, DT_OP_NOOP},               /* S (S->P rejected) */
         {DT_OP_ALL_REDUCE, DT_OP_REDUCE_SCATTER, DT_OP_NOOP}};          /* P (same op only) */
     const dt_mesh *m = s->mesh;
-    dt_plan *pl = w->pl;
-    dt_step *st = pl ? &pl->steps[w->n] : &w->one;
+    dt_step *st = &pl->steps[pl->nsteps++];
     int32_t n = m->shape[md];
     int op = root < 0 ? (int)ops[cur[md].kind][to.kind] : to.kind == DT_KIND_SHARD ? (int)DT_OP_SCATTER : (int)DT_OP_BROADCAST;
-    DT_ASSERT(w->n < DT_MAX_STEPS);
+    DT_ASSERT(pl->nsteps <= DT_MAX_STEPS);
     DT_MEMSET(st, 0, sizeof *st);
     st->mesh_dim = md;
     st->group_size = n;
@@ -1616,34 +1561,24 @@ static void dt__emit(const dt_spec *s, dt__pw *w, dt_placement *cur, int md, dt_
         st->hops = (uint32_t)(n - 1) << (st->op == DT_OP_ALL_REDUCE);
         st->bytes = dt__bytes(st->op == DT_OP_ALL_GATHER || st->op == DT_OP_BROADCAST ? st->out_shape : st->in_shape,
                               s->ndim, s->dtype) * st->hops / (uint64_t)n;
-        if (pl) {
-            pl->ncollectives++;
-            pl->hops += st->hops;
-            pl->bytes += st->bytes;
-        }
-#ifndef DT_NO_OPS
-        w->cost += dt__step_ns(st, &dt__torch);
-#endif
+        pl->ncollectives++;
+        pl->hops += st->hops;
+        pl->bytes += st->bytes;
     }
-    if (!w->n++) { /* the run starts from the first step's input, contiguous */
-        mb_tensor_init(&w->r.t[1], (void *)w, s->dtype, s->ndim, st->in_shape);
-        w->r.x = &w->r.t[1];
-    }
-    dt__adv(0, &w->r, st, 0, s->ndim, s->dtype, 0, 0, -1);
 }
 
-/* The plan's step count, tensor meta, local shapes (placements cur at the end) and
-   scratch with contiguous local tensors. */
-static void dt__finish(dt__pw *w, const dt_spec *s, const dt_placement *cur)
+/* The plan's tensor meta, local shapes (placements cur at the end) and scratch with
+   contiguous local tensors. */
+static void dt__finish(dt_plan *pl, const dt_spec *s, const dt_placement *cur)
 {
-    dt_plan *pl = w->pl;
-    if (!pl) return;
-    pl->nsteps = w->n;
+    mb_tensor in, out;
     pl->dtype = (int32_t)s->dtype;
     pl->ndim = s->ndim;
     dt__local(s, s->mesh->coord, cur, s->mesh->ndim, pl->out_shape, 0);
     DT_MEMCPY(pl->in_shape, pl->nsteps ? pl->steps[0].in_shape : pl->out_shape, sizeof pl->in_shape);
-    pl->scratch = w->r.last;
+    mb_tensor_init(&in, pl, s->dtype, s->ndim, pl->in_shape);
+    mb_tensor_init(&out, pl, s->dtype, s->ndim, pl->out_shape);
+    pl->scratch = (uint64_t)dt__run(0, pl, &in, &out, 0, 0, -1);
 }
 
 /* Same mesh for planning: shape and this rank's coordinate. */
@@ -1654,17 +1589,16 @@ static int dt__mesh_same(const dt_mesh *a, const dt_mesh *b)
                       !memcmp(a->ranks, b->ranks, sizeof(int32_t) * (size_t)a->size));
 }
 
-/* dt_plan_redistribute into w (NULL: only validate); need: w->pl NULL is DT_ERR_NULL.
-   Every check comes before the first write into w (planned in place: no dt_plan on the
-   stack). */
-static int dt__plan(const dt_spec *src, const dt_spec *dst, int flags, dt__pw *w, int need)
+/* dt_plan_redistribute; need 0: plan NULL only validates. Every check comes before the
+   first write into *plan (planned in place: no dt_plan on the stack). */
+static int dt__plan(const dt_spec *src, const dt_spec *dst, int flags, dt_plan *plan, int need)
 {
     const dt_mesh *m;
     dt_placement cur[DT_MAX_MESH_DIMS], to;
     int i, j, md, nd, rc = dt_spec_check(src);
     if (!rc) rc = dt_spec_check(dst);
     if (rc) return rc;
-    if (need && !w->pl) return DT_ERR_NULL;
+    if (!plan && need) return DT_ERR_NULL;
     m = src->mesh;
     nd = m->ndim;
     if (!dt__mesh_same(m, dst->mesh) || src->dtype != dst->dtype || src->ndim != dst->ndim ||
@@ -1676,8 +1610,8 @@ static int dt__plan(const dt_spec *src, const dt_spec *dst, int flags, dt__pw *w
         if (rc) return rc;
         cur[i] = src->placements[i];
     }
-    if (!w) return DT_OK;
-    dt__begin(w);
+    if (!plan) return DT_OK;
+    DT_MEMSET(plan, 0, sizeof *plan);
     /* two passes: inner to outer (when sharded at all), a Shard target whose tensor dim is
        sharded differently on an earlier mesh dim (nested sharding) is first replicated;
        then outer to inner, whatever is left */
@@ -1686,31 +1620,16 @@ static int dt__plan(const dt_spec *src, const dt_spec *dst, int flags, dt__pw *w
         to = dst->placements[md];
         for (i = 0; j < nd && to.kind == DT_KIND_SHARD && i < md; i++)
             if (dt__is_shard(cur[i], to.arg) != dt__is_shard(dst->placements[i], to.arg)) to.kind = to.arg = 0;
-        if (!dt__same(cur[md], to)) dt__emit(src, w, cur, md, to, -1);
+        if (!dt__same(cur[md], to)) dt__emit(src, plan, cur, md, to, -1);
     }
-    dt__finish(w, src, cur);
+    dt__finish(plan, src, cur);
     return DT_OK;
 }
 
 DT__DEF int dt_plan_redistribute(const dt_spec *src, const dt_spec *dst, int flags, dt_plan *plan)
 {
-    dt__pw w;
-    w.pl = plan;
-    return dt__plan(src, dst, flags, &w, 1);
+    return dt__plan(src, dst, flags, plan, 1);
 }
-
-#ifndef DT_NO_OPS
-/* dt_plan_cost_ns(the plan src -> dst, DT_LINK_TORCH) without a dt_plan (ops' costing). */
-static DT__NOINLINE int dt__plan_cost(const dt_spec *src, const dt_spec *dst, int flags, uint64_t *ns)
-{
-    dt__pw w;
-    int rc;
-    w.pl = 0;
-    rc = dt__plan(src, dst, flags, &w, 0);
-    *ns = w.cost;
-    return rc;
-}
-#endif
 
 DT__DEF size_t dt_plan_scratch_bytes(const dt_plan *plan)
 {
@@ -1725,13 +1644,18 @@ DT__DEF size_t dt_redistribute_scratch_bytes(const dt_plan *plan, const mb_tenso
 
 DT__DEF int dt_plan_cost_ns(const dt_plan *plan, const dt_link *link, uint64_t *ns)
 {
+    static const dt_link torch = DT_LINK_TORCH;
     uint64_t t = 0;
     int i;
     if (!plan || !ns) return DT_ERR_NULL;
-    if (!link) link = &dt__torch;
+    if (!link) link = &torch;
     if ((uint32_t)plan->nsteps > DT_MAX_STEPS || !link->bytes_per_us) return DT_ERR_TOO_SMALL;
-    for (i = 0; i < plan->nsteps; i++)
-        if (plan->steps[i].op >= DT_OP_ALL_GATHER) t += dt__step_ns(&plan->steps[i], link);
+    for (i = 0; i < plan->nsteps; i++) {
+        const dt_step *st = &plan->steps[i];
+        if (st->op < DT_OP_ALL_GATHER) continue;
+        t += link->base_ns + (uint64_t)st->hops * link->hop_ns + st->bytes * 1000u / link->bytes_per_us;
+        if (st->op == DT_OP_ALL_TO_ALL) t += link->a2a_penalty_ns;
+    }
     *ns = t;
     return DT_OK;
 }
@@ -1872,7 +1796,7 @@ DT__DEF int dt_redistribute(dt_comm *c, dt_plan_cache *cache, const dt_spec *src
     /* without a cache: validate, check the comm, then plan into its work area */
     int rc = cache ? dt_plan_cached(cache, src, dst, flags, &pl) : dt__plan(src, dst, flags, 0, 0);
     if (!rc) rc = dt__comm_check(c, src->mesh);
-    if (!rc && !cache) rc = dt_plan_redistribute(src, dst, flags, (dt_plan *)(pl = &c->plan));
+    if (!rc && !cache) rc = dt__plan(src, dst, flags, (dt_plan *)(pl = &c->plan), 1);
     if (!rc) rc = dt__fits(in, pl->dtype, pl->ndim, pl->in_shape);
     if (!rc) rc = dt__fits(out, pl->dtype, pl->ndim, pl->out_shape);
     if (!rc) rc = dt__exec(c, pl, in, out, scratch, scratch_bytes);
@@ -1942,14 +1866,13 @@ DT__DEF int dt_full_tensor(dt_comm *c, dt_plan_cache *cache, const dt_spec *src,
 
 DT__DEF int dt_full_tensor_scratch_bytes(const dt_spec *src, size_t *bytes)
 {
-    dt__pw w; /* planned step by step: no dt_plan on the stack */
+    dt_plan pl;
     dt_spec r;
     int rc;
     if (!src || !bytes) return DT_ERR_NULL;
     r = dt__replicated(src);
-    w.pl = 0;
-    rc = dt__plan(src, &r, 0, &w, 0);
-    if (!rc) *bytes = (size_t)w.r.last;
+    rc = dt_plan_redistribute(src, &r, 0, &pl);
+    if (!rc) *bytes = (size_t)pl.scratch;
     return rc;
 }
 
@@ -1957,32 +1880,31 @@ DT__DEF int dt_full_tensor_scratch_bytes(const dt_spec *src, size_t *bytes)
    also rejects Partial targets and non-members); from src_rank's coordinate, mesh dim 0
    first, mesh dim i runs on the ranks whose coordinates past i are the source's (the
    others join later). */
-static int dt__dist_plan(const dt_spec *s, int src_rank, dt__pw *w)
+static int dt__dist_plan(const dt_spec *s, int src_rank, dt_plan *pl)
 {
     const dt_mesh *m = s->mesh;
     int32_t sc[DT_MAX_MESH_DIMS];
     dt_spec r = dt__replicated(s);
-    int i, j, rc = dt__plan(&r, s, 0, w, 0);
+    int i, j, rc = dt_plan_redistribute(&r, s, 0, pl);
     if (!rc && src_rank != DT_EVERY_RANK) rc = dt_mesh_coord(m, src_rank, sc);
     if (rc || src_rank == DT_EVERY_RANK) return rc;
-    dt__begin(w);
+    DT_MEMSET(pl, 0, sizeof *pl);
     for (i = 0; i < m->ndim; i++) {
         for (j = i + 1; j < m->ndim && m->coord[j] == sc[j]; j++) {}
         if (j < m->ndim) r.placements[i] = s->placements[i]; /* not on the source's path yet */
-        else dt__emit(s, w, r.placements, i, s->placements[i], sc[i]);
+        else dt__emit(s, pl, r.placements, i, s->placements[i], sc[i]);
     }
-    dt__finish(w, s, r.placements);
+    dt__finish(pl, s, r.placements);
     return DT_OK;
 }
 
 DT__DEF int dt_distribute_scratch_bytes(const dt_spec *s, int src_rank, size_t *bytes)
 {
-    dt__pw w; /* planned step by step: no dt_plan on the stack */
+    dt_plan pl;
     int rc = dt_spec_check(s);
     if (!rc && !bytes) rc = DT_ERR_NULL;
-    w.pl = 0;
-    if (!rc) rc = dt__dist_plan(s, src_rank, &w);
-    if (!rc) *bytes = (size_t)w.r.last;
+    if (!rc) rc = dt__dist_plan(s, src_rank, &pl);
+    if (!rc) *bytes = (size_t)pl.scratch;
     return rc;
 }
 
@@ -1990,14 +1912,10 @@ DT__DEF int dt_distribute(dt_comm *c, const dt_spec *s, const mb_tensor *global,
                           void *scratch, size_t scratch_bytes)
 {
     dt_plan *pl = 0;
-    dt__pw w;
     mb_tensor x;
     int rc = dt_spec_check(s);
     if (!rc) rc = dt__comm_check(c, s->mesh);
-    if (!rc) {
-        w.pl = pl = &c->plan; /* the comm's work area */
-        rc = dt__dist_plan(s, src_rank, &w);
-    }
+    if (!rc) rc = dt__dist_plan(s, src_rank, pl = &c->plan); /* the comm's work area */
     if (!rc) rc = dt__fits_local(local, s);
     if (rc) return rc;
     if (src_rank == DT_EVERY_RANK || src_rank == s->mesh->rank) {
@@ -2097,6 +2015,7 @@ static int64_t dt__redist_cost(const dt_spec *a, const dt_placement *p)
 {
     dt_mesh m0 = *a->mesh;
     dt_spec s = *a, t;
+    dt_plan pl;
     uint64_t ns;
     m0.index = 0;
     m0.rank = m0.ranks[0];
@@ -2104,7 +2023,9 @@ static int64_t dt__redist_cost(const dt_spec *a, const dt_placement *p)
     s.mesh = &m0;
     t = s;
     DT_MEMCPY(t.placements, p, sizeof(dt_placement) * (size_t)m0.ndim);
-    if (!dt__shardable(a, p) || dt__plan_cost(&s, &t, DT_PLAN_ALLOW_PARTIAL, &ns)) return -1;
+    if (!dt__shardable(a, p) || dt_plan_redistribute(&s, &t, DT_PLAN_ALLOW_PARTIAL, &pl) ||
+        dt_plan_cost_ns(&pl, 0, &ns))
+        return -1;
     return (int64_t)ns;
 }
 

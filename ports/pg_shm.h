@@ -11,12 +11,15 @@
    Like rpmsg-lite, the platform is a small hook struct (ports/platform/ has sets for RISC-V
    virt, host threads and FreeRTOS): notify(core) rings a doorbell, wait() sleeps until a
    doorbell or a short tick, cache_clean/invalidate keep a D-cache (Cortex-M7) coherent and
-   now_us() gives time for timeouts. World collectives (barrier, broadcast, all_reduce,
-   all_gather(v)) read peers' buffers directly and compare a hash of every core's arguments,
-   so every core sees a mismatch; sub-groups and the other collectives use pg.h's generic
-   ones. all_reduce: each core reduces its block of every core's send, its own value first,
-   then the other cores in rank order around the ring (a fixed order: every core gets the
-   same bits), and copies the other blocks from their owners.
+   now_us() gives time for timeouts. The world barrier is native. Collectives are pg.h's
+   generic ones over the rings by default (the messaging port stays within issue #3's
+   2.5 KB on Cortex-M4); with PG_SHM_NATIVE_COLLECTIVES the world broadcast, all_reduce and
+   all_gather(v) read peers' buffers directly and compare a hash of every core's arguments,
+   so every core sees a mismatch (pg.h's ring collectives agree on their arguments too);
+   sub-groups and the other collectives stay generic. Native all_reduce: each core reduces
+   its block of every core's send, its own value first, then the other cores in rank order
+   around the ring (a fixed order: every core gets the same bits), and copies the other
+   blocks from their owners.
 
    Example (core `me` of 4; every core runs the same code):
        #define PG_IMPLEMENTATION
@@ -41,9 +44,10 @@
        PG_SHM_LINE             cache-line size in bytes, power of two >= 64 (default 64; a
                                core's control line holds 8 words; 32-byte-line cores use 64)
        PG_SHM_SPIN             polls before calling hooks->wait() (default 200)
-       PG_SHM_NO_NATIVE        no direct-read broadcast/all_reduce/all_gather(v): pg.h's
-                               generic ones over the rings (~0.7 KB less code on Cortex-M4;
-                               the barrier stays native). Default: native.
+       PG_SHM_NATIVE_COLLECTIVES  direct-read world broadcast/all_reduce/all_gather(v)
+                               (~0.7 KB more code on Cortex-M4; faster, fewer copies). Default:
+                               pg.h's generic ones over the rings; the barrier is native either
+                               way. (The former opt-out PG_SHM_NO_NATIVE is the default now.)
        PG_SHM_FENCE_ACQ(), PG_SHM_FENCE_REL(), PG_SHM_FENCE()   acquire / release / full
                                barrier (default: GCC/clang __atomic_thread_fence; define all
                                three for other compilers)
@@ -515,7 +519,7 @@ static int pg_shm__barrier(pg_group *g)
     return g->context ? PG_ERR_UNSUPPORTED : pg_shm__epoch((pg_shm *)g->port, g->timeout_ms);
 }
 
-#ifndef PG_SHM_NO_NATIVE
+#ifdef PG_SHM_NATIVE_COLLECTIVES
 /* Native world collectives, one routine: all_reduce (counts == 0: `count` elements, core c
    owns block c of an even split) and all_gatherv (counts[c] elements of core c, packed; a
    broadcast is one where only the root's count is not 0). Every core publishes (send, recv,
@@ -608,13 +612,13 @@ static int pg_shm__broadcast(pg_group *g, void *buf, size_t count, mb_dtype dt, 
     for (c = 0; c < PG_SHM_MAX_CORES; c++) counts[c] = c == root ? count : 0;
     return pg_shm__coll(g, buf, buf, 0, counts, dt, 0);
 }
-#endif /* PG_SHM_NO_NATIVE */
+#endif /* PG_SHM_NATIVE_COLLECTIVES */
 
 static const pg_ops pg_shm__ops = {
     pg_shm__send, pg_shm__recv, pg_shm__probe,
     pg_shm__acquire, pg_shm__commit, pg_shm__peek, pg_shm__release,
     pg_shm__abort, pg_shm__recover, pg_shm__barrier,
-#ifndef PG_SHM_NO_NATIVE /* all_gather: pg.h makes it an all_gatherv with even counts */
+#ifdef PG_SHM_NATIVE_COLLECTIVES /* all_gather: pg.h makes it an all_gatherv with even counts */
     pg_shm__broadcast, pg_shm__all_reduce, 0, pg_shm__all_gatherv,
 #else
     0, 0, 0, 0,

@@ -1,8 +1,9 @@
 /* test_pg_shm.c — pg_shm on the host, threads as cores (ports/platform/host_threads.h).
    What only pg_shm has: region layout and validation (corrupt indices and slot headers give
    PG_ERR_CORRUPT, never an out-of-bounds access — run under ASan by SConstruct), zero-copy
-   slots in the peer's inbox, out-of-order tag matching, abort/recover, native collectives
-   checked against single-rank computations, and a >= 10^6-message stress with sequence
+   slots in the peer's inbox, out-of-order tag matching, abort/recover, the collectives
+   (pg.h's generic ones by default, the direct-read world ones with PG_SHM_NATIVE_COLLECTIVES:
+   tests/test_pg_shm_native.c) checked against single-rank computations, and a >= 10^6-message stress with sequence
    numbers and checksums. The port-agnostic conformance suite runs on pg_shm separately. */
 #define _DEFAULT_SOURCE 1 /* clock_gettime, syscall (host_threads.h) under -std=c99 */
 #include <setjmp.h>
@@ -356,18 +357,9 @@ static int body_collectives(pg_group *g, int rank)
         CHECK_RC(pg_broadcast(g, x[rank], N, MB_F32, r), 0);
         for (i = 0; i < N; i++) CHECK(x[rank][i] == input(r, i));
     }
-    /* a mismatch is seen by every core and the group goes on; natively at once, with no
-       recover needed; pg.h's ring (PG_SHM_NO_NATIVE) may time out instead and leaves
-       messages behind, so there every core recovers first */
-#ifndef PG_SHM_NO_NATIVE
+    /* a mismatch is seen by every core at once and the group goes on with no recover: both
+       the native check and pg.h's ring agreement fail every core before any data moves */
     CHECK_RC(pg_all_reduce(g, x[rank], y[rank], rank == 0 ? 5 : 4, MB_F32, PG_SUM), PG_ERR_MISMATCH);
-#else
-    pg_set_timeout(g, 300);
-    r = pg_all_reduce(g, x[rank], y[rank], rank == 0 ? 5 : 4, MB_F32, PG_SUM);
-    CHECK(r == PG_ERR_MISMATCH || r == PG_ERR_TIMEOUT);
-    CHECK_RC(pg_recover(g), 0);
-    pg_set_timeout(g, 5000);
-#endif
     CHECK_RC(pg_barrier(g), 0);
     /* a sub-group (ranks 3 and 1) uses pg.h's generic collectives over the rings */
     {
@@ -486,8 +478,8 @@ static void test_stress_million_messages(void **state)
 /* ---- the port-agnostic conformance suite (tests/pg_conformance.h) over pg_shm ----
    Always built (host threads and the harts of tests/target/riscv_smp); -DPG_SHM_NO_CONFORMANCE
    leaves it out.
-   pgc_test_mismatch passes with PG_SHM_NO_NATIVE too: pg.h's ring collectives agree on
-   their arguments over all ranks first, so every core sees a count mismatch. */
+   pgc_test_mismatch passes in both configs: pg.h's ring collectives agree on their
+   arguments over all ranks first, so every core sees a count mismatch. */
 #if !defined(PG_SHM_NO_CONFORMANCE) || defined(PG_SHM_SUITE_DTENSOR)
 static int (*pgc_body)(pg_group *g, void *arg);
 static void *pgc_arg;

@@ -1,7 +1,7 @@
 /* collectives.c — `scons bench`: pg collectives, f32, 2 ranks, beside MPI measured in the
    same run. Two threads time pg_pthread (native shared-memory collectives) and pg_shm on
-   host threads (ports/platform/host_threads.h; native all_reduce/all_gather, pg.h's ring
-   reduce_scatter over its slots). Between their repeats, the first thread has
+   host threads (ports/platform/host_threads.h) built with PG_SHM_NATIVE_COLLECTIVES (its
+   opt-in direct-read all_reduce/all_gather; pg.h's ring reduce_scatter over its slots). Between their repeats, the first thread has
    pg_mpi_bench (built next to this program, started once under mpirun -np 2) time one
    repeat of raw OpenMPI MPI_Allreduce / MPI_Allgather / MPI_Reduce_scatter and of the same
    through pg_mpi.h (see bench_pg.h): every figure's repeats are spread over the same
@@ -21,6 +21,7 @@
 #define PG_IMPLEMENTATION
 #include "ports/pg.h"
 #define PG_SHM_IMPLEMENTATION
+#define PG_SHM_NATIVE_COLLECTIVES 1 /* the direct-read world collectives (opt-in) */
 #include "ports/platform/host_threads.h"
 #define PG_PTHREAD_IMPLEMENTATION
 #include "ports/pg_pthread.h"

@@ -58,6 +58,8 @@
                                mesh, specs, planner, cache and executor: with
                                DT_NO_OPS, the "core")
        DT_NO_OPS               leave out section 10 (ops: propagation, dispatcher, kernels)
+       DT_NO_MODEL_OPS         leave out the view ops, embedding, the losses and the
+                               found_inf handler of section 10 (DT_ERR_UNSUPPORTED)
        DT_NO_CONV              leave out section 11 (conv2d, max pool, their sharded forms)
        DT_NO_QUANT             leave out section 12 (int8 quantized mm, requantization)
        DT_NO_RANDOM            leave out section 13 (Philox, RNG offsets, rand, dropout)
@@ -476,6 +478,34 @@ DT_API int dt_distribute_scratch_bytes(const dt_spec *s, int src_rank, size_t *b
        x / sqrt(mean(x^2) + eps) * w.
      These single-strategy families cost only the inputs that move (no
      is_tensor_shardable filter, as torch).
+     views (_view_ops.py dim maps: view_groups, dim_flatten, dim_squeeze, ...): one
+       strategy, costed as above. A shard follows its dim to the output; Partial passes
+       through. Flatten keeps a shard only on the leftmost flattened dim and only when it divides
+       evenly among the ranks sharding it, a split (view/reshape of one dim into several)
+       only when the first piece does; transpose/permute move the shard, squeeze/unsqueeze
+       renumber it; expand replicates a broadcast dim. Otherwise reshape and flatten
+       replicate that dim first while view returns DT_ERR_NO_STRATEGY for a flatten (torch
+       raises; an unfit split is replicated by view as well, as torch). Two deviations that
+       keep the numbers right: a dim sharded on several mesh dims must divide by their
+       product (torch checks each size alone), and flatten and split conditions both apply
+       (torch's last check wins). Local kernels copy; dt_op instead returns a view of the
+       input's local tensor (no copy, out_data unused) when the input needs no
+       redistribution, no kernel override is set and its strides allow one.
+     embedding(weight (V, D), indices): per mesh dim R,R->R; colwise w S(1),i R->S(-1);
+       rowwise w S(0),i R->P(sum) (torch's MaskPartial: rows outside the local piece give
+       zero, so the pending sum is exact; indices currently Shard drop it, as torch's
+       Shard -> MaskPartial is impossible); batch w R,i S(d)->S(d) per indices dim (3 +
+       indices ndim, cartesian product over mesh dims). An index outside [0, V):
+       DT_ERR_RANK from the kernel.
+     cross_entropy / nll_loss (nll_loss_forward_strategy; cross_entropy is log_softmax +
+       nll_loss): input (C) or (N, C, d1..) with the class dim and every Partial
+       replicated, other shards kept; the target (input's shape without the class dim)
+       follows them; the output is the target's placements (reduction none) or, reduced
+       to a 0-d loss, Partial(avg) (mean; the target must then shard evenly, else
+       DT_ERR_NO_STRATEGY as torch raises) or Partial(sum) (sum) on each mesh dim sharding
+       the target. As in torch, a sharded mean averages the shards' means: exact unless
+       ignore_index hits differ between shards. Kernels: log-sum-exp with the row max
+       subtracted; a target outside [0, C) other than ignore_index: DT_ERR_RANK.
    Tensor-parallel styles (colwise, rowwise, sequence parallel: dt_tp_*) give torch's
    parameter, input and output placements; examples/tp_mlp runs a Megatron MLP, its
    sequence-parallel form and head-sharded attention on 4 ranks with them.
@@ -501,16 +531,22 @@ typedef enum dt_aten {
     /* layer_norm(x, w, b) over the last attrs.ndim dims (attrs.shape = normalized_shape),
        rms_norm(x, w); attrs.scalar = eps */
     DT_ATEN_LAYER_NORM, DT_ATEN_RMS_NORM,
-    /* embedding(weight, indices MB_I32) */
+    /* embedding(weight, indices MB_I32). Kernel attrs (set by dt_op for a row-sharded
+       weight; zero otherwise): mode 1 = masked: the weight holds rows [dim2, dim2 + its
+       rows) of shape[0] rows, indices in [0, shape[0]) outside it give zero rows */
     DT_ATEN_EMBEDDING,
     /* cross_entropy(logits, target MB_I32), nll_loss(log_probs, target MB_I32);
-       attrs.mode = reduction (0 none, 1 mean, 2 sum: torch's Reduction), attrs.ignore_index */
+       attrs.mode = reduction (0 none, 1 mean, 2 sum: torch's Reduction), attrs.ignore_index
+       (torch's default is -100: set it, zeroed attrs ignore class 0); output 0-d unless none */
     DT_ATEN_CROSS_ENTROPY, DT_ATEN_NLL_LOSS,
     /* views: view/reshape/expand to attrs.shape[0..attrs.ndim) (one -1 inferred; expand's -1
        keeps a size), permute by attrs.shape, transpose attrs.dim <-> attrs.dim2,
        squeeze/unsqueeze attrs.dim, flatten attrs.dim..attrs.dim2 */
     DT_ATEN_VIEW, DT_ATEN_RESHAPE, DT_ATEN_TRANSPOSE, DT_ATEN_PERMUTE, DT_ATEN_SQUEEZE,
     DT_ATEN_UNSQUEEZE, DT_ATEN_EXPAND, DT_ATEN_FLATTEN,
+    /* _amp_foreach_non_finite_check_and_unscale_(grads..., found_inf), attrs.scalar =
+       inv_scale: a custom handler only (dt_op; dt_propagate: DT_ERR_UNSUPPORTED) */
+    DT_ATEN_AMP_UNSCALE,
     DT_ATEN_COUNT
 } dt_aten;
 #define DT_MAX_OP_ARGS 3
@@ -571,7 +607,8 @@ DT_API int dt_op_cache_init(dt_op_cache *c, dt_op_entry *storage, int capacity);
 /* "mm", "addmm", ... (NULL for an unknown op). */
 DT_API const char *dt_op_name(int op);
 /* Propagate: the chosen strategy for op with static arguments attrs (NULL: all zero) on
-   these input specs (all on one mesh, this rank a member). cache may be NULL.
+   these input specs (all on one mesh; a rank outside it propagates as well, as torch,
+   for dt_op's output spec there). cache may be NULL.
    DT_ERR_PLACEMENT_COUNT for an unknown op or a wrong argument count; DT_ERR_NO_STRATEGY
    when no candidate is possible; DT_ERR_SHAPE when the shapes or attrs do not fit the op
    (normalized_shape, weight or bias shape, gelu mode); DT_ERR_DIM for attrs.dim out of range;
@@ -588,6 +625,11 @@ typedef int (*dt_kernel)(int op, const dt_op_attrs *attrs, mb_tensor *out, const
    may be NULL (all zero). */
 DT_API int dt_kernel_ref(int op, const dt_op_attrs *attrs, mb_tensor *out, const mb_tensor *const *in, int nin);
 
+typedef struct dt_dispatch dt_dispatch;
+/* A custom handler (torch's _custom_op_handlers): called by dt_op instead of the default
+   path, with dt_op's arguments; it must not call dt_op for its own op. */
+typedef int (*dt_handler)(dt_dispatch *d, int op, const dt_op_attrs *attrs, const dt_tensor *args, int nargs,
+                          dt_tensor *out, void *out_data, size_t out_bytes);
 #ifdef DT_CBLAS
 /* mm, addmm, bmm and linear through cblas_sgemm (one call per batch) when every matrix
    operand has a unit stride in one of its two last dims (a transposed view is passed as
@@ -598,20 +640,46 @@ DT_API int dt_kernel_cblas(int op, const dt_op_attrs *attrs, mb_tensor *out, con
 
 /* The dispatcher's context (OpDispatcher): kernels[op] NULL runs dt_kernel_ref. plans and
    strategies may be NULL (no caching). scratch holds redistributed inputs and the
-   redistribute scratch (8-byte aligned). */
-typedef struct dt_dispatch {
+   redistribute scratch (8-byte aligned). handlers[op] (NULL: the built-in one, if any)
+   takes the op over. implicit_replication (torch's implicit_replication()): plain tensors
+   of any size are replicated, not only one-element ones. */
+struct dt_dispatch {
     dt_comm *comm;
     dt_plan_cache *plans;
     dt_op_cache *strategies;
     dt_kernel kernels[DT_ATEN_COUNT];
     void *scratch;
     size_t scratch_bytes;
-} dt_dispatch;
+    dt_handler handlers[DT_ATEN_COUNT];
+    int32_t implicit_replication;
+    dt_spec plain[DT_MAX_OP_ARGS];      /* work area: the Replicate specs of plain tensors */
+};
 
-/* out = op(args, attrs) (attrs NULL: all zero): propagate, redistribute each input to its target (dt_redistribute, with
-   Replicate -> Partial allowed), run the kernel on the local tensors, wrap the result as
-   out (spec + contiguous local view into out_data). DT_ERR_TOO_SMALL when out_bytes or
-   the scratch is too small (nothing sent then). */
+/* out = op(args, attrs) (attrs NULL: all zero), OpDispatcher.dispatch: a custom handler
+   first (built in: DT_ATEN_AMP_UNSCALE, torch's found_inf_reduce_handler: each grad's
+   local piece is unscaled in place and checked, found_inf (a one-element f32 tensor,
+   plain or not) becomes 1 where a non-finite value was seen, then it is reduced as
+   Partial(max) over every mesh dim where some grad is not Replicate and written back:
+   out = found_inf). Otherwise: propagate, redistribute each input to its target
+   (dt_redistribute, Replicate -> Partial allowed), run the kernel on the local tensors
+   and wrap the result as out (spec + contiguous local view into out_data; a view op may
+   return a view of its input instead, see section 10).
+   Plain (non-distributed) tensors: an argument whose spec.mesh is NULL; only its `local`
+   is read. With one element it is taken as Replicate on the op's mesh (the first
+   distributed argument's); any other size is DT_ERR_MISMATCH unless
+   d->implicit_replication is set. No distributed argument at all: DT_ERR_MISMATCH.
+   In place (add_, ...): out_data == args[0].local.data. The result (computed in scratch)
+   is copied into args[0]'s local tensor and out = args[0]; the output must keep args[0]'s
+   placements, shape and dtype (DT_ERR_NO_STRATEGY otherwise, as torch refuses in-place
+   ops that change placements).
+   Out variant (out=): out_data NULL. out->local is the target (the result's local shape
+   and dtype, any strides); the result is copied into it and out->spec set.
+   A rank outside the op's mesh propagates but computes and communicates nothing: out gets
+   the output spec and an empty local tensor (every size 0, in out_data), a 0-d output a
+   zero in out_data (torch's non-participating ranks); in place / out variants return
+   their target untouched; a custom handler's result without a value (found_inf there)
+   is out = its target. DT_ERR_TOO_SMALL when out_bytes or the scratch is too small
+   (nothing sent then). */
 DT_API int dt_op(dt_dispatch *d, int op, const dt_op_attrs *attrs, const dt_tensor *args, int nargs, dt_tensor *out,
                  void *out_data, size_t out_bytes);
 
@@ -1933,7 +2001,8 @@ DT__DEF int dt_distribute(dt_comm *c, const dt_spec *s, const mb_tensor *global,
 #ifndef DT_NO_OPS /* ops: propagation, dispatcher, kernels */
 
 /* Op families: one propagation rule and one kernel family each. */
-enum { DT__F_EINSUM, DT__F_POINTWISE, DT__F_REDUCE, DT__F_SOFTMAX, DT__F_NORM, DT__F_EMBED, DT__F_LOSS, DT__F_VIEW };
+enum { DT__F_EINSUM, DT__F_POINTWISE, DT__F_REDUCE, DT__F_SOFTMAX, DT__F_NORM, DT__F_EMBED, DT__F_LOSS, DT__F_VIEW,
+       DT__F_CUSTOM };
 
 /* Per op: family, fewest and most operands, index operands (bit i set: operand i is
    MB_I32), in dt_aten order. */
@@ -1955,7 +2024,7 @@ static const dt__op_info dt__ops[DT_ATEN_COUNT] = {
     {DT__F_LOSS, 2, 2, 2},      {DT__F_LOSS, 2, 2, 2},                                  /* losses */
     {DT__F_VIEW, 1, 1, 0},      {DT__F_VIEW, 1, 1, 0},      {DT__F_VIEW, 1, 1, 0},      /* view reshape t */
     {DT__F_VIEW, 1, 1, 0},      {DT__F_VIEW, 1, 1, 0},      {DT__F_VIEW, 1, 1, 0},      /* permute sq unsq */
-    {DT__F_VIEW, 1, 1, 0},      {DT__F_VIEW, 1, 1, 0}};                                 /* expand flatten */
+    {DT__F_VIEW, 1, 1, 0},      {DT__F_VIEW, 1, 1, 0},      {DT__F_CUSTOM, 2, 3, 0}};   /* expand flatten amp */
 
 DT__DEF const char *dt_op_name(int op)
 {
@@ -1963,7 +2032,7 @@ DT__DEF const char *dt_op_name(int op)
                                 "add.Scalar\0sub.Scalar\0mul.Scalar\0div.Scalar\0linear\0sum\0mean\0max\0min\0"
                                 "amax\0argmax\0softmax\0log_softmax\0layer_norm\0rms_norm\0embedding\0"
                                 "cross_entropy\0nll_loss\0view\0reshape\0transpose\0permute\0squeeze\0"
-                                "unsqueeze\0expand\0flatten";
+                                "unsqueeze\0expand\0flatten\0_amp_foreach_non_finite_check_and_unscale_";
     const char *p = names;
     if (op < 0 || op >= DT_ATEN_COUNT) return 0;
     for (; op > 0; op--) p += strlen(p) + 1;
@@ -2310,6 +2379,254 @@ static int dt__prop_softmax_norm(const dt_spec *const *args, int nargs, int op, 
     return dt__prop_one(args, nargs, &cand, best);
 }
 
+/* ---- views, embedding, losses: propagation ---- */
+
+#ifndef DT_NO_MODEL_OPS
+/* dt__opdim, where a 0-d tensor takes dim 0 / -1 (torch wraps scalars). */
+static int dt__vdim(int32_t d, int n) { return dt__opdim(d, n ? n : 1); }
+
+/* transpose / permute: the input dim of each output dim; DT_ERR_SHAPE on bad dims. */
+static int dt__perm(int op, const dt_op_attrs *at, int n, int32_t *perm)
+{
+    int i, a = dt__vdim(at->dim, n), b = dt__vdim(at->dim2, n);
+    uint32_t seen = 0;
+    for (i = 0; i < n; i++) perm[i] = i;
+    if (op == DT_ATEN_TRANSPOSE) {
+        if (a < 0 || b < 0) return DT_ERR_DIM;
+        if (n) {
+            perm[a] = b;
+            perm[b] = a;
+        }
+        return DT_OK;
+    }
+    if (at->ndim != n) return DT_ERR_SHAPE;
+    for (i = 0; i < n; i++) {
+        a = dt__vdim(at->shape[i], n);
+        if (a < 0 || (seen >> a & 1u)) return DT_ERR_DIM;
+        seen |= 1u << a;
+        perm[i] = a;
+    }
+    return DT_OK;
+}
+
+/* view/reshape's target shape with one -1 inferred (infer_size) into to[]. */
+static int dt__infer(const dt_op_attrs *at, int64_t total, int32_t *to)
+{
+    int i, neg = -1;
+    int64_t p = 1;
+    if (at->ndim < 0 || at->ndim > MB_MAX_DIMS) return DT_ERR_SHAPE;
+    for (i = 0; i < at->ndim; i++) {
+        to[i] = at->shape[i];
+        if (to[i] == -1 && neg < 0) neg = i;
+        else if (to[i] < 0) return DT_ERR_SHAPE;
+        else p *= to[i];
+    }
+    if (neg >= 0) {
+        if (!p || total % p) return DT_ERR_SHAPE;
+        to[neg] = (int32_t)(total / p);
+    } else if (p != total) {
+        return DT_ERR_SHAPE;
+    }
+    return DT_OK;
+}
+
+/* view_groups: the input dims [f0, fi) flatten into the output dims [t0, ti), group by
+   group. src[od]: the input dim output dim od keeps a shard of; flag bits per input dim:
+   1 used, 2 a flatten's non-leftmost dim, 4 a flatten's leftmost; split[id]: the first
+   piece's size when its group splits into several dims. */
+static int dt__view_groups(const int32_t *in, int fn, const int32_t *to, int tn, int32_t *src, uint8_t *flag,
+                           int32_t *split)
+{
+    int fi = 0, ti = 0, j;
+    while (fi < fn || ti < tn) {
+        int f0 = fi, t0 = ti, first = -1;
+        uint32_t f = fi < fn ? (uint32_t)in[fi++] : 1u, t = ti < tn ? (uint32_t)to[ti++] : 1u;
+        if (f == 1 && t != 1) ti = t0;
+        else if (f != 1 && t == 1) fi = f0;
+        else
+            while (f != t) {
+                if (f < t && fi < fn) f *= in[fi++];
+                else if (f > t && ti < tn) t *= to[ti++];
+                else return DT_ERR_SHAPE; /* zero-size dims that do not pair up */
+            }
+        if (ti == t0) continue; /* no output dim: the input dims (size 1) are dropped */
+        for (j = f0; j < fi; j++) flag[j] = (uint8_t)(1 | (fi - f0 < 2 ? 0 : j == f0 ? 4 : 2));
+        for (j = t0; j < ti && first < 0; j++)
+            if (to[j] != 1 || ti - t0 == 1) first = j;
+        if (first >= 0 && fi > f0) src[first] = f0;
+        if (ti - t0 > 1 && first >= 0 && fi > f0) split[f0] = to[first];
+    }
+    return DT_OK;
+}
+
+/* The view op's dim map for global input shape sh (n dims): output shape and ndim, src,
+   flag and split as dt__view_groups. squeeze, unsqueeze and flatten are reshapes to the
+   shape they make (view_groups then gives dim_squeeze's, dim_unsqueeze's and
+   dim_flatten's maps, except that a size-1 dim never blocks a shard). */
+static DT__NOINLINE int dt__view_map(int op, const dt_op_attrs *at, const int32_t *sh, int n, int32_t *osh, int32_t *ond,
+                                     int32_t *src, uint8_t *flag, int32_t *split)
+{
+    int i, m = 0, d = dt__vdim(at->dim, n), e = dt__vdim(at->dim2, n);
+    int64_t total = 1;
+    for (i = 0; i < MB_MAX_DIMS; i++) {
+        src[i] = -1;
+        flag[i] = 0;
+        split[i] = 0;
+    }
+    for (i = 0; i < n; i++) total *= sh[i];
+    if (op == DT_ATEN_TRANSPOSE || op == DT_ATEN_PERMUTE) {
+        e = dt__perm(op, at, n, src);
+        if (e) return e;
+        for (m = 0; m < n; m++) {
+            osh[m] = sh[src[m]];
+            flag[m] = 1;
+        }
+    } else if (op == DT_ATEN_EXPAND) {
+        if (at->ndim < n || at->ndim > MB_MAX_DIMS) return DT_ERR_SHAPE;
+        for (m = 0; m < at->ndim; m++) {
+            int32_t want = at->shape[m];
+            i = m - (at->ndim - n);
+            if (i >= 0 && (want == -1 || want == sh[i])) { /* InputDim */
+                osh[m] = sh[i];
+                src[m] = i;
+                flag[i] = 1;
+            } else if (want >= 0 && (i < 0 || sh[i] == 1)) { /* NewDim, Broadcast: replicated */
+                osh[m] = want;
+            } else {
+                return DT_ERR_SHAPE;
+            }
+        }
+    } else {
+        if (op == DT_ATEN_UNSQUEEZE) {
+            d = dt__vdim(at->dim, n + 1);
+            if (n + 1 > MB_MAX_DIMS) return DT_ERR_SHAPE;
+        }
+        if ((op == DT_ATEN_SQUEEZE && at->dim != DT_DIM_ALL && d < 0) || (op == DT_ATEN_UNSQUEEZE && d < 0) ||
+            (op == DT_ATEN_FLATTEN && (d < 0 || e < d)))
+            return DT_ERR_DIM;
+        for (i = 0; i <= n && op != DT_ATEN_VIEW && op != DT_ATEN_RESHAPE; i++) {
+            if (op == DT_ATEN_UNSQUEEZE && i == d) osh[m++] = 1;
+            if (i == n) break;
+            if (op == DT_ATEN_FLATTEN && i > d && i <= e) osh[m - 1] *= sh[i];
+            else if (op != DT_ATEN_SQUEEZE || sh[i] != 1 || (at->dim != DT_DIM_ALL && i != d)) osh[m++] = sh[i];
+        }
+        if (op == DT_ATEN_FLATTEN && !n) osh[m++] = 1;
+        if (op == DT_ATEN_VIEW || op == DT_ATEN_RESHAPE) {
+            if (dt__infer(at, total, osh)) return DT_ERR_SHAPE;
+            m = at->ndim;
+        }
+        if (dt__view_groups(sh, n, osh, m, src, flag, split)) return DT_ERR_SHAPE;
+    }
+    *ond = m;
+    return DT_OK;
+}
+
+/* reshape_strategy + propagate_shape_and_sharding: the one candidate. */
+static DT__NOINLINE int dt__prop_view(const dt_spec *const *args, int op, const dt_op_attrs *at, dt_op_strategy *best)
+{
+    const dt_spec *a = args[0];
+    int32_t src[MB_MAX_DIMS], split[MB_MAX_DIMS];
+    uint8_t flag[MB_MAX_DIMS];
+    int md, j, od, nd = a->mesh->ndim;
+    dt_op_strategy cand;
+    int rc = dt__view_map(op, at, a->shape, a->ndim, best->out_shape, &best->out_ndim, src, flag, split);
+    if (rc) return rc;
+    cand = *best;
+    for (md = 0; md < nd; md++) {
+        dt_placement p = a->placements[md];
+        cand.in[0][md] = cand.out[md] = p;
+        if (p.kind != DT_KIND_SHARD) continue;
+        {
+            int d = p.arg, uneven, keep;
+            int32_t k = 1;
+            for (j = 0; j < nd; j++)
+                if (dt__is_shard(a->placements[j], d)) k *= a->mesh->shape[j];
+            uneven = (flag[d] & 4) && a->shape[d] % k;
+            if (op == DT_ATEN_VIEW && ((flag[d] & 2) || uneven)) return DT_ERR_NO_STRATEGY;
+            for (od = 0; od < best->out_ndim && src[od] != d; od++) continue;
+            keep = (flag[d] & 1) && !(flag[d] & 2) && !uneven && !(split[d] % k) && od < best->out_ndim;
+            cand.in[0][md].kind = cand.out[md].kind = (int16_t)(keep ? DT_KIND_SHARD : DT_KIND_REPLICATE);
+            cand.in[0][md].arg = (int16_t)(keep ? d : 0);
+            cand.out[md].arg = (int16_t)(keep ? od : 0);
+        }
+    }
+    return dt__prop_one(args, 1, &cand, best);
+}
+
+/* embedding_strategy: per mesh dim R; colwise; rowwise (MaskPartial); batch per indices dim. */
+static DT__NOINLINE int dt__prop_embed(const dt_spec *const *args, dt_op_strategy *best)
+{
+    const dt_spec *w = args[0], *ix = args[1];
+    int ni = ix->ndim, nopt = 3 + ni, nd = w->mesh->ndim, total = 1, i, md, noredist = 0;
+    dt_op_strategy cand;
+    if (w->ndim != 2 || ni + 1 > MB_MAX_DIMS) return DT_ERR_SHAPE;
+    DT_MEMCPY(best->out_shape, ix->shape, sizeof(int32_t) * (size_t)ni);
+    best->out_shape[ni] = w->shape[1];
+    best->out_ndim = ni + 1;
+    cand = *best;
+    for (i = 0; i < nd; i++) total *= nopt;
+    for (i = 0; i < total; i++) {
+        int code = i, skip = 0;
+        for (md = nd - 1; md >= 0; md--, code /= nopt) { /* itertools.product: last dim fastest */
+            int o = code % nopt;
+            dt_placement po = DT__R, pw = DT__R, pi = DT__R;
+            if (o == 1) { /* colwise */
+                po.kind = pw.kind = DT_KIND_SHARD;
+                po.arg = (int16_t)ni;
+                pw.arg = 1;
+            } else if (o == 2) { /* rowwise: MaskPartial out of replicated indices */
+                po.kind = DT_KIND_PARTIAL;
+                pw.kind = DT_KIND_SHARD;
+                skip |= ix->placements[md].kind == DT_KIND_SHARD;
+            } else if (o > 2) { /* batch */
+                po.kind = pi.kind = DT_KIND_SHARD;
+                po.arg = pi.arg = (int16_t)(o - 3);
+            }
+            cand.out[md] = po;
+            cand.in[0][md] = pw;
+            cand.in[1][md] = pi;
+        }
+        if (!skip) dt__consider(args, 2, &cand, best, &noredist);
+    }
+    best->count = cand.count;
+    return best->index < 0 ? DT_ERR_NO_STRATEGY : DT_OK;
+}
+
+/* nll_loss_forward_strategy (cross_entropy: log_softmax's, then it). */
+static DT__NOINLINE int dt__prop_loss(const dt_spec *const *args, const dt_op_attrs *at, dt_op_strategy *best)
+{
+    const dt_spec *x = args[0], *t = args[1];
+    int c = x->ndim >= 2, i, md, nd = x->mesh->ndim;
+    dt_op_strategy cand;
+    if (x->ndim < 1 || t->ndim != x->ndim - 1 || at->mode < 0 || at->mode > 2) return DT_ERR_SHAPE;
+    for (i = 0; i < t->ndim; i++)
+        if (t->shape[i] != x->shape[i + (i >= c)]) return DT_ERR_SHAPE;
+    best->out_ndim = at->mode ? 0 : t->ndim;
+    DT_MEMCPY(best->out_shape, t->shape, sizeof(int32_t) * (size_t)t->ndim);
+    cand = *best;
+    for (md = 0; md < nd; md++) {
+        dt_placement p = x->placements[md], q;
+        if (p.kind == DT_KIND_PARTIAL || dt__is_shard(p, c)) p.kind = p.arg = 0; /* replicate_reduction_dims */
+        q = p;
+        if (q.kind == DT_KIND_SHARD && q.arg > c) q.arg--;
+        cand.in[0][md] = p;
+        cand.in[1][md] = cand.out[md] = q;
+    }
+    for (md = 0; at->mode && md < nd; md++) { /* map_placements_after_reduction */
+        dt_placement q = cand.in[1][md];
+        int32_t k = 1;
+        if (q.kind != DT_KIND_SHARD) continue;
+        for (i = 0; i < nd; i++)
+            if (dt__is_shard(cand.in[1][i], q.arg)) k *= x->mesh->shape[i];
+        if (at->mode == 1 && t->shape[q.arg] % k) return DT_ERR_NO_STRATEGY; /* is_tensor_evenly_shardable */
+        cand.out[md].kind = DT_KIND_PARTIAL;
+        cand.out[md].arg = (int16_t)(at->mode == 1 ? DT_AVG : DT_SUM);
+    }
+    return dt__prop_one(args, 2, &cand, best);
+}
+
+#endif /* DT_NO_MODEL_OPS */
+
 /* op known and nargs in its range. */
 static int dt__op_ok(int op, int nargs)
 {
@@ -2331,8 +2648,26 @@ static DT__NOINLINE int dt__prop_family(const dt_spec *const *args, int nargs, i
         return op == DT_ATEN_GELU && (at->mode < 0 || at->mode > 1) ? DT_ERR_SHAPE : dt__prop_pointwise(args, nargs, op, best);
     case DT__F_REDUCE: return dt__prop_reduce(args, op, at, best);
     case DT__F_SOFTMAX: case DT__F_NORM: return dt__prop_softmax_norm(args, nargs, op, at, best);
+#ifndef DT_NO_MODEL_OPS
+    case DT__F_VIEW: return dt__prop_view(args, op, at, best);
+    case DT__F_EMBED: return dt__prop_embed(args, best);
+    case DT__F_LOSS: return dt__prop_loss(args, at, best);
+#endif
     default: return DT_ERR_UNSUPPORTED;
     }
+}
+
+/* Every spec valid, on one mesh, of the dtype op expects. */
+static int dt__args_check(int op, const dt_spec *const *args, int nargs)
+{
+    int i, rc;
+    for (i = 0; i < nargs; i++) {
+        rc = args[i] ? dt_spec_check(args[i]) : DT_ERR_NULL;
+        if (rc) return rc;
+        if (!dt__mesh_same(args[i]->mesh, args[0]->mesh)) return DT_ERR_MISMATCH;
+        if ((int)args[i]->dtype != dt__op_dtype(op, i)) return DT_ERR_DTYPE;
+    }
+    return DT_OK;
 }
 
 DT__DEF int dt_propagate(dt_op_cache *c, int op, const dt_op_attrs *attrs, const dt_spec *const *args, int nargs,
@@ -2344,13 +2679,8 @@ DT__DEF int dt_propagate(dt_op_cache *c, int op, const dt_op_attrs *attrs, const
     int i, rc;
     if (!args || !s) return DT_ERR_NULL;
     if (!dt__op_ok(op, nargs)) return DT_ERR_PLACEMENT_COUNT;
-    for (i = 0; i < nargs; i++) {
-        rc = args[i] ? dt_spec_check(args[i]) : DT_ERR_NULL;
-        if (rc) return rc;
-        if (!dt__mesh_same(args[i]->mesh, args[0]->mesh)) return DT_ERR_MISMATCH;
-        if ((int)args[i]->dtype != dt__op_dtype(op, i)) return DT_ERR_DTYPE;
-    }
-    if (args[0]->mesh->index < 0) return DT_ERR_NOT_MEMBER;
+    rc = dt__args_check(op, args, nargs);
+    if (rc) return rc;
     DT_MEMSET(&k, 0, sizeof k);
     k.op = op;
     k.nargs = nargs;
@@ -2693,6 +3023,146 @@ static int dt__kernel_rows(int op, const dt_op_attrs *at, mb_tensor *out, const 
     return DT_OK;
 }
 
+/* ---- views, embedding, losses: kernels ---- */
+#ifndef DT_NO_MODEL_OPS
+
+/* Strides of the view of x with shape osh (ond dims) in ost (torch's computeStride);
+   DT_ERR_SHAPE when x's strides do not allow one. */
+static int dt__restride(const mb_tensor *x, const int32_t *osh, int ond, int32_t *ost)
+{
+    int td, vd = ond - 1;
+    int64_t tn = 1, vn = 1, base;
+    if (!x->ndim || !dt__numel(x)) { /* contiguous strides do */
+        for (tn = 1, vd = ond - 1; vd >= 0; tn *= osh[vd--]) ost[vd] = (int32_t)tn;
+        return DT_OK;
+    }
+    base = x->stride[x->ndim - 1];
+    for (td = x->ndim - 1; td >= 0; td--) {
+        tn *= x->shape[td];
+        if (td == 0 || (x->shape[td - 1] != 1 && x->stride[td - 1] != tn * base)) {
+            while (vd >= 0 && (vn < tn || osh[vd] == 1)) {
+                ost[vd] = (int32_t)(vn * base);
+                vn *= osh[vd--];
+            }
+            if (vn != tn) return DT_ERR_SHAPE;
+            if (td > 0) {
+                base = x->stride[td - 1];
+                tn = vn = 1;
+            }
+        }
+    }
+    return vd == -1 ? DT_OK : DT_ERR_SHAPE;
+}
+
+/* v = the view op applied to the local tensor x, with output shape osh (ond dims): a
+   strided view of x's memory; DT_ERR_SHAPE when there is none. */
+static DT__NOINLINE int dt__view_local(int op, const dt_op_attrs *at, const mb_tensor *x, const int32_t *osh, int ond,
+                                       mb_tensor *v)
+{
+    int32_t perm[MB_MAX_DIMS];
+    int i, d;
+    *v = *x;
+    v->ndim = ond;
+    if (ond < 0 || ond > MB_MAX_DIMS) return DT_ERR_SHAPE;
+    if (op == DT_ATEN_TRANSPOSE || op == DT_ATEN_PERMUTE) {
+        if (ond != x->ndim || dt__perm(op, at, x->ndim, perm)) return DT_ERR_SHAPE;
+        for (i = 0; i < ond; i++) {
+            v->shape[i] = x->shape[perm[i]];
+            v->stride[i] = x->stride[perm[i]];
+        }
+    } else if (op == DT_ATEN_EXPAND) {
+        for (i = 0; i < ond; i++) {
+            d = i - (ond - x->ndim);
+            if (d >= 0 && x->shape[d] != osh[i] && x->shape[d] != 1) return DT_ERR_SHAPE;
+            v->shape[i] = osh[i];
+            v->stride[i] = d >= 0 && x->shape[d] == osh[i] ? x->stride[d] : 0;
+        }
+    } else {
+        for (i = 0; i < ond; i++) v->shape[i] = osh[i];
+        if (dt__numel(x) != dt__numel(v) || dt__restride(x, osh, ond, v->stride)) return DT_ERR_SHAPE;
+    }
+    for (i = 0; i < ond; i++)
+        if (v->shape[i] != osh[i]) return DT_ERR_SHAPE;
+    return DT_OK;
+}
+
+/* The view ops: a copy through the view, or for view/reshape/flatten/squeeze/unsqueeze of
+   a piece whose strides allow none, a copy in row-major order. */
+static int dt__kernel_view(int op, const dt_op_attrs *at, mb_tensor *out, const mb_tensor *x)
+{
+    mb_tensor v;
+    if (!dt__view_local(op, at, x, out->shape, out->ndim, &v)) return mb_copy(out, &v) ? DT_ERR_SHAPE : DT_OK;
+    if (op == DT_ATEN_TRANSPOSE || op == DT_ATEN_PERMUTE || op == DT_ATEN_EXPAND || dt__numel(x) != dt__numel(out) ||
+        !dt__contig(out))
+        return DT_ERR_SHAPE;
+    v = *x; /* out's memory seen with x's shape */
+    v.data = out->data;
+    if (dt__restride(out, x->shape, x->ndim, v.stride)) return DT_ERR_SHAPE;
+    return mb_copy(&v, x) ? DT_ERR_SHAPE : DT_OK;
+}
+
+/* embedding: out[..., :] = w[idx[...] - attrs.dim2, :] (masked: zero outside the piece). */
+static DT__NOINLINE int dt__kernel_embed(const dt_op_attrs *at, mb_tensor *out, const mb_tensor *w, const mb_tensor *ix)
+{
+    float *DT_RESTRICT y = (float *)out->data;
+    int32_t rows = w->shape[0], dd = w->shape[1], n = dt__numel(ix), i, j, r;
+    int32_t off = at->mode ? at->dim2 : 0, all = at->mode ? at->shape[0] : rows;
+    if (w->ndim != 2 || out->ndim != ix->ndim + 1 || out->shape[ix->ndim] != dd || dt__numel(out) != n * dd)
+        return DT_ERR_SHAPE;
+    for (i = 0; i < n; i++) { /* every index first: bad input writes nothing */
+        r = ((const int32_t *)ix->data)[dt__off(ix, 0, ix->ndim, i)];
+        if (r < 0 || r >= all) return DT_ERR_RANK;
+    }
+    for (i = 0; i < n; i++) {
+        const float *row;
+        r = ((const int32_t *)ix->data)[dt__off(ix, 0, ix->ndim, i)] - off;
+        row = (const float *)w->data + (size_t)r * (size_t)w->stride[0];
+        for (j = 0; j < dd; j++)
+            y[(size_t)i * (size_t)dd + (size_t)j] = r < 0 || r >= rows ? 0.0f : row[(size_t)j * (size_t)w->stride[1]];
+    }
+    return DT_OK;
+}
+
+/* nll_loss / cross_entropy over the class dim c of x (1 for (N, C, d..), 0 for (C)). */
+static DT__NOINLINE int dt__kernel_loss(int op, const dt_op_attrs *at, mb_tensor *out, const mb_tensor *x,
+                                        const mb_tensor *t)
+{
+    float *y = (float *)out->data, sum = 0.0f, l, mx, e;
+    const float *r;
+    int c = x->ndim >= 2, d;
+    int32_t cc = x->shape[c], cs = x->stride[c], n = dt__numel(t), i, j, q, v, cnt = 0;
+    if (x->ndim < 1 || t->ndim != x->ndim - 1 || at->mode < 0 || at->mode > 2 ||
+        (at->mode ? out->ndim != 0 : (out->ndim != t->ndim || dt__numel(out) != n)))
+        return DT_ERR_SHAPE;
+    for (d = 0; d < t->ndim; d++)
+        if (t->shape[d] != x->shape[d + (d >= c)]) return DT_ERR_SHAPE;
+    for (i = 0; i < n; i++) { /* every target first: bad input writes nothing */
+        v = ((const int32_t *)t->data)[dt__off(t, 0, t->ndim, i)];
+        if (v != at->ignore_index && (v < 0 || v >= cc)) return DT_ERR_RANK;
+    }
+    for (i = 0; i < n; i++) {
+        r = (const float *)x->data; /* the class row of target position i */
+        for (q = i, d = t->ndim - 1; d >= 0; q /= t->shape[d--]) r += (size_t)(q % t->shape[d]) * (size_t)x->stride[d + (d >= c)];
+        v = ((const int32_t *)t->data)[dt__off(t, 0, t->ndim, i)];
+        l = 0.0f;
+        if (v != at->ignore_index) {
+            if (op == DT_ATEN_CROSS_ENTROPY) { /* log-sum-exp with the max subtracted */
+                for (mx = r[0], j = 1; j < cc; j++) mx = r[(size_t)j * (size_t)cs] > mx ? r[(size_t)j * (size_t)cs] : mx;
+                for (e = 0.0f, j = 0; j < cc; j++) e += expf(r[(size_t)j * (size_t)cs] - mx);
+                l = mx + logf(e);
+            }
+            l -= r[(size_t)v * (size_t)cs];
+            sum += l;
+            cnt++;
+        }
+        if (!at->mode) y[i] = l;
+    }
+    if (at->mode) y[0] = at->mode == 2 ? sum : sum / (float)cnt; /* mean of none: 0/0, NaN as torch */
+    return DT_OK;
+}
+
+#endif /* DT_NO_MODEL_OPS */
+
 static const dt_op_attrs dt__no_attrs = {0, 0, 0, 0, 0, 0, {0}, 0.0f};
 
 DT__DEF int dt_kernel_ref(int op, const dt_op_attrs *attrs, mb_tensor *out, const mb_tensor *const *in, int nin)
@@ -2704,6 +3174,11 @@ DT__DEF int dt_kernel_ref(int op, const dt_op_attrs *attrs, mb_tensor *out, cons
     case DT__F_POINTWISE:
         return op <= DT_ATEN_RELU ? dt__kernel_pointwise(op, out, in, nin) : dt__kernel_unary(op, attrs, out, in[0]);
     case DT__F_REDUCE: case DT__F_SOFTMAX: case DT__F_NORM: return dt__kernel_rows(op, attrs, out, in, nin);
+#ifndef DT_NO_MODEL_OPS
+    case DT__F_VIEW: return dt__kernel_view(op, attrs, out, in[0]);
+    case DT__F_EMBED: return dt__kernel_embed(attrs, out, in[0], in[1]);
+    case DT__F_LOSS: return dt__kernel_loss(op, attrs, out, in[0], in[1]);
+#endif
     default: break;
     }
     return DT_ERR_UNSUPPORTED;
@@ -2788,12 +3263,12 @@ static DT__NOINLINE int dt__op_out(const dt_op_strategy *st, const dt_mesh *m, d
     return DT_OK;
 }
 
-/* Move input a to placements p into *moved, its buffer taken from the end of the scratch
-   [*cur, *cur + *left); the rest before it is the redistribute scratch. */
-static DT__NOINLINE int dt__op_move(dt_dispatch *d, const dt_tensor *a, const dt_placement *p, mb_tensor *moved,
-                       unsigned char *cur, size_t *left)
+/* Move input a (spec sa, local la) to placements p into *moved, its buffer taken from the
+   end of the scratch [*cur, *cur + *left); the rest before it is the redistribute scratch. */
+static DT__NOINLINE int dt__op_move(dt_dispatch *d, const dt_spec *sa, const mb_tensor *la, const dt_placement *p,
+                                    mb_tensor *moved, unsigned char *cur, size_t *left)
 {
-    dt_spec t = a->spec;
+    dt_spec t = *sa;
     int32_t sh[MB_MAX_DIMS];
     size_t need;
     DT_MEMCPY(t.placements, p, sizeof(dt_placement) * (size_t)t.mesh->ndim);
@@ -2802,48 +3277,218 @@ static DT__NOINLINE int dt__op_move(dt_dispatch *d, const dt_tensor *a, const dt
     if (need > *left) return DT_ERR_TOO_SMALL;
     *left -= need;
     mb_tensor_init(moved, cur + *left, t.dtype, t.ndim, sh);
-    return dt_redistribute(d->comm, d->plans, &a->spec, &a->local, &t, DT_PLAN_ALLOW_PARTIAL, moved,
-                           *left ? cur : 0, *left);
+    return dt_redistribute(d->comm, d->plans, sa, la, &t, DT_PLAN_ALLOW_PARTIAL, moved, *left ? cur : 0, *left);
 }
+
+/* The specs of the arguments: a plain tensor (spec.mesh NULL) becomes Replicate on the
+   first distributed argument's mesh (its spec in d->plain) when it has one element or
+   implicit replication is on (_try_replicate_spec_for_scalar_tensor). */
+static DT__NOINLINE int dt__op_specs(dt_dispatch *d, const dt_tensor *args, int nargs, const dt_spec **specs)
+{
+    static const dt_placement rep[DT_MAX_MESH_DIMS] = {DT__R};
+    const dt_mesh *m = 0;
+    int i, rc;
+    for (i = 0; i < nargs && !m; i++) m = args[i].spec.mesh;
+    if (!m) return DT_ERR_MISMATCH;
+    for (i = 0; i < nargs; i++) {
+        const mb_tensor *t = &args[i].local;
+        specs[i] = &args[i].spec;
+        if (args[i].spec.mesh) continue;
+        if ((uint32_t)t->ndim > MB_MAX_DIMS) return DT_ERR_SHAPE; /* the rest: dt_spec_init, dt__fits */
+        if (dt__numel(t) != 1 && !d->implicit_replication) return DT_ERR_MISMATCH;
+        rc = dt_spec_init(&d->plain[i], m, rep, m->ndim, t->dtype, t->ndim, t->shape, 0);
+        if (rc) return rc;
+        specs[i] = &d->plain[i];
+    }
+    return DT_OK;
+}
+
+#ifndef DT_NO_MODEL_OPS
+/* Run the kernel. An embedding with a row-sharded weight gets the MaskPartial attrs: the
+   local piece's first row and the weight's row count. */
+static DT__NOINLINE int dt__op_kernel(dt_dispatch *d, int op, const dt_op_attrs *attrs, const dt_op_strategy *s,
+                                      const dt_spec *w, mb_tensor *y, const mb_tensor *const *loc, int nargs)
+{
+    dt_op_attrs ka = attrs ? *attrs : dt__no_attrs;
+    if (op == DT_ATEN_EMBEDDING) {
+        dt_spec t = *w;
+        int32_t sh[MB_MAX_DIMS], off[MB_MAX_DIMS];
+        int md;
+        ka.mode = 0;
+        for (md = 0; md < t.mesh->ndim; md++) ka.mode |= dt__is_shard(s->in[0][md], 0);
+        dt__local(&t, t.mesh->coord, s->in[0], t.mesh->ndim, sh, off);
+        ka.dim2 = ka.mode ? off[0] : 0;
+        ka.shape[0] = ka.mode ? t.shape[0] : 0;
+    }
+    return (d->kernels[op] ? d->kernels[op] : dt_kernel_ref)(op, &ka, y, loc, nargs);
+}
+#endif
+
+/* A rank outside the mesh: the output spec and an empty local tensor (0-d: a zero), or
+   the in-place / out variant's target untouched. */
+static DT__NOINLINE int dt__op_absent(const dt_op_strategy *s, const dt_mesh *m, const dt_tensor *self, int inplace,
+                                      dt_tensor *out, void *out_data, size_t out_bytes)
+{
+    size_t es = mb_dtype_size((mb_dtype)s->out_dtype);
+    int rc;
+    if (inplace) {
+        *out = *self;
+        return DT_OK;
+    }
+    if (out_data && !s->out_ndim && out_bytes < es) return DT_ERR_TOO_SMALL;
+    rc = dt__op_out(s, m, &out->spec, out_data ? &out->local : 0, out_data);
+    if (!rc && out_data) {
+        DT_MEMSET(out_data, 0, s->out_ndim ? 0 : es);
+        DT_MEMSET(out->local.shape, 0, sizeof out->local.shape);
+    }
+    return rc;
+}
+
+/* This rank's comm serves the mesh and every local tensor fits its spec. */
+static int dt__op_fit(const dt_dispatch *d, const dt_mesh *m, const dt_spec *const *specs, const dt_tensor *args,
+                      int nargs)
+{
+    int32_t sh[MB_MAX_DIMS];
+    int i, rc = dt__comm_check(d->comm, m);
+    for (i = 0; !rc && i < nargs; i++) {
+        dt__local(specs[i], m->coord, specs[i]->placements, m->ndim, sh, 0);
+        rc = dt__fits(&args[i].local, specs[i]->dtype, specs[i]->ndim, sh);
+    }
+    return rc;
+}
+
+static DT__NOINLINE int dt__op_run(dt_dispatch *d, int op, const dt_op_attrs *attrs, const dt_op_strategy *s,
+                                   const dt_spec *const *specs, const dt_tensor *args, int nargs, dt_tensor *out,
+                                   void *out_data, size_t out_bytes)
+{
+    const mb_tensor *loc[DT_MAX_OP_ARGS], *target = 0;
+    mb_tensor moved[DT_MAX_OP_ARGS], y;
+    const dt_mesh *m = specs[0]->mesh;
+    size_t left = d->scratch ? d->scratch_bytes : 0, need;
+    int i, rc, nd = m->ndim, inplace = out_data && out_data == args[0].local.data;
+    if (inplace && (s->out_ndim != specs[0]->ndim || s->out_dtype != (int)specs[0]->dtype ||
+                    memcmp(s->out_shape, specs[0]->shape, sizeof(int32_t) * (size_t)s->out_ndim) ||
+                    memcmp(s->out, specs[0]->placements, sizeof(dt_placement) * (size_t)nd)))
+        return DT_ERR_NO_STRATEGY; /* torch: an in-place op keeps self's spec */
+    if (m->index < 0) return dt__op_absent(s, m, &args[0], inplace, out, out_data, out_bytes);
+    rc = dt__op_fit(d, m, specs, args, nargs);
+    if (!rc) rc = dt__op_out(s, m, 0, &y, out_data);
+    if (rc) return rc;
+    need = (size_t)dt__bytes(y.shape, y.ndim, y.dtype);
+    if (inplace) {
+        target = &args[0].local;
+    } else if (!out_data) { /* out variant */
+        rc = dt__fits(&out->local, s->out_dtype, s->out_ndim, y.shape);
+        if (rc) return rc;
+        target = &out->local;
+    } else if (need > out_bytes) {
+        return DT_ERR_TOO_SMALL;
+    }
+    if (target) { /* the result goes to scratch first, then into the target */
+        need = (size_t)DT__R8(need);
+        if (need > left) return DT_ERR_TOO_SMALL;
+        left -= need;
+        y.data = (unsigned char *)d->scratch + left;
+    }
+    for (i = 0; i < nargs; i++) { /* redistribute the inputs whose placements differ */
+        loc[i] = &args[i].local;
+        if (!memcmp(s->in[i], specs[i]->placements, sizeof(dt_placement) * (size_t)nd)) continue;
+        rc = dt__op_move(d, specs[i], &args[i].local, s->in[i], &moved[i], (unsigned char *)d->scratch, &left);
+        if (rc) return rc;
+        loc[i] = &moved[i];
+    }
+    rc = 1;
+#ifndef DT_NO_MODEL_OPS
+    if (!target && dt__ops[op].family == DT__F_VIEW && !d->kernels[op] && loc[0] == &args[0].local) {
+        rc = dt__view_local(op, attrs ? attrs : &dt__no_attrs, loc[0], y.shape, y.ndim, &moved[0]);
+        if (!rc) y = moved[0]; /* a view of the input, no copy */
+    }
+#endif
+    if (rc) {
+#ifndef DT_NO_MODEL_OPS
+        rc = dt__op_kernel(d, op, attrs, s, specs[0], &y, loc, nargs);
+#else
+        rc = (d->kernels[op] ? d->kernels[op] : dt_kernel_ref)(op, attrs ? attrs : &dt__no_attrs, &y, loc, nargs);
+#endif
+        if (!rc && target && mb_copy((mb_tensor *)target, &y)) rc = DT_ERR_SHAPE;
+        if (rc) return rc;
+    }
+    if (inplace) {
+        *out = args[0];
+        return DT_OK;
+    }
+    rc = dt__op_out(s, m, &out->spec, 0, 0);
+    if (!target) out->local = y;
+    return rc;
+}
+
+/* torch's found_inf_reduce_handler over _amp_foreach_non_finite_check_and_unscale_: the
+   local pieces are checked and unscaled, found_inf reduced as Partial(max) wherever a
+   grad is not Replicate, then written back. */
+#ifndef DT_NO_MODEL_OPS
+static const dt_placement dt__rep = DT__R, dt__pmax = DT__P(DT_KIND_PARTIAL, DT_MAX);
+
+static DT__NOINLINE int dt__amp_unscale(dt_dispatch *d, int op, const dt_op_attrs *at, const dt_tensor *args, int nargs,
+                                        dt_tensor *out, void *out_data, size_t out_bytes)
+{
+    const dt_spec *specs[DT_MAX_OP_ARGS];
+    const dt_tensor *f = &args[nargs - 1];
+    dt_spec ps, rs;
+    mb_tensor res;
+    float found, got = 0.0f, *p, z;
+    int i, md, rc = at ? dt__op_specs(d, args, nargs, specs) : DT_ERR_NULL;
+    int32_t j, n;
+    (void)out_data;
+    (void)out_bytes;
+    if (!rc) rc = dt__args_check(op, specs, nargs);
+    if (!rc && (nargs < 2 || dt__numel(&f->local) != 1)) rc = nargs < 2 ? DT_ERR_PLACEMENT_COUNT : DT_ERR_SHAPE;
+    if (!rc && specs[0]->mesh->index >= 0) rc = dt__op_fit(d, specs[0]->mesh, specs, args, nargs);
+    if (rc) return rc;
+    ps = rs = *specs[nargs - 1];
+    for (md = 0; md < ps.mesh->ndim; md++) {
+        ps.placements[md] = rs.placements[md] = dt__rep;
+        for (i = 0; i < nargs - 1; i++)
+            if (specs[i]->placements[md].kind != DT_KIND_REPLICATE) ps.placements[md] = dt__pmax;
+    }
+    if (ps.mesh->index >= 0) { /* a non-member neither computes nor communicates */
+        found = *(float *)f->local.data;
+        for (i = 0; i < nargs - 1; i++)
+            for (j = 0, n = dt__numel(&args[i].local); j < n; j++) {
+                p = (float *)args[i].local.data + dt__off(&args[i].local, 0, args[i].local.ndim, j);
+                z = *p - *p;
+                found = z != z ? 1.0f : found; /* inf or nan */
+                *p *= at->scalar;
+            }
+        *(float *)f->local.data = found;
+        mb_tensor_init(&res, &got, MB_F32, f->local.ndim, f->local.shape);
+        rc = dt_redistribute(d->comm, d->plans, &ps, &f->local, &rs, 0, &res, d->scratch,
+                             d->scratch ? d->scratch_bytes : 0);
+        if (rc) return rc;
+        *(float *)f->local.data = got;
+    }
+    *out = *f;
+    return DT_OK;
+}
+
+#endif /* DT_NO_MODEL_OPS */
 
 DT__DEF int dt_op(dt_dispatch *d, int op, const dt_op_attrs *attrs, const dt_tensor *args, int nargs, dt_tensor *out,
                   void *out_data, size_t out_bytes)
 {
     const dt_spec *specs[DT_MAX_OP_ARGS];
-    const mb_tensor *loc[DT_MAX_OP_ARGS];
-    mb_tensor moved[DT_MAX_OP_ARGS], y;
     dt_op_strategy s;
-    int32_t sh[MB_MAX_DIMS];
-    size_t left;
-    int i, rc, nd;
-    const dt_mesh *m;
-    if (!d || !args || !out || !out_data) return DT_ERR_NULL;
-    if (nargs < 1 || nargs > DT_MAX_OP_ARGS) return DT_ERR_PLACEMENT_COUNT;
-    for (i = 0; i < nargs; i++) specs[i] = &args[i].spec;
-    rc = dt_propagate(d->strategies, op, attrs, specs, nargs, &s);
-    if (rc) return rc;
-    m = args[0].spec.mesh;
-    nd = m->ndim;
-    rc = dt__comm_check(d->comm, m);
-    for (i = 0; !rc && i < nargs; i++) { /* every local tensor must fit its spec */
-        dt__local(&args[i].spec, m->coord, args[i].spec.placements, nd, sh, 0);
-        rc = dt__fits(&args[i].local, args[i].spec.dtype, args[i].spec.ndim, sh);
-    }
-    if (!rc) rc = dt__op_out(&s, m, 0, &y, out_data);
-    if (rc) return rc;
-    if (dt__bytes(y.shape, y.ndim, y.dtype) > out_bytes) return DT_ERR_TOO_SMALL;
-    left = d->scratch ? d->scratch_bytes : 0;
-    for (i = 0; i < nargs; i++) { /* redistribute the inputs whose placements differ */
-        loc[i] = &args[i].local;
-        if (!memcmp(s.in[i], args[i].spec.placements, sizeof(dt_placement) * (size_t)nd)) continue;
-        rc = dt__op_move(d, &args[i], s.in[i], &moved[i], (unsigned char *)d->scratch, &left);
-        if (rc) return rc;
-        loc[i] = &moved[i];
-    }
-    rc = (d->kernels[op] ? d->kernels[op] : dt_kernel_ref)(op, attrs ? attrs : &dt__no_attrs, &y, loc, nargs);
-    if (rc) return rc;
-    out->local = y;
-    return dt__op_out(&s, m, &out->spec, 0, 0);
+    dt_handler h;
+    int rc;
+    if (!d || !args || !out) return DT_ERR_NULL;
+    if (op < 0 || op >= DT_ATEN_COUNT || nargs < 1 || nargs > DT_MAX_OP_ARGS) return DT_ERR_PLACEMENT_COUNT;
+    h = d->handlers[op];
+#ifndef DT_NO_MODEL_OPS
+    if (!h && op == DT_ATEN_AMP_UNSCALE) h = dt__amp_unscale;
+#endif
+    if (h) return h(d, op, attrs, args, nargs, out, out_data, out_bytes);
+    rc = dt__op_specs(d, args, nargs, specs);
+    if (!rc) rc = dt_propagate(d->strategies, op, attrs, specs, nargs, &s);
+    return rc ? rc : dt__op_run(d, op, attrs, &s, specs, args, nargs, out, out_data, out_bytes);
 }
 
 /* ---- tensor-parallel styles ---- */

@@ -78,6 +78,18 @@ static dt_qmul cq[2];
 /* int8 mm and random rows */
 static dt_spec sp_i8_s0, sp_i8_r;
 static dt_tensor dq_a_s1, dq_b_s0, dq_b_s0wrong;
+/* ops (section 10): specs, attrs, local tensors and plain / mixed / in-place argument lists */
+static dt_spec sp_i32_4;
+static dt_dispatch ddisp;
+static const dt_spec *ops_repl[2] = {&sp_repl, &sp_repl}, *ops_s1[1] = {&sp_shard1}, *ops_loss[2] = {&sp_repl, &sp_i32_4};
+static const dt_op_attrs at_view15 = {0, 0, 0, 0, 0, 1, {15}, 0.0f}, at_view16 = {0, 0, 0, 0, 0, 1, {16}, 0.0f},
+                         at_t2 = {0, 2, 0, 0, 0, 0, {0}, 0.0f}, at_red3 = {0, 0, 0, 3, 0, 0, {0}, 0.0f},
+                         at_none = {0, 0, 0, 0, -100, 0, {0}, 0.0f};
+static int32_t idx_bad[2] = {3, 4}, tgt_bad[4] = {0, 1, 7, 2};
+static mb_tensor t_x44, t_idx_bad, t_tgt_bad;
+static const mb_tensor *emb_in[2] = {&t_x44, &t_idx_bad}, *loss_in[2] = {&t_x44, &t_tgt_bad};
+static dt_tensor ops_plain[2], ops_mixed[2], ops_inplace[2];
+
 static mb_tensor t_nan, t_acc44, t_i8_wide, t_i8_tall;
 static float scales4[4] = {0.1f, 0.2f, 0.3f, 0.4f}, nan44[16];
 static int32_t acc44[16];
@@ -411,6 +423,34 @@ static size_t counts2[2] = {2, 2}, counts_big[2] = {(size_t)-1 / 2, 2};
         dt_dropout(OUT(dt_rng), &sp_shard0, in_local(2, 4), out_tensor(MB_F32, 2, 4), 1.5f, 0)) \
     ROW(dr6, "dtensor.h", "dt_dropout", "p NaN", DT_ERR_VALUE, \
         dt_dropout(OUT(dt_rng), &sp_shard0, in_local(2, 4), out_tensor(MB_F32, 2, 4), 0.0f / 0.0f, 0)) \
+    ROW(do1, "dtensor.h", "dt_propagate", "view to a shape of another element count", DT_ERR_SHAPE, \
+        dt_propagate(NULL, DT_ATEN_VIEW, &at_view15, ops_repl, 1, OUT(dt_op_strategy))) \
+    ROW(do2, "dtensor.h", "dt_propagate", "view flattening a sharded non-leftmost dim", DT_ERR_NO_STRATEGY, \
+        dt_propagate(NULL, DT_ATEN_VIEW, &at_view16, ops_s1, 1, OUT(dt_op_strategy))) \
+    ROW(do3, "dtensor.h", "dt_propagate", "transpose dim out of range", DT_ERR_DIM, \
+        dt_propagate(NULL, DT_ATEN_TRANSPOSE, &at_t2, ops_repl, 1, OUT(dt_op_strategy))) \
+    ROW(do4, "dtensor.h", "dt_propagate", "embedding with f32 indices", DT_ERR_DTYPE, \
+        dt_propagate(NULL, DT_ATEN_EMBEDDING, NULL, ops_repl, 2, OUT(dt_op_strategy))) \
+    ROW(do5, "dtensor.h", "dt_propagate", "nll_loss reduction 3", DT_ERR_SHAPE, \
+        dt_propagate(NULL, DT_ATEN_NLL_LOSS, &at_red3, ops_loss, 2, OUT(dt_op_strategy))) \
+    ROW(do6, "dtensor.h", "dt_propagate", "found_inf op (a custom handler only)", DT_ERR_UNSUPPORTED, \
+        dt_propagate(NULL, DT_ATEN_AMP_UNSCALE, NULL, ops_repl, 2, OUT(dt_op_strategy))) \
+    ROW(do7, "dtensor.h", "dt_kernel_ref", "embedding index >= rows", DT_ERR_RANK, \
+        dt_kernel_ref(DT_ATEN_EMBEDDING, NULL, out_tensor(MB_F32, 2, 4), emb_in, 2)) \
+    ROW(do8, "dtensor.h", "dt_kernel_ref", "nll_loss target >= classes", DT_ERR_RANK, \
+        dt_kernel_ref(DT_ATEN_NLL_LOSS, &at_none, out_vec(4), loss_in, 2)) \
+    ROW(do9, "dtensor.h", "dt_op", "NULL out", DT_ERR_NULL, \
+        dt_op(&ddisp, DT_ATEN_ADD, NULL, ops_mixed, 2, NULL, OUT_AT(void, 8192), 4096)) \
+    ROW(do10, "dtensor.h", "dt_op", "unknown op", DT_ERR_PLACEMENT_COUNT, \
+        dt_op(&ddisp, DT_ATEN_COUNT, NULL, ops_mixed, 2, OUT(dt_tensor), OUT_AT(void, 8192), 4096)) \
+    ROW(do11, "dtensor.h", "dt_op", "no distributed argument (every one plain)", DT_ERR_MISMATCH, \
+        dt_op(&ddisp, DT_ATEN_ADD, NULL, ops_plain, 2, OUT(dt_tensor), OUT_AT(void, 8192), 4096)) \
+    ROW(do12, "dtensor.h", "dt_op", "a plain tensor of 16 elements without implicit replication", DT_ERR_MISMATCH, \
+        dt_op(&ddisp, DT_ATEN_ADD, NULL, ops_mixed, 2, OUT(dt_tensor), OUT_AT(void, 8192), 4096)) \
+    ROW(do13, "dtensor.h", "dt_op", "in place changing self's placement (R += S(0))", DT_ERR_NO_STRATEGY, \
+        dt_op(&ddisp, DT_ATEN_ADD, NULL, ops_inplace, 2, OUT(dt_tensor), ops_inplace[0].local.data, 0)) \
+    ROW(do14, "dtensor.h", "dt_op", "found_inf handler without attrs (inv_scale)", DT_ERR_NULL, \
+        dt_op(&ddisp, DT_ATEN_AMP_UNSCALE, NULL, ops_inplace, 2, OUT(dt_tensor), NULL, 0)) \
     \
     ROW(cv1, "dtensor.h", "dt_conv2d_ref", "NULL params", DT_ERR_NULL, dt_conv2d_ref(NULL, &cx, &cwt, NULL, out4(MB_F32, 2, 4))) \
     ROW(cv2, "dtensor.h", "dt_conv2d_ref", "stride 0", DT_ERR_SHAPE, dt_conv2d_ref(&cp_stride0, &cx, &cwt, NULL, out4(MB_F32, 2, 4))) \
@@ -613,6 +653,13 @@ static mb_value *out_value_dt(mb_dtype dt, int32_t rows, int32_t cols)
     return &v;
 }
 static mb_value *out_value(int32_t rows, int32_t cols) { return out_value_dt(MB_F32, rows, cols); }
+static mb_tensor *out_vec(int32_t n)
+{
+    static mb_tensor t;
+    mb_tensor_init(&t, out_area.b + 16384, MB_F32, 1, &n);
+    return &t;
+}
+
 static mb_tensor *in_local(int32_t rows, int32_t cols)
 {
     static float data[64];
@@ -724,6 +771,22 @@ static void fixtures(void)
     assert_int_equal(dt_plan_redistribute(&sp_shard0, &sp_repl, 0, &dplan), 0);
     assert_int_equal(dt_plan_cache_init(&cache, centries, 2), 0);
     assert_int_equal(dt_from_local(&dtt, &mesh2, pl_shard0, 1, in_local(2, 4), NULL), 0);
+    {
+        int32_t s4 = 4, s2 = 2;
+        assert_int_equal(dt_spec_init(&sp_i32_4, &mesh2, pl_repl, 1, MB_I32, 1, &s4, NULL), 0);
+        mb_tensor_init(&t_x44, fx, MB_F32, 2, shape44);
+        mb_tensor_init(&t_idx_bad, idx_bad, MB_I32, 1, &s2);
+        mb_tensor_init(&t_tgt_bad, tgt_bad, MB_I32, 1, &s4);
+        memset(&ddisp, 0, sizeof ddisp);
+        ddisp.comm = &dcomm;
+        memset(ops_plain, 0, sizeof ops_plain); /* spec.mesh NULL: plain tensors */
+        ops_plain[0].local = ops_plain[1].local = t_x44;
+        ops_mixed[0] = dtt;
+        ops_mixed[1] = ops_plain[1];
+        ops_inplace[0].spec = sp_repl;
+        ops_inplace[0].local = t_x44;
+        ops_inplace[1] = dtt;
+    }
     {
         static const int32_t sh11[2] = {1, DT_QMM_MAX_K + 1}, sh11t[2] = {DT_QMM_MAX_K + 1, 1};
         for (i = 0; i < 16; i++) nan44[i] = i == 5 ? 0.0f / 0.0f : (float)i;

@@ -1154,6 +1154,631 @@ static void test_dispatch_misc(void **state)
 }
 
 #ifndef DTO_MPI
+/* ---- views, embedding, losses and the dispatcher's plain tensors, non-members, in-place
+   and out variants, custom handlers (pg_pthread only) ---- */
+
+static dt_op_attrs vat(int32_t dim, int32_t dim2, int nd, int32_t a, int32_t b, int32_t c)
+{
+    dt_op_attrs at;
+    memset(&at, 0, sizeof at);
+    at.dim = dim;
+    at.dim2 = dim2;
+    at.ndim = nd;
+    at.shape[0] = a;
+    at.shape[1] = b;
+    at.shape[2] = c;
+    return at;
+}
+
+/* One view's propagation on mesh m: input placements p, shape (d0, d1, d2) of ndim dims. */
+static void view_case(const dt_mesh *m, int op, dt_op_attrs at, const dt_placement *p, int ndim, int32_t d0, int32_t d1,
+                      int32_t d2, int want_rc, const dt_placement *want_in, const dt_placement *want_out)
+{
+    dt_spec a;
+    const dt_spec *args[1] = {&a};
+    dt_op_strategy s;
+    spec(&a, m, p, ndim, d0, d1, d2);
+    assert_int_equal(dt_propagate(NULL, op, &at, args, 1, &s), want_rc);
+    if (want_rc) return;
+    assert_int_equal(s.count, 1);
+    assert_true(same(s.in[0], want_in, m->ndim));
+    assert_true(same(s.out, want_out, m->ndim));
+}
+
+static void test_view_rules(void **state)
+{
+    dt_placement r[1] = {R_}, s0[1] = {S0}, s1[1] = {S1}, s2[1] = {DT_SHARD(2)}, ps[1] = {PSUM}, s00[2] = {S0, S0},
+                 rr[2] = {R_, R_}, s0p[2] = {S0, PSUM}, s1p[2] = {S1, PSUM}, s1s0[2] = {S1, S0}, rs0[2] = {R_, S0};
+    dt_spec a;
+    const dt_spec *args[1] = {&a};
+    dt_op_strategy s;
+    (void)state;
+    assert_int_equal(dt_mesh_init(&mesh1, 1, one, NULL, 0), 0);
+    assert_int_equal(dt_mesh_init(&mesh2, 2, two, NULL, 0), 0);
+    /* the issue's cases: (4,6)->(24,) keeps S(0); S(1) -> R; (5,6)->(30,) S(0) -> R
+       (uneven); (24,)->(4,6) S(0) stays S(0) */
+    view_case(&mesh1, DT_ATEN_VIEW, vat(0, 0, 1, 24, 0, 0), s0, 2, 4, 6, 0, 0, s0, s0);
+    view_case(&mesh1, DT_ATEN_RESHAPE, vat(0, 0, 1, -1, 0, 0), s0, 2, 4, 6, 0, 0, s0, s0);
+    view_case(&mesh1, DT_ATEN_FLATTEN, vat(0, -1, 0, 0, 0, 0), s0, 2, 4, 6, 0, 0, s0, s0);
+    view_case(&mesh1, DT_ATEN_RESHAPE, vat(0, 0, 1, 24, 0, 0), s1, 2, 4, 6, 0, 0, r, r);
+    view_case(&mesh1, DT_ATEN_FLATTEN, vat(0, 1, 0, 0, 0, 0), s1, 2, 4, 6, 0, 0, r, r);
+    view_case(&mesh1, DT_ATEN_VIEW, vat(0, 0, 1, 24, 0, 0), s1, 2, 4, 6, 0, DT_ERR_NO_STRATEGY, NULL, NULL);
+    view_case(&mesh1, DT_ATEN_RESHAPE, vat(0, 0, 1, 30, 0, 0), s0, 2, 5, 6, 0, 0, r, r);
+    view_case(&mesh1, DT_ATEN_VIEW, vat(0, 0, 1, 30, 0, 0), s0, 2, 5, 6, 0, DT_ERR_NO_STRATEGY, NULL, NULL);
+    view_case(&mesh1, DT_ATEN_VIEW, vat(0, 0, 2, 4, 6, 0), s0, 1, 24, 0, 0, 0, s0, s0);
+    view_case(&mesh1, DT_ATEN_VIEW, vat(0, 0, 2, 4, -1, 0), s0, 1, 24, 0, 0, 0, s0, s0);
+    /* a split whose first piece does not divide: replicated (view too, as torch) */
+    view_case(&mesh1, DT_ATEN_VIEW, vat(0, 0, 2, 2, 12, 0), s0, 1, 24, 0, 0, 0, r, r);
+    /* flatten then split: both conditions; (4,6)->(6,4): 6 rows on 4 ranks do not divide */
+    view_case(&mesh1, DT_ATEN_RESHAPE, vat(0, 0, 2, 6, 4, 0), s0, 2, 4, 6, 0, 0, r, r);
+    view_case(&mesh1, DT_ATEN_RESHAPE, vat(0, 0, 2, 8, 3, 0), s0, 2, 4, 6, 0, 0, s0, s0);
+    /* (2,3,4) -> (6,4): the shard of dim 2 follows to dim 1 */
+    view_case(&mesh1, DT_ATEN_RESHAPE, vat(0, 0, 2, 6, 4, 0), s2, 3, 2, 3, 4, 0, s2, s1);
+    /* transpose, permute, squeeze, unsqueeze, expand move or keep the shard */
+    view_case(&mesh1, DT_ATEN_TRANSPOSE, vat(0, 1, 0, 0, 0, 0), s0, 2, 4, 6, 0, 0, s0, s1);
+    view_case(&mesh1, DT_ATEN_PERMUTE, vat(0, 0, 3, 2, 0, 1), s2, 3, 2, 3, 4, 0, s2, s0);
+    view_case(&mesh1, DT_ATEN_SQUEEZE, vat(1, 0, 0, 0, 0, 0), s2, 3, 4, 1, 6, 0, s2, s1);
+    view_case(&mesh1, DT_ATEN_SQUEEZE, vat(DT_DIM_ALL, 0, 0, 0, 0, 0), s2, 3, 4, 1, 6, 0, s2, s1);
+    view_case(&mesh1, DT_ATEN_UNSQUEEZE, vat(0, 0, 0, 0, 0, 0), s1, 2, 4, 6, 0, 0, s1, s2);
+    view_case(&mesh1, DT_ATEN_UNSQUEEZE, vat(-1, 0, 0, 0, 0, 0), s1, 2, 4, 6, 0, 0, s1, s1);
+    view_case(&mesh1, DT_ATEN_EXPAND, vat(0, 0, 3, 5, 4, -1), s1, 2, 4, 6, 0, 0, s1, s2);
+    view_case(&mesh1, DT_ATEN_EXPAND, vat(0, 0, 2, 4, 6, 0), s0, 2, 1, 6, 0, 0, r, r); /* broadcast dim */
+    /* Partial passes through */
+    view_case(&mesh1, DT_ATEN_VIEW, vat(0, 0, 1, 24, 0, 0), ps, 2, 4, 6, 0, 0, ps, ps);
+    view_case(&mesh2, DT_ATEN_TRANSPOSE, vat(0, 1, 0, 0, 0, 0), s0p, 2, 4, 6, 0, 0, s0p, s1p);
+    /* nested shards of one dim divide by the product: 8 rows on 2x2 keep S(0),S(0); 6 do not */
+    view_case(&mesh2, DT_ATEN_RESHAPE, vat(0, 0, 1, 48, 0, 0), s00, 2, 8, 6, 0, 0, s00, s00);
+    view_case(&mesh2, DT_ATEN_RESHAPE, vat(0, 0, 1, 24, 0, 0), s00, 2, 6, 4, 0, 0, rr, rr);
+    view_case(&mesh2, DT_ATEN_RESHAPE, vat(0, 0, 1, 24, 0, 0), s1s0, 2, 4, 6, 0, 0, rs0, rs0);
+    /* bad attrs */
+    view_case(&mesh1, DT_ATEN_VIEW, vat(0, 0, 1, 25, 0, 0), r, 2, 4, 6, 0, DT_ERR_SHAPE, NULL, NULL);
+    view_case(&mesh1, DT_ATEN_VIEW, vat(0, 0, 2, -1, -1, 0), r, 2, 4, 6, 0, DT_ERR_SHAPE, NULL, NULL);
+    view_case(&mesh1, DT_ATEN_VIEW, vat(0, 0, 2, -1, 5, 0), r, 2, 4, 6, 0, DT_ERR_SHAPE, NULL, NULL);
+    view_case(&mesh1, DT_ATEN_TRANSPOSE, vat(0, 2, 0, 0, 0, 0), r, 2, 4, 6, 0, DT_ERR_DIM, NULL, NULL);
+    view_case(&mesh1, DT_ATEN_PERMUTE, vat(0, 0, 2, 0, 0, 0), r, 2, 4, 6, 0, DT_ERR_DIM, NULL, NULL);
+    view_case(&mesh1, DT_ATEN_PERMUTE, vat(0, 0, 1, 0, 0, 0), r, 2, 4, 6, 0, DT_ERR_SHAPE, NULL, NULL);
+    view_case(&mesh1, DT_ATEN_EXPAND, vat(0, 0, 2, 4, 5, 0), r, 2, 4, 6, 0, DT_ERR_SHAPE, NULL, NULL);
+    view_case(&mesh1, DT_ATEN_FLATTEN, vat(1, 0, 0, 0, 0, 0), r, 2, 4, 6, 0, DT_ERR_DIM, NULL, NULL);
+    view_case(&mesh1, DT_ATEN_UNSQUEEZE, vat(3, 0, 0, 0, 0, 0), r, 2, 4, 6, 0, DT_ERR_DIM, NULL, NULL);
+    spec(&a, &mesh1, s1, 2, 4, 6, 0);
+    {
+        dt_op_cache c;
+        static dt_op_entry e[2];
+        dt_op_attrs at = vat(0, 0, 1, 24, 0, 0);
+        assert_int_equal(dt_op_cache_init(&c, e, 2), 0);
+        assert_int_equal(dt_propagate(&c, DT_ATEN_VIEW, &at, args, 1, &s), DT_ERR_NO_STRATEGY);
+        assert_string_equal(dt_op_name(c.failed_op), "view");
+    }
+}
+
+/* Index-operand spec (MB_I32). */
+static void ispec(dt_spec *s, const dt_mesh *m, const dt_placement *p, int ndim, int32_t d0, int32_t d1)
+{
+    int32_t sh[2];
+    sh[0] = d0;
+    sh[1] = d1;
+    assert_int_equal(dt_spec_init(s, m, p, m->ndim, MB_I32, ndim, sh, NULL), 0);
+}
+
+static void test_embed_loss_rules(void **state)
+{
+    dt_placement r[1] = {R_}, s0[1] = {S0}, s1[1] = {S1}, ps[1] = {PSUM}, pa[1] = {DT_PARTIAL(DT_AVG)}, rr[2] = {R_, R_},
+                 s0s1[2] = {S0, S1}, s0r[2] = {S0, R_}, pss1[2] = {PSUM, S1}, pmax[1] = {DT_PARTIAL(DT_MAX)};
+    dt_spec w, ix, x, t;
+    const dt_spec *ea[2] = {&w, &ix}, *la[2] = {&x, &t};
+    dt_op_strategy s;
+    dt_op_attrs at;
+    (void)state;
+    memset(&at, 0, sizeof at);
+    assert_int_equal(dt_mesh_init(&mesh1, 1, one, NULL, 0), 0);
+    assert_int_equal(dt_mesh_init(&mesh2, 2, two, NULL, 0), 0);
+    /* embedding: 3 + indices ndim per mesh dim */
+    spec(&w, &mesh1, r, 2, 16, 8, 0);
+    ispec(&ix, &mesh1, r, 2, 4, 4);
+    assert_int_equal(dt_propagate(NULL, DT_ATEN_EMBEDDING, NULL, ea, 2, &s), 0);
+    assert_int_equal(s.count, 5);
+    assert_int_equal(s.out_ndim, 3);
+    assert_int_equal(s.out_shape[2], 8);
+    spec(&w, &mesh2, rr, 2, 16, 8, 0);
+    ispec(&ix, &mesh2, rr, 1, 4, 0);
+    assert_int_equal(dt_propagate(NULL, DT_ATEN_EMBEDDING, NULL, ea, 2, &s), 0);
+    assert_int_equal(s.count, 16);
+    /* rowwise: MaskPartial -> P(sum); colwise -> S(-1); batch follows the indices */
+    spec(&w, &mesh1, s0, 2, 16, 8, 0);
+    ispec(&ix, &mesh1, r, 1, 8, 0);
+    assert_int_equal(dt_propagate(NULL, DT_ATEN_EMBEDDING, NULL, ea, 2, &s), 0);
+    assert_true(same(s.out, ps, 1) && same(s.in[0], s0, 1) && same(s.in[1], r, 1));
+    spec(&w, &mesh1, s1, 2, 16, 8, 0);
+    assert_int_equal(dt_propagate(NULL, DT_ATEN_EMBEDDING, NULL, ea, 2, &s), 0);
+    assert_true(same(s.out, s1, 1) && same(s.in[0], s1, 1) && same(s.in[1], r, 1));
+    spec(&w, &mesh1, r, 2, 16, 8, 0);
+    ispec(&ix, &mesh1, s0, 1, 8, 0);
+    assert_int_equal(dt_propagate(NULL, DT_ATEN_EMBEDDING, NULL, ea, 2, &s), 0);
+    assert_true(same(s.out, s0, 1) && same(s.in[0], r, 1) && same(s.in[1], s0, 1));
+    /* sharded indices cannot become MaskPartial: one fewer candidate */
+    assert_int_equal(s.count, 3);
+    spec(&w, &mesh2, s0s1, 2, 16, 8, 0);
+    ispec(&ix, &mesh2, rr, 1, 8, 0);
+    assert_int_equal(dt_propagate(NULL, DT_ATEN_EMBEDDING, NULL, ea, 2, &s), 0);
+    assert_true(same(s.out, pss1, 2) && same(s.in[0], s0s1, 2));
+    spec(&w, &mesh1, r, 1, 16, 0, 0);
+    ispec(&ix, &mesh1, r, 1, 8, 0);
+    assert_int_equal(dt_propagate(NULL, DT_ATEN_EMBEDDING, NULL, ea, 2, &s), DT_ERR_SHAPE);
+    spec(&w, &mesh1, r, 2, 16, 8, 0);
+    x = ix;
+    x.dtype = MB_F32;
+    ea[1] = &x;
+    assert_int_equal(dt_propagate(NULL, DT_ATEN_EMBEDDING, NULL, ea, 2, &s), DT_ERR_DTYPE);
+    /* losses: the class dim and Partials replicated; batch shards give Partial(avg/sum) */
+    spec(&x, &mesh1, s0, 2, 8, 5, 0);
+    ispec(&t, &mesh1, r, 1, 8, 0);
+    at.mode = 2;
+    assert_int_equal(dt_propagate(NULL, DT_ATEN_NLL_LOSS, &at, la, 2, &s), 0);
+    assert_int_equal(s.count, 1);
+    assert_int_equal(s.out_ndim, 0);
+    assert_true(same(s.out, ps, 1) && same(s.in[0], s0, 1) && same(s.in[1], s0, 1));
+    at.mode = 1;
+    assert_int_equal(dt_propagate(NULL, DT_ATEN_CROSS_ENTROPY, &at, la, 2, &s), 0);
+    assert_true(same(s.out, pa, 1));
+    at.mode = 0;
+    assert_int_equal(dt_propagate(NULL, DT_ATEN_CROSS_ENTROPY, &at, la, 2, &s), 0);
+    assert_true(same(s.out, s0, 1) && s.out_ndim == 1 && s.out_shape[0] == 8);
+    spec(&x, &mesh1, s1, 2, 8, 5, 0);
+    assert_int_equal(dt_propagate(NULL, DT_ATEN_CROSS_ENTROPY, &at, la, 2, &s), 0);
+    assert_true(same(s.out, r, 1) && same(s.in[0], r, 1) && same(s.in[1], r, 1));
+    spec(&x, &mesh1, pmax, 2, 8, 5, 0);
+    assert_int_equal(dt_propagate(NULL, DT_ATEN_NLL_LOSS, &at, la, 2, &s), 0);
+    assert_true(same(s.in[0], r, 1));
+    spec(&x, &mesh2, s0s1, 3, 8, 5, 4);
+    ispec(&t, &mesh2, rr, 2, 8, 4);
+    at.mode = 2;
+    assert_int_equal(dt_propagate(NULL, DT_ATEN_CROSS_ENTROPY, &at, la, 2, &s), 0);
+    assert_true(same(s.in[0], s0r, 2) && same(s.in[1], s0r, 2));
+    assert_true(s.out[0].kind == DT_KIND_PARTIAL && s.out[0].arg == DT_SUM && s.out[1].kind == DT_KIND_REPLICATE);
+    /* mean needs an even split (torch raises): 6 rows on 4 ranks */
+    spec(&x, &mesh1, s0, 2, 6, 5, 0);
+    ispec(&t, &mesh1, r, 1, 6, 0);
+    at.mode = 1;
+    assert_int_equal(dt_propagate(NULL, DT_ATEN_NLL_LOSS, &at, la, 2, &s), DT_ERR_NO_STRATEGY);
+    at.mode = 2;
+    assert_int_equal(dt_propagate(NULL, DT_ATEN_NLL_LOSS, &at, la, 2, &s), 0);
+    at.mode = 3;
+    assert_int_equal(dt_propagate(NULL, DT_ATEN_NLL_LOSS, &at, la, 2, &s), DT_ERR_SHAPE);
+    at.mode = 0;
+    ispec(&t, &mesh1, r, 1, 7, 0);
+    assert_int_equal(dt_propagate(NULL, DT_ATEN_NLL_LOSS, &at, la, 2, &s), DT_ERR_SHAPE);
+}
+
+/* The kernels against hand-computed values: embedding (plain and masked), losses. */
+static void test_kernel_embed_loss(void **state)
+{
+    static float w[5 * 3], y[16], x[2 * 3];
+    static int32_t idx[4] = {4, 0, 2, 4}, tg[2] = {2, -100};
+    int32_t sw[2] = {5, 3}, si[1] = {4}, sy[2] = {4, 3}, sx[2] = {2, 3}, st[1] = {2}, sl[1] = {2};
+    mb_tensor tw, ti, ty, tx, tt, tl;
+    const mb_tensor *in[2];
+    dt_op_attrs at;
+    int i, j;
+    (void)state;
+    memset(&at, 0, sizeof at);
+    for (i = 0; i < 15; i++) w[i] = (float)i;
+    mb_tensor_init(&tw, w, MB_F32, 2, sw);
+    mb_tensor_init(&ti, idx, MB_I32, 1, si);
+    mb_tensor_init(&ty, y, MB_F32, 2, sy);
+    in[0] = &tw;
+    in[1] = &ti;
+    assert_int_equal(dt_kernel_ref(DT_ATEN_EMBEDDING, NULL, &ty, in, 2), 0);
+    for (i = 0; i < 4; i++)
+        for (j = 0; j < 3; j++) assert_true(y[i * 3 + j] == w[idx[i] * 3 + j]);
+    /* masked: this piece holds rows 2..3 of 5 */
+    tw.shape[0] = 2;
+    tw.data = w + 6;
+    at.mode = 1;
+    at.dim2 = 2;
+    at.shape[0] = 5;
+    assert_int_equal(dt_kernel_ref(DT_ATEN_EMBEDDING, &at, &ty, in, 2), 0);
+    for (j = 0; j < 3; j++) assert_true(y[j] == 0.0f && y[3 + j] == 0.0f && y[6 + j] == w[6 + j] && y[9 + j] == 0.0f);
+    idx[1] = 5; /* out of range: nothing written */
+    memset(y, 0x5a, sizeof y);
+    assert_int_equal(dt_kernel_ref(DT_ATEN_EMBEDDING, &at, &ty, in, 2), DT_ERR_RANK);
+    assert_true(((unsigned char *)y)[0] == 0x5a);
+    idx[1] = 0;
+    /* cross_entropy on (2,3), target {2, ignored} */
+    x[0] = 1.0f, x[1] = 2.0f, x[2] = 3.0f, x[3] = 1000.0f, x[4] = -1000.0f, x[5] = 0.0f;
+    mb_tensor_init(&tx, x, MB_F32, 2, sx);
+    mb_tensor_init(&tt, tg, MB_I32, 1, st);
+    mb_tensor_init(&tl, y, MB_F32, 1, sl);
+    in[0] = &tx;
+    in[1] = &tt;
+    at = vat(0, 0, 0, 0, 0, 0);
+    at.ignore_index = -100;
+    assert_int_equal(dt_kernel_ref(DT_ATEN_CROSS_ENTROPY, &at, &tl, in, 2), 0);
+    assert_true(fabsf(y[0] - (logf(expf(1.0f) + expf(2.0f) + expf(3.0f)) - 3.0f)) < 1e-6f);
+    assert_true(y[1] == 0.0f);
+    tg[1] = 0; /* a 1000-logit row stays finite (max subtracted) */
+    assert_int_equal(dt_kernel_ref(DT_ATEN_CROSS_ENTROPY, &at, &tl, in, 2), 0);
+    assert_true(y[1] == 0.0f);
+    at.mode = 1;
+    tl.ndim = 0;
+    tg[1] = -100;
+    assert_int_equal(dt_kernel_ref(DT_ATEN_NLL_LOSS, &at, &tl, in, 2), 0);
+    assert_true(y[0] == -3.0f); /* mean over the one counted target */
+    at.mode = 2;
+    tg[1] = 1;
+    assert_int_equal(dt_kernel_ref(DT_ATEN_NLL_LOSS, &at, &tl, in, 2), 0);
+    assert_true(y[0] == -3.0f + 1000.0f * 0.0f + 1000.0f);
+    tg[1] = 3; /* outside [0, C) */
+    assert_int_equal(dt_kernel_ref(DT_ATEN_NLL_LOSS, &at, &tl, in, 2), DT_ERR_RANK);
+}
+
+/* Dispatch cases with static arguments and index operands. */
+typedef struct bcase {
+    int op, nargs;
+    dt_op_attrs at;
+    int32_t ndim[2];
+    int32_t shape[2][3];
+} bcase;
+
+#define BV(op, n, d0, d1, d2, ...) {op, 1, __VA_ARGS__, {n, 0}, {{d0, d1, d2}, {0, 0, 0}}}
+static const bcase bcases[] = {
+    BV(DT_ATEN_VIEW, 2, 4, 6, 0, {0, 0, 0, 0, 0, 1, {24}, 0.0f}),
+    BV(DT_ATEN_RESHAPE, 2, 4, 6, 0, {0, 0, 0, 0, 0, 1, {24}, 0.0f}),
+    BV(DT_ATEN_RESHAPE, 2, 5, 6, 0, {0, 0, 0, 0, 0, 1, {30}, 0.0f}),
+    BV(DT_ATEN_VIEW, 2, 5, 6, 0, {0, 0, 0, 0, 0, 1, {-1}, 0.0f}),
+    BV(DT_ATEN_VIEW, 1, 24, 0, 0, {0, 0, 0, 0, 0, 2, {4, 6}, 0.0f}),
+    BV(DT_ATEN_RESHAPE, 1, 24, 0, 0, {0, 0, 0, 0, 0, 2, {2, 12}, 0.0f}),
+    BV(DT_ATEN_RESHAPE, 3, 2, 3, 4, {0, 0, 0, 0, 0, 2, {6, 4}, 0.0f}),
+    BV(DT_ATEN_RESHAPE, 2, 4, 6, 0, {0, 0, 0, 0, 0, 3, {8, 1, 3}, 0.0f}),
+    BV(DT_ATEN_FLATTEN, 3, 4, 3, 2, {1, -1, 0, 0, 0, 0, {0}, 0.0f}),
+    BV(DT_ATEN_FLATTEN, 3, 4, 3, 2, {0, 1, 0, 0, 0, 0, {0}, 0.0f}),
+    BV(DT_ATEN_TRANSPOSE, 2, 4, 6, 0, {0, 1, 0, 0, 0, 0, {0}, 0.0f}),
+    BV(DT_ATEN_PERMUTE, 3, 2, 3, 4, {0, 0, 0, 0, 0, 3, {2, 0, 1}, 0.0f}),
+    BV(DT_ATEN_SQUEEZE, 3, 4, 1, 6, {1, 0, 0, 0, 0, 0, {0}, 0.0f}),
+    BV(DT_ATEN_UNSQUEEZE, 2, 4, 6, 0, {1, 0, 0, 0, 0, 0, {0}, 0.0f}),
+    BV(DT_ATEN_EXPAND, 2, 1, 6, 0, {0, 0, 0, 0, 0, 3, {2, 4, -1}, 0.0f}),
+    {DT_ATEN_EMBEDDING, 2, {0, 0, 0, 0, 0, 0, {0}, 0.0f}, {2, 2}, {{10, 4, 0}, {3, 4, 0}}},
+    {DT_ATEN_NLL_LOSS, 2, {0, 0, 0, 0, 2, 0, {0}, 0.0f}, {2, 1}, {{8, 5, 0}, {8, 0, 0}}},
+    {DT_ATEN_NLL_LOSS, 2, {0, 0, 0, 2, 2, 0, {0}, 0.0f}, {2, 1}, {{8, 5, 0}, {8, 0, 0}}},
+    {DT_ATEN_CROSS_ENTROPY, 2, {0, 0, 0, 0, 2, 0, {0}, 0.0f}, {3, 2}, {{8, 3, 4}, {8, 4, 0}}},
+    {DT_ATEN_CROSS_ENTROPY, 2, {0, 0, 0, 1, -100, 0, {0}, 0.0f}, {3, 2}, {{8, 3, 4}, {8, 4, 0}}},
+    {DT_ATEN_CROSS_ENTROPY, 2, {0, 0, 0, 2, 2, 0, {0}, 0.0f}, {2, 1}, {{8, 5, 0}, {8, 0, 0}}},
+    {DT_ATEN_CROSS_ENTROPY, 2, {0, 0, 0, 1, -100, 0, {0}, 0.0f}, {1, 0}, {{5, 0, 0}, {0, 0, 0}}},
+};
+
+static int32_t iglob[NR][EL], iloc[NR][EL];
+static int bviews[NR], bnostrat[NR];
+
+/* Operand i of case c is an index operand. */
+static int is_index(const bcase *c, int i) { return i == 1 && c->nargs == 2; }
+
+static int run_bcase(int me, const bcase *c, const int *ch, int red)
+{
+    dt_dispatch d;
+    dt_tensor args[2], out;
+    mb_tensor gt[2], yg, rt;
+    const mb_tensor *gin[2];
+    const dt_mesh *m = &dm[me];
+    int i, md, n, rc;
+    for (i = 0; i < c->nargs; i++) {
+        dt_placement p[DT_MAX_MESH_DIMS];
+        mb_tensor pg, lv, lt;
+        int ix = is_index(c, i);
+        mb_dtype dt = ix ? MB_I32 : MB_F32;
+        void *g = ix ? (void *)iglob[me] : (void *)glob[me][i], *l = ix ? (void *)iloc[me] : (void *)loc[me][i];
+        for (md = 0; md < m->ndim; md++) p[md] = choice(ch[i * m->ndim + md], c->ndim[i], red);
+        CHECK(dt_spec_init(&args[i].spec, m, p, m->ndim, dt, c->ndim[i], c->shape[i], NULL) == 0);
+        n = numel(c->ndim[i], c->shape[i]);
+        if (!ix) contribution(glob[me][i], part[me], n, m, p);
+        mb_tensor_init(&pg, ix ? g : (void *)part[me], dt, c->ndim[i], c->shape[i]);
+        CHECK(dt_local_view(&args[i].spec, m->rank, &pg, &lv) == 0);
+        mb_tensor_init(&lt, l, dt, lv.ndim, lv.shape);
+        CHECK(mb_copy(&lt, &lv) == 0);
+        args[i].local = lt;
+        mb_tensor_init(&gt[i], g, dt, c->ndim[i], c->shape[i]);
+        gin[i] = &gt[i];
+    }
+    memset(&d, 0, sizeof d);
+    d.comm = &dc[me];
+    d.plans = &pc[me];
+    d.strategies = &oc[me];
+    d.scratch = scr[me];
+    d.scratch_bytes = sizeof scr[me];
+    rc = dt_op(&d, c->op, &c->at, args, c->nargs, &out, yloc[me], sizeof yloc[me]);
+    if (rc == DT_ERR_NO_STRATEGY) {
+        /* only view, for a sharded flatten it would have to replicate */
+        CHECK(oc[me].failed_op == c->op && c->op == DT_ATEN_VIEW);
+        bnostrat[me]++;
+        return 0;
+    }
+    if (rc) {
+        fprintf(stderr, "rank %d: %s: %s (choices", me, dt_op_name(c->op), dt_strerror(rc));
+        for (md = 0; md < c->nargs * m->ndim; md++) fprintf(stderr, " %d", ch[md]);
+        fprintf(stderr, ", red %d)\n", red);
+        return __LINE__;
+    }
+    dispatched[me]++;
+    if (out.local.data != yloc[me]) { /* a zero-copy view into the input's local tensor */
+        CHECK(dt__ops[c->op].family == DT__F_VIEW && out.local.data >= (void *)loc[me][0] &&
+              out.local.data < (void *)(loc[me][0] + EL));
+        bviews[me]++;
+    }
+    mb_tensor_init(&rt, ref[me], MB_F32, out.spec.ndim, out.spec.shape);
+    CHECK(dt_kernel_ref(c->op, &c->at, &rt, gin, c->nargs) == 0);
+    mb_tensor_init(&yg, yglob[me], MB_F32, out.spec.ndim, out.spec.shape);
+    CHECK(dt_full_tensor(&dc[me], &pc[me], &out.spec, &out.local, &yg, fscr[me], sizeof fscr[me]) == 0);
+    n = numel(out.spec.ndim, out.spec.shape);
+    for (i = 0; i < n; i++) {
+        float diff = fabsf(yglob[me][i] - ref[me][i]);
+        if (!(diff <= 1e-4f * (1.0f + fabsf(ref[me][i])))) {
+            fprintf(stderr, "rank %d: %s element %d: %g != %g (choices", me, dt_op_name(c->op), i,
+                    (double)yglob[me][i], (double)ref[me][i]);
+            for (md = 0; md < c->nargs * m->ndim; md++) fprintf(stderr, " %d", ch[md]);
+            fprintf(stderr, ", red %d)\n", red);
+            return __LINE__;
+        }
+    }
+    return 0;
+}
+
+static int body_b(pg_group *g, void *arg)
+{
+    int ndim = *(const int *)arg, me = pg_rank(g), ci, i, j, red;
+    if (me < 0 || me >= NR || pg_set_timeout(g, 5000)) return __LINE__;
+    CHECK(dt_mesh_init(&dm[me], ndim, ndim == 1 ? one : two, NULL, pg_world_rank(g, me)) == 0);
+    CHECK(dt_comm_init(&dc[me], &dm[me], g) == 0);
+    CHECK(dt_plan_cache_init(&pc[me], pce[me], 16) == 0);
+    CHECK(dt_op_cache_init(&oc[me], oce[me], 16) == 0);
+    dispatched[me] = bnostrat[me] = bviews[me] = 0;
+    for (ci = 0; ci < (int)(sizeof bcases / sizeof bcases[0]); ci++) {
+        const bcase *c = &bcases[ci];
+        int nch[2 * DT_MAX_MESH_DIMS], ch[2 * DT_MAX_MESH_DIMS], total = 1, slots = c->nargs * ndim;
+        for (i = 0; i < c->nargs; i++) {
+            int n = numel(c->ndim[i], c->shape[i]);
+            for (j = 0; j < n; j++) {
+                glob[me][i][j] = (float)((j * 7 + i * 3) % 11 - 5) * 0.5f;
+                /* indices: rows of the weight; targets: classes, some ignore_index (2, or
+                   none for -100, as a sharded mean averages the shards' means) */
+                iglob[me][j] = c->op == DT_ATEN_EMBEDDING ? (j * 7) % c->shape[0][0] : (j * 3) % c->shape[0][c->ndim[0] > 1];
+            }
+        }
+        for (i = 0; i < slots; i++) {
+            nch[i] = c->ndim[i / ndim] + (is_index(c, i / ndim) ? 1 : 2); /* no Partial indices */
+            total *= nch[i];
+        }
+        for (red = DT_SUM; red <= DT_MAX; red += DT_MAX - DT_SUM) {
+            for (j = 0; j < total; j++) {
+                int code = j, rc;
+                for (i = slots - 1; i >= 0; i--, code /= nch[i + 1]) ch[i] = code % nch[i];
+                rc = run_bcase(me, c, ch, red);
+                if (rc) return rc;
+            }
+        }
+    }
+    CHECK(dispatched[me] > 200 && bviews[me] > 20);
+    return 0;
+}
+
+static void dispatch_b(int ndim)
+{
+    assert_int_equal(DTO_RUN(body_b, &ndim), 0);
+    printf("# %d-D mesh: views/embedding/losses: %d dispatches per rank (%d zero-copy views, %d without a "
+           "strategy)\n",
+           ndim, dispatched[0], bviews[0], bnostrat[0]);
+}
+
+static void test_dispatch_b_1d(void **state)
+{
+    (void)state;
+    dispatch_b(1);
+}
+
+static void test_dispatch_b_2x2(void **state)
+{
+    (void)state;
+    dispatch_b(2);
+}
+
+static int handler_calls[NR];
+
+static int my_handler(dt_dispatch *d, int op, const dt_op_attrs *attrs, const dt_tensor *args, int nargs,
+                      dt_tensor *out, void *out_data, size_t out_bytes)
+{
+    (void)d, (void)op, (void)attrs, (void)nargs, (void)out_data, (void)out_bytes;
+    handler_calls[args[0].spec.mesh->index]++;
+    *out = args[0];
+    return 7; /* its own code comes back */
+}
+
+static void dset(dt_dispatch *d, int me)
+{
+    memset(d, 0, sizeof *d);
+    d->comm = &dc[me];
+    d->plans = &pc[me];
+    d->strategies = &oc[me];
+    d->scratch = scr[me];
+    d->scratch_bytes = sizeof scr[me];
+}
+
+/* Plain tensors (implicit replication), in-place and out variants, zero-copy views,
+   custom handlers and found_inf, on a 1-D mesh of 4. */
+static int body_features(pg_group *g, void *arg)
+{
+    int me = pg_rank(g), i;
+    dt_dispatch d;
+    dt_tensor a[2], out, o2;
+    dt_placement s0[1] = {S0}, r[1] = {R_};
+    dt_op_attrs at;
+    int32_t sh[2] = {8, 4}, lsh[2] = {2, 4}, s11[2] = {1, 1}, s13[2] = {1, 3}, s81[2] = {8, 1}, l81[2] = {2, 1};
+    int32_t s8[1] = {8}, l8[1] = {2}, s1[1] = {1};
+    float *x = glob[me][0], *yv = glob[me][1], *w = glob[me][2], fi;
+    (void)arg;
+    if (me < 0 || me >= NR || pg_set_timeout(g, 5000)) return __LINE__;
+    CHECK(dt_mesh_init(&dm[me], 1, one, NULL, pg_world_rank(g, me)) == 0);
+    CHECK(dt_comm_init(&dc[me], &dm[me], g) == 0);
+    CHECK(dt_plan_cache_init(&pc[me], pce[me], 16) == 0);
+    CHECK(dt_op_cache_init(&oc[me], oce[me], 16) == 0);
+    dset(&d, me);
+    memset(&at, 0, sizeof at);
+    /* mm(x (8,1) S(0), plain w): one element is replicated implicitly, three are not */
+    for (i = 0; i < 8; i++) x[i] = (float)(i + 1);
+    w[0] = 2.0f, w[1] = 3.0f, w[2] = -1.0f;
+    CHECK(dt_spec_init(&a[0].spec, &dm[me], s0, 1, MB_F32, 2, s81, NULL) == 0);
+    mb_tensor_init(&a[0].local, x + 2 * me, MB_F32, 2, l81);
+    memset(&a[1].spec, 0, sizeof a[1].spec); /* plain: spec.mesh NULL */
+    mb_tensor_init(&a[1].local, w, MB_F32, 2, s11);
+    CHECK(dt_op(&d, DT_ATEN_MM, NULL, a, 2, &out, yloc[me], sizeof yloc[me]) == 0);
+    CHECK(out.spec.placements[0].kind == DT_KIND_SHARD && out.local.shape[0] == 2 && out.local.shape[1] == 1);
+    CHECK(yloc[me][0] == 2.0f * x[2 * me] && yloc[me][1] == 2.0f * x[2 * me + 1]);
+    mb_tensor_init(&a[1].local, w, MB_F32, 2, s13);
+    CHECK(dt_op(&d, DT_ATEN_MM, NULL, a, 2, &out, yloc[me], sizeof yloc[me]) == DT_ERR_MISMATCH);
+    d.implicit_replication = 1;
+    CHECK(dt_op(&d, DT_ATEN_MM, NULL, a, 2, &out, yloc[me], sizeof yloc[me]) == 0);
+    CHECK(out.spec.shape[1] == 3 && out.local.shape[0] == 2 && out.local.shape[1] == 3);
+    for (i = 0; i < 6; i++) CHECK(yloc[me][i] == x[2 * me + i / 3] * w[i % 3]);
+    a[0] = a[1]; /* every argument plain: no mesh */
+    CHECK(dt_op(&d, DT_ATEN_MM, NULL, a, 2, &out, yloc[me], sizeof yloc[me]) == DT_ERR_MISMATCH);
+    d.implicit_replication = 0;
+    /* in place: add_(x S(0), y S(0)) writes x's local piece and returns x */
+    for (i = 0; i < 32; i++) x[i] = (float)i, yv[i] = 100.0f;
+    CHECK(dt_spec_init(&a[0].spec, &dm[me], s0, 1, MB_F32, 2, sh, NULL) == 0);
+    CHECK(dt_spec_init(&a[1].spec, &dm[me], s0, 1, MB_F32, 2, sh, NULL) == 0);
+    mb_tensor_init(&a[0].local, x + 8 * me, MB_F32, 2, lsh);
+    mb_tensor_init(&a[1].local, yv + 8 * me, MB_F32, 2, lsh);
+    CHECK(dt_op(&d, DT_ATEN_ADD, NULL, a, 2, &out, a[0].local.data, 0) == 0);
+    CHECK(out.local.data == (void *)(x + 8 * me) && out.spec.placements[0].kind == DT_KIND_SHARD);
+    for (i = 0; i < 8; i++) CHECK(x[8 * me + i] == (float)(8 * me + i) + 100.0f);
+    /* in place on a Replicate self with a sharded other would change self's placement */
+    CHECK(dt_spec_init(&a[0].spec, &dm[me], r, 1, MB_F32, 2, sh, NULL) == 0);
+    mb_tensor_init(&a[0].local, x, MB_F32, 2, sh);
+    CHECK(dt_op(&d, DT_ATEN_ADD, NULL, a, 2, &out, a[0].local.data, 0) == DT_ERR_NO_STRATEGY);
+    CHECK(x[8 * me] == (float)(8 * me) + 100.0f); /* untouched */
+    /* out variant: out_data NULL, the result copied into out.local (a transposed view) */
+    CHECK(dt_spec_init(&a[0].spec, &dm[me], s0, 1, MB_F32, 2, sh, NULL) == 0);
+    mb_tensor_init(&a[0].local, x + 8 * me, MB_F32, 2, lsh);
+    mb_tensor_init(&o2.local, part[me], MB_F32, 2, lsh);
+    o2.local.stride[0] = 1, o2.local.stride[1] = 2;
+    CHECK(dt_op(&d, DT_ATEN_SUB, NULL, a, 2, &o2, NULL, 0) == 0);
+    CHECK(o2.spec.placements[0].kind == DT_KIND_SHARD && o2.spec.shape[0] == 8 && o2.local.data == part[me]);
+    for (i = 0; i < 8; i++) CHECK(part[me][(i % 4) * 2 + i / 4] == x[8 * me + i] - 100.0f);
+    o2.local.shape[0] = 3;
+    CHECK(dt_op(&d, DT_ATEN_SUB, NULL, a, 2, &o2, NULL, 0) == DT_ERR_MISMATCH);
+    /* views: transpose is a view of the input's piece (no copy); reshape of that view has
+       no strides that fit, so it copies into out_data */
+    for (i = 0; i < 32; i++) x[i] = (float)i;
+    at.dim2 = 1;
+    CHECK(dt_op(&d, DT_ATEN_TRANSPOSE, &at, a, 1, &out, yloc[me], sizeof yloc[me]) == 0);
+    CHECK(out.local.data == (void *)(x + 8 * me) && out.local.stride[0] == 1 && out.local.stride[1] == 4);
+    CHECK(out.spec.placements[0].kind == DT_KIND_SHARD && out.spec.placements[0].arg == 1);
+    a[1] = out;
+    at = vat(0, 0, 1, 32, 0, 0);
+    at.shape[0] = 32;
+    CHECK(dt_op(&d, DT_ATEN_RESHAPE, &at, &a[1], 1, &o2, yloc[me], sizeof yloc[me]) == 0);
+    CHECK(o2.local.data == yloc[me] && o2.spec.placements[0].kind == DT_KIND_REPLICATE);
+    for (i = 0; i < 32; i++) CHECK(yloc[me][i] == x[(i % 8) * 4 + i / 8]); /* x^T flattened */
+    /* a custom handler is consulted first and its code returned */
+    d.handlers[DT_ATEN_ADD] = my_handler;
+    CHECK(dt_op(&d, DT_ATEN_ADD, NULL, a, 2, &out, yloc[me], sizeof yloc[me]) == 7 && handler_calls[me] == 1);
+    d.handlers[DT_ATEN_ADD] = NULL;
+    /* found_inf: grads S(0) (8,), rank 2's piece holds an inf; found_inf a plain 0-d tensor */
+    for (i = 0; i < 8; i++) x[i] = (float)i;
+    if (me == 2) x[5] = INFINITY;
+    CHECK(dt_spec_init(&a[0].spec, &dm[me], s0, 1, MB_F32, 1, s8, NULL) == 0);
+    mb_tensor_init(&a[0].local, x + 2 * me, MB_F32, 1, l8);
+    fi = 0.0f;
+    memset(&a[1].spec, 0, sizeof a[1].spec);
+    mb_tensor_init(&a[1].local, &fi, MB_F32, 0, s1);
+    at = vat(0, 0, 0, 0, 0, 0);
+    at.scalar = 0.5f;
+    CHECK(dt_op(&d, DT_ATEN_AMP_UNSCALE, &at, a, 2, &out, NULL, 0) == 0);
+    CHECK(fi == 1.0f && out.local.data == &fi && !out.spec.mesh); /* every rank sees it */
+    CHECK(x[2 * me] == (float)(2 * me) * 0.5f);
+    /* Replicate grads: no reduction (each rank checks the same values) */
+    for (i = 0; i < 8; i++) x[i] = (float)i;
+    CHECK(dt_spec_init(&a[0].spec, &dm[me], r, 1, MB_F32, 1, s8, NULL) == 0);
+    mb_tensor_init(&a[0].local, x, MB_F32, 1, s8);
+    fi = 0.0f;
+    CHECK(dt_op(&d, DT_ATEN_AMP_UNSCALE, &at, a, 2, &out, NULL, 0) == 0 && fi == 0.0f && x[7] == 3.5f);
+    mb_tensor_init(&a[1].local, x, MB_F32, 1, s8); /* found_inf must have one element */
+    CHECK(dt_op(&d, DT_ATEN_AMP_UNSCALE, &at, a, 2, &out, NULL, 0) == DT_ERR_MISMATCH); /* a plain one */
+    d.implicit_replication = 1;
+    CHECK(dt_op(&d, DT_ATEN_AMP_UNSCALE, &at, a, 2, &out, NULL, 0) == DT_ERR_SHAPE);
+    d.implicit_replication = 0;
+    CHECK(dt_op(&d, DT_ATEN_AMP_UNSCALE, NULL, a, 2, &out, NULL, 0) == DT_ERR_NULL);
+    {
+        const dt_spec *sp[2] = {&a[0].spec, &a[0].spec};
+        dt_op_strategy s;
+        CHECK(dt_propagate(NULL, DT_ATEN_AMP_UNSCALE, NULL, sp, 2, &s) == DT_ERR_UNSUPPORTED);
+    }
+    return 0;
+}
+
+static void test_dispatch_features(void **state)
+{
+    (void)state;
+    assert_int_equal(DTO_RUN(body_features, NULL), 0);
+}
+
+/* A sub-mesh of world ranks 1 and 3: ranks 0 and 2 are outside it; they propagate but
+   neither compute nor communicate, getting empty outputs (0-d: zero). */
+static int body_submesh(pg_group *g, void *arg)
+{
+    static const int32_t ranks[2] = {1, 3}, two1[1] = {2};
+    int me = pg_rank(g), i, member = me == 1 || me == 3;
+    dt_dispatch d;
+    dt_tensor a[2], out;
+    dt_placement s0[1] = {S0};
+    dt_op_attrs at;
+    int32_t sh[2] = {4, 3}, lsh[2] = {2, 3}, ts[1] = {4}, tl[1] = {2};
+    float orig;
+    (void)arg;
+    if (me < 0 || me >= NR || pg_set_timeout(g, 5000)) return __LINE__;
+    CHECK(dt_mesh_init(&dm[me], 1, two1, ranks, pg_world_rank(g, me)) == 0);
+    CHECK(dt_comm_init(&dc[me], &dm[me], g) == (member ? 0 : DT_ERR_NOT_MEMBER));
+    CHECK(dt_plan_cache_init(&pc[me], pce[me], 16) == 0);
+    CHECK(dt_op_cache_init(&oc[me], oce[me], 16) == 0);
+    dset(&d, me);
+    memset(&at, 0, sizeof at);
+    for (i = 0; i < 12; i++) glob[me][0][i] = (float)(i % 5) - 1.0f;
+    for (i = 0; i < 4; i++) iglob[me][i] = i % 3;
+    CHECK(dt_spec_init(&a[0].spec, &dm[me], s0, 1, MB_F32, 2, sh, NULL) == 0);
+    CHECK(dt_spec_init(&a[1].spec, &dm[me], s0, 1, MB_I32, 1, ts, NULL) == 0);
+    mb_tensor_init(&a[0].local, glob[me][0] + (me == 3 ? 6 : 0), MB_F32, 2, lsh);
+    mb_tensor_init(&a[1].local, iglob[me] + (me == 3 ? 2 : 0), MB_I32, 1, tl);
+    at.mode = 2;
+    at.ignore_index = -100;
+    memset(yloc[me], 0x5a, sizeof yloc[me]);
+    CHECK(dt_op(&d, DT_ATEN_NLL_LOSS, &at, a, 2, &out, yloc[me], sizeof yloc[me]) == 0);
+    CHECK(out.spec.ndim == 0 && out.spec.placements[0].kind == DT_KIND_PARTIAL && out.local.ndim == 0);
+    if (member) {
+        float full;
+        mb_tensor ft;
+        mb_tensor_init(&ft, &full, MB_F32, 0, ts);
+        CHECK(dt_full_tensor(&dc[me], &pc[me], &out.spec, &out.local, &ft, fscr[me], sizeof fscr[me]) == 0);
+        CHECK(full == -(glob[me][0][0] + glob[me][0][4] + glob[me][0][8] + glob[me][0][9])); /* x[i, t_i] */
+    } else {
+        CHECK(yloc[me][0] == 0.0f); /* 0-d: a zero */
+    }
+    at.mode = 0;
+    CHECK(dt_op(&d, DT_ATEN_CROSS_ENTROPY, &at, a, 2, &out, yloc[me], sizeof yloc[me]) == 0);
+    CHECK(out.spec.ndim == 1 && out.spec.shape[0] == 4);
+    CHECK(member ? out.local.shape[0] == 2 : out.local.ndim == 1 && out.local.shape[0] == 0);
+    orig = ((float *)a[0].local.data)[1];
+    CHECK(dt_op(&d, DT_ATEN_NEG, NULL, a, 1, &out, yloc[me], sizeof yloc[me]) == 0);
+    CHECK(member ? yloc[me][1] == -orig : out.local.ndim == 2 && out.local.shape[0] == 0 && out.local.shape[1] == 0);
+    /* in place: a non-member returns the target untouched */
+    CHECK(dt_op(&d, DT_ATEN_NEG, NULL, a, 1, &out, a[0].local.data, 0) == 0 && out.local.data == a[0].local.data);
+    CHECK(((float *)a[0].local.data)[1] == (member ? -orig : orig));
+    return 0;
+}
+
+static void test_dispatch_submesh(void **state)
+{
+    (void)state;
+    assert_int_equal(DTO_RUN(body_submesh, NULL), 0);
+}
+#endif /* !DTO_MPI */
+
+#ifndef DTO_MPI
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1168,6 +1793,10 @@ int main(void)
 #ifdef DT_CBLAS
         cmocka_unit_test(test_kernel_cblas),
 #endif
+        cmocka_unit_test(test_view_rules),      cmocka_unit_test(test_embed_loss_rules),
+        cmocka_unit_test(test_kernel_embed_loss), cmocka_unit_test(test_dispatch_b_1d),
+        cmocka_unit_test(test_dispatch_b_2x2),  cmocka_unit_test(test_dispatch_features),
+        cmocka_unit_test(test_dispatch_submesh),
     };
     return cmocka_run_group_tests_name("dtensor ops over pg_pthread (4 ranks)", tests, NULL, NULL);
 }

@@ -469,7 +469,8 @@ DT_API int dt_distribute_scratch_bytes(const dt_spec *s, int src_rank, size_t *b
        and the reduced dims are replicated first. argmax's output is MB_I32 (the first
        index of the maximum; NaN counts as the maximum and max/min propagate it); over
        DT_DIM_ALL a flat index. An empty local shard reduces to 0 (sum), -inf (max),
-       +inf (min).
+       +inf (min); max, min, amax and argmax over an empty dim are DT_ERR_SHAPE (torch
+       raises).
      softmax, log_softmax (softmax_strategy): the softmax dim and every Partial
        replicated, other shards kept; the output follows. Kernels subtract the row max.
      layer_norm, rms_norm (_common_norm_forward_strategy): x replicated on the normalized
@@ -2313,8 +2314,10 @@ static int dt__prop_reduce(const dt_spec *const *args, int op, const dt_op_attrs
         if (d < 0) return DT_ERR_DIM;
         mask = 1u << d;
     }
-    for (d = 0; d < x->ndim; d++)
+    for (d = 0; d < x->ndim; d++) {
+        if ((mask >> d & 1u) && !x->shape[d] && op >= DT_ATEN_MAX) return DT_ERR_SHAPE; /* max of nothing */
         if (!(mask >> d & 1u) || at->keepdim) best->out_shape[o++] = mask >> d & 1u ? 1 : x->shape[d];
+    }
     best->out_ndim = o;
     if (op == DT_ATEN_ARGMAX) best->out_dtype = MB_I32;
     for (md = 0; md < nd; md++) {

@@ -422,6 +422,17 @@ static void test_reduce_rules(void **state)
     assert_int_equal(dt_propagate(NULL, DT_ATEN_SUM, &at, args, 1, &s), DT_ERR_DIM);
     at.dim = -4;
     assert_int_equal(dt_propagate(NULL, DT_ATEN_ARGMAX, &at, args, 1, &s), DT_ERR_DIM);
+    /* an empty reduced dim: sum is 0, max / argmax of nothing raise in torch */
+    spec(&a, &mesh1, s0, 3, 12, 0, 8);
+    at.dim = 1;
+    assert_int_equal(dt_propagate(NULL, DT_ATEN_SUM, &at, args, 1, &s), 0);
+    assert_int_equal(dt_propagate(NULL, DT_ATEN_AMAX, &at, args, 1, &s), DT_ERR_SHAPE);
+    at.dim = DT_DIM_ALL;
+    assert_int_equal(dt_propagate(NULL, DT_ATEN_ARGMAX, &at, args, 1, &s), DT_ERR_SHAPE);
+    at.dim = 2;
+    assert_int_equal(dt_propagate(NULL, DT_ATEN_MIN, &at, args, 1, &s), 0); /* dim 2 is not empty */
+    spec(&a, &mesh1, s0, 3, 12, 8, 8);
+    at.dim = -4;
     assert_int_equal(dt_propagate(NULL, DT_ATEN_SOFTMAX, &at, args, 1, &s), DT_ERR_DIM);
 }
 

@@ -1598,9 +1598,28 @@ static int dt__pair_check(dt_placement a, dt_placement b, int flags, mb_dtype dt
     return DT_OK;
 }
 
+/* A plan only costed (the ops' redistribute_cost): each step in turn in `one`, the sum of
+   torch's link model over the steps in ns (dt_plan_cost_ns with DT_LINK_TORCH), and no
+   dt_plan of ~800 B on the stack. */
+typedef struct dt__cost {
+    dt_step one;
+    uint64_t ns;
+} dt__cost;
+
+/* torch's ring model of one communicating step */
+static uint64_t dt__step_ns(const dt_step *st, const dt_link *link)
+{
+    uint64_t t = link->base_ns + (uint64_t)st->hops * link->hop_ns + st->bytes * 1000u / link->bytes_per_us;
+    if (st->op == DT_OP_ALL_TO_ALL) t += link->a2a_penalty_ns;
+    return t;
+}
+
+static const dt_link dt__torch = DT_LINK_TORCH;
+
 /* Append the step md: cur[md] -> to (root >= 0: distribute's scatter/broadcast from that
-   coordinate); updates cur. */
-static void dt__emit(const dt_spec *s, dt_plan *pl, dt_placement *cur, int md, dt_placement to, int root)
+   coordinate) to pl, or with pl NULL cost it into cw; updates cur. */
+static void dt__emit(const dt_spec *s, dt_plan *pl, dt__cost *cw, dt_placement *cur, int md, dt_placement to,
+                     int root)
 {
     static const unsigned char ops[3][3] = {
         /* to:  R                 S                     P               from: */
@@ -1608,10 +1627,10 @@ static void dt__emit(const dt_spec *s, dt_plan *pl, dt_placement *cur, int md, d
         {DT_OP_ALL_GATHER, DT_OP_ALL_TO_ALL, DT_OP_NOOP},               /* S (S->P rejected) */
         {DT_OP_ALL_REDUCE, DT_OP_REDUCE_SCATTER, DT_OP_NOOP}};          /* P (same op only) */
     const dt_mesh *m = s->mesh;
-    dt_step *st = &pl->steps[pl->nsteps++];
+    dt_step *st = pl ? &pl->steps[pl->nsteps++] : &cw->one;
     int32_t n = m->shape[md];
     int op = root < 0 ? (int)ops[cur[md].kind][to.kind] : to.kind == DT_KIND_SHARD ? (int)DT_OP_SCATTER : (int)DT_OP_BROADCAST;
-    DT_ASSERT(pl->nsteps <= DT_MAX_STEPS);
+    DT_ASSERT(!pl || pl->nsteps <= DT_MAX_STEPS);
     DT_MEMSET(st, 0, sizeof *st);
     st->mesh_dim = md;
     st->group_size = n;
@@ -1630,6 +1649,10 @@ static void dt__emit(const dt_spec *s, dt_plan *pl, dt_placement *cur, int md, d
         st->hops = (uint32_t)(n - 1) << (st->op == DT_OP_ALL_REDUCE);
         st->bytes = dt__bytes(st->op == DT_OP_ALL_GATHER || st->op == DT_OP_BROADCAST ? st->out_shape : st->in_shape,
                               s->ndim, s->dtype) * st->hops / (uint64_t)n;
+        if (!pl) {
+            cw->ns += dt__step_ns(st, &dt__torch);
+            return;
+        }
         pl->ncollectives++;
         pl->hops += st->hops;
         pl->bytes += st->bytes;
@@ -1658,9 +1681,10 @@ static int dt__mesh_same(const dt_mesh *a, const dt_mesh *b)
                       !memcmp(a->ranks, b->ranks, sizeof(int32_t) * (size_t)a->size));
 }
 
-/* dt_plan_redistribute; need 0: plan NULL only validates. Every check comes before the
-   first write into *plan (planned in place: no dt_plan on the stack). */
-static int dt__plan(const dt_spec *src, const dt_spec *dst, int flags, dt_plan *plan, int need)
+/* dt_plan_redistribute; need 0: plan NULL only validates, or with cw only costs (ops).
+   Every check comes before the first write into *plan (planned in place: no dt_plan on the
+   stack). */
+static int dt__plan(const dt_spec *src, const dt_spec *dst, int flags, dt_plan *plan, int need, dt__cost *cw)
 {
     const dt_mesh *m;
     dt_placement cur[DT_MAX_MESH_DIMS], to;
@@ -1679,8 +1703,11 @@ static int dt__plan(const dt_spec *src, const dt_spec *dst, int flags, dt_plan *
         if (rc) return rc;
         cur[i] = src->placements[i];
     }
-    if (!plan) return DT_OK;
-    DT_MEMSET(plan, 0, sizeof *plan);
+    if (!plan) {
+        if (!cw) return DT_OK;
+    } else {
+        DT_MEMSET(plan, 0, sizeof *plan);
+    }
     /* two passes: inner to outer (when sharded at all), a Shard target whose tensor dim is
        sharded differently on an earlier mesh dim (nested sharding) is first replicated;
        then outer to inner, whatever is left */
@@ -1689,16 +1716,29 @@ static int dt__plan(const dt_spec *src, const dt_spec *dst, int flags, dt_plan *
         to = dst->placements[md];
         for (i = 0; j < nd && to.kind == DT_KIND_SHARD && i < md; i++)
             if (dt__is_shard(cur[i], to.arg) != dt__is_shard(dst->placements[i], to.arg)) to.kind = to.arg = 0;
-        if (!dt__same(cur[md], to)) dt__emit(src, plan, cur, md, to, -1);
+        if (!dt__same(cur[md], to)) dt__emit(src, plan, cw, cur, md, to, -1);
     }
-    dt__finish(plan, src, cur);
+    if (plan) dt__finish(plan, src, cur);
     return DT_OK;
 }
 
 DT__DEF int dt_plan_redistribute(const dt_spec *src, const dt_spec *dst, int flags, dt_plan *plan)
 {
-    return dt__plan(src, dst, flags, plan, 1);
+    return dt__plan(src, dst, flags, plan, 1, 0);
 }
+
+#ifndef DT_NO_OPS
+/* dt_plan_cost_ns(the plan src -> dst, DT_LINK_TORCH) without a dt_plan (ops' costing). */
+static DT__NOINLINE int dt__plan_cost(const dt_spec *src, const dt_spec *dst, int flags, uint64_t *ns)
+{
+    dt__cost cw;
+    int rc;
+    cw.ns = 0;
+    rc = dt__plan(src, dst, flags, 0, 0, &cw);
+    *ns = cw.ns;
+    return rc;
+}
+#endif
 
 DT__DEF size_t dt_plan_scratch_bytes(const dt_plan *plan)
 {
@@ -1713,18 +1753,13 @@ DT__DEF size_t dt_redistribute_scratch_bytes(const dt_plan *plan, const mb_tenso
 
 DT__DEF int dt_plan_cost_ns(const dt_plan *plan, const dt_link *link, uint64_t *ns)
 {
-    static const dt_link torch = DT_LINK_TORCH;
     uint64_t t = 0;
     int i;
     if (!plan || !ns) return DT_ERR_NULL;
-    if (!link) link = &torch;
+    if (!link) link = &dt__torch;
     if ((uint32_t)plan->nsteps > DT_MAX_STEPS || !link->bytes_per_us) return DT_ERR_TOO_SMALL;
-    for (i = 0; i < plan->nsteps; i++) {
-        const dt_step *st = &plan->steps[i];
-        if (st->op < DT_OP_ALL_GATHER) continue;
-        t += link->base_ns + (uint64_t)st->hops * link->hop_ns + st->bytes * 1000u / link->bytes_per_us;
-        if (st->op == DT_OP_ALL_TO_ALL) t += link->a2a_penalty_ns;
-    }
+    for (i = 0; i < plan->nsteps; i++)
+        if (plan->steps[i].op >= DT_OP_ALL_GATHER) t += dt__step_ns(&plan->steps[i], link);
     *ns = t;
     return DT_OK;
 }
@@ -1863,9 +1898,9 @@ DT__DEF int dt_redistribute(dt_comm *c, dt_plan_cache *cache, const dt_spec *src
 {
     const dt_plan *pl = 0;
     /* without a cache: validate, check the comm, then plan into its work area */
-    int rc = cache ? dt_plan_cached(cache, src, dst, flags, &pl) : dt__plan(src, dst, flags, 0, 0);
+    int rc = cache ? dt_plan_cached(cache, src, dst, flags, &pl) : dt__plan(src, dst, flags, 0, 0, 0);
     if (!rc) rc = dt__comm_check(c, src->mesh);
-    if (!rc && !cache) rc = dt__plan(src, dst, flags, (dt_plan *)(pl = &c->plan), 1);
+    if (!rc && !cache) rc = dt__plan(src, dst, flags, (dt_plan *)(pl = &c->plan), 1, 0);
     if (!rc) rc = dt__fits(in, pl->dtype, pl->ndim, pl->in_shape);
     if (!rc) rc = dt__fits(out, pl->dtype, pl->ndim, pl->out_shape);
     if (!rc) rc = dt__exec(c, pl, in, out, scratch, scratch_bytes);
@@ -1961,7 +1996,7 @@ static int dt__dist_plan(const dt_spec *s, int src_rank, dt_plan *pl)
     for (i = 0; i < m->ndim; i++) {
         for (j = i + 1; j < m->ndim && m->coord[j] == sc[j]; j++) {}
         if (j < m->ndim) r.placements[i] = s->placements[i]; /* not on the source's path yet */
-        else dt__emit(s, pl, r.placements, i, s->placements[i], sc[i]);
+        else dt__emit(s, pl, 0, r.placements, i, s->placements[i], sc[i]);
     }
     dt__finish(pl, s, r.placements);
     return DT_OK;
@@ -2085,7 +2120,6 @@ static int64_t dt__redist_cost(const dt_spec *a, const dt_placement *p)
 {
     dt_mesh m0 = *a->mesh;
     dt_spec s = *a, t;
-    dt_plan pl;
     uint64_t ns;
     m0.index = 0;
     m0.rank = m0.ranks[0];
@@ -2093,9 +2127,7 @@ static int64_t dt__redist_cost(const dt_spec *a, const dt_placement *p)
     s.mesh = &m0;
     t = s;
     DT_MEMCPY(t.placements, p, sizeof(dt_placement) * (size_t)m0.ndim);
-    if (!dt__shardable(a, p) || dt_plan_redistribute(&s, &t, DT_PLAN_ALLOW_PARTIAL, &pl) ||
-        dt_plan_cost_ns(&pl, 0, &ns))
-        return -1;
+    if (!dt__shardable(a, p) || dt__plan_cost(&s, &t, DT_PLAN_ALLOW_PARTIAL, &ns)) return -1;
     return (int64_t)ns;
 }
 

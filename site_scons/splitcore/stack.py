@@ -20,7 +20,6 @@ FRAME_EXCEPTIONS = {
     # on the stack (DT_MAX_STEPS steps with three MB_MAX_DIMS shapes each, ~800 B)
     "dt_distribute_scratch_bytes": "dt_plan on the stack",
     "dt_full_tensor_scratch_bytes": "dt_plan on the stack",
-    "dt__redist_cost": "dt_plan and a mesh-position-0 dt_mesh on the stack (ops: each strategy's cost)",
 }
 
 _NODE = re.compile(r'^node: \{ title: "([^"]+)" label: "([^"\\]+)\\n([^"\\]+)(?:\\n(\d+) bytes \(([^)]+)\))?')

@@ -66,6 +66,11 @@ static dt_cache_entry centries[2];
 static dt_plan_cache cache;
 static dt_comm dcomm;
 static dt_tensor dtt;
+/* ops rows: one input (sp_shard0, a 4x4 f32), x (4x4) with a weight of 4 */
+static const dt_spec *op_x[1] = {&sp_shard0}, *op_xw[2] = {&sp_shard0, &sp_repl};
+static const dt_op_attrs at_dim2 = {.dim = 2}, at_dimm3 = {.dim = -3}, at_gelu2 = {.mode = 2},
+                         at_norm3 = {.ndim = 1, .shape = {3}};
+static const mb_tensor *op_in[2];
 /* conv2d: input [1,2,4,4] (fx), weight [2,2,3,3], H-sharded input on mesh2 (local [1,2,2,4]) */
 static float cw[2 * 2 * 3 * 3];
 static int32_t cxs[4] = {1, 2, 4, 4}, cws[4] = {2, 2, 3, 3}, cws_big[4] = {2, 2, 7, 3}, cws_bad[4] = {2, 3, 3, 3};
@@ -452,6 +457,19 @@ static size_t counts2[2] = {2, 2}, counts_big[2] = {(size_t)-1 / 2, 2};
     ROW(do14, "dtensor.h", "dt_op", "found_inf handler without attrs (inv_scale)", DT_ERR_NULL, \
         dt_op(&ddisp, DT_ATEN_AMP_UNSCALE, NULL, ops_inplace, 2, OUT(dt_tensor), NULL, 0)) \
     \
+    ROW(op1, "dtensor.h", "dt_propagate", "reduction dim out of range", DT_ERR_DIM, \
+        dt_propagate(NULL, DT_ATEN_SUM, &at_dim2, op_x, 1, OUT(dt_op_strategy))) \
+    ROW(op2, "dtensor.h", "dt_propagate", "softmax dim out of range (negative)", DT_ERR_DIM, \
+        dt_propagate(NULL, DT_ATEN_SOFTMAX, &at_dimm3, op_x, 1, OUT(dt_op_strategy))) \
+    ROW(op3, "dtensor.h", "dt_propagate", "normalized_shape not the input's last dims", DT_ERR_SHAPE, \
+        dt_propagate(NULL, DT_ATEN_RMS_NORM, &at_norm3, op_xw, 2, OUT(dt_op_strategy))) \
+    ROW(op4, "dtensor.h", "dt_propagate", "gelu approximate neither 0 (none) nor 1 (tanh)", DT_ERR_SHAPE, \
+        dt_propagate(NULL, DT_ATEN_GELU, &at_gelu2, op_x, 1, OUT(dt_op_strategy))) \
+    ROW(op5, "dtensor.h", "dt_kernel_ref", "softmax dim out of range", DT_ERR_DIM, \
+        dt_kernel_ref(DT_ATEN_SOFTMAX, &at_dim2, out_tensor(MB_F32, 4, 4), op_in, 1)) \
+    ROW(op6, "dtensor.h", "dt_kernel_ref", "norm weight of another size", DT_ERR_SHAPE, \
+        dt_kernel_ref(DT_ATEN_RMS_NORM, &at_norm3, out_tensor(MB_F32, 4, 4), op_in, 2)) \
+    \
     ROW(cv1, "dtensor.h", "dt_conv2d_ref", "NULL params", DT_ERR_NULL, dt_conv2d_ref(NULL, &cx, &cwt, NULL, out4(MB_F32, 2, 4))) \
     ROW(cv2, "dtensor.h", "dt_conv2d_ref", "stride 0", DT_ERR_SHAPE, dt_conv2d_ref(&cp_stride0, &cx, &cwt, NULL, out4(MB_F32, 2, 4))) \
     ROW(cv3, "dtensor.h", "dt_conv2d_ref", "groups do not divide the channels", DT_ERR_SHAPE, \
@@ -771,6 +789,7 @@ static void fixtures(void)
     assert_int_equal(dt_plan_redistribute(&sp_shard0, &sp_repl, 0, &dplan), 0);
     assert_int_equal(dt_plan_cache_init(&cache, centries, 2), 0);
     assert_int_equal(dt_from_local(&dtt, &mesh2, pl_shard0, 1, in_local(2, 4), NULL), 0);
+    op_in[0] = op_in[1] = &t_nan; /* 4x4 f32: as a weight, 16 elements */
     {
         int32_t s4 = 4, s2 = 2;
         assert_int_equal(dt_spec_init(&sp_i32_4, &mesh2, pl_repl, 1, MB_I32, 1, &s4, NULL), 0);

@@ -980,8 +980,8 @@ DT_API int dt_dropout(dt_rng *g, const dt_spec *s, const mb_tensor *in, mb_tenso
    nothing) with section 10's kernels (dt_kernel_ref; the graph has its own only for
    the dt_gop ops) and pg_all_reduce; dt_gplan_emit_c writes a plan as C const tables,
    so firmware links dt_gplan_run only and never plans.
-   Ops the graph runs: mm, addmm, add, sub, mul, div, neg, relu, exp, tanh, sigmoid,
-   *_SCALAR, sum and mean (attrs.dim, DT_DIM_ALL, keepdim), the view family, and dt_gop. */
+   Ops the graph runs: mm, addmm, linear (2-D x), add, sub, mul, div, neg, relu, exp,
+   tanh, sigmoid, *_SCALAR, sum and mean (attrs.dim, DT_DIM_ALL, keepdim), the view family, and dt_gop. */
 typedef enum dt_gop {
     DT_G_INPUT = DT_ATEN_COUNT, /* activation placeholder: attrs.shape[0..attrs.ndim), ndim >= 1 */
     DT_G_PARAM,                 /* parameter placeholder: attrs.shape */
@@ -1123,13 +1123,20 @@ extern "C" {
 
 DT__DEF const char *dt_strerror(int err)
 {
+#ifdef DT_NO_GRAPH /* its codes never occur: "unknown error" (the core's bytes stay) */
+#define DT__GRAPH_MSGS
+#define DT__ERR_LAST DT_ERR_VALUE
+#else
+#define DT__GRAPH_MSGS "bad graph node\0batch dim analysis failed\0"
+#define DT__ERR_LAST DT_ERR_BATCH
+#endif
     static const char msg[] = "ok\0null pointer\0bad mesh\0bad rank\0not a mesh member\0bad mesh dim\0"
                               "bad placement\0placement count\0bad shard dim\0bad shape\0bad dtype\0"
                               "mismatch\0to Partial\0Partial op change\0unsupported\0too small\0"
-                              "collective failed\0no sharding strategy\0value out of range\0bad graph node\0batch dim analysis failed\0"
+                              "collective failed\0no sharding strategy\0value out of range\0" DT__GRAPH_MSGS
                               "unknown error";
     const char *p = msg;
-    if (err > 0 || err < DT_ERR_BATCH) err = DT_ERR_BATCH - 1;
+    if (err > 0 || err < DT__ERR_LAST) err = DT__ERR_LAST - 1;
     for (; err < 0; err++) p += strlen(p) + 1;
     return p;
 }
@@ -4923,6 +4930,10 @@ static int dt__g_arity(int op, int *lo, int *hi)
         *lo = *hi = 2;
     else if (op == DT_ATEN_ADDMM)
         *lo = *hi = 3;
+    else if (op == DT_ATEN_LINEAR) {
+        *lo = 2;
+        *hi = 3;
+    }
     else if (op == DT_G_INPUT || op == DT_G_PARAM || op == DT_G_FULL)
         *lo = *hi = 0;
     else if (!((op >= DT_ATEN_NEG && op <= DT_ATEN_RELU) || (op >= DT_ATEN_EXP && op <= DT_ATEN_DIV_SCALAR) ||
@@ -5002,6 +5013,11 @@ static int dt__g_infer(int op, dt_op_attrs *a, const int32_t *const *ish, const 
         for (d = 0; d < n0; d++) osh[d] = s0[d];
     *ond = n0;
     switch (op) {
+    case DT_ATEN_LINEAR: /* x (m, k), w (n, k), optional bias (n) */
+        if (n0 != 2 || ind[1] != 2 || ish[1][1] != s0[1] || (nin == 3 && (ind[2] != 1 || ish[2][0] != ish[1][0])))
+            return DT_ERR_SHAPE;
+        osh[1] = ish[1][0];
+        return DT_OK;
     case DT_ATEN_MM:
     case DT_ATEN_ADDMM: {
         const int32_t *x = ish[nin - 2], *w = ish[nin - 1];

@@ -21,6 +21,8 @@ the tables only and says so):
   bench-collectives.png  latency vs message size per collective: pg_pthread, pg_mpi vs MPI
   bench-pipeline.png     pipeline step time: measured vs simulated vs ideal, and vs torch
   bench-dtensor.png      redistribute vs the bare collective vs the same by hand with MPI
+  bench-graph.png        data-parallel MLP train step: samples/s on 2 ranks vs 1, and the
+                         speedups (wall clock, thread CPU time) against the 1.7x target
 A plot whose rows are absent is left out with a note; nothing here judges a time."""
 import argparse
 import json
@@ -257,10 +259,35 @@ def plot_dtensor(plt, rows, path):
                 "dtensor: redistribute vs the bare collective it runs vs MPI by hand, 2 ranks")
 
 
+def plot_graph(plt, rows, path):
+    rows = [r for r in rows if r["bench"] == "graph"]
+    rate = [r for r in rows if r["metric"] == "samples_per_s"]
+    speed = [r for r in rows if r["metric"] in ("speedup", "cpu_speedup")]
+    if not rate and not speed:
+        return None
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+    if rate:
+        r = rate[0]
+        axes[0].bar(["1 rank", "2 ranks (data parallel)"], [float(r["peer_value"]), float(r["ours"])],
+                    color=["#999999", "#1f77b4"])
+        axes[0].set_ylabel("samples/s, higher is better")
+        axes[0].set_title("train step throughput", fontsize=9)
+    names = {"speedup": "wall clock", "cpu_speedup": "thread CPU time"}
+    if speed:
+        axes[1].bar([names[r["metric"]] for r in speed], [float(r["ours"]) for r in speed], color="#1f77b4")
+        axes[1].axhline(float(speed[0]["peer_value"]), color="#d62728", linestyle="--",
+                        label="target %.2gx" % float(speed[0]["peer_value"]))
+        axes[1].set_ylabel("2 ranks / 1 rank")
+        axes[1].set_title("speedup", fontsize=9)
+        axes[1].legend(fontsize=7)
+    return save(plt, fig, path, "graph: data-parallel MLP train step, 2 pg_pthread ranks vs 1")
+
+
 PLOTS = (("p2p", "Point to point", plot_p2p),
          ("collectives", "Collectives", plot_collectives),
          ("pipeline", "Pipeline", plot_pipeline),
-         ("dtensor", "DTensor redistribute", plot_dtensor))
+         ("dtensor", "DTensor redistribute", plot_dtensor),
+         ("graph", "Data-parallel graph", plot_graph))
 
 
 # ---- report ----------------------------------------------------------------------------
@@ -344,7 +371,7 @@ def main(argv=None):
             print("report.py: plot %s skipped: %s" % (key, e), file=sys.stderr)
             plotted[key] = None
     section_of = {"p2p": "p2p", "pg_collectives": "collectives", "pipeline": "pipeline",
-                  "dtensor": "dtensor"}
+                  "dtensor": "dtensor", "graph": "graph"}
     for b in benches:
         md += ["## %s" % b, ""]
         key = section_of.get(b)

@@ -113,7 +113,8 @@ static void linear_backward(dt_graph *g, int ga, int x, int32_t n, int *tga, int
 }
 
 /* SimpleMLP's train step: loss = (sigmoid(net2(relu(net1(x)))) - y).sum(), its backward
-   as aten ops, and SGD (lr) when sgd. wrap: torch's WrapperModule. */
+   as aten ops, and SGD (lr) when sgd. wrap bit 0: torch's WrapperModule; bit 1: the
+   layers as linear(x, w, b) rather than addmm(b, x, t(w)). */
 static void build_mlp(dt_graph *g, dt_gnode *storage, mlp *m, int32_t B, int wrap, int sgd, float lr)
 {
     dt_op_attrs tr = dim_attrs(0, 0, 0.0f), a;
@@ -126,14 +127,20 @@ static void build_mlp(dt_graph *g, dt_gnode *storage, mlp *m, int32_t B, int wra
     m->b2 = leaf(g, DT_G_PARAM, 1, OUT, 0);
     m->x = leaf(g, DT_G_INPUT, 2, B, IN);
     m->y = leaf(g, DT_G_INPUT, 2, B, OUT);
-    m->t1 = add1(g, DT_ATEN_TRANSPOSE, &tr, m->w1);
-    m->a1 = add3(g, DT_ATEN_ADDMM, m->b1, m->x, m->t1);
-    m->h = add1(g, DT_ATEN_RELU, NULL, m->a1);
-    m->t2 = add1(g, DT_ATEN_TRANSPOSE, &tr, m->w2);
-    m->a2 = add3(g, DT_ATEN_ADDMM, m->b2, m->h, m->t2);
+    if (wrap & 2) { /* linear(x, w, b) instead of addmm(b, x, t(w)) */
+        m->a1 = add3(g, DT_ATEN_LINEAR, m->x, m->w1, m->b1);
+        m->h = add1(g, DT_ATEN_RELU, NULL, m->a1);
+        m->a2 = add3(g, DT_ATEN_LINEAR, m->h, m->w2, m->b2);
+    } else {
+        m->t1 = add1(g, DT_ATEN_TRANSPOSE, &tr, m->w1);
+        m->a1 = add3(g, DT_ATEN_ADDMM, m->b1, m->x, m->t1);
+        m->h = add1(g, DT_ATEN_RELU, NULL, m->a1);
+        m->t2 = add1(g, DT_ATEN_TRANSPOSE, &tr, m->w2);
+        m->a2 = add3(g, DT_ATEN_ADDMM, m->b2, m->h, m->t2);
+    }
     m->o = add1(g, DT_ATEN_SIGMOID, NULL, m->a2);
     m->o2 = m->o;
-    if (wrap) { /* output + 0.1 * output.clone().view(-1).squeeze().unsqueeze(0).view(B, -1) */
+    if (wrap & 1) { /* output + 0.1 * output.clone().view(-1).squeeze().unsqueeze(0).view(B, -1) */
         a = shape_attrs(1, -1, 0);
         m->v = add1(g, DT_ATEN_VIEW, &a, m->o);
         a = dim_attrs(DT_DIM_ALL, 0, 0.0f);
@@ -154,7 +161,7 @@ static void build_mlp(dt_graph *g, dt_gnode *storage, mlp *m, int32_t B, int wra
     a = shape_attrs(2, B, OUT);
     m->g = add1(g, DT_ATEN_EXPAND, &a, m->g0);
     m->go = m->g;
-    if (wrap) {
+    if (wrap & 1) {
         a = dim_attrs(0, 0, 0.1f);
         m->gm = add1(g, DT_ATEN_MUL_SCALAR, &a, m->g);
         a = shape_attrs(2, 1, B * OUT);
@@ -427,9 +434,9 @@ static void reference(int32_t B, int wrap, float lr, int steps, float *params, f
                 float a = b2[j], y;
                 for (k = 0; k < HID; k++) a += h[i][k] * w2[j][k];
                 o[i][j] = 1.0f / (1.0f + expf(-a));
-                y = wrap ? o[i][j] + o[i][j] * 0.1f : o[i][j];
+                y = (wrap & 1) ? o[i][j] + o[i][j] * 0.1f : o[i][j];
                 l += y - gy[i][j];
-                ga2[i][j] = (wrap ? 1.0f + 0.1f : 1.0f) * (1.0f - o[i][j]) * o[i][j];
+                ga2[i][j] = ((wrap & 1) ? 1.0f + 0.1f : 1.0f) * (1.0f - o[i][j]) * o[i][j];
             }
             for (j = 0; j < HID; j++) {
                 float a = 0.0f;
@@ -511,7 +518,7 @@ static void test_single_rank(void **state)
     int wrap;
     (void)state;
     init_data();
-    for (wrap = 0; wrap < 2; wrap++) {
+    for (wrap = 0; wrap < 4; wrap++) {
         reference(128, wrap, 0.05f, 2, want, l1);
         assert_int_equal(run_rank(NULL, 1, 0, 128, wrap, 2, got, l2, arena1, nodes, st), 0);
         close_all(got, want, NPARAM, 2e-5f);
@@ -564,6 +571,7 @@ static void test_dp_2(void **state)
     dp_case(2, 128, 0);
     dp_case(2, 128, 1);
     dp_case(2, 7, 1); /* uneven: 4 + 3 rows */
+    dp_case(2, 9, 2); /* linear layers */
 }
 
 static void test_dp_4(void **state)

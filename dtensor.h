@@ -833,7 +833,7 @@ typedef struct dt_qmul {
     int32_t shift;  /* power of two: real = mult * 2^(shift - 31); -31..30 */
 } dt_qmul;
 #define DT_QMM_MAX_K 131072 /* 2^31 / (128 * 128): int32 sums of int8 products are exact */
-/* DT_ERR_VALUE unless 0 <= real < 2^30 (NaN refused). */
+/* DT_ERR_VALUE unless 0 <= real < 2^30 after rounding (NaN refused). */
 DT_API int dt_quantize_multiplier(double real, dt_qmul *q);
 DT_API int32_t dt_mul_qmul(int32_t x, dt_qmul q);
 DT_API int8_t dt_requant_i8(int32_t acc, dt_qmul q);
@@ -4352,6 +4352,7 @@ DT__DEF int dt_quantize_multiplier(double real, dt_qmul *q)
         m >>= 1;
         shift++;
     }
+    if (shift > 30) return DT_ERR_VALUE; /* real within 2^-32 of 2^30 rounds up to it */
     if (shift < -31) {
         m = 0;
         shift = 0;

@@ -53,6 +53,10 @@ static void test_quantize_multiplier_golden(void **state)
     q.mult = 5;
     assert_int_equal(dt_quantize_multiplier(-0.5, &q), DT_ERR_VALUE);
     assert_int_equal(dt_quantize_multiplier(1073741824.0, &q), DT_ERR_VALUE);
+    assert_int_equal(dt_quantize_multiplier(1073741823.75, &q), DT_ERR_VALUE); /* rounds to 2^30 (fuzz) */
+    assert_int_equal(dt_quantize_multiplier(1073741823.0, &q), 0);
+    assert_true(q.mult == 2147483646 && q.shift == 30);
+    q.mult = 5;
     assert_int_equal(dt_quantize_multiplier(0.0 / 0.0, &q), DT_ERR_VALUE);
     assert_int_equal(q.mult, 5);
     assert_int_equal(dt_quantize_multiplier(0.5, NULL), DT_ERR_NULL);

@@ -429,9 +429,11 @@ DT_API int dt_distribute_scratch_bytes(const dt_spec *s, int src_rank, size_t *b
    addmm (bias + mat1 @ mat2, 1-D or 2-D bias), bmm, linear (x @ w^T + b: x of 2..6 dims,
    w (n, k), optional 1-D bias); the pointwise add, sub, mul, div (same shapes), neg,
    relu, gelu, exp, tanh, sigmoid, add/sub/mul/div.Scalar; the reductions sum, mean,
-   max, min, amax, argmax; softmax, log_softmax; layer_norm, rms_norm; the others return
-   DT_ERR_UNSUPPORTED until their family lands. The kernels use <math.h> (expf, erff,
-   tanhf, logf, sqrtf; link -lm).
+   max, min, amax, argmax; softmax, log_softmax; layer_norm, rms_norm; the view ops,
+   embedding (MB_I32 indices), cross_entropy and nll_loss (MB_I32 targets): every op of
+   dt_aten (DT_ATEN_AMP_UNSCALE runs through its custom handler only). An op's dim out of
+   range is DT_ERR_DIM. The kernels use <math.h> (expf, erff, tanhf, logf, sqrtf; link
+   -lm).
    Propagation: an op's candidate strategies (input placements -> output placement) are
    generated per mesh dim and combined by cartesian product over mesh dims (the last mesh
    dim varies fastest, as itertools.product), each costed as the sum over inputs of

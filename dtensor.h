@@ -37,7 +37,8 @@
                                                kernels (mm, addmm, bmm, linear, pointwise),
                                                tensor-parallel styles
                                            11. conv2d and max pool: kernels, batch / channel /
-                                               spatial (halo exchange) sharding
+                                               spatial (halo exchange) sharding; int8
+                                               conv2d (after section 12's declarations)
                                            12. int8 quantized mm/linear: requantization,
                                                sharded int8 mm (dt_qmm)
                                            13. Random: Philox 4x32-10, DTensor's RNG

@@ -77,7 +77,17 @@
        DT_MEMCPY(d,s,n), DT_MEMSET(d,v,n)   default: memcpy / memset
 
    Errors are negative return values (enum dt_err); dt_strerror() names them. Bad input
-   never writes to the caller's outputs. dtensor.h never includes pipeline.h. */
+   never writes to the caller's outputs (docs/error-contract.md lists every case).
+   dtensor.h never includes pipeline.h.
+
+   Threads, interrupts, memory: meshes, specs, the planner, propagation and the kernels
+   work only on their arguments (no global state, no locks, no heap): safe from any
+   thread on distinct objects. A plan or strategy cache, a dt_comm and a dt_dispatch
+   belong to one rank's thread. Calls that communicate (section 8 on, dt_op, the sharded
+   conv/int8/graph runs) block in ports/pg.h, so never from an ISR, and every rank of the
+   mesh makes them in the same order. All memory is the caller's: cache storage, scratch
+   sized by the *_scratch_bytes / *_bytes queries, outputs; stack use is bounded (no
+   recursion; `scons size` lists the worst frame of every function on Cortex-M4). */
 #ifndef DTENSOR_H
 #define DTENSOR_H
 

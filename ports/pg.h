@@ -63,6 +63,13 @@
        After a failed collective, call pg_recover() on every rank before the next one.
      - Collectives must be called by every member in the same order (like MPI/torch).
        Reductions combine ranks in a fixed order, so every rank gets the same bits.
+     - Threads, interrupts, memory: a group belongs to one rank, and that rank's calls on
+       it come from one thread (or task) at a time; different ranks' groups are used
+       concurrently (that is the point). Blocking calls wait, so they are never made from
+       an ISR; a port's doorbell interrupt only wakes the waiting rank (pg_shm's hooks).
+       pg.h and the ports allocate nothing: a group holds PG_SCRATCH_BYTES of scratch
+       (or the caller's, pg_group_set_scratch), ports take their storage from the caller
+       or static arrays; stack use is bounded (no recursion; `scons size` lists it).
 
    Tags: user tags are 0..PG_TAG_MAX. On the wire pg.h folds a group context id and a
    kind (user message or collective number) into a 31-bit tag (pg_wire_tag), so traffic

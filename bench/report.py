@@ -283,11 +283,57 @@ def plot_graph(plt, rows, path):
     return save(plt, fig, path, "graph: data-parallel MLP train step, 2 pg_pthread ranks vs 1")
 
 
+def plot_dtensor_ops(plt, rows, path):
+    """Dispatch overhead per op on a cache hit vs PyTorch's DTensor figure (log scale), and
+    tensor-parallel mm 512x512: time on 1 and 2 ranks beside OpenMP and OpenBLAS."""
+    rows = [r for r in rows if r["bench"] == "dtensor_ops"]
+    disp = [r for r in rows if r["metric"] == "dispatch_ns" and "PyTorch" in r["peer"]]
+    mm = [r for r in rows if r["metric"] == "time_us" and "512x512" in r["case"]]
+    if not disp and not mm:
+        return None
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4), squeeze=False)
+    ax = axes[0][0]
+    if disp:
+        names = [r["case"].split(" ")[1] for r in disp] + ["PyTorch DTensor"]
+        vals = [float(r["ours"]) for r in disp] + [float(disp[0]["peer_value"])]
+        ax.bar(range(len(vals)), vals, color=["C0"] * len(disp) + ["C3"])
+        ax.set_yscale("log")
+        ax.set_xticks(range(len(vals)))
+        ax.set_xticklabels(names, fontsize=8)
+        ax.set_ylabel("ns per op, cache hit, no compute (log)")
+        ax.set_title("dt_op dispatch vs PyTorch (issue #6's ~90 us)", fontsize=9)
+    ax = axes[0][1]
+    if mm:
+        bars = {}
+        for r in mm:
+            c = r["case"]
+            if "reference kernel" in c and "2 ranks" in c:
+                bars["2 ranks, ours"] = float(r["ours"])
+                if "1 rank" in r["peer"]:
+                    bars["1 rank, ours"] = float(r["peer_value"])
+                elif "OpenMP" in r["peer"]:
+                    bars["OpenMP, 2 threads"] = float(r["peer_value"])
+            elif "OpenBLAS" in c:
+                bars["2 ranks, OpenBLAS kernel" if "2 ranks" in c else "1 rank, OpenBLAS kernel"] = float(r["ours"])
+                bars["OpenBLAS, 2 threads"] = float(r["peer_value"])
+        order = [k for k in ("1 rank, ours", "2 ranks, ours", "OpenMP, 2 threads", "1 rank, OpenBLAS kernel",
+                             "2 ranks, OpenBLAS kernel", "OpenBLAS, 2 threads") if k in bars]
+        ax.barh(range(len(order)), [bars[k] / 1000.0 for k in order],
+                color=["C0" if "ours" in k or "kernel" in k else "C3" for k in order])
+        ax.set_yticks(range(len(order)))
+        ax.set_yticklabels(order, fontsize=8)
+        ax.invert_yaxis()
+        ax.set_xlabel("ms per 512x512 f32 mm (median), lower is better")
+        ax.set_title("tensor-parallel mm: 1 vs 2 ranks (pg_pthread)", fontsize=9)
+    return save(plt, fig, path, "dtensor ops: dispatch overhead and tensor-parallel speedup")
+
+
 PLOTS = (("p2p", "Point to point", plot_p2p),
          ("collectives", "Collectives", plot_collectives),
          ("pipeline", "Pipeline", plot_pipeline),
          ("dtensor", "DTensor redistribute", plot_dtensor),
-         ("graph", "Data-parallel graph", plot_graph))
+         ("graph", "Data-parallel graph", plot_graph),
+         ("dtensor_ops", "DTensor ops", plot_dtensor_ops))
 
 
 # ---- report ----------------------------------------------------------------------------
@@ -371,7 +417,7 @@ def main(argv=None):
             print("report.py: plot %s skipped: %s" % (key, e), file=sys.stderr)
             plotted[key] = None
     section_of = {"p2p": "p2p", "pg_collectives": "collectives", "pipeline": "pipeline",
-                  "dtensor": "dtensor", "graph": "graph"}
+                  "dtensor": "dtensor", "graph": "graph", "dtensor_ops": "dtensor_ops"}
     for b in benches:
         md += ["## %s" % b, ""]
         key = section_of.get(b)

@@ -5132,6 +5132,11 @@ DT__DEF int dt_graph_add(dt_graph *g, int op, const dt_op_attrs *attrs, const in
     if (op == DT_G_SGD && g->nodes[in[0]].op != DT_G_PARAM) return DT_ERR_MISMATCH;
     rc = dt__g_infer(op, &n.attrs, ish, ind, nin, n.shape, &n.ndim, 0);
     if (rc) return rc;
+    { /* every op's output fits int32 elements (an mm of two tall inputs need not) */
+        int64_t numel = 1;
+        for (i = 0; i < n.ndim; i++)
+            if ((numel *= n.shape[i]) > INT32_MAX) return DT_ERR_SHAPE;
+    }
     n.op = op;
     n.nin = nin;
     for (i = 0; i < nin; i++) n.in[i] = in[i];

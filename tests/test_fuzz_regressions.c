@@ -179,6 +179,32 @@ static void test_dt_spec_contiguous_stride_overflow(void **state)
     assert_int_equal(s.stride[2], 1);
 }
 
+/* fuzz_graph: dt_graph_add inferred linear(x (13107199,7), w (13107199,7)) as a
+   (13107199,13107199) node, more elements than int32 holds; every op's output is now
+   checked: DT_ERR_SHAPE, the graph unchanged. */
+static void test_graph_output_over_int32_elements(void **state)
+{
+    dt_gnode nodes[4];
+    dt_graph g;
+    dt_op_attrs a;
+    int32_t in[2];
+    (void)state;
+    assert_int_equal(dt_graph_init(&g, nodes, 4), DT_OK);
+    memset(&a, 0, sizeof a);
+    a.ndim = 2;
+    a.shape[0] = 13107199;
+    a.shape[1] = 7;
+    in[0] = dt_graph_add(&g, DT_G_INPUT, &a, NULL, 0);
+    in[1] = dt_graph_add(&g, DT_G_PARAM, &a, NULL, 0);
+    assert_int_equal(in[0], 0);
+    assert_int_equal(in[1], 1);
+    assert_int_equal(dt_graph_add(&g, DT_ATEN_LINEAR, NULL, in, 2), DT_ERR_SHAPE);
+    assert_int_equal(g.count, 2);
+    a.shape[0] = 4; /* (4,7) x (13107199,7)^T: 52 M elements, fine */
+    in[0] = dt_graph_add(&g, DT_G_INPUT, &a, NULL, 0);
+    assert_int_equal(dt_graph_add(&g, DT_ATEN_LINEAR, NULL, in, 2), 3);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -189,6 +215,7 @@ int main(void)
         cmocka_unit_test(test_masked_split_of_huge_broadcast_view),
         cmocka_unit_test(test_csv_row_of_one_idle_round_trips),
         cmocka_unit_test(test_dt_spec_contiguous_stride_overflow),
+        cmocka_unit_test(test_graph_output_over_int32_elements),
     };
     return cmocka_run_group_tests_name("fuzz regressions", tests, NULL, NULL);
 }

@@ -434,6 +434,36 @@ static int local_copy(const mb_tensor *v, void *buf, mb_tensor *out)
     return mb_copy(out, v);
 }
 
+/* Per-rank setup of the forward and backward bodies: timeout, a 1-D mesh over the
+   ranks and its comm, the layout's global input and output shapes (xs, ys), the input's
+   and weight's placements for cur_kind (px, pw), and in: its spec and a contiguous copy
+   of this rank's slice of the global input xdata. 0 or the failing line. */
+static int rank_setup(pg_group *g, const ccase *k, mb_dtype dt, void *xdata, int32_t *xs, int32_t *ys,
+                      dt_placement *px, dt_placement *pw, dt_tensor *in)
+{
+    int me = pg_rank(g);
+    int32_t ci[4], ms[1];
+    mb_tensor gx, v;
+    ci[0] = k->n, ci[1] = k->c, ci[2] = k->h, ci[3] = k->w;
+    ms[0] = pg_size(g);
+    CHECK(pg_set_timeout(g, 10000) == 0);
+    CHECK(dt_mesh_init(&dm[me], 1, ms, NULL, me) == 0);
+    CHECK(dt_comm_init(&dc[me], &dm[me], g) == 0);
+    shape_of(k->layout, ci, xs);
+    shape_of(k->layout, cur_co, ys);
+    px[0].kind = pw[0].kind = DT_KIND_REPLICATE;
+    px[0].arg = pw[0].arg = 0;
+    if (cur_kind == 0) px[0].kind = DT_KIND_SHARD, px[0].arg = (int16_t)(k->layout == DT_NHWC ? 1 : 2);
+    if (cur_kind == 1) px[0].kind = DT_KIND_SHARD;
+    if (cur_kind == 2 && !k->pool) pw[0].kind = DT_KIND_SHARD;
+    if (cur_kind == 2 && k->pool) px[0].kind = DT_KIND_SHARD, px[0].arg = (int16_t)(k->layout == DT_NHWC ? 3 : 1);
+    CHECK(dt_spec_init(&in->spec, &dm[me], px, 1, dt, 4, xs, NULL) == 0);
+    mb_tensor_init(&gx, xdata, dt, 4, xs);
+    CHECK(dt_local_view(&in->spec, me, &gx, &v) == 0);
+    CHECK(local_copy(&v, lx[me], &in->local) == 0);
+    return 0;
+}
+
 /* The sharded call of this case: max pool, int8 or f32 conv2d. */
 static int run_sharded(const ccase *k, const dt_conv2d_params *p, int me, const dt_tensor *in, const dt_tensor *w,
                        const mb_tensor *bias, dt_spec *os, mb_tensor *out, size_t need)
@@ -448,32 +478,17 @@ static int body(pg_group *g, void *arg)
     int me = pg_rank(g), np = pg_size(g), d;
     const ccase *k = cur;
     dt_conv2d_params p = params(k);
-    int32_t ci[4] = {k->n, k->c, k->h, k->w}, xs[4], ws[4] = {k->oc, k->c / k->groups, k->kh, k->kw}, ys[4];
+    int32_t xs[4], ws[4] = {k->oc, k->c / k->groups, k->kh, k->kw}, ys[4];
     int hd = k->layout == DT_NHWC ? 1 : 2, cd = k->layout == DT_NHWC ? 3 : 1;
     dt_placement px[1], pw[1];
     dt_tensor in, w;
     dt_spec os;
-    mb_tensor gx, gw, gy, v, lyv, tb, *bias = NULL;
+    mb_tensor gw, gy, v, lyv, tb, *bias = NULL;
     size_t need = 0, es = cur_q8 ? 1 : 4;
-    int32_t mesh_shape[1];
     mb_dtype dt = cur_q8 ? MB_I8 : MB_F32;
+    int rc;
     (void)arg;
-    mesh_shape[0] = np;
-    CHECK(pg_set_timeout(g, 10000) == 0);
-    CHECK(dt_mesh_init(&dm[me], 1, mesh_shape, NULL, me) == 0);
-    CHECK(dt_comm_init(&dc[me], &dm[me], g) == 0);
-    shape_of(k->layout, ci, xs);
-    shape_of(k->layout, cur_co, ys);
-    px[0].kind = pw[0].kind = DT_KIND_REPLICATE;
-    px[0].arg = pw[0].arg = 0;
-    if (cur_kind == 0) px[0].kind = DT_KIND_SHARD, px[0].arg = (int16_t)hd;
-    if (cur_kind == 1) px[0].kind = DT_KIND_SHARD;
-    if (cur_kind == 2 && !k->pool) pw[0].kind = DT_KIND_SHARD;
-    if (cur_kind == 2 && k->pool) px[0].kind = DT_KIND_SHARD, px[0].arg = (int16_t)cd;
-    CHECK(dt_spec_init(&in.spec, &dm[me], px, 1, dt, 4, xs, NULL) == 0);
-    mb_tensor_init(&gx, cur_q8 ? (void *)xq : (void *)xin, dt, 4, xs);
-    CHECK(dt_local_view(&in.spec, me, &gx, &v) == 0);
-    CHECK(local_copy(&v, lx[me], &in.local) == 0);
+    if ((rc = rank_setup(g, k, dt, cur_q8 ? (void *)xq : (void *)xin, xs, ys, px, pw, &in))) return rc;
     if (!k->pool) {
         int32_t bl;
         CHECK(dt_spec_init(&w.spec, &dm[me], pw, 1, dt, 4, ws, NULL) == 0);
@@ -602,28 +617,17 @@ static int bw_body(pg_group *g, void *arg)
     int me = pg_rank(g), np = pg_size(g), rc, q;
     const ccase *k = cur;
     dt_conv2d_params p = params(k);
-    int32_t ci[4] = {k->n, k->c, k->h, k->w}, xs[4], ws[4] = {k->oc, k->c / k->groups, k->kh, k->kw}, ys[4], rows[6], r[6];
+    int32_t xs[4], ws[4] = {k->oc, k->c / k->groups, k->kh, k->kw}, ys[4], rows[6], r[6];
     int hd = k->layout == DT_NHWC ? 1 : 2;
-    dt_placement px[1] = {DT_REPLICATE()}, pw[1] = {DT_REPLICATE()};
+    dt_placement px[1], pw[1];
     dt_tensor in, w, gy;
     dt_spec gs[3];
     mb_tensor gx, v, tgx, tgw, tgb;
     size_t need = 0;
-    int32_t ms[1], b0 = -1, b1 = -1, bl;
+    int32_t b0 = -1, b1 = -1, bl;
     (void)arg;
-    ms[0] = np;
-    CHECK(pg_set_timeout(g, 10000) == 0);
-    CHECK(dt_mesh_init(&dm[me], 1, ms, NULL, me) == 0);
-    CHECK(dt_comm_init(&dc[me], &dm[me], g) == 0);
-    shape_of(k->layout, ci, xs);
-    shape_of(k->layout, cur_co, ys);
-    if (cur_kind == 0) px[0].kind = DT_KIND_SHARD, px[0].arg = (int16_t)hd;
-    if (cur_kind == 1) px[0].kind = DT_KIND_SHARD;
-    if (cur_kind == 2) pw[0].kind = DT_KIND_SHARD;
-    CHECK(dt_spec_init(&in.spec, &dm[me], px, 1, MB_F32, 4, xs, NULL) == 0);
+    if ((rc = rank_setup(g, k, MB_F32, xin, xs, ys, px, pw, &in))) return rc;
     CHECK(dt_spec_init(&w.spec, &dm[me], pw, 1, MB_F32, 4, ws, NULL) == 0);
-    mb_tensor_init(&gx, xin, MB_F32, 4, xs);
-    CHECK(dt_local_view(&in.spec, me, &gx, &v) == 0 && local_copy(&v, lx[me], &in.local) == 0);
     mb_tensor_init(&gx, wt, MB_F32, 4, ws);
     CHECK(dt_local_view(&w.spec, me, &gx, &v) == 0 && local_copy(&v, lw[me], &w.local) == 0);
     CHECK(dt_conv2d_out_spec(&p, &in.spec, &w.spec, &gy.spec) == 0);

@@ -13,12 +13,22 @@
        `parallel for` over 2 row blocks of 256 (2 threads, each calling the same reference
        kernel on its rows: the same blocking), and with dt_kernel_cblas (OpenBLAS, 1
        thread per rank) installed in the kernel table against OpenBLAS's own 2-thread
-       sgemm. Every variant runs once per round, ROUNDS rounds interleaved (they all see
-       the same load); each round times TIMED calls; median and min over all. The 1-min
-       loadavg at start and end is printed (the machine is shared). Wall-clock speedups
-       need two idle cores; the same ratios are also given in CPU time of the slower
-       rank / thread (CLOCK_THREAD_CPUTIME_ID around its compute), which the other
-       processes on the machine do not inflate: what two free cores would give.
+       sgemm. Both sides are timed alike: one untimed warm-up call, then TIMED calls, each
+       from before the start synchronisation to after the end one (ranks: the barrier
+       that lines them up, dt_op, the barrier after; OpenMP: fork, the loop, join), all on
+       the same buffers. The warm-up takes the first call's one-off costs on both sides:
+       the strategy-cache miss and the fresh threads of a pg_pthread world; libgomp's
+       pool, asleep after the other variants ran (its spin, GOMP_SPINCOUNT 300,000 pause
+       loops, ends long before). Nothing is pinned on either side (pg_pthread does not
+       pin; libgomp's defaults: no OMP_PROC_BIND / OMP_PLACES; the OMP_* / GOMP_*
+       variables that change this are printed). ROUNDS rounds; in each, every variant
+       runs once, the 2-rank ones right beside their OpenMP / OpenBLAS peer, which goes
+       first in every other round (the peers see the same load, and neither always
+       follows the same variant). Median and min over all calls. The 1-min loadavg at
+       start and end is printed (the machine is shared). Wall-clock speedups need two
+       idle cores; the same ratios are also given in CPU time of the slower rank /
+       thread (CLOCK_THREAD_CPUTIME_ID around its dt_op / kernel), which the other
+       processes on the machine inflate less: what two free cores would give.
    Without OpenMP or OpenBLAS (built without -fopenmp / DT_CBLAS): SKIPPED lines and no
    such rows. No assertions. */
 #define _POSIX_C_SOURCE 200809L
@@ -175,12 +185,12 @@ static void dispatch_rows(void)
 /* ---- (b) tensor-parallel mm 512x512 ---- */
 
 #define MN 512
-#define ROUNDS 7
+#define ROUNDS 11
 #define TIMED 3
 enum { V_TP1, V_TP2, V_OMP, V_BLAS1, V_BLAS2, V_BLAS_OWN, NV };
 static const char *const v_name[NV] = {"1 rank", "2 ranks", "OpenMP 2 threads", "1 rank OpenBLAS",
                                        "2 ranks OpenBLAS", "OpenBLAS 2 threads"};
-static float ga[MN * MN], gb[MN * MN], gc[2][MN * MN];
+static float ga[MN * MN], gb[MN * MN], gc[2][MN * MN]; /* gc[1]: the 1-rank result every variant must give */
 static double tsamp[NV][ROUNDS * TIMED], csamp[NV][ROUNDS * TIMED]; /* wall, CPU of the slowest rank/thread */
 static int nsamp[NV];
 static double cpu_of[2]; /* each rank's (thread's) CPU time of the current call */
@@ -197,7 +207,16 @@ static dt_comm tcomm[2];
 static dt_op_entry tentries[2][4];
 static dt_op_cache tcache[2];
 
-/* One world of n ranks: TIMED dt_op calls (barrier, op, barrier), rank 0 records. */
+/* Records call i >= 1 (call 0 is the warm-up) of variant v: wall time since t0, the CPU
+   time of the slower rank/thread. */
+static void record(int v, int i, int n, double t0)
+{
+    if (i == 0) return;
+    csamp[v][nsamp[v]] = n == 1 || cpu_of[0] > cpu_of[1] ? cpu_of[0] : cpu_of[1];
+    tsamp[v][nsamp[v]++] = now_us() - t0;
+}
+
+/* One world of n ranks: 1 + TIMED dt_op calls (barrier, op, barrier), rank 0 records. */
 static int tp_body(pg_group *g, void *arg)
 {
     const int blas = *(const int *)arg, me = pg_rank(g), n = pg_size(g);
@@ -221,18 +240,15 @@ static int tp_body(pg_group *g, void *arg)
 #ifdef DT_CBLAS
     if (blas) d.kernels[DT_ATEN_MM] = dt_kernel_cblas;
 #endif
-    for (i = 0; i < TIMED; i++) {
-        if ((rc = pg_barrier(g)) != 0) return rc;
+    for (i = 0; i <= TIMED; i++) {
         t0 = now_us();
+        if ((rc = pg_barrier(g)) != 0) return rc;
         c0 = cpu_us();
         rc = dt_op(&d, DT_ATEN_MM, NULL, args, 2, &out, gc[0] + (size_t)me * (MN / n) * MN,
                    sizeof(float) * (size_t)(MN / n) * MN);
         cpu_of[me] = cpu_us() - c0;
         if (rc || (rc = pg_barrier(g)) != 0) return rc;
-        if (me == 0) {
-            csamp[v][nsamp[v]] = n == 1 || cpu_of[0] > cpu_of[1] ? cpu_of[0] : cpu_of[1];
-            tsamp[v][nsamp[v]++] = now_us() - t0;
-        }
+        if (me == 0) record(v, i, n, t0);
         if (me == 0 && i == 0 && out.spec.placements[0].kind != DT_KIND_SHARD) return -1;
     }
     return 0;
@@ -260,6 +276,42 @@ static void omp_mm(float *c)
 }
 #endif
 
+/* Runs variant v once (warm-up + TIMED calls) into gc[0]; 0, or 1 when it failed or its
+   result differs from the 1-rank one in gc[1] (the OpenBLAS ones: within 1e-3). */
+static int run_variant(int v)
+{
+    int i, blas = v == V_BLAS1 || v == V_BLAS2;
+    double t0;
+    (void)t0;
+    if (v != V_OMP && v != V_BLAS_OWN && pg_pthread_run(&world, v == V_TP1 || v == V_BLAS1 ? 1 : 2, tp_body, &blas))
+        return 1;
+#ifdef _OPENMP
+    if (v == V_OMP)
+        for (i = 0; i <= TIMED; i++) {
+            t0 = now_us();
+            omp_mm(gc[0]);
+            record(V_OMP, i, 2, t0);
+        }
+#endif
+#ifdef DT_CBLAS
+    if (v == V_BLAS_OWN) {
+        openblas_set_num_threads(2);
+        for (i = 0; i <= TIMED; i++) {
+            t0 = now_us();
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, MN, MN, MN, 1.0f, ga, MN, gb, MN, 0.0f, gc[0], MN);
+            if (i) tsamp[V_BLAS_OWN][nsamp[V_BLAS_OWN]++] = now_us() - t0;
+        }
+        openblas_set_num_threads(1);
+    }
+#endif
+    if (v == V_TP1) memcpy(gc[1], gc[0], sizeof gc[1]);
+    for (i = 0; i < MN * MN; i++) {
+        float e = gc[0][i] - gc[1][i];
+        if (v < V_BLAS1 ? e != 0.0f : (e > 1e-3f || e < -1e-3f)) return 1;
+    }
+    return 0;
+}
+
 static double loadavg(void)
 {
     double l = -1;
@@ -271,11 +323,17 @@ static double loadavg(void)
     return l;
 }
 
+static const char *env_or_unset(const char *name)
+{
+    const char *v = getenv(name);
+    return v ? v : "(unset)";
+}
+
 static int tp_rows(void)
 {
-    double med[NV], mn[NV], cmed[NV], l0 = loadavg(), l1, t0, err = 0;
+    double med[NV], mn[NV], cmed[NV], l0 = loadavg(), l1;
     char cas[300];
-    int round, i, v, blas, rc = 0, have_omp = 0, have_blas = 0;
+    int round, i, v, blas, bad = 0, have_omp = 0, have_blas = 0;
     for (i = 0; i < MN * MN; i++) {
         ga[i] = (float)((i * 7) % 13 - 6) / 8.0f;
         gb[i] = (float)((i * 5) % 11 - 5) / 8.0f;
@@ -287,35 +345,18 @@ static int tp_rows(void)
     have_blas = 1;
     openblas_set_num_threads(1);
 #endif
-    for (round = 0; round < ROUNDS && !rc; round++) {
-        for (blas = 0; blas <= have_blas && !rc; blas++) {
-            rc = pg_pthread_run(&world, 1, tp_body, &blas);
-            if (!rc) memcpy(gc[1], gc[0], sizeof gc[1]); /* the 1-rank result */
-            if (!rc) rc = pg_pthread_run(&world, 2, tp_body, &blas);
-            for (i = 0; !rc && i < MN * MN; i++) /* 2 ranks == 1 rank */
-                if (gc[0][i] != gc[1][i]) err = 1;
+    /* each 2-rank variant beside its peer, which goes first in every other round */
+    for (round = 0; round < ROUNDS && !bad; round++)
+        for (blas = 0; blas <= have_blas && !bad; blas++) {
+            bad = run_variant(blas ? V_BLAS1 : V_TP1);
+            for (i = 0; i < 2 && !bad; i++) {
+                v = i ^ (round & 1) ? (blas ? V_BLAS_OWN : V_OMP) : (blas ? V_BLAS2 : V_TP2);
+                if (v != V_OMP || have_omp) bad = run_variant(v);
+            }
         }
-#ifdef _OPENMP
-        for (i = 0; i < TIMED; i++) {
-            t0 = now_us();
-            omp_mm(gc[0]);
-            csamp[V_OMP][nsamp[V_OMP]] = cpu_of[0] > cpu_of[1] ? cpu_of[0] : cpu_of[1];
-            tsamp[V_OMP][nsamp[V_OMP]++] = now_us() - t0;
-        }
-#endif
-#ifdef DT_CBLAS
-        openblas_set_num_threads(2);
-        for (i = 0; i < TIMED; i++) {
-            t0 = now_us();
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, MN, MN, MN, 1.0f, ga, MN, gb, MN, 0.0f, gc[0], MN);
-            tsamp[V_BLAS_OWN][nsamp[V_BLAS_OWN]++] = now_us() - t0;
-        }
-        openblas_set_num_threads(1);
-#endif
-    }
     l1 = loadavg();
-    if (rc || err) {
-        printf("tensor-parallel mm failed: %d%s\n", rc, err ? " (2 ranks != 1 rank)" : "");
+    if (bad) {
+        printf("tensor-parallel mm failed (an error, or a result other than the 1-rank one)\n");
         return 1;
     }
     if (!have_omp) printf("SKIPPED OpenMP peer: built without -fopenmp\n");
@@ -330,6 +371,11 @@ static int tp_rows(void)
     }
     printf("loadavg (1 min) %.2f at the start, %.2f at the end of the mm rounds, %ld online cpus\n", l0, l1,
            sysconf(_SC_NPROCESSORS_ONLN));
+    if (have_omp) /* libgomp's defaults unless these are set: threads not pinned, 300,000 spins before sleeping */
+        printf("OpenMP environment: OMP_PROC_BIND=%s OMP_PLACES=%s GOMP_CPU_AFFINITY=%s OMP_WAIT_POLICY=%s "
+               "GOMP_SPINCOUNT=%s (pg_pthread ranks are not pinned)\n", env_or_unset("OMP_PROC_BIND"),
+               env_or_unset("OMP_PLACES"), env_or_unset("GOMP_CPU_AFFINITY"), env_or_unset("OMP_WAIT_POLICY"),
+               env_or_unset("GOMP_SPINCOUNT"));
     snprintf(cas, sizeof cas, "mm 512x512 f32, 2 ranks pg_pthread (S(0) x R -> S(0)), reference kernel, median");
     row(cas, "time_us", "us", med[V_TP2], "the same dt_op on 1 rank (same run)", med[V_TP1]);
     snprintf(cas, sizeof cas, "mm 512x512 f32, 2 ranks vs 1 rank, reference kernel: speedup of medians "

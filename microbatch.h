@@ -261,7 +261,7 @@ extern "C" {
 #endif
 
 /* Flash size (issue #2 aims at <= 2 KB on Cortex-M4; README has the measured figure): views go
-   by pointer and scalars take part as 0-d f64 views; one element walker (an odometer) serves
+   by pointer and scalars take part as 0-d f64 views; one element walker (row index from its flat number) serves
    copy (per contiguous row; an element copied onto itself is skipped, so chunks that view
    the output cost nothing), zero and mean (a broadcast 0-d source), compare and reduce
    (one load/store-as-double path); split plans in two identical passes then writes; merge
@@ -431,22 +431,28 @@ static double mb__get(const char *p, int dt)
     return i;
 }
 
-/* Returns 1 when MB__EQ found a difference. An odometer over dst's index (no recursion);
-   copies between two rows of stride 1 go one row at a time. */
+/* Returns 1 when MB__EQ found a difference. Visits dst's rows in order, each row's index
+   taken apart from its flat number by division (no index array, no recursion; smaller
+   than an odometer); copies between two rows of stride 1 go one row at a time. The row
+   count is a size_t: on a 32-bit target a view of 2^32 or more elements (possible only
+   with repeated, stride-0 elements, or beyond the address space) walks numel mod 2^32. */
 static int mb__walk(int op, const mb_tensor *dst, const mb_tensor *src)
 {
-    int32_t idx[MB_MAX_DIMS];
     int d, nd = dst->ndim, dt = dst->dtype;
-    size_t es = mb_dtype_size(dst->dtype), n = es;
-    if (!mb_numel(dst)) return 0; /* no elements */
-    MB_MEMSET(idx, 0, sizeof idx);
-    if (op == MB__COPY && nd && src->ndim && dst->stride[nd - 1] == 1 && src->stride[nd - 1] == 1)
+    size_t es = mb_dtype_size(dst->dtype), n = es, e, rows = (size_t)mb_numel(dst);
+    if (op == MB__COPY && rows && nd && src->ndim && dst->stride[nd - 1] == 1 && src->stride[nd - 1] == 1) {
         n *= (size_t)dst->shape[--nd]; /* a contiguous row: one copy */
-    do {
+        rows /= (size_t)dst->shape[nd];
+    }
+    for (e = 0; e < rows; e++) {
         char *dp = (char *)dst->data, *sp = (char *)src->data;
-        for (d = 0; d < nd; d++) {
-            dp += (ptrdiff_t)idx[d] * dst->stride[d] * (ptrdiff_t)es;
-            sp += src->ndim ? (ptrdiff_t)idx[d] * src->stride[d] * (ptrdiff_t)es : 0;
+        size_t r = e, k;
+        for (d = nd; d-- > 0;) { /* row e's index, last dim fastest */
+            k = r % (size_t)dst->shape[d];
+            r /= (size_t)dst->shape[d];
+            k *= es;
+            dp += (ptrdiff_t)k * dst->stride[d];
+            if (src->ndim) sp += (ptrdiff_t)k * src->stride[d];
         }
         if (op == MB__COPY) {
             if (dp != sp) { /* in place (a chunk that views the output): no copy */
@@ -468,8 +474,7 @@ static int mb__walk(int op, const mb_tensor *dst, const mb_tensor *src)
                 else *(uint32_t *)dp = u;
             }
         }
-        for (d = nd; d-- > 0 && ++idx[d] == dst->shape[d];) idx[d] = 0;
-    } while (d >= 0); /* until the index wraps (no dims left: once) */
+    }
     return 0;
 }
 

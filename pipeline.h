@@ -43,6 +43,9 @@
                                  link PG_IMPLEMENTATION somewhere (like the ports)
        PP_NO_PLANNER             executor only (firmware with an emitted plan): no schedules,
                                  validator, simulator or exporters; pp_strerror() is left out too
+       PP_NO_TAKEIN              executor without taking in early messages while it waits
+                                 (section 9): smaller, for tables that never send more ahead
+                                 than the port's mailboxes hold
 
    Errors are negative return values (enum pp_err); pp_strerror() names them, pp_diag says
    where (rank, step, action). Bad input never writes to the caller's outputs; the codes
@@ -329,7 +332,17 @@ PP_API int pp_trace_json(const pp_event *ev, int n, char *buf, size_t cap, size_
    gradients, W/B call backward_weight, which accumulates weight gradients in the layer (the
    caller zeroes them and steps the optimizer). Checkpointed microbatches (i <
    pp_checkpoint_stop) recompute the stage's intermediate outputs from its kept input in
-   I/B (fairscale's semantics; the slot keeps room for them, so this trades time only). RECV actions are posted receives: the data is taken when F/I/B needs it. Stages that
+   I/B (fairscale's semantics; the slot keeps room for them, so this trades time only). RECV
+   actions are posted receives: the data is taken when F/I/B needs it, or earlier: a rank
+   that would wait in a send or receive (the port's mailbox to the peer full, or its data not
+   there yet) waits in slices (1 ms, doubling up to 64 ms, the group's timeout T in all) and
+   between them takes in what already arrived for its later F, I and B (an activation into a
+   free slot while the slots in use plus one per F up to that one stay within the slot
+   count, so no F runs short; a gradient into its microbatch's slot). So a table where two
+   ranks each send more than a mailbox holds before receiving (LoopedBFS on 2 ranks with
+   M = 16 over pg_pthread's 4-slot mailboxes) runs as pp_simulate, whose sends are buffered,
+   predicts. PP_NO_TAKEIN leaves that out (about 560 B on Cortex-M4): a send then waits for
+   room in the mailbox and such a table fails by timeout, as a stall does below. Stages that
    share a rank pass data directly. Inference when cfg.loss is NULL (forward-only tables, a
    stream of frames = microbatches): the last stage hands each output to cfg.output.
    An error on any rank aborts the world (pg_abort), which ends every peer's wait at once;
@@ -343,11 +356,6 @@ PP_API int pp_trace_json(const pp_event *ev, int n, char *buf, size_t cap, size_
    as it fails (a rerun fails at once and retries the recover for T / 2); the stalled rank,
    once it wakes, returns an error within T / 2 and its recover meets one of those reruns.
    Do not call pg_recover yourself after a failed step: the executor's would pair with it.
-   Known limit: a SEND waits while the port's mailbox to its peer is full (pg_pthread holds
-   PG_PTHREAD_SLOTS messages per pair), and it does not take in posted receives meanwhile;
-   pp_simulate treats sends as buffered. A table where two ranks each send more than the
-   mailbox holds before receiving (LoopedBFS on 2 ranks with M = 16 on pg_pthread) stops
-   there: the sends wait out the group's timeout T and the step fails as a stall does above.
    Ports time recovers with the world group's timeout, so run the executor on the world
    group (or give the world the same timeout). Compile with PP_NO_PLANNER for an executor-only build,
    PP_NO_EXECUTOR to leave it (and pg.h) out. */
@@ -383,6 +391,7 @@ typedef struct pp_exec {
     pp_event *events;                /* optional: set after init (max_events); nevents per run */
     int32_t max_events, nevents;
     int32_t aborted;                 /* the last run saw PG_ERR_ABORTED from the port */
+    int32_t at;                      /* the action running (pp_exec_run) */
 } pp_exec;
 
 /* Bytes of storage for this rank (0 on bad arguments). */
@@ -1504,7 +1513,14 @@ PP_API int pp_trace_json(const pp_event *ev, int n, char *buf, size_t cap, size_
 #define PP_EXECUTOR_IMPLEMENTED
 #define PP__R8(x) (((uint32_t)(x) + 7u) & ~7u)
 static const unsigned char pp__es[MB_DTYPE_COUNT] = {4, 8, 1, 1, 2, 4};
-enum { PP__USED = 1, PP__IDONE = 2, PP__WDONE = 4, PP__SENDB = 8, PP__CKPT = 16 };
+/* slot flags; PP__GOTX / PP__GOTDY: the input / output gradient arrived ahead (pp__takein) */
+enum { PP__USED = 1, PP__IDONE = 2, PP__WDONE = 4, PP__SENDB = 8, PP__CKPT = 16, PP__GOTX = 32,
+       PP__GOTDY = 64 };
+#ifndef PP_NO_TAKEIN
+#define PP__GOT(k, f) (e->slot[k] & (f))
+#else
+#define PP__GOT(k, f) 0u   /* nothing arrives ahead */
+#endif
 
 static uint32_t pp__inb(const pp_exec_cfg *c, const int16_t *first, int s) {
     return s ? c->layers[first[s] - 1].act_bytes : c->in_bytes;
@@ -1636,26 +1652,105 @@ static void pp__lt(const pp_exec *e, mb_tensor *t, int k, int s, int which, int 
     t->stride[0] = t->shape[1]; t->stride[1] = 1;
 }
 
-/* Move slot k's boundary data in pieces of the port's max_msg: part 0 receives x from stage
-   s-1, 1 sends y to s+1, 2 receives dy from s+1, 3 sends dx to s-1. The tag names the
-   receiving stage, the microbatch and the direction. */
-static int pp__xfer(pp_exec *e, int k, pp_action a, int part) {
-    int s = a.stage, send = part & 1, ps = s + (((part + 1) & 2) ? 1 : -1), rc;
+/* Move slot k's boundary data in pieces of the port's max_msg, each waiting at most tmo ms:
+   part 0 receives x from stage s-1, 1 sends y to s+1, 2 receives dy from s+1, 3 sends dx to
+   s-1; *done counts the bytes moved (a timed-out move resumes there). k < 0: only probe
+   whether the first piece arrived. The tag names the receiving stage, the microbatch and
+   the direction. */
+static int pp__xfer(pp_exec *e, int k, pp_action a, int part, uint32_t tmo, uint32_t *done) {
+    int s = a.stage, send = part & 1, ps = s + ((part + 1) & 2) - 1, rc = PP_OK;
     int peer = e->t->stage_rank[ps];
     int tag = (int)((((uint32_t)a.mb * e->t->nstages + (uint32_t)(send ? ps : s)) * 2u +
                      (uint32_t)(part >> 1)) & 0xffffu);
-    unsigned char *p = pp__at(e, k, s, part, e->first[s + 1] - 1);
     uint32_t n = pp__inb(e->cfg, e->first, ps > s ? ps : s);
-    size_t max = pg_max_msg(e->g), c, got = 0;
+    size_t max = e->g->max_msg, c, got = 0;
+    unsigned char *p;
+#ifndef PP_NO_TAKEIN
+    if (k < 0) return pg_probe(e->g, peer, tag, NULL);
+#endif
+    p = pp__at(e, k, s, part, e->first[s + 1] - 1) + *done;
+    n -= *done;
+#ifndef PP_NO_TAKEIN
+    {
+        uint32_t keep = e->g->timeout_ms;
+        e->g->timeout_ms = tmo;
+#else
+    (void)tmo;
+#endif
     while (n) {
         c = n < max ? n : max;
         rc = send ? pg_send(e->g, peer, tag, p, c) : pg_recv(e->g, peer, tag, p, c, &got);
-        if (rc < 0) return rc;
-        if (!send && got != c) return PG_ERR_MISMATCH;
-        p += c; n -= (uint32_t)c;
+        if (rc >= 0 && !send && got != c) rc = PG_ERR_MISMATCH;
+        if (rc < 0) break;
+        p += c; n -= (uint32_t)c; *done += (uint32_t)c;
     }
-    return PP_OK;
+#ifndef PP_NO_TAKEIN
+        e->g->timeout_ms = keep;
+    }
+#endif
+    return rc < 0 ? rc : PP_OK;
 }
+
+/* A free slot for (s, m), or PP_ERR_TOO_SMALL. */
+static int pp__alloc(pp_exec *e, int s, int m) {
+    int k;
+    for (k = 0; k < e->nslots && e->slot[k]; k++) {}
+    if (k == e->nslots) return PP_ERR_TOO_SMALL;
+    e->slot[k] = PP__USED | (uint32_t)s << 8 | (uint32_t)m << 16;
+    return k;
+}
+
+#ifndef PP_NO_TAKEIN
+
+/* A rank that would wait takes in what already arrived for its later F, I and B actions
+   (after the current one, e->at): an activation into a free slot, while the slots in use
+   plus one per F up to that one stay within nslots (so no later F runs short), a gradient
+   into its microbatch's slot. Then a peer waiting to send to this rank goes on, so two
+   ranks that each send more than a mailbox holds before receiving do not wait on each
+   other (pp_simulate's buffered sends). 1 if it took any, 0 if not, or an error. */
+static int pp__takein(pp_exec *e) {
+    const pp_table *t = e->t;
+    int i, k, ps, f, need = 0, got = 0, rc;
+    for (k = 0; k < e->nslots; k++) need += e->slot[k] != 0;
+    for (i = e->at + 1; i < t->len; i++) {
+        pp_action a = t->actions[i];
+        uint32_t done = 0;
+        f = a.type == PP_F;
+        if (!f && a.type != PP_B && a.type != PP_I) continue;
+        k = pp__find(e, a.stage, a.mb);
+        ps = a.stage + (f ? -1 : 1);
+        if (f && k < 0 && need++ >= e->nslots) continue;
+        if (ps < 0 || ps >= t->nstages || t->stage_rank[ps] == t->rank ||
+            (f ? k >= 0 : k < 0 || (e->slot[k] & PP__GOTDY)) || pp__xfer(e, -1, a, 2 - 2 * f, 0, 0) <= 0)
+            continue;
+        if (f) k = pp__alloc(e, a.stage, a.mb);
+        if ((rc = pp__xfer(e, k, a, 2 - 2 * f, e->g->timeout_ms, &done)) < 0) return rc;
+        e->slot[k] |= f ? PP__GOTX : PP__GOTDY;
+        got = 1;
+    }
+    return got;
+}
+
+/* pp__xfer within the group's timeout, waiting in slices (1 ms, doubling up to 64 ms);
+   between them the rank takes in what arrived ahead (pp__takein). */
+static int pp__move(pp_exec *e, int k, pp_action a, int part) {
+    uint32_t done = 0, tmo = e->g->timeout_ms, waited = 0, slice = 1, w;
+    int rc;
+    for (;;) {
+        w = tmo - waited < slice ? tmo - waited : slice;
+        rc = pp__xfer(e, k, a, part, w, &done);
+        if (rc != PG_ERR_TIMEOUT || (waited += w) >= tmo) return rc;
+        if ((rc = pp__takein(e)) < 0) return rc;
+        if (rc) waited = 0, slice = 1;
+        else if (slice < 64) slice <<= 1;
+    }
+}
+#else
+static int pp__move(pp_exec *e, int k, pp_action a, int part) {
+    uint32_t done = 0;
+    return pp__xfer(e, k, a, part, e->g->timeout_ms, &done);
+}
+#endif
 
 /* Run layers first[s] .. upto-1 of slot k. */
 static int pp__fwd(pp_exec *e, int k, int s, int upto) {
@@ -1682,11 +1777,12 @@ static int pp__action(pp_exec *e, pp_action a) {
     mb_tensor x, y;
     if (a.type == PP_IDLE || a.type == PP_RECV_F || a.type == PP_RECV_B) return PP_OK; /* posted */
     if (a.type == PP_F) {
-        if (pp__find(e, s, m) >= 0) return PP_ERR_DUPLICATE;
-        for (k = 0; k < e->nslots && e->slot[k]; k++) {}
-        if (k == e->nslots) return PP_ERR_TOO_SMALL;
-        e->slot[k] = PP__USED | (uint32_t)s << 8 | (uint32_t)m << 16;
-        if (!s) {
+        if ((k = pp__find(e, s, m)) >= 0) {
+            if (!PP__GOT(k, PP__GOTX)) return PP_ERR_DUPLICATE;
+            e->slot[k] &= ~(uint32_t)PP__GOTX;   /* its input arrived ahead (pp__takein) */
+        } else if ((k = pp__alloc(e, s, m)) < 0) {
+            return k;
+        } else if (!s) {
             pp__lt(e, &x, k, s, 0, e->first[s]);
             rc = c->input(c->user, m, &x);
         } else if (t->stage_rank[s - 1] == t->rank) {
@@ -1694,7 +1790,7 @@ static int pp__action(pp_exec *e, pp_action a) {
             PP_MEMCPY(pp__at(e, k, s, 0, 0), pp__at(e, j, s - 1, 1, e->first[s] - 1),
                       pp__inb(c, e->first, s));
             if (!train) e->slot[j] = 0;
-        } else rc = pp__xfer(e, k, a, 0);
+        } else rc = pp__move(e, k, a, 0);
         if (rc < 0 || (rc = pp__fwd(e, k, s, hi + 1)) < 0) return rc;
         pp__lt(e, &y, k, s, 1, hi);
         if (last && train) {
@@ -1714,19 +1810,19 @@ static int pp__action(pp_exec *e, pp_action a) {
     if ((k = pp__find(e, s, m)) < 0) return k;
     switch (a.type) {
     case PP_SEND_F:
-        rc = pp__xfer(e, k, a, 1);
+        rc = pp__move(e, k, a, 1);
         if (!train) e->slot[k] = 0;
         return rc;
     case PP_SEND_B:
         if (!(e->slot[k] & PP__SENDB)) return PP_ERR_ACTION;
-        rc = pp__xfer(e, k, a, 3);
+        rc = pp__move(e, k, a, 3);
         e->slot[k] &= ~(uint32_t)PP__SENDB;
         pp__release(e, k);
         return rc;
     case PP_B: case PP_I:
         if (e->slot[k] & PP__IDONE) return PP_ERR_DUPLICATE;
-        if (!last && t->stage_rank[s + 1] != t->rank &&
-            (rc = pp__xfer(e, k, a, 2)) < 0)
+        if (!last && t->stage_rank[s + 1] != t->rank && !PP__GOT(k, PP__GOTDY) &&
+            (rc = pp__move(e, k, a, 2)) < 0)
             return rc;
         if ((e->slot[k] & PP__CKPT) && (rc = pp__fwd(e, k, s, hi)) < 0) return rc;
         for (l = hi; l >= e->first[s]; l--) {
@@ -1809,6 +1905,9 @@ PP_API int pp_exec_run(pp_exec *e) {
     e->nevents = 0;
     for (i = 0; i < e->t->len && rc >= 0; i++) {
         pp_action a = e->t->actions[i];
+#ifndef PP_NO_TAKEIN
+        e->at = i;
+#endif
         if (e->cfg->now_us) t0 = e->cfg->now_us(e->cfg->user);
         rc = pp__action(e, a);
         if (e->events && e->nevents < e->max_events && a.type != PP_IDLE) {

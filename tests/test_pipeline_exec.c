@@ -32,13 +32,17 @@
 #define NL 8
 #define ROWS 2
 #define NMB 4
-#define BATCH (ROWS * NMB)
+#define MAXMB 32           /* the large-M runs (mailboxes smaller than what a rank sends ahead) */
+#define BATCH (ROWS * MAXMB)
 #define DIN 6
 #define DOUT 3
 static const int dims[5] = {DIN, 8, 8, 8, DOUT};
 
-typedef struct lin { int in, out; float w[8 * 8], b[8], gw[8 * 8], gb[8]; int fail_mb; } lin;
-typedef struct model { lin lin[4]; float scale[DOUT], gscale[DOUT]; pp_layer layers[NL]; } model;
+/* Weight gradients accumulate in double: schedules run the microbatches' backwards in
+   different orders (LoopedBFS and ZBV at M = 32), and float sums of 32 terms in another
+   order differ by more than the 1e-5 the comparison allows. */
+typedef struct lin { int in, out; float w[8 * 8], b[8]; double gw[8 * 8], gb[8]; int fail_mb; } lin;
+typedef struct model { lin lin[4]; float scale[DOUT]; double gscale[DOUT]; pp_layer layers[NL]; } model;
 
 static int lin_fwd_calls;   /* Linear forwards (atomic: ranks are threads): recomputation */
 static int lin_fwd(void *self, const mb_tensor *x, mb_tensor *y) {
@@ -160,10 +164,10 @@ static void model_zero_grad(model *m) {
 static void model_sgd(model *m, float lr) {
     int k, i;
     for (k = 0; k < 4; k++) {
-        for (i = 0; i < 64; i++) m->lin[k].w[i] -= lr * m->lin[k].gw[i];
-        for (i = 0; i < 8; i++) m->lin[k].b[i] -= lr * m->lin[k].gb[i];
+        for (i = 0; i < 64; i++) m->lin[k].w[i] -= lr * (float)m->lin[k].gw[i];
+        for (i = 0; i < 8; i++) m->lin[k].b[i] -= lr * (float)m->lin[k].gb[i];
     }
-    for (i = 0; i < DOUT; i++) m->scale[i] -= lr * m->gscale[i];
+    for (i = 0; i < DOUT; i++) m->scale[i] -= lr * (float)m->gscale[i];
 }
 static void assert_models_close(const model *a, const model *b) {
     int k, i;
@@ -223,14 +227,14 @@ static int out_cb(void *user, int mb, const mb_tensor *y) {
 }
 
 /* Reference: plain single-rank training, microbatch after microbatch. */
-static double reference_step(model *m, int step) {
+static double reference_step(model *m, int step, int nmb) {
     float act[NL + 1][ROWS * 8], grad[NL + 1][ROWS * 8];
     double total = 0;
     int mb, l;
     job j;
     memset(&j, 0, sizeof j);
     j.step = step;
-    for (mb = 0; mb < NMB; mb++) {
+    for (mb = 0; mb < nmb; mb++) {
         mb_tensor t[NL + 1], g[NL + 1];
         int32_t sh[2];
         double lo;
@@ -259,7 +263,7 @@ static pp_plan sched, plan;
 static pp_table tables[MAXR];
 static pp_exec_cfg cfg;
 static int32_t balance[4] = {2, 2, 2, 2};
-static uint64_t exec_mem[MAXR][2048];
+static uint64_t exec_mem[MAXR][8192];
 static double rank_loss[MAXR];
 static int rank_has_loss[MAXR];
 static job the_job;
@@ -336,55 +340,61 @@ static const struct { int kind, P, V; } SCHEDS[] = {
     {PP_SCHED_LOOPED_BFS, 2, 2}, {PP_SCHED_INTERLEAVED_ZB, 2, 2}, {PP_SCHED_ZBV, 2, 2},
 };
 
-static void train_equal(int port) {
+/* Trains 2 steps of schedule si with nmb microbatches and checkpoint mode ck on `port`
+   and compares loss and parameters with single-rank training. */
+static void train_one(int port, int kind, int P, int V, int nmb, int ck) {
     static model par, ref;
-    int si, ck, step, r, rcs[MAXR];
+    int step, r, rcs[MAXR];
+    model_init(&par); model_init(&ref);
+    build_plan(kind, P, V, nmb);
+    cfg_init(&par, 1, ck);
+    for (step = 0; step < 2; step++) {
+        double want, got = 0;
+        int have = 0;
+        model_zero_grad(&par); model_zero_grad(&ref);
+        the_job.step = step;
+        lin_fwd_calls = 0;
+        run_ranks(port, P, rcs);
+        /* each stage is Linear + activation: F runs its Linear once per microbatch,
+           and I/B runs it again for checkpointed ones (microbatch i < stop) */
+        for (r = 0; r < P; r++) {
+            if (rcs[r]) print_error("%s M=%d ckpt %d rank %d: %d\n", pp_schedule_name(kind), nmb, ck, r, rcs[r]);
+            assert_int_equal(rcs[r], 0);
+            if (rank_has_loss[r]) { got = rank_loss[r]; have++; }
+        }
+        assert_int_equal(lin_fwd_calls, 4 * (nmb + pp_checkpoint_stop(ck, nmb)));
+        assert_int_equal(have, 1);
+        want = reference_step(&ref, step, nmb);
+        assert_true(fabs(got - want) <= 1e-5 * fabs(want));
+        model_sgd(&par, 0.05f); model_sgd(&ref, 0.05f);
+    }
+    assert_models_close(&par, &ref);
+}
+
+static void train_equal(int port) {
+    int si, ck;
     data_init();
     for (si = 0; si < (int)(sizeof SCHEDS / sizeof SCHEDS[0]); si++)
-        for (ck = PP_CKPT_ALWAYS; ck <= PP_CKPT_NEVER; ck++) {
-            model_init(&par); model_init(&ref);
-            build_plan(SCHEDS[si].kind, SCHEDS[si].P, SCHEDS[si].V, NMB);
-            cfg_init(&par, 1, ck);
-            for (step = 0; step < 2; step++) {
-                double want, got = 0;
-                int have = 0;
-                model_zero_grad(&par); model_zero_grad(&ref);
-                the_job.step = step;
-                lin_fwd_calls = 0;
-                run_ranks(port, SCHEDS[si].P, rcs);
-                /* each stage is Linear + activation: F runs its Linear once per microbatch,
-                   and I/B runs it again for checkpointed ones (microbatch i < stop) */
-                assert_int_equal(lin_fwd_calls, 4 * (NMB + pp_checkpoint_stop(ck, NMB)));
-                for (r = 0; r < SCHEDS[si].P; r++) {
-                    if (rcs[r]) print_error("%s ckpt %d rank %d: %d\n", pp_schedule_name(SCHEDS[si].kind), ck, r, rcs[r]);
-                    assert_int_equal(rcs[r], 0);
-                    if (rank_has_loss[r]) { got = rank_loss[r]; have++; }
-                }
-                assert_int_equal(have, 1);
-                want = reference_step(&ref, step);
-                assert_true(fabs(got - want) <= 1e-5 * fabs(want));
-                model_sgd(&par, 0.05f); model_sgd(&ref, 0.05f);
-            }
-            assert_models_close(&par, &ref);
-        }
+        for (ck = PP_CKPT_ALWAYS; ck <= PP_CKPT_NEVER; ck++)
+            train_one(port, SCHEDS[si].kind, SCHEDS[si].P, SCHEDS[si].V, NMB, ck);
 }
 static void test_train_pthread(void **st) { (void)st; train_equal(PORT_PTHREAD); }
 static void test_train_shm(void **st) { (void)st; train_equal(PORT_SHM); }
 
 /* Inference streaming: 6 frames through 4 stages (forward-only), equal to a plain forward. */
-static void infer_equal(int port) {
+static void infer_equal(int port, int nmb) {
     static model m;
-    float want[BATCH][DOUT];
+    static float want[BATCH][DOUT];
     int r, rcs[MAXR], mb, l;
     data_init();
     model_init(&m);
-    build_plan(PP_SCHED_FORWARD_ONLY, 4, 1, NMB);
+    build_plan(PP_SCHED_FORWARD_ONLY, 4, 1, nmb);
     cfg_init(&m, 0, PP_CKPT_NEVER);
     the_job.step = 1;
     memset(the_job.out, 0, sizeof the_job.out);
     run_ranks(port, 4, rcs);
     for (r = 0; r < 4; r++) assert_int_equal(rcs[r], 0);
-    for (mb = 0; mb < NMB; mb++) {
+    for (mb = 0; mb < nmb; mb++) {
         float a[2][ROWS * 8];
         mb_tensor t[2];
         int32_t sh[2] = {ROWS, DIN};
@@ -397,10 +407,31 @@ static void infer_equal(int port) {
         }
         memcpy(want[mb * ROWS], a[NL & 1], sizeof(float) * ROWS * DOUT);
     }
-    assert_memory_equal(want, the_job.out, sizeof want);
+    assert_memory_equal(want, the_job.out, sizeof(float) * ROWS * DOUT * (size_t)nmb);
 }
-static void test_infer_pthread(void **st) { (void)st; infer_equal(PORT_PTHREAD); }
-static void test_infer_shm(void **st) { (void)st; infer_equal(PORT_SHM); }
+static void test_infer_pthread(void **st) { (void)st; infer_equal(PORT_PTHREAD, NMB); infer_equal(PORT_PTHREAD, MAXMB); }
+static void test_infer_shm(void **st) { (void)st; infer_equal(PORT_SHM, NMB); infer_equal(PORT_SHM, MAXMB); }
+
+/* More microbatches than the ports' mailboxes hold (pg_pthread: PG_PTHREAD_SLOTS = 4
+   messages per pair; the pg_shm region here: 8 slots = 4 activations): a rank sends
+   further ahead of its peer's receives than a mailbox holds, and two ranks can each wait
+   to send to the other (LoopedBFS on 2 ranks sends all 16 forward activations each way).
+   pp_simulate accepts these plans (sends buffered), so the executor must run them: a rank
+   waiting to send or receive takes in what already arrived for its later RECVs. */
+static const struct { int kind, P, V, nmb; } LARGE[] = {
+    {PP_SCHED_LOOPED_BFS, 2, 2, 16}, {PP_SCHED_LOOPED_BFS, 2, 2, 32}, {PP_SCHED_ZBV, 2, 2, 16},
+    {PP_SCHED_ZBV, 2, 2, 32}, {PP_SCHED_INTERLEAVED_1F1B, 2, 2, 16}, {PP_SCHED_INTERLEAVED_ZB, 2, 2, 32},
+    {PP_SCHED_GPIPE, 4, 1, 16}, {PP_SCHED_1F1B, 4, 1, 32}, {PP_SCHED_LOOPED_BFS, 4, 1, 16},
+};
+static void train_large(int port) {
+    int i;
+    data_init();
+    for (i = 0; i < (int)(sizeof LARGE / sizeof LARGE[0]); i++)
+        train_one(port, LARGE[i].kind, LARGE[i].P, LARGE[i].V, LARGE[i].nmb,
+                  i & 1 ? PP_CKPT_EXCEPT_LAST : PP_CKPT_NEVER);
+}
+static void test_train_large_m_pthread(void **st) { (void)st; train_large(PORT_PTHREAD); }
+static void test_train_large_m_shm(void **st) { (void)st; train_large(PORT_SHM); }
 
 /* A layer error on one rank: every rank returns it; the next step works again. */
 static void error_everywhere(int port, int kind, int P, int V, int layer_pair) {
@@ -491,6 +522,8 @@ int main(void) {
         cmocka_unit_test(test_train_shm),
         cmocka_unit_test(test_infer_pthread),
         cmocka_unit_test(test_infer_shm),
+        cmocka_unit_test(test_train_large_m_pthread),
+        cmocka_unit_test(test_train_large_m_shm),
         cmocka_unit_test(test_error_aborts),
         cmocka_unit_test(test_bad_inputs),
     };

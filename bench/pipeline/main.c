@@ -462,10 +462,10 @@ static double mlp_run(const layout *lo, const int32_t *balance, int steps, doubl
 /* ---- sweep: every schedule on 2 ranks across microbatch counts ----
    The same model for every schedule: 4 equal layers, each F = I = W = SW_US of busy work
    per microbatch (B = I + W; the model input has no I), on 2 ranks: 2 stages of 2 layers
-   (GPipe, 1F1B) or 4 stages of 1 layer, 2 per rank (Interleaved1F1B, ZB1P, ZBV).
-   LoopedBFS is left out: each rank sends a stage's M activations before it receives any,
-   so both ranks block in sends once M exceeds pg_pthread's mailbox (PG_PTHREAD_SLOTS = 4
-   per pair; M = 16 deadlocks). Efficiency = ideal / step, ideal = M * (the model's F + I + W) / 2 ranks (no
+   (GPipe, 1F1B) or 4 stages of 1 layer, 2 per rank (Interleaved1F1B, LoopedBFS, ZB1P, ZBV).
+   LoopedBFS sends a stage's M activations each way before receiving any, more than
+   pg_pthread's mailboxes hold (PG_PTHREAD_SLOTS = 4 per pair) from M = 16: the executor
+   takes them in while its sends wait (pipeline.h, section 9). Efficiency = ideal / step, ideal = M * (the model's F + I + W) / 2 ranks (no
    bubble, no overhead), for: the measured step (median of blocks), pp_simulate's
    prediction from the layers' time alone plus the no-op time per action and the hand-off
    latency (the `equal` rows' model), and the schedule's own bound (pp_simulate from the
@@ -482,6 +482,7 @@ static int sw_bw(void *s, const mb_tensor *x, const mb_tensor *dy) { (void)s; (v
 static void sweep(double per_action_ns) {
     static const layout los[] = {{"GPipe", PP_SCHED_GPIPE, 2, 1}, {"1F1B", PP_SCHED_1F1B, 2, 1},
                                  {"Interleaved1F1B", PP_SCHED_INTERLEAVED_1F1B, 2, 2},
+                                 {"LoopedBFS", PP_SCHED_LOOPED_BFS, 2, 2},
                                  {"ZB1P", PP_SCHED_INTERLEAVED_ZB, 2, 2}, {"ZBV", PP_SCHED_ZBV, 2, 2}};
     static const int mbs[] = {2, 4, 8, 16};
     static const int32_t two[2] = {2, 2}, four[4] = {1, 1, 1, 1};

@@ -298,6 +298,9 @@ PG_API int pg_scatterv(pg_group *g, const void *send, void *recv, const size_t *
 /* Reduce `n` elements: acc[i] = op(acc[i], in[i]) (the combine step every port shares; acc
    and in are the same buffer or do not overlap). */
 PG_API int pg_reduce_local(void *acc, const void *in, size_t n, mb_dtype dt, pg_red op);
+/* The same into a third buffer: out[i] = op(a[i], b[i]) in one pass (no copy of a first);
+   out is a, b, or overlaps neither. */
+PG_API int pg_reduce_into(void *out, const void *a, const void *b, size_t n, mb_dtype dt, pg_red op);
 /* acc[i] /= divisor for AVG's final step (float dtypes). */
 PG_API int pg_scale_local(void *acc, size_t n, mb_dtype dt, int divisor);
 /* (for ports) A 64-bit FNV-1a hash of counts[0..n): native collectives compare per-rank
@@ -607,7 +610,7 @@ PG__DEF int pg_subgroup_init(pg_group *sub, pg_group *parent, const int *ranks, 
 /* ---- local reduction kernels ----
    On hosts with SIMD units the kernels take 8 elements per step, all loads before the
    stores, which compilers turn into vector code even at -O2 (gcc's cheap vectorizer does
-   not vectorize the plain loop: it would need an alias check); acc and in must be the
+   not vectorize the plain loop: it would need an alias check); out and a, b must be the
    same buffer or disjoint. Elsewhere (Cortex-M, ...) the plain loop keeps the code small. */
 #if defined(__SSE2__) || defined(__ARM_NEON) || defined(__ALTIVEC__) || defined(__riscv_vector)
 #define PG__K1(T, EXPR, k) x = a_[i + k], y = b_[i + k], r_[k] = (T)(EXPR)
@@ -616,19 +619,19 @@ PG__DEF int pg_subgroup_init(pg_group *sub, pg_group *parent, const int *ranks, 
         T r_[8];                                                                                   \
         PG__K1(T, EXPR, 0); PG__K1(T, EXPR, 1); PG__K1(T, EXPR, 2); PG__K1(T, EXPR, 3);            \
         PG__K1(T, EXPR, 4); PG__K1(T, EXPR, 5); PG__K1(T, EXPR, 6); PG__K1(T, EXPR, 7);            \
-        a_[i] = r_[0], a_[i + 1] = r_[1], a_[i + 2] = r_[2], a_[i + 3] = r_[3];                    \
-        a_[i + 4] = r_[4], a_[i + 5] = r_[5], a_[i + 6] = r_[6], a_[i + 7] = r_[7];                \
+        o_[i] = r_[0], o_[i + 1] = r_[1], o_[i + 2] = r_[2], o_[i + 3] = r_[3];                    \
+        o_[i + 4] = r_[4], o_[i + 5] = r_[5], o_[i + 6] = r_[6], o_[i + 7] = r_[7];                \
     }
 #else
 #define PG__KERNEL_WIDE(T, EXPR)
 #endif
 #define PG__KERNEL(T, EXPR)                                  \
     do {                                                     \
-        T *a_ = (T *)acc, x, y;                              \
-        const T *b_ = (const T *)in;                         \
+        T *o_ = (T *)out, x, y;                              \
+        const T *a_ = (const T *)a, *b_ = (const T *)b;      \
         i = 0;                                               \
         PG__KERNEL_WIDE(T, EXPR)                             \
-        for (; i < n; i++) { x = a_[i], y = b_[i]; a_[i] = (T)(EXPR); } \
+        for (; i < n; i++) { x = a_[i], y = b_[i]; o_[i] = (T)(EXPR); } \
     } while (0)
 #define PG__INT_OPS(T)                                                                      \
     switch (op) {                                                                           \
@@ -657,10 +660,15 @@ static int pg__op_check(mb_dtype dt, pg_red op)
 
 PG__DEF int pg_reduce_local(void *acc, const void *in, size_t n, mb_dtype dt, pg_red op)
 {
+    return pg_reduce_into(acc, acc, in, n, dt, op);
+}
+
+PG__DEF int pg_reduce_into(void *out, const void *a, const void *b, size_t n, mb_dtype dt, pg_red op)
+{
     size_t i;
     int rc = pg__op_check(dt, op);
     if (rc < 0) return rc;
-    if (n && (!acc || !in)) return PG_ERR_NULL;
+    if (n && (!out || !a || !b)) return PG_ERR_NULL;
     switch (dt) {
     case MB_F32: PG__FLT_OPS(float) break;
     case MB_F64: PG__FLT_OPS(double) break;

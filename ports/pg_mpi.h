@@ -124,6 +124,7 @@ typedef struct pg_mpi_port {
     int blocking;         /* large native collectives are blocking MPI calls (PG_MPI_BLOCKING):
                              fast, but no timeout/abort once entered (after the check) */
     MPI_Request send_req[PG_MPI_SEND_SLOTS];
+    int next_slot;        /* where post looks for a free send slot first (round robin) */
     MPI_Request abort_req[PG_MAX_RANKS];
     int abort_msg;
     int icounts[2][PG_MAX_RANKS], idispls[2][PG_MAX_RANKS]; /* size_t counts as MPI ints */
@@ -230,16 +231,18 @@ static int pg_mpi__complete(pg_mpi_port *p, MPI_Request *req, uint32_t timeout_m
 }
 
 /* Buffered send of head[0..hbytes) + buf[0..bytes) as one message: copied into a free
-   send slot (waits for one within the timeout), then MPI_Isend; *slot = the slot used
-   (when slot is not NULL). Callers poll the abort. */
+   send slot (waits for one within the timeout), then MPI_Isend. Slots are taken round
+   robin from next_slot, so the one tested is the oldest send, done as a rule. Callers poll
+   the abort. */
 static int pg_mpi__post(pg_mpi_port *p, int dst, int tag, const void *head, size_t hbytes, const void *buf,
-                        size_t bytes, uint32_t timeout_ms, int *slot)
+                        size_t bytes, uint32_t timeout_ms)
 {
     pg_mpi__wait w;
-    int i, done, rc;
+    int i, k, done, rc;
     pg_mpi__wait_init(&w, timeout_ms);
     for (;;) {
-        for (i = 0; i < PG_MPI_SEND_SLOTS; i++) {
+        for (k = 0; k < PG_MPI_SEND_SLOTS; k++) {
+            i = (p->next_slot + k) % PG_MPI_SEND_SLOTS;
             done = p->send_req[i] == MPI_REQUEST_NULL;
             if (!done) MPI_Test(&p->send_req[i], &done, MPI_STATUS_IGNORE);
             if (done) {
@@ -248,7 +251,7 @@ static int pg_mpi__post(pg_mpi_port *p, int dst, int tag, const void *head, size
                 if (bytes) memcpy(d + hbytes, buf, bytes);
                 if (MPI_Isend(d, (int)(hbytes + bytes), MPI_BYTE, dst, tag, p->p2p, &p->send_req[i]) != MPI_SUCCESS)
                     return PG_ERR_PORT;
-                if (slot) *slot = i;
+                p->next_slot = (i + 1) % PG_MPI_SEND_SLOTS;
                 return PG_OK;
             }
         }
@@ -263,7 +266,7 @@ static int pg_mpi__send(void *port, int dst, uint32_t tag, const void *buf, size
     if (dst < 0 || dst >= p->size) return PG_ERR_RANK;
     if (bytes > PG_MPI_MAX_MSG) return PG_ERR_TOO_BIG;
     if ((rc = pg_mpi__poll_abort(p)) < 0) return rc;
-    return pg_mpi__post(p, dst, (int)tag, 0, 0, buf, bytes, timeout_ms, 0);
+    return pg_mpi__post(p, dst, (int)tag, 0, 0, buf, bytes, timeout_ms);
 }
 
 static int pg_mpi__recv(void *port, int src, uint32_t tag, void *buf, size_t cap, size_t *got, uint32_t timeout_ms)
@@ -454,13 +457,20 @@ static void pg_mpi__header(int64_t *h, int kind, size_t count, mb_dtype dt, int 
     h[5] = h[6] = h[7] = 0;
 }
 
-/* Poll requests to completion within the wait w (they stay pending on failure). */
+/* Poll requests to completion within the wait w (they stay pending on failure). The first
+   fruitless poll also tests the send slot pg_mpi__post takes next (done by now, as a rule),
+   so the next send does not test it before going out. */
 static int pg_mpi__wait_all(pg_mpi_port *p, pg_mpi__wait *w, int m, MPI_Request *rq, MPI_Status *st)
 {
-    int flag = 0, rc = PG_OK;
+    int flag = 0, rc = PG_OK, reaped = 0;
     while (rc == PG_OK) {
-        if (MPI_Testall(m, rq, &flag, st) != MPI_SUCCESS) return PG_ERR_PORT;
+        if ((m == 1 ? MPI_Test(rq, &flag, st == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : st)
+                    : MPI_Testall(m, rq, &flag, st)) != MPI_SUCCESS)
+            return PG_ERR_PORT;
         if (flag) return PG_OK;
+        if (!reaped && p->send_req[p->next_slot] != MPI_REQUEST_NULL)
+            MPI_Test(&p->send_req[p->next_slot], &reaped, MPI_STATUS_IGNORE);
+        reaped = 1;
         rc = pg_mpi__wait_step(p, w);
     }
     return rc;
@@ -489,17 +499,17 @@ static void pg_mpi__cancel(int m, MPI_Request *rq)
    disagree leaves nothing unreceived. PG_OK, PG_ERR_MISMATCH when a header or a size
    disagrees (every rank sees every header, so every rank returns it), or TIMEOUT /
    ABORTED / PORT with the receives cancelled (sends still pending are finished or
-   drained by pg_recover). The sends complete in the receives' MPI_Testall (their slots
-   are free again: the next send tests none). */
+   drained by pg_recover). It returns once the receives are in: the sends, copies in their
+   slots, finish on their own (OpenMPI completes a shared-memory send once the peer has
+   taken it, a round trip later; waiting for that here cost about 0.1 us per call). */
 static int pg_mpi__exchange(pg_mpi_port *p, uint32_t timeout_ms, int64_t *hdr, const unsigned char *const *out,
                             const size_t *ob, const size_t *ib)
 {
-    MPI_Request rq[PG_MPI_SMALL_RANKS + PG_MPI__LATER + PG_MPI_SEND_SLOTS];
+    MPI_Request rq[PG_MPI_SMALL_RANKS + PG_MPI__LATER];
     MPI_Status st[PG_MPI_SMALL_RANKS];
     pg_mpi__wait w;
-    unsigned used = 0;
     size_t c, at, sb;
-    int j, k, n = 0, m, r, rc = PG_OK, got = 0, slot = 0;
+    int j, k, n = 0, m, rc = PG_OK, got = 0;
     for (j = 0; j < p->size && rc == PG_OK; j++) /* 1. every peer's first message */
         if (j != p->rank) {
             if (MPI_Irecv(p->stage[j], PG_MPI__HDR + PG_MPI_SMALL, MPI_BYTE, j, PG_MPI_COLL_TAG, p->p2p, &rq[n]) !=
@@ -512,8 +522,7 @@ static int pg_mpi__exchange(pg_mpi_port *p, uint32_t timeout_ms, int64_t *hdr, c
             hdr[5] = (int64_t)ob[j];
             for (c = 0, at = 0; c < PG_MPI__CHUNKS(ob[j]) && rc == PG_OK; c++, at += PG_MPI_SMALL) {
                 rc = pg_mpi__post(p, j, PG_MPI_COLL_TAG, hdr, c ? 0 : PG_MPI__HDR, out[j] + at,
-                                  ob[j] - at < PG_MPI_SMALL ? ob[j] - at : PG_MPI_SMALL, timeout_ms, &slot);
-                used |= 1u << slot;
+                                  ob[j] - at < PG_MPI_SMALL ? ob[j] - at : PG_MPI_SMALL, timeout_ms);
             }
         }
     pg_mpi__wait_init(&w, timeout_ms == 0 ? 1u : timeout_ms);
@@ -540,15 +549,10 @@ static int pg_mpi__exchange(pg_mpi_port *p, uint32_t timeout_ms, int64_t *hdr, c
                     return PG_ERR_PORT;
                 }
         }
-    for (r = m, j = 0; j < PG_MPI_SEND_SLOTS; j++) /* (a slot reused above: its first send is done) */
-        if (used >> j & 1u) rq[r++] = p->send_req[j];
-    k = pg_mpi__wait_all(p, &w, r, rq, MPI_STATUSES_IGNORE);
-    if (k < 0) {
+    if (m && (k = pg_mpi__wait_all(p, &w, m, rq, MPI_STATUSES_IGNORE)) < 0) {
         pg_mpi__cancel(m, rq); /* the receives; the sends stay in their slots */
         return k;
     }
-    for (j = 0; j < PG_MPI_SEND_SLOTS; j++) /* MPI_Testall freed them */
-        if (used >> j & 1u) p->send_req[j] = MPI_REQUEST_NULL;
     return rc;
 }
 
@@ -581,23 +585,30 @@ static int pg_mpi__check(pg_mpi_port *p, uint32_t timeout_ms, int64_t *hdr)
 }
 
 /* Small all_reduce / reduce_scatter after the exchange: recv = op over ranks in rank order
-   of rank r's block (mine for this rank, p->stage[r] after the header for the others). */
+   of rank r's block (mine for this rank, p->stage[r] after the header for the others), the
+   first two in one pass (every rank, same bits). */
 static int pg_mpi__reduce_ranks(pg_mpi_port *p, const void *mine, void *recv, size_t count, mb_dtype dt, pg_red op)
 {
     size_t bytes = count * pg_dtype_size(dt);
-    const unsigned char *own = (const unsigned char *)mine, *first;
+    const unsigned char *own = (const unsigned char *)mine;
     unsigned char *out = (unsigned char *)recv;
+    pg_red o = op == PG_AVG ? PG_SUM : op;
     int r;
     if (!bytes) return PG_OK;
-    if (own < out + bytes && out < own + bytes && !(p->rank == 0 && own == out)) { /* keep mine: recv overlaps it */
+    if (p->size == 1) {
+        if (own != out) memmove(out, own, bytes);
+        return PG_OK;
+    }
+    /* keep mine where recv overlaps it: ranks 0 and 1 read it in the first pass, which may
+       write over it in place; the others read it after */
+    if (own < out + bytes && out < own + bytes && !(own == out && p->rank < 2)) {
         memcpy((unsigned char *)p->stage[p->rank] + PG_MPI__HDR, own, bytes);
         own = (const unsigned char *)p->stage[p->rank] + PG_MPI__HDR;
     }
-    first = p->rank == 0 ? own : (const unsigned char *)p->stage[0] + PG_MPI__HDR;
-    if (first != out) memcpy(out, first, bytes);
-    for (r = 1; r < p->size; r++)
-        pg_reduce_local(out, r == p->rank ? own : (const unsigned char *)p->stage[r] + PG_MPI__HDR, count, dt,
-                        op == PG_AVG ? PG_SUM : op);
+#define PG_MPI__BLOCK(r) ((r) == p->rank ? own : (const unsigned char *)p->stage[r] + PG_MPI__HDR)
+    pg_reduce_into(out, PG_MPI__BLOCK(0), PG_MPI__BLOCK(1), count, dt, o);
+    for (r = 2; r < p->size; r++) pg_reduce_local(out, PG_MPI__BLOCK(r), count, dt, o);
+#undef PG_MPI__BLOCK
     return op == PG_AVG ? pg_scale_local(out, count, dt, p->size) : PG_OK;
 }
 

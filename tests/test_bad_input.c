@@ -657,6 +657,10 @@ static size_t counts2[2] = {2, 2}, counts_big[2] = {(size_t)-1 / 2, 2};
     ROW(pg71, "ports/pg.h", "pg_scatterv", "NULL recv, count > 0", PG_ERR_NULL, pg_scatterv(g0, pin, NULL, counts2, MB_F32, 1)) \
     ROW(pg72, "ports/pg.h", "pg_reduce_local", "unknown op", PG_ERR_OP, pg_reduce_local(OUT(void), pin, 4, MB_F32, (pg_red)9)) \
     ROW(pg73, "ports/pg.h", "pg_reduce_local", "AVG on integers", PG_ERR_DTYPE, pg_reduce_local(OUT(void), pin, 4, MB_I16, PG_AVG)) \
+    ROW(pg76, "ports/pg.h", "pg_reduce_into", "NULL second input", PG_ERR_NULL, \
+        pg_reduce_into(OUT(void), pin, NULL, 4, MB_F32, PG_SUM)) \
+    ROW(pg77, "ports/pg.h", "pg_reduce_into", "unknown dtype", PG_ERR_DTYPE, \
+        pg_reduce_into(OUT(void), pin, pin, 4, (mb_dtype)99, PG_MAX)) \
     ROW(pg74, "ports/pg.h", "pg_scale_local", "integer dtype", PG_ERR_DTYPE, pg_scale_local(OUT(void), 4, MB_I32, 2)) \
     ROW(pg75, "ports/pg.h", "pg_scale_local", "divisor <= 0", PG_ERR_SIZE, pg_scale_local(OUT(void), 4, MB_F32, 0))
 

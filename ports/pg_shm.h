@@ -44,7 +44,7 @@
    Configuration (define before including, or in SPLITCORE_CONFIG_FILE):
        PG_SHM_IMPLEMENTATION   emit the definitions (exactly one .c file; needs pg.h's too)
        PG_SHM_STATIC           make every function static to its translation unit
-       PG_SHM_MAX_CORES        largest core count (default 8; local state is 8 words per core)
+       PG_SHM_MAX_CORES        largest core count (default 8; local state is 9 words per core)
        PG_SHM_LINE             cache-line size in bytes, power of two >= 64 (default 64; a
                                core's control line holds 9 words; 32-byte-line cores use 64)
        PG_SHM_SPIN             polls before the clock, abort checks and hooks->wait() (default 200)
@@ -59,9 +59,11 @@
    Layout (all in cache lines of PG_SHM_LINE): one header line (magic, cores, slots, slot
    payload), one control line per core (its abort flag, barrier epoch, collective arguments,
    its announcement that it waits; written only by that core), then rings[src][dst]: a line with the write index (written by
-   src), a line with the read index (written by dst), `slots` slots of a 16-byte header
-   (index, tag, bytes, check) + payload, each rounded up to whole lines. Indices are free-
-   running 32-bit counters; `slots` is a power of two <= 32.
+   src), a line with the read index (written by dst), the `slots` payloads, each rounded up
+   to whole lines, then the `slots` 16-byte slot headers (index, tag, bytes, check) packed in
+   whole lines (a payload starts on a line: a 64-byte message is one line plus a quarter of
+   a header line, a 4 KB one 64 lines, and a copy in or out is line-aligned). Indices are
+   free-running 32-bit counters; `slots` is a power of two <= 32.
    Messages: one message is one slot; larger sends give PG_ERR_TOO_BIG (pg.h's collectives
    split by pg_max_msg(), which is the slot payload). Receives match (source, tag) and may
    take a later message of another tag first (out-of-order release is tracked locally).
@@ -124,9 +126,9 @@ typedef struct pg_shm_hooks {
 /* ---- 3. Region, init, group --------------------------------------------------------- */
 #define PG_SHM__UP(x) ((((size_t)(x)) + PG_SHM_LINE - 1) / PG_SHM_LINE * PG_SHM_LINE)
 /* Bytes of one slot with `payload` bytes, of one ring, and of the region for `cores`. */
-#define PG_SHM_SLOT_BYTES(payload) PG_SHM__UP((size_t)(payload) + 16u)
+#define PG_SHM_SLOT_BYTES(payload) PG_SHM__UP(payload)
 #define PG_SHM_RING_BYTES(slots, payload) \
-    (2u * PG_SHM_LINE + (size_t)(slots) * PG_SHM_SLOT_BYTES(payload))
+    (2u * PG_SHM_LINE + PG_SHM__UP(16u * (size_t)(slots)) + (size_t)(slots) * PG_SHM_SLOT_BYTES(payload))
 #define PG_SHM_REGION_BYTES(cores, slots, payload) \
     ((1u + (size_t)(cores)) * PG_SHM_LINE + \
      (size_t)(cores) * (size_t)(cores) * PG_SHM_RING_BYTES(slots, payload))
@@ -134,21 +136,21 @@ typedef struct pg_shm_hooks {
 /* One core's state (core-local memory). Treat as opaque. */
 typedef struct pg_shm {
     volatile uint32_t *region;
-    volatile uint32_t *out[PG_SHM_MAX_CORES]; /* ring[rank][d] */
-    volatile uint32_t *in[PG_SHM_MAX_CORES];  /* ring[s][rank] */
-    pg_shm_hooks hooks;
     int32_t rank, cores;
     uint32_t slots, payload, slot_words;
     uint32_t epoch, recovers;         /* barrier and recover counters */
     uint32_t bit, len;                /* the message the last receive found: place, bytes, */
     void *msg;                        /* payload */
+    pg_shm_hooks hooks;
+    volatile uint32_t *out[PG_SHM_MAX_CORES]; /* ring[rank][d] */
+    volatile uint32_t *in[PG_SHM_MAX_CORES];  /* ring[s][rank] */
     uint32_t head[PG_SHM_MAX_CORES];  /* next write index into ring[rank][d] */
     uint32_t ptail[PG_SHM_MAX_CORES]; /* last read index seen of ring[rank][d] */
     uint32_t tail[PG_SHM_MAX_CORES];  /* next read index of ring[s][rank] */
     uint32_t seen[PG_SHM_MAX_CORES];  /* last write index read (validated) of ring[s][rank] */
     uint32_t done[PG_SHM_MAX_CORES];  /* consumed beyond tail (bit i = tail + i) */
     uint32_t busy[PG_SHM_MAX_CORES];  /* peeked, not released */
-    volatile uint32_t *acquired[PG_SHM_MAX_CORES]; /* the acquired slot of ring[rank][d] or 0 */
+    void *acquired[PG_SHM_MAX_CORES]; /* the acquired payload of ring[rank][d] or 0 */
     pg_group group;                   /* the world group of this core (last: short offsets above) */
 } pg_shm;
 
@@ -198,6 +200,15 @@ extern "C" {
 #else
 #define PG_SHM__NOINLINE
 #endif
+/* The per-message path (argument and abort checks, the first poll, index and header words,
+   the doorbell check): inlined into send/recv when the build optimises for speed, left to
+   the compiler under -Os (__OPTIMIZE_SIZE__: one copy each, as scons size measures). The
+   code is the same either way; only where the compiler puts it differs. */
+#if (defined(__GNUC__) || defined(__clang__)) && !defined(__OPTIMIZE_SIZE__)
+#define PG_SHM__HOT __attribute__((always_inline)) inline
+#else
+#define PG_SHM__HOT
+#endif
 #define PG_SHM__MAGIC 0x53484D31u /* "SHM1": the region header */
 #define PG_SHM__CHECK 0x5A5A5A5Au /* folded into every slot header's check word */
 #define PG_SHM__LW (PG_SHM_LINE / 4)
@@ -207,29 +218,35 @@ enum { PG_SHM__ABORT = 0, PG_SHM__EPOCH, PG_SHM__PTR0, PG_SHM__PTR1, PG_SHM__PTR
 
 typedef int (*pg_shm__poll)(pg_shm *s, int a, uint32_t b);
 
-static volatile uint32_t *pg_shm__ctl(const pg_shm *s, int core)
+static PG_SHM__HOT volatile uint32_t *pg_shm__ctl(const pg_shm *s, int core)
 {
     return s->region + PG_SHM__LW * (1 + core);
 }
 
-/* Header words of slot `index` of a ring (its payload follows at + 4). */
-static volatile uint32_t *pg_shm__slot(const pg_shm *s, volatile uint32_t *ring, uint32_t index)
+/* Header words of slot `index` of a ring (packed after the payloads). */
+static PG_SHM__HOT volatile uint32_t *pg_shm__slot(const pg_shm *s, volatile uint32_t *ring, uint32_t index)
 {
-    return ring + 2 * PG_SHM__LW + (index & (s->slots - 1u)) * s->slot_words;
+    return ring + 2 * PG_SHM__LW + s->slots * s->slot_words + (index & (s->slots - 1u)) * 4u;
+}
+
+/* Payload of slot `index` of a ring. */
+static PG_SHM__HOT void *pg_shm__pay(const pg_shm *s, volatile uint32_t *ring, uint32_t index)
+{
+    return (void *)(ring + 2 * PG_SHM__LW + (index & (s->slots - 1u)) * s->slot_words);
 }
 
 /* Payload of the message `bit` places after the read index of ring[src][rank]. */
-static void *pg_shm__msg(const pg_shm *s, int src, uint32_t bit)
+static PG_SHM__HOT void *pg_shm__msg(const pg_shm *s, int src, uint32_t bit)
 {
-    return (void *)(pg_shm__slot(s, s->in[src], s->tail[src] + bit) + 4);
+    return pg_shm__pay(s, s->in[src], s->tail[src] + bit);
 }
 
-static void pg_shm__inval(const pg_shm *s, const volatile void *p, size_t n)
+static PG_SHM__HOT void pg_shm__inval(const pg_shm *s, const volatile void *p, size_t n)
 {
     if (s->hooks.cache_invalidate) s->hooks.cache_invalidate(s->hooks.ctx, (const void *)p, n);
 }
 
-static void pg_shm__clean(const pg_shm *s, const volatile void *p, size_t n)
+static PG_SHM__HOT void pg_shm__clean(const pg_shm *s, const volatile void *p, size_t n)
 {
     if (s->hooks.cache_clean) s->hooks.cache_clean(s->hooks.ctx, (const void *)p, n);
 }
@@ -240,7 +257,7 @@ static void pg_shm__notify(const pg_shm *s, int core)
 }
 
 /* Read a peer-written word (acquire). */
-static uint32_t pg_shm__load(const pg_shm *s, const volatile uint32_t *w)
+static PG_SHM__HOT uint32_t pg_shm__load(const pg_shm *s, const volatile uint32_t *w)
 {
     uint32_t v;
     pg_shm__inval(s, w, 4);
@@ -254,7 +271,7 @@ static uint32_t pg_shm__load(const pg_shm *s, const volatile uint32_t *w)
 }
 
 /* Publish a word this core owns (release: everything written before is visible first). */
-static void pg_shm__store(const pg_shm *s, volatile uint32_t *w, uint32_t v)
+static PG_SHM__HOT void pg_shm__store(const pg_shm *s, volatile uint32_t *w, uint32_t v)
 {
 #ifdef PG_SHM__ATOMIC
     __atomic_store_n(w, v, __ATOMIC_RELEASE);
@@ -274,7 +291,7 @@ static void pg_shm__announce(const pg_shm *s, int word, uint32_t v)
     for (c = 0; c < s->cores; c++) pg_shm__notify(s, c);
 }
 
-static int pg_shm__aborted(const pg_shm *s)
+static PG_SHM__HOT int pg_shm__aborted(const pg_shm *s)
 {
     int c;
     for (c = 0; c < s->cores; c++)
@@ -287,7 +304,7 @@ static int pg_shm__aborted(const pg_shm *s)
    (timeout_ms; 0 = poll once, PG_WAIT_FOREVER) and hooks.wait(). Before the first wait()
    the core announces that it waits (control word PG_SHM__WAIT, which tells senders to ring
    its doorbell) and polls once more; it withdraws the announcement when it leaves. */
-static int pg_shm__wait(pg_shm *s, pg_shm__poll poll, int a, uint32_t b, uint32_t timeout_ms, int check_abort)
+static int pg_shm__wait_loop(pg_shm *s, pg_shm__poll poll, int a, uint32_t b, uint32_t timeout_ms, int check_abort)
 {
     uint32_t spins = 0, t0 = 0, now, limit = timeout_ms > 4000000u ? 4000000000u : timeout_ms * 1000u;
     volatile uint32_t *flag = 0;
@@ -316,9 +333,21 @@ static int pg_shm__wait(pg_shm *s, pg_shm__poll poll, int a, uint32_t b, uint32_
     return rc < 0 ? rc : PG_OK;
 }
 
+/* The first poll apart, where send/recv inline it (no wait loop set up for a ready slot). */
+#if (defined(__GNUC__) || defined(__clang__)) && !defined(__OPTIMIZE_SIZE__)
+static PG_SHM__HOT int pg_shm__wait(pg_shm *s, pg_shm__poll poll, int a, uint32_t b, uint32_t timeout_ms, int check_abort)
+{
+    int rc = poll(s, a, b);
+    if (rc) return rc < 0 ? rc : PG_OK;
+    return pg_shm__wait_loop(s, poll, a, b, timeout_ms, check_abort);
+}
+#else
+#define pg_shm__wait pg_shm__wait_loop
+#endif
+
 /* After publishing an index core `core` may wait for: ring its doorbell if it announced
    that it waits (no doorbell, no interrupt or syscall, while it polls). */
-static void pg_shm__wake(const pg_shm *s, int core)
+static PG_SHM__HOT void pg_shm__wake(const pg_shm *s, int core)
 {
     if (!s->hooks.notify) return;
     if (s->hooks.fence_others) PG_SHM__CBAR(); /* the waiter's fence_others orders this core */
@@ -338,7 +367,7 @@ PG_SHM__NOINLINE static int pg_shm__gap(const pg_shm *s, const volatile uint32_t
 
 /* Argument checks of every p2p entry. ok: 0 = a required pointer is NULL, 1 = check,
    then the abort flags (calls that may wait), 2 = check only. */
-static int pg_shm__args(const pg_shm *s, int peer, uint32_t tag, size_t bytes, int ok)
+static PG_SHM__HOT int pg_shm__args(const pg_shm *s, int peer, uint32_t tag, size_t bytes, int ok)
 {
     if (!ok) return PG_ERR_NULL;
     if ((unsigned)peer >= (unsigned)s->cores) return PG_ERR_RANK;
@@ -350,7 +379,7 @@ static int pg_shm__args(const pg_shm *s, int peer, uint32_t tag, size_t bytes, i
 /* ---- sending: a send is acquire + copy + commit ---- */
 /* poll: ring[rank][dst] has a free slot (reloads the read index only when it looks full).
    The protocol's steps are named as in the spin model ports/pg_shm.pml (STEP comments). */
-static int pg_shm__space(pg_shm *s, int dst, uint32_t unused) /* STEP reserve */
+static PG_SHM__HOT int pg_shm__space(pg_shm *s, int dst, uint32_t unused) /* STEP reserve */
 {
     uint32_t h = s->head[dst];
     int d;
@@ -370,8 +399,7 @@ static int pg_shm__acquire(void *port, int dst, size_t bytes, void **ptr, uint32
     if (s->acquired[dst]) return PG_ERR_NO_SLOT;
     rc = pg_shm__wait(s, pg_shm__space, dst, 0, timeout_ms, 1);
     if (rc) return rc;
-    s->acquired[dst] = pg_shm__slot(s, s->out[dst], s->head[dst]);
-    *ptr = (void *)(s->acquired[dst] + 4);
+    *ptr = s->acquired[dst] = pg_shm__pay(s, s->out[dst], s->head[dst]);
     return PG_OK;
 }
 
@@ -383,15 +411,16 @@ static int pg_shm__commit(void *port, int dst, uint32_t tag, void *ptr, size_t b
     uint32_t h, n = (uint32_t)bytes;
     int rc = pg_shm__args(s, dst, tag, bytes, ptr ? 2 : 0);
     if (rc) return rc;
-    h = s->head[dst];
-    slot = s->acquired[dst];
-    if (!slot || ptr != (void *)(slot + 4)) return PG_ERR_NO_SLOT;
+    if (ptr != s->acquired[dst]) return PG_ERR_NO_SLOT;
     s->acquired[dst] = 0;
+    h = s->head[dst];
+    slot = pg_shm__slot(s, s->out[dst], h);
     slot[0] = h; /* STEP write_slot (the payload is already there) */
     slot[1] = tag;
     slot[2] = n;
     slot[3] = h ^ tag ^ n ^ PG_SHM__CHECK;
-    pg_shm__clean(s, slot, 16u + bytes);
+    pg_shm__clean(s, ptr, bytes);
+    pg_shm__clean(s, slot, 16u);
     s->head[dst] = h + 1u;
     pg_shm__store(s, s->out[dst], h + 1u); /* STEP publish_index */
     pg_shm__wake(s, dst);
@@ -412,7 +441,7 @@ static int pg_shm__send(void *port, int dst, uint32_t tag, const void *buf, size
 /* poll: the oldest unclaimed message (src, tag) of ring[src][rank], validated; sets
    s->bit (its place after the read index) and s->len from the checked header copy. The
    write index is read again only when every message known from the last read is passed. */
-static int pg_shm__find(pg_shm *s, int src, uint32_t tag)
+static PG_SHM__HOT int pg_shm__find(pg_shm *s, int src, uint32_t tag)
 {
     volatile uint32_t *r = s->in[src], *sl;
     uint32_t t = s->tail[src], i, w[4], d = s->seen[src] - t;
@@ -434,21 +463,21 @@ static int pg_shm__find(pg_shm *s, int src, uint32_t tag)
         if (w[1] == tag) {
             s->bit = i;
             s->len = w[2];
-            s->msg = (void *)(sl + 4);
-            pg_shm__inval(s, sl + 4, w[2]);
+            s->msg = pg_shm__pay(s, r, t + i);
+            pg_shm__inval(s, s->msg, w[2]);
             return 1;
         }
     }
 }
 
-static int pg_shm__take(pg_shm *s, int src, uint32_t tag, int ok, uint32_t timeout_ms)
+static PG_SHM__HOT int pg_shm__take(pg_shm *s, int src, uint32_t tag, int ok, uint32_t timeout_ms)
 {
     int rc = pg_shm__args(s, src, tag, 0, ok);
     return rc ? rc : pg_shm__wait(s, pg_shm__find, src, tag, timeout_ms, 1);
 }
 
 /* Publish ring[src][rank]'s read index t. */
-static void pg_shm__advance(pg_shm *s, int src, uint32_t t)
+static PG_SHM__HOT void pg_shm__advance(pg_shm *s, int src, uint32_t t)
 {
     s->tail[src] = t;
     pg_shm__store(s, s->in[src] + PG_SHM__LW, t); /* STEP publish_read_index */
@@ -456,7 +485,7 @@ static void pg_shm__advance(pg_shm *s, int src, uint32_t t)
 }
 
 /* Mark message `bit` consumed; the read index moves over every consumed one in front. */
-static void pg_shm__consume(pg_shm *s, int src, uint32_t bit)
+static PG_SHM__HOT void pg_shm__consume(pg_shm *s, int src, uint32_t bit)
 {
     uint32_t t = s->tail[src];
     s->done[src] |= 1u << bit;

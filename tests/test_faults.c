@@ -654,7 +654,7 @@ static void test_shm_corrupt_shared_state(void **state)
                 two_cores(pending);
                 ring = ring_of(&c1, 0, 1);
                 if (word < 2) w = ring + word * (PG_SHM_LINE / 4);
-                else w = ring + 2 * (PG_SHM_LINE / 4) + (size_t)((word - 2) / 4) * c1.slot_words + (word - 2) % 4;
+                else w = ring + 2 * (PG_SHM_LINE / 4) + C_SLOTS * c1.slot_words + (word - 2); /* packed headers */
                 *w = word < 2 ? *w + values[v] : values[v]; /* indices: shifted; headers: set */
                 exercise(&seen_corrupt);
                 corrupt += seen_corrupt;
@@ -679,7 +679,7 @@ static int corrupt_body(pg_group *g, void *arg)
     if (me == 0) CHECK_RC(pg_send(g, 1, 5, msg, sizeof msg), 0);
     CHECK_RC(pg_barrier(g), 0);
     if (me == 1) {
-        volatile uint32_t *slot = ring_of(s, 0, 1) + 2 * (PG_SHM_LINE / 4);
+        volatile uint32_t *slot = ring_of(s, 0, 1) + 2 * (PG_SHM_LINE / 4) + s->slots * s->slot_words; /* header 0 */
         slot[2] = 0xFFFFFFF0u; /* length far beyond the slot */
         CHECK_RC(pg_recv(g, 0, 5, in, sizeof in, &got), PG_ERR_CORRUPT);
         slot[1] ^= 0x5u;       /* and the tag, check word no longer matches */

@@ -150,7 +150,7 @@ static volatile uint32_t *ring_words(int src, int dst)
 
 static volatile uint32_t *slot_words(int src, int dst, int k)
 {
-    return ring_words(src, dst) + 2 * PG_SHM_LINE / 4 + (size_t)k * PG_SHM_SLOT_BYTES(64) / 4;
+    return ring_words(src, dst) + (2 * PG_SHM_LINE + 4 * PG_SHM_SLOT_BYTES(64)) / 4 + (size_t)k * 4; /* headers packed after the payloads */
 }
 
 static void test_corrupt_indices_and_headers(void **state)

@@ -5,7 +5,10 @@
      peers: Concurrency Kit's ck_ring SPSC (Debian libck-dev; a ring of pointers into a
             buffer pool, payload copied in and out, busy-polling) and a mutex + condition
             variable bounded queue (payload copied in and out).
-   Every transport buffers 16 messages per direction. Cases: ping-pong one-way latency of
+   Every transport buffers 16 messages per direction (ck_ring 15: a ring of 16 entries holds
+   15; before, its ring of 32 held 31 against pg_shm's 16), and every one copies the payload
+   in on the sending side and out on the receiving side (pg_shm: pg_send/pg_recv into and
+   out of its ring slots; ck_ring: into and out of its pool buffers). Cases: ping-pong one-way latency of
    an 8-byte message (round trip / 2) and streaming throughput of 64 B and 4 KB messages
    (one direction, the receiver acknowledges the last one). Each figure is the median of
    REPEATS runs; the transports take turns run by run. The two threads are pinned to CPUs 0 and 1 when the machine has two.
@@ -123,12 +126,13 @@ static int mq_recv(int me, void *b, size_t n)
 }
 
 #ifdef HAVE_CK
-/* ck_ring SPSC of pointers (DEPTH entries usable: ring size 2 * DEPTH holds 2 * DEPTH - 1)
-   into a pool of 4 * DEPTH buffers: a buffer is reused only after the consumer has taken
-   at least 2 * DEPTH later ones, so it has finished copying it out. */
+/* ck_ring SPSC of pointers (a ring of DEPTH entries holds DEPTH - 1 messages, the nearest
+   ck_ring gets to DEPTH: its size is a power of two and one entry stays empty) into a pool
+   of 4 * DEPTH buffers: a buffer is reused only after the consumer has taken at least
+   3 * DEPTH later ones, so it has finished copying it out. */
 typedef struct ckq {
     ck_ring_t ring;
-    ck_ring_buffer_t buf[2 * DEPTH];
+    ck_ring_buffer_t buf[DEPTH];
     unsigned next;
     size_t len[4 * DEPTH];
     unsigned char pool[4 * DEPTH][MAX_MSG];
@@ -139,7 +143,7 @@ static void ck_setup(void)
 {
     int d;
     for (d = 0; d < 2; d++) {
-        ck_ring_init(&ck_dir[d].ring, 2 * DEPTH);
+        ck_ring_init(&ck_dir[d].ring, DEPTH);
         ck_dir[d].next = 0;
     }
 }

@@ -133,6 +133,8 @@ typedef struct pg_mpi_port {
     uint64_t send_buf[PG_MPI_SEND_SLOTS][(PG_MPI_MAX_MSG + 7) / 8];
     uint64_t drain_buf[(PG_MPI_MAX_MSG + 7) / 8];
     uint64_t stage[PG_MPI_SMALL_RANKS][(64 + PG_MPI_EXCHANGE) / 8]; /* exchange receives, by rank */
+    MPI_Request first[PG_MPI_SMALL_RANKS]; /* persistent receives of every peer's first exchange
+                                              message into stage[peer], in rank order, self left out */
     pg_group world;
 } pg_mpi_port;
 
@@ -230,7 +232,9 @@ static int pg_mpi__complete(pg_mpi_port *p, MPI_Request *req, uint32_t timeout_m
     }
 }
 
-/* Buffered send of head[0..hbytes) + buf[0..bytes) as one message: copied into a free
+#define PG_MPI__HDR 64 /* an exchange header's bytes (see pg_mpi__header) */
+
+/* Buffered send of head[0..hbytes) + buf[0..bytes) as one message (hbytes: 0 or PG_MPI__HDR): copied into a free
    send slot (waits for one within the timeout), then MPI_Isend. Slots are taken round
    robin from next_slot, so the one tested is the oldest send, done as a rule. Callers poll
    the abort. */
@@ -247,7 +251,7 @@ static int pg_mpi__post(pg_mpi_port *p, int dst, int tag, const void *head, size
             if (!done) MPI_Test(&p->send_req[i], &done, MPI_STATUS_IGNORE);
             if (done) {
                 unsigned char *d = (unsigned char *)p->send_buf[i];
-                if (hbytes) memcpy(d, head, hbytes);
+                if (hbytes) memcpy(d, head, PG_MPI__HDR); /* a constant size: copied inline */
                 if (bytes) memcpy(d + hbytes, buf, bytes);
                 if (MPI_Isend(d, (int)(hbytes + bytes), MPI_BYTE, dst, tag, p->p2p, &p->send_req[i]) != MPI_SUCCESS)
                     return PG_ERR_PORT;
@@ -444,7 +448,6 @@ static int pg_mpi__finish(pg_mpi_port *p, MPI_Request *req, uint32_t timeout_ms)
 /* ---- the argument check and the exchange of small collectives ----
    A header: words 0..4 are what every rank must agree on (magic + collective, count,
    dtype, op or root, a hash of the per-rank counts), word 5 the payload bytes that follow. */
-#define PG_MPI__HDR 64
 static void pg_mpi__header(int64_t *h, int kind, size_t count, mb_dtype dt, int op_or_root, const size_t *counts,
                            int n)
 {
@@ -476,14 +479,18 @@ static int pg_mpi__wait_all(pg_mpi_port *p, pg_mpi__wait *w, int m, MPI_Request 
     return rc;
 }
 
+/* Cancel the receives still pending (done or inactive persistent ones are left alone). */
 static void pg_mpi__cancel(int m, MPI_Request *rq)
 {
-    int k;
-    for (k = 0; k < m; k++)
-        if (rq[k] != MPI_REQUEST_NULL) {
+    int k, done;
+    for (k = 0; k < m; k++) {
+        done = rq[k] == MPI_REQUEST_NULL;
+        if (!done) MPI_Test(&rq[k], &done, MPI_STATUS_IGNORE);
+        if (!done) {
             MPI_Cancel(&rq[k]);
             MPI_Wait(&rq[k], MPI_STATUS_IGNORE);
         }
+    }
 }
 
 /* messages of an exchange payload of b bytes (<= PG_MPI_SMALL each; a bare header is one) */
@@ -494,7 +501,8 @@ static void pg_mpi__cancel(int m, MPI_Request *rq)
    out[j][0..ob[j]) in messages of at most PG_MPI_SMALL payload bytes (eager ones in
    OpenMPI's shared memory; the first carries the header), so payloads up to
    PG_MPI_EXCHANGE bytes never take MPI's rendezvous path; from rank j into p->stage[j] a
-   header equal to ours and ib[j] payload bytes (contiguous after the header). Rank j's
+   header equal to ours and ib[j] payload bytes (contiguous after the header); meanwhile
+   cn bytes cs -> cd (memmove), the caller's local copy, off the critical path. Rank j's
    later messages are received as its header announces them, so a rank whose sizes
    disagree leaves nothing unreceived. PG_OK, PG_ERR_MISMATCH when a header or a size
    disagrees (every rank sees every header, so every rank returns it), or TIMEOUT /
@@ -503,20 +511,14 @@ static void pg_mpi__cancel(int m, MPI_Request *rq)
    slots, finish on their own (OpenMPI completes a shared-memory send once the peer has
    taken it, a round trip later; waiting for that here cost about 0.1 us per call). */
 static int pg_mpi__exchange(pg_mpi_port *p, uint32_t timeout_ms, int64_t *hdr, const unsigned char *const *out,
-                            const size_t *ob, const size_t *ib)
+                            const size_t *ob, const size_t *ib, void *cd, const void *cs, size_t cn)
 {
-    MPI_Request rq[PG_MPI_SMALL_RANKS + PG_MPI__LATER];
+    MPI_Request rq[PG_MPI__LATER];
     MPI_Status st[PG_MPI_SMALL_RANKS];
     pg_mpi__wait w;
     size_t c, at, sb;
-    int j, k, n = 0, m, rc = PG_OK, got = 0;
-    for (j = 0; j < p->size && rc == PG_OK; j++) /* 1. every peer's first message */
-        if (j != p->rank) {
-            if (MPI_Irecv(p->stage[j], PG_MPI__HDR + PG_MPI_SMALL, MPI_BYTE, j, PG_MPI_COLL_TAG, p->p2p, &rq[n]) !=
-                MPI_SUCCESS)
-                rc = PG_ERR_PORT;
-            else n++;
-        }
+    int j, k, n = p->size - 1, m, rc = PG_OK, got = 0;
+    if (n && MPI_Startall(n, p->first) != MPI_SUCCESS) return PG_ERR_PORT; /* 1. every peer's first message */
     for (j = 0; j < p->size && rc == PG_OK; j++) /* 2. ours, buffered */
         if (j != p->rank) {
             hdr[5] = (int64_t)ob[j];
@@ -525,10 +527,11 @@ static int pg_mpi__exchange(pg_mpi_port *p, uint32_t timeout_ms, int64_t *hdr, c
                                   ob[j] - at < PG_MPI_SMALL ? ob[j] - at : PG_MPI_SMALL, timeout_ms);
             }
         }
+    if (rc == PG_OK && cn && cd != cs) memmove(cd, cs, cn); /* the caller's local copy, while ours travel */
     pg_mpi__wait_init(&w, timeout_ms == 0 ? 1u : timeout_ms);
-    if (rc == PG_OK) rc = pg_mpi__wait_all(p, &w, n, rq, st);
+    if (rc == PG_OK && n) rc = pg_mpi__wait_all(p, &w, n, p->first, st);
     if (rc < 0) {
-        pg_mpi__cancel(n, rq);
+        pg_mpi__cancel(n, p->first);
         return rc;
     }
     for (j = 0, k = 0, m = 0; j < p->size; j++) /* 3. the rest of every peer's, as it announced */
@@ -570,7 +573,7 @@ static int pg_mpi__check(pg_mpi_port *p, uint32_t timeout_ms, int64_t *hdr)
             none[i] = 0;
             zero[i] = 0;
         }
-        return pg_mpi__exchange(p, timeout_ms, hdr, none, zero, zero);
+        return pg_mpi__exchange(p, timeout_ms, hdr, none, zero, zero, 0, 0, 0);
     }
     for (i = 0; i < 5; i++) {
         p->check[i] = hdr[i];
@@ -638,15 +641,16 @@ static pg_mpi_port *pg_mpi__enter(pg_group *g, int *rc, size_t count, const size
 }
 
 /* The exchange of a small collective when every block fits: 1 and *rc its result, or 0
-   (use the native path). Block j (bytes[j]) goes to rank j; rank j's arrives in stage[j]. */
+   (use the native path). Block j (bytes[j]) goes to rank j; rank j's arrives in stage[j].
+   cs -> cd (ob[own rank] bytes, may overlap) is moved once ours are sent (NULL: none). */
 static int pg_mpi__small(pg_mpi_port *p, pg_group *g, int *rc, int64_t *hdr, const unsigned char *const *out,
-                         const size_t *ob, const size_t *ib)
+                         const size_t *ob, const size_t *ib, void *cd, const void *cs)
 {
     int r;
     if (p->size > PG_MPI_SMALL_RANKS) return 0;
     for (r = 0; r < p->size; r++)
         if (ob[r] > PG_MPI_EXCHANGE || ib[r] > PG_MPI_EXCHANGE) return 0;
-    *rc = pg_mpi__exchange(p, g->timeout_ms, hdr, out, ob, ib);
+    *rc = pg_mpi__exchange(p, g->timeout_ms, hdr, out, ob, ib, cd, cs, ob[p->rank]);
     return 1;
 }
 
@@ -695,7 +699,7 @@ static int pg_mpi__all_reduce(pg_group *g, const void *send, void *recv, size_t 
         out[r] = (const unsigned char *)send;
         b[r] = count * pg_dtype_size(dt);
     }
-    if (pg_mpi__small(p, g, &rc, hdr, out, b, b))
+    if (pg_mpi__small(p, g, &rc, hdr, out, b, b, 0, 0))
         return rc < 0 ? rc : pg_mpi__reduce_ranks(p, send, recv, count, dt, op);
     if ((rc = pg_mpi__check(p, g->timeout_ms, hdr)) < 0) return rc;
     rc = PG_MPI__RUN(p, g, MPI_Allreduce(s, recv, (int)count, t, pg_mpi__op(p, op, dt), p->coll),
@@ -724,9 +728,8 @@ static int pg_mpi__all_gatherv(pg_group *g, const void *send, void *recv, const 
         ob[r] = counts[g->rank] * es;
         ib[r] = counts[r] * es;
     }
-    if (pg_mpi__small(p, g, &rc, hdr, out, ob, ib)) {
+    if (pg_mpi__small(p, g, &rc, hdr, out, ob, ib, own, send)) { /* own block moved in it, before the others */
         if (rc < 0) return rc;
-        if (own != send && ob[0]) memmove(own, send, ob[0]); /* own block first: send may overlap others */
         for (r = 0; r < p->size; r++)
             if (r != g->rank && ib[r])
                 memcpy((unsigned char *)recv + (size_t)d[r] * es, (const unsigned char *)p->stage[r] + PG_MPI__HDR, ib[r]);
@@ -767,7 +770,7 @@ static int pg_mpi__reduce_scatterv(pg_group *g, const void *send, void *recv, co
         ob[r] = counts[r] * es;
         ib[r] = mine * es;
     }
-    if (pg_mpi__small(p, g, &rc, hdr, out, ob, ib))
+    if (pg_mpi__small(p, g, &rc, hdr, out, ob, ib, 0, 0))
         return rc < 0 ? rc : pg_mpi__reduce_ranks(p, out[g->rank], recv, mine, dt, op);
     if ((rc = pg_mpi__check(p, g->timeout_ms, hdr)) < 0) return rc;
     rc = PG_MPI__RUN(p, g, MPI_Reduce_scatter(send, recv, p->icounts[0], t, pg_mpi__op(p, op, dt), p->coll),
@@ -798,7 +801,7 @@ PG_MPI__DEF const pg_ops *pg_mpi_ops(void) { return &pg_mpi__ops; }
 
 PG_MPI__DEF int pg_mpi_init(pg_mpi_port *p, MPI_Comm comm)
 {
-    int i, flag = 0, *ub = 0, rc;
+    int i, j, flag = 0, *ub = 0, rc;
     if (!p) return PG_ERR_NULL;
     memset(p, 0, sizeof *p);
     if (MPI_Comm_dup(comm, &p->parent) != MPI_SUCCESS) return PG_ERR_PORT;
@@ -815,6 +818,10 @@ PG_MPI__DEF int pg_mpi_init(pg_mpi_port *p, MPI_Comm comm)
     for (i = 0; i < PG_MPI_SEND_SLOTS; i++) p->send_req[i] = MPI_REQUEST_NULL;
     for (i = 0; i < PG_MAX_RANKS; i++) p->abort_req[i] = MPI_REQUEST_NULL;
     p->recover_bar = MPI_REQUEST_NULL;
+    for (i = 0, j = 0; i < p->size && p->size <= PG_MPI_SMALL_RANKS; i++)
+        if (i != p->rank && MPI_Recv_init(p->stage[i], PG_MPI__HDR + PG_MPI_SMALL, MPI_BYTE, i, PG_MPI_COLL_TAG,
+                                          p->p2p, &p->first[j++]) != MPI_SUCCESS)
+            return PG_ERR_PORT;
     if (MPI_Op_create(pg_mpi__user_sum, 1, &p->int_sum) != MPI_SUCCESS ||
         MPI_Op_create(pg_mpi__user_prod, 1, &p->int_prod) != MPI_SUCCESS)
         return PG_ERR_PORT;
@@ -826,9 +833,10 @@ PG_MPI__DEF pg_group *pg_mpi_group(pg_mpi_port *p) { return p ? &p->world : (pg_
 
 PG_MPI__DEF int pg_mpi_finalize(pg_mpi_port *p)
 {
-    int rc;
+    int rc, i;
     if (!p) return PG_ERR_NULL;
     rc = pg_mpi__drain_round(p);
+    for (i = 0; i < p->size - 1 && p->size <= PG_MPI_SMALL_RANKS; i++) MPI_Request_free(&p->first[i]);
     MPI_Comm_free(&p->p2p);
     MPI_Comm_free(&p->coll);
     MPI_Comm_free(&p->parent);

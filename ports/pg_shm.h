@@ -159,7 +159,10 @@ typedef struct pg_shm {
    pg_shm_init (or they wait for it); it writes the whole region. */
 PG_SHM_API int pg_shm_format(void *region, size_t bytes, int cores, uint32_t slots, uint32_t payload);
 /* Attach core `rank` (< cores) to a formatted region: waits up to PG_DEFAULT_TIMEOUT_MS for
-   the format, checks its header against `bytes`, fills the world group. Hooks are copied. */
+   the format, checks its header against `bytes`, fills the world group. Hooks are copied.
+   PG_ERR_NULL, PG_ERR_SIZE (region not PG_SHM_LINE-aligned, bytes < PG_SHM_LINE) leave s
+   untouched; the region's own errors (PG_ERR_TIMEOUT, PG_ERR_CORRUPT, PG_ERR_RANK) are
+   found with s as working state and leave it reset, not a usable group. */
 PG_SHM_API int pg_shm_init(pg_shm *s, void *region, size_t bytes, int rank, const pg_shm_hooks *hooks);
 PG_SHM_API pg_group *pg_shm_group(pg_shm *s);
 PG_SHM_API const pg_ops *pg_shm_ops(void);
@@ -776,11 +779,11 @@ PG_SHM_API int pg_shm_init(pg_shm *s, void *region, size_t bytes, int rank, cons
     size_t need, rw;
     int c;
     if (!s || !region || !hooks) return PG_ERR_NULL;
+    if ((uintptr_t)region % PG_SHM_LINE || bytes < PG_SHM_LINE) return PG_ERR_SIZE; /* s untouched */
     memset(s, 0, sizeof *s);
     s->hooks = *hooks;
     s->region = w;
     s->rank = rank;
-    if ((uintptr_t)region % PG_SHM_LINE || bytes < PG_SHM_LINE) return PG_ERR_SIZE;
     c = pg_shm__wait(s, pg_shm__formatted, 0, 0, PG_DEFAULT_TIMEOUT_MS, 0);
     if (c) return c;
     pg_shm__inval(s, w, 16);

@@ -41,6 +41,11 @@ the header's *_API macro and ending in ';') is documented where it is declared: 
 its own lines, or a comment directly above it or above the run of declarations it belongs to
 (a group such as pg_slot_acquire/commit/peek/release shares one comment).
 
+Error contract. Every public function of a library header (*.h, ports/*.h) that returns
+int, int32_t or int64_t (an error code) has a row in docs/error-contract.md (generated from
+the table in tests/test_bad_input.c, which fails when they differ) or is in that document's
+list of functions without a row, with the reason (no_rows[] in the same test).
+
 Links. Every relative link or image ([text](path), [text](path#anchor), [ref]: path) must
 name an existing file or folder; an anchor must be a heading of the target Markdown file
 (GitHub's slugs). http(s) and mailto links are not fetched.
@@ -357,6 +362,27 @@ def declarations(c, repo):
         c.ok(not missing, "%s: every public declaration has its comment" % rel, "undocumented: " + ", ".join(missing))
 
 
+CODE_RETURN = re.compile(r"^[A-Z][A-Z0-9_]*_API\s+(int|int32_t|int64_t)\s+(\w+)\s*\(", re.M)
+
+
+def error_contract(c, repo):
+    """Every public function returning an error code has a bad-input row or a stated exemption."""
+    path = os.path.join(repo, "docs", "error-contract.md")
+    if not os.path.exists(path):
+        c.ok(False, "docs/error-contract.md exists", "generate it: test_bad_input --markdown docs/error-contract.md")
+        return
+    with open(path, encoding="utf-8") as f:
+        covered = set(re.findall(r"^\| (?:`[^`]*` \| )?`(\w+)` \|", f.read(), re.M))
+    for path in sorted(glob.glob(os.path.join(repo, "*.h")) + glob.glob(os.path.join(repo, "ports", "*.h"))):
+        rel = os.path.relpath(path, repo)
+        with open(path, encoding="utf-8") as f:
+            names = sorted({m.group(2) for m in CODE_RETURN.finditer(f.read())})
+        missing = [n for n in names if n not in covered]
+        c.ok(not missing, "%s: every function returning a code is in docs/error-contract.md (%d)" % (rel, len(names)),
+             "no row and no exemption: %s (add rows to tests/test_bad_input.c, or a reason to its no_rows[])"
+             % ", ".join(missing))
+
+
 def header_examples(c, repo, build):
     """Compile (and run) the Example of every header's preamble."""
     here = os.path.dirname(os.path.abspath(__file__))
@@ -406,6 +432,7 @@ def main():
         check_links(c, repo, md)
     preambles(c, repo)
     declarations(c, repo)
+    error_contract(c, repo)
     header_examples(c, repo, build)
     return c.summary()
 

@@ -760,6 +760,8 @@ DT_API int dt_tp_redistribute(dt_dispatch *d, const dt_tensor *x, int md, dt_pla
    Padding is zeros for conv2d; max pool ignores it (torch's -inf) and, as torch, needs
    padding <= ((k - 1) * dilation + 1) / 2. Max pool picks the first maximum in window
    order (a NaN wins), as torch's CPU kernel, and its backward routes the gradient there.
+   A window that holds no input element (possible when the dilation exceeds the input's
+   size) gives -inf (int8: -128), torch's initial maximum, and no gradient.
    Bad parameters or inconsistent shapes: DT_ERR_SHAPE; wrong dtypes: DT_ERR_DTYPE;
    tensors not matching the shapes the call derives: DT_ERR_MISMATCH.
 
@@ -4153,7 +4155,12 @@ static void dt__pool_walk(const dt_conv2d_params *p, const dt__cwin *wn, int mod
                             }
                         }
                     }
-                    DT_ASSERT(bh >= 0); /* padding <= half the window: never empty */
+                    if (bh < 0) { /* no input in the window (dilation past the input): -inf, no gradient */
+                        uint32_t ninf = 0xff800000u;
+                        if (mode == 0 && y->es == 1) *DT__I8(y, n, c, oh, ow) = -128;
+                        else if (mode == 0) DT_MEMCPY(DT__F(y, n, c, oh, ow), &ninf, sizeof ninf);
+                        continue;
+                    }
                     if (mode == 0 && y->es == 1)
                         *DT__I8(y, n, c, oh, ow) = (int8_t)best;
                     else if (mode == 0)

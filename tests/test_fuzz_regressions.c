@@ -205,6 +205,41 @@ static void test_graph_output_over_int32_elements(void **state)
     assert_int_equal(dt_graph_add(&g, DT_ATEN_LINEAR, NULL, in, 2), 3);
 }
 
+/* fuzz_conv: a max pool window can hold no input element although the padding rule
+   (padding <= ((k - 1) * dilation + 1) / 2) holds: kernel 2, dilation 3, padding 2 on a
+   1x1 input puts both taps at -2 and 1 (and -1 and 2). The kernel asserted "never empty"
+   (compiled out) and wrote 0 forward, and the backward routed the gradient to row -1,
+   before the grad_in buffer. Now: -inf (int8 -128), torch's initial maximum, and no
+   gradient; nothing outside grad_in is written. */
+static void test_maxpool_window_over_padding_only(void **state)
+{
+    static const dt_conv2d_params p = {DT_NCHW, {1, 1}, {2, 2}, {3, 3}, 1, {2, 2}};
+    const int32_t xs[4] = {1, 1, 1, 1}, ys[4] = {1, 1, 2, 2};
+    float x = 5.0f, y[4], gy[4] = {1.0f, 2.0f, 3.0f, 4.0f}, gbuf[16], ninf;
+    int8_t xq = 7, yq[4];
+    uint32_t ninf_bits = 0xff800000u;
+    mb_tensor tx, ty, tgy, tgx, txq, tyq;
+    int32_t out[4];
+    int i;
+    (void)state;
+    memcpy(&ninf, &ninf_bits, sizeof ninf);
+    assert_int_equal(dt_conv2d_out_shape(&p, xs, NULL, out), DT_OK);
+    assert_memory_equal(out, ys, sizeof ys);
+    mb_tensor_init(&tx, &x, MB_F32, 4, xs);
+    mb_tensor_init(&ty, y, MB_F32, 4, ys);
+    assert_int_equal(dt_maxpool2d_ref(&p, &tx, &ty), DT_OK);
+    for (i = 0; i < 4; i++) assert_memory_equal(&y[i], &ninf, sizeof ninf);
+    mb_tensor_init(&txq, &xq, MB_I8, 4, xs);
+    mb_tensor_init(&tyq, yq, MB_I8, 4, ys);
+    assert_int_equal(dt_maxpool2d_ref(&p, &txq, &tyq), DT_OK);
+    for (i = 0; i < 4; i++) assert_int_equal(yq[i], -128);
+    for (i = 0; i < 16; i++) gbuf[i] = 99.0f;
+    mb_tensor_init(&tgy, gy, MB_F32, 4, ys);
+    mb_tensor_init(&tgx, &gbuf[8], MB_F32, 4, xs); /* grad_in in the middle of guards */
+    assert_int_equal(dt_maxpool2d_backward(&p, &tx, &tgy, &tgx), DT_OK);
+    for (i = 0; i < 16; i++) assert_true(gbuf[i] == (i == 8 ? 0.0f : 99.0f));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -216,6 +251,7 @@ int main(void)
         cmocka_unit_test(test_csv_row_of_one_idle_round_trips),
         cmocka_unit_test(test_dt_spec_contiguous_stride_overflow),
         cmocka_unit_test(test_graph_output_over_int32_elements),
+        cmocka_unit_test(test_maxpool_window_over_padding_only),
     };
     return cmocka_run_group_tests_name("fuzz regressions", tests, NULL, NULL);
 }

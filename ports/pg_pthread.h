@@ -35,11 +35,13 @@
        PG_PTHREAD_SLOTS           mailbox slots per ordered pair (default 4)
        PG_PTHREAD_SLOT_BYTES      bytes per slot = the port's max_msg (default 16384)
        PG_PTHREAD_SPIN_NS         a wait spins (pause hint) this long before yielding, then
-                                  sleeping (default 20000 ns; a fortieth when ranks
-                                  outnumber online CPUs)
+                                  sleeping (default 20000 ns; none when ranks outnumber the
+                                  CPUs the process may run on: its affinity mask with
+                                  _GNU_SOURCE on Linux, else the online CPUs; pg_pthread_world_init
+                                  decides)
        PG_PTHREAD_YIELD_NS        then it calls sched_yield() until this long after it began,
                                   then sleeps (default 1000000 ns; a tenth when ranks
-                                  outnumber online CPUs)
+                                  outnumber those CPUs)
        PG_PTHREAD_SMALL           collectives whose per-rank input is at most this many bytes
                                   copy it into the world and meet once (default 16384; the
                                   world holds 2 x PG_PTHREAD_MAX_RANKS such buffers)
@@ -143,7 +145,7 @@ typedef struct pg_pthread_world {
     volatile int32_t abort_err;
     volatile uint32_t recover_count, recover_gen;
     int32_t size;
-    uint32_t spin_ns;      /* PG_PTHREAD_SPIN_NS, or 1/40 of it when ranks outnumber the CPUs */
+    uint32_t spin_ns;      /* PG_PTHREAD_SPIN_NS, or 0 when ranks outnumber the CPUs */
     uint32_t yield_ns;     /* PG_PTHREAD_YIELD_NS, or 1/10 of it then */
     pg_pthread_rank ctx[PG_PTHREAD_MAX_RANKS];
     pg_group group[PG_PTHREAD_MAX_RANKS];
@@ -791,9 +793,17 @@ PG_PTHREAD__DEF int pg_pthread_world_init(pg_pthread_world *w, int n)
             return PG_ERR_PORT;
     w->initialized = 1;
     w->size = n;
-    {   /* oversubscribed (more ranks than CPUs): spinning only delays the peer we wait for */
+    {   /* oversubscribed: more ranks than the CPUs this process may run on (its affinity
+           mask where <sched.h> declares CPU_COUNT, i.e. with _GNU_SOURCE on glibc; else the
+           online CPUs). Then a waiting rank shares its CPU with a rank that has work, so it
+           does not spin (that only delays the peer it waits for): it yields a while, then
+           sleeps, and the ranks on a CPU take turns (pp_simulate's costs.cores model). */
         long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-        w->spin_ns = (cpus > 0 && n > cpus) ? PG_PTHREAD_SPIN_NS / 40u : PG_PTHREAD_SPIN_NS;
+#if defined(__linux__) && defined(CPU_COUNT)
+        cpu_set_t set;
+        if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) cpus = CPU_COUNT(&set);
+#endif
+        w->spin_ns = (cpus > 0 && n > cpus) ? 0u : PG_PTHREAD_SPIN_NS;
         w->yield_ns = (cpus > 0 && n > cpus) ? PG_PTHREAD_YIELD_NS / 10u : PG_PTHREAD_YIELD_NS;
     }
     for (r = 0; r < n; r++) {

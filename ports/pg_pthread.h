@@ -40,7 +40,10 @@
                                   _GNU_SOURCE on Linux, else the online CPUs; pg_pthread_world_init
                                   decides)
        PG_PTHREAD_YIELD_NS        then it calls sched_yield() until this long after it began,
-                                  then sleeps (default 1000000 ns; a tenth when ranks
+                                  then sleeps (default 10000000 ns, as libgomp's threads spin
+                                  for milliseconds before they sleep: a rank that finished
+                                  its share a few ms before its peer leaves the barrier in
+                                  ~2 us instead of ~70 us of wake-up; a hundredth when ranks
                                   outnumber those CPUs)
        PG_PTHREAD_SMALL           collectives whose per-rank input is at most this many bytes
                                   copy it into the world and meet once (default 16384; the
@@ -73,7 +76,7 @@
 #define PG_PTHREAD_SPIN_NS 20000
 #endif
 #ifndef PG_PTHREAD_YIELD_NS
-#define PG_PTHREAD_YIELD_NS 1000000
+#define PG_PTHREAD_YIELD_NS 10000000
 #endif
 #ifdef PG_PTHREAD_STATIC
 #define PG_PTHREAD_API static
@@ -146,7 +149,7 @@ typedef struct pg_pthread_world {
     volatile uint32_t recover_count, recover_gen;
     int32_t size;
     uint32_t spin_ns;      /* PG_PTHREAD_SPIN_NS, or 0 when ranks outnumber the CPUs */
-    uint32_t yield_ns;     /* PG_PTHREAD_YIELD_NS, or 1/10 of it then */
+    uint32_t yield_ns;     /* PG_PTHREAD_YIELD_NS, or 1/100 of it then */
     pg_pthread_rank ctx[PG_PTHREAD_MAX_RANKS];
     pg_group group[PG_PTHREAD_MAX_RANKS];
     /* pg_pthread_run's bookkeeping */
@@ -205,9 +208,12 @@ static void pg_pthread__ring(pg_pthread_world *w, int r)
    costs no CPU: (1) spin with a pause hint until w->spin_ns after the wait began,
    (2) sched_yield() between checks until w->yield_ns (a peer queued on this CPU runs;
    on a busy machine a sleeping rank would wait for the scheduler to wake it, a yielding
-   one stays runnable, as MPI's progress loops do), (3) sleep on the rank's condvar, at
-   most 2 ms per sleep (so timeouts and progress without a doorbell are still seen). The
-   clock starts at the first unsuccessful check: a wait that succeeds at once reads none. */
+   one stays runnable, as MPI's progress loops do; with a CPU per rank this lasts 10 ms,
+   as libgomp's spin does: peers a few ms apart, common when the host slows one vCPU,
+   then meet in microseconds, not a sleeper's ~70 us wake-up), (3) sleep on the rank's
+   condvar, at most 2 ms per sleep (so timeouts and progress without a doorbell are still
+   seen). The clock starts at the first unsuccessful check: a wait that succeeds at once
+   reads none. */
 typedef struct pg_pthread__wait {
     uint64_t start;              /* ns at the first wait, 0 before */
     uint32_t timeout;
@@ -804,7 +810,7 @@ PG_PTHREAD__DEF int pg_pthread_world_init(pg_pthread_world *w, int n)
         if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) cpus = CPU_COUNT(&set);
 #endif
         w->spin_ns = (cpus > 0 && n > cpus) ? 0u : PG_PTHREAD_SPIN_NS;
-        w->yield_ns = (cpus > 0 && n > cpus) ? PG_PTHREAD_YIELD_NS / 10u : PG_PTHREAD_YIELD_NS;
+        w->yield_ns = (cpus > 0 && n > cpus) ? PG_PTHREAD_YIELD_NS / 100u : PG_PTHREAD_YIELD_NS;
     }
     for (r = 0; r < n; r++) {
         w->ctx[r].w = w;

@@ -600,9 +600,13 @@ typedef struct dt_op_strategy {
     int32_t out_shape[MB_MAX_DIMS];                    /* global output shape */
 } dt_op_strategy;
 
+/* Compared with memcmp, so every member is an integer or a byte copy and the key has no
+   padding (clang-tidy's bugprone-suspicious-memory-comparison checks this in scons check):
+   attrs holds dt_op_attrs' bytes, so its float scalar compares by its bits (-0.0 and 0.0
+   are two keys; a NaN finds its own entry). */
 typedef struct dt_op_key {
     int32_t op, nargs;
-    dt_op_attrs attrs;
+    unsigned char attrs[sizeof(dt_op_attrs)];
     unsigned char mesh[offsetof(dt_mesh, ranks)];
     unsigned char arg[DT_MAX_OP_ARGS][offsetof(dt_spec, stride) - offsetof(dt_spec, placements)];
 } dt_op_key;
@@ -2367,7 +2371,7 @@ static int dt__prop_einsum(const dt_spec *const *args, int nargs, int op, dt_op_
     int lin = op == DT_ATEN_LINEAR, li = lin ? 0 : nargs - 2, ri = li + 1, bi = lin ? 2 : 0;
     int nd = args[0]->mesh->ndim, total = 1, i, md, noredist = 0;
     const dt_spec *lhs = args[li], *rhs = args[ri];
-    dt_op_strategy cand = *best;
+    dt_op_strategy cand;
     int rank = lin ? lhs->ndim : op == DT_ATEN_BMM ? 3 : 2, nopt = lin ? rank + 2 : op == DT_ATEN_BMM ? 5 : 4;
     dt_placement lo[3];
     if (lin ? (rank < 2 || rhs->ndim != 2 || lhs->shape[rank - 1] != rhs->shape[1])
@@ -2402,7 +2406,7 @@ static int dt__prop_einsum(const dt_spec *const *args, int nargs, int op, dt_op_
                 dt_placement p = o[0];
                 if (p.kind == DT_KIND_SHARD) {
                     int k = dt__bdim(args[bi], best->out_shape, rank, p.arg);
-                    p.kind = k < 0 ? (int16_t)DT_KIND_REPLICATE : p.kind;
+                    if (k < 0) p.kind = DT_KIND_REPLICATE;
                     p.arg = (int16_t)(k < 0 ? 0 : k);
                 }
                 cand.in[bi][md] = p;
@@ -2517,7 +2521,7 @@ static int dt__prop_reduce(const dt_spec *const *args, int op, const dt_op_attrs
     static const signed char red[6] = {DT_SUM, DT_AVG, DT_MAX, DT_MIN, DT_MAX, -1};
     const dt_spec *x = args[0];
     dt_op_strategy cand;
-    int nd = x->mesh->ndim, md, d, o = 0, r = red[op - DT_ATEN_SUM], lin = r >= 0;
+    int nd = x->mesh->ndim, md, d, o = 0, r = (int)red[op - DT_ATEN_SUM], lin = r >= 0;
     uint32_t mask = (1u << x->ndim) - 1u;
     if (at->dim != DT_DIM_ALL) {
         d = dt__opdim(at->dim, x->ndim);
@@ -2756,7 +2760,8 @@ static DT__NOINLINE int dt__prop_view(const dt_spec *const *args, int op, const 
                 if (dt__is_shard(a->placements[j], d)) k *= a->mesh->shape[j];
             uneven = (flag[d] & 4) && a->shape[d] % k;
             if (op == DT_ATEN_VIEW && ((flag[d] & 2) || uneven)) return DT_ERR_NO_STRATEGY;
-            for (od = 0; od < best->out_ndim && src[od] != d; od++) continue;
+            od = 0;
+            while (od < best->out_ndim && src[od] != d) od++;
             keep = (flag[d] & 1) && !(flag[d] & 2) && !uneven && !(split[d] % k) && od < best->out_ndim;
             cand.in[0][md].kind = cand.out[md].kind = (int16_t)(keep ? DT_KIND_SHARD : DT_KIND_REPLICATE);
             cand.in[0][md].arg = (int16_t)(keep ? d : 0);
@@ -2887,6 +2892,7 @@ DT__DEF int dt_propagate(dt_op_cache *c, int op, const dt_op_attrs *attrs, const
                          dt_op_strategy *s)
 {
     dt_op_key k;
+    dt_op_attrs at;
     dt_op_strategy best;
     dt_op_entry *e, *victim = 0;
     int i, rc;
@@ -2894,10 +2900,14 @@ DT__DEF int dt_propagate(dt_op_cache *c, int op, const dt_op_attrs *attrs, const
     if (!dt__op_ok(op, nargs)) return DT_ERR_PLACEMENT_COUNT;
     rc = dt__args_check(op, args, nargs);
     if (rc) return rc;
+    if (!attrs) {
+        DT_MEMSET(&at, 0, sizeof at);
+        attrs = &at;
+    }
     DT_MEMSET(&k, 0, sizeof k);
     k.op = op;
     k.nargs = nargs;
-    if (attrs) k.attrs = *attrs;
+    DT_MEMCPY(k.attrs, attrs, sizeof k.attrs);
     DT_MEMCPY(k.mesh, args[0]->mesh, sizeof k.mesh);
     for (i = 0; i < nargs; i++) DT_MEMCPY(k.arg[i], args[i]->placements, sizeof k.arg[i]);
     if (c && c->entries) {
@@ -2919,7 +2929,7 @@ DT__DEF int dt_propagate(dt_op_cache *c, int op, const dt_op_attrs *attrs, const
     best.nargs = nargs;
     best.index = -1;
     best.out_dtype = MB_F32;
-    rc = dt__prop_family(args, nargs, op, &k.attrs, &best);
+    rc = dt__prop_family(args, nargs, op, attrs, &best);
     if (rc) {
         if (c && rc == DT_ERR_NO_STRATEGY) c->failed_op = op;
         return rc;
@@ -3498,9 +3508,13 @@ static DT__NOINLINE int dt__op_move(dt_dispatch *d, const dt_spec *sa, const mb_
    implicit replication is on (_try_replicate_spec_for_scalar_tensor). */
 static DT__NOINLINE int dt__op_specs(dt_dispatch *d, const dt_tensor *args, int nargs, const dt_spec **specs)
 {
-    static const dt_placement rep[DT_MAX_MESH_DIMS] = {DT__R};
+    dt_placement rep[DT_MAX_MESH_DIMS];
     const dt_mesh *m = 0;
     int i, rc;
+    for (i = 0; i < DT_MAX_MESH_DIMS; i++) {
+        rep[i].kind = DT_KIND_REPLICATE;
+        rep[i].arg = 0;
+    }
     for (i = 0; i < nargs && !m; i++) m = args[i].spec.mesh;
     if (!m) return DT_ERR_MISMATCH;
     for (i = 0; i < nargs; i++) {
@@ -4333,7 +4347,7 @@ static void dt__rows(const dt_conv2d_params *p, int32_t h, int32_t oh, int32_t k
     r[1] = dt__chunk(h, parts, i, &r[0]) + r[0];
     r[3] = dt__chunk(oh, parts, i, &r[2]) + r[2];
     n0 = (int64_t)r[2] * p->stride[0] - p->padding[0];
-    n1 = (int64_t)(r[3] - 1) * p->stride[0] - p->padding[0] + (int64_t)p->dilation[0] * (kh - 1) + 1;
+    n1 = (int64_t)(r[3] - 1) * p->stride[0] - p->padding[0] + (int64_t)(kh - 1) * p->dilation[0] + 1;
     if (n0 < 0) n0 = 0;
     if (n1 > h) n1 = h;
     if (r[2] == r[3] || n1 <= n0) n0 = n1 = 0;
@@ -4915,7 +4929,7 @@ static int32_t dt__qdot32(const int8_t *DT_RESTRICT x, const int8_t *DT_RESTRICT
 {
     int32_t s = 0;
     int k;
-    for (k = 0; k < 32; k++) s += (int16_t)x[k] * (int16_t)y[k];
+    for (k = 0; k < 32; k++) s += (int32_t)x[k] * y[k];
     return s;
 }
 
@@ -4950,14 +4964,15 @@ DT__DEF int dt_qmm_acc(const mb_tensor *a, const mb_tensor *b, mb_tensor *acc)
                     n1 = N - n0 < 256 ? N : n0 + 256;
                     for (k = k0; k < k1; k++) {
                         const int8_t *r = B + (ptrdiff_t)k * bs;
-                        int16_t a0 = ar[k * as], a1, a2, a3;
+                        const int8_t *ak = ar + k * as;
+                        int16_t a0 = (int16_t)ak[0], a1, a2, a3;
                         if (k + 3 >= k1) {
                             for (n = n0; n < n1; n++) c[n] += a0 * r[n];
                             continue;
                         }
-                        a1 = ar[(k + 1) * as];
-                        a2 = ar[(k + 2) * as];
-                        a3 = ar[(k + 3) * as];
+                        a1 = (int16_t)ak[as];
+                        a2 = (int16_t)ak[2 * as];
+                        a3 = (int16_t)ak[3 * as];
                         for (n = n0; n + DT__QB <= n1; n += DT__QB) dt__qrows(c + n, r + n, bs, a0, a1, a2, a3);
                         for (; n < n1; n++) c[n] += a0 * r[n] + a1 * r[n + bs] + a2 * r[n + 2 * bs] + a3 * r[n + 3 * bs];
                         k += 3;
@@ -5143,7 +5158,8 @@ static void dt__kern_q8(const dt_conv2d_params *p, const dt__cwin *wn, const dt_
                     t = (int64_t)acc + b;
                     t = t > INT32_MAX ? INT32_MAX : t < INT32_MIN ? INT32_MIN : t;
                     v = dt_requant_i8((int32_t)t, q);
-                    *DT__I8(y, n, oc, oh, ow) = a->relu && v < 0 ? (int8_t)0 : v;
+                    if (a->relu && v < 0) v = 0;
+                    *DT__I8(y, n, oc, oh, ow) = v;
                 }
         }
 }
@@ -5699,11 +5715,9 @@ DT__DEF int dt_graph_analyze(dt_graph *g)
         } else if (dt__g_noncompute(n->op)) {
             n->type = g->nodes[n->in[0]].type;
             if (n->type == DT_GT_ACT) rc = dt__g_batch_dim(g, n, &bsize) < DT_BD_NONE ? DT_ERR_BATCH : DT_OK;
-        } else if (types & (1 << DT_GT_GRAD)) { /* param + grad: the optimizer */
-            n->type = DT_GT_PARAM;
-            if (types != ((1 << DT_GT_GRAD) | (1 << DT_GT_PARAM))) rc = DT_ERR_BATCH;
-        } else if ((types & (1 << DT_GT_PARAM)) && !(types & (1 << DT_GT_ACT))) {
-            n->type = DT_GT_PARAM;
+        } else if ((types & (1 << DT_GT_GRAD)) || ((types & (1 << DT_GT_PARAM)) && !(types & (1 << DT_GT_ACT)))) {
+            n->type = DT_GT_PARAM; /* the optimizer (param + grad only), or an op of parameters only */
+            if ((types & (1 << DT_GT_GRAD)) && types != ((1 << DT_GT_GRAD) | (1 << DT_GT_PARAM))) rc = DT_ERR_BATCH;
         } else {
             rc = dt__g_batch_dim(g, n, &bsize) < DT_BD_NONE ? DT_ERR_BATCH : DT_OK;
         }
@@ -6014,7 +6028,7 @@ DT__DEF int dt_graph_dist_placements(dt_graph *g, int mesh_ndim, dt_placement *p
         for (md = 0; md < DT_MAX_MESH_DIMS; md++) {
             int32_t b = g->nodes[i].placement;
             dt_placement *p = &pl[i * DT_MAX_MESH_DIMS + md];
-            p->kind = md >= mesh_ndim || b == DT_BD_REPLICATE ? DT_KIND_REPLICATE : b >= 0 ? DT_KIND_SHARD : DT_KIND_PARTIAL;
+            p->kind = (int16_t)(md >= mesh_ndim || b == DT_BD_REPLICATE ? DT_KIND_REPLICATE : b >= 0 ? DT_KIND_SHARD : DT_KIND_PARTIAL);
             p->arg = (int16_t)(p->kind == DT_KIND_SHARD ? b : DT_SUM);
         }
     return rc;
@@ -6026,14 +6040,14 @@ static DT__NOINLINE int dt__g_dist_spec(const dt_graph *g, dt_dispatch *d, const
 {
     const dt_gnode *n = &g->nodes[i];
     const dt_mesh *m = d->comm->mesh;
-    const dt_spec *specs[DT_MAX_OP_ARGS] = {0, 0, 0};
+    const dt_spec *specs[DT_MAX_OP_ARGS] = {0};
     dt_op_strategy s;
     dt_spec *o = &v[i].t.spec;
     uint64_t need = 0, rs = 0;
     int j, md, rc = DT_OK, nd = m->ndim;
     for (j = 0; j < n->nin; j++) {
         specs[j] = &v[n->in[j]].t.spec;
-        DT_MEMCPY(s.in[j], specs[j]->placements, sizeof s.in[j]);
+        DT_MEMCPY(&s.in[j][0], specs[j]->placements, sizeof s.in[j]); /* &[0]: cppcheck 2.10 takes a row as read */
     }
     if (!n->nin) { /* a leaf */
         dt_placement p[DT_MAX_MESH_DIMS];

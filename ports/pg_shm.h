@@ -296,9 +296,9 @@ static void pg_shm__announce(const pg_shm *s, int word, uint32_t v)
 
 static PG_SHM__HOT int pg_shm__aborted(const pg_shm *s)
 {
-    int c;
-    for (c = 0; c < s->cores; c++)
-        if (pg_shm__load(s, pg_shm__ctl(s, c) + PG_SHM__ABORT)) return PG_ERR_ABORTED;
+    const volatile uint32_t *w = pg_shm__ctl(s, 0) + PG_SHM__ABORT, *end = pg_shm__ctl(s, s->cores);
+    for (; w != end; w += PG_SHM__LW)
+        if (pg_shm__load(s, w)) return PG_ERR_ABORTED;
     return PG_OK;
 }
 
@@ -394,7 +394,7 @@ static PG_SHM__HOT int pg_shm__space(pg_shm *s, int dst, uint32_t unused) /* STE
     return (uint32_t)d < s->slots;
 }
 
-static int pg_shm__acquire(void *port, int dst, size_t bytes, void **ptr, uint32_t timeout_ms)
+static PG_SHM__HOT int pg_shm__acquire(void *port, int dst, size_t bytes, void **ptr, uint32_t timeout_ms)
 {
     pg_shm *s = (pg_shm *)port;
     int rc = pg_shm__args(s, dst, 0, bytes, ptr != 0);
@@ -407,7 +407,7 @@ static int pg_shm__acquire(void *port, int dst, size_t bytes, void **ptr, uint32
 }
 
 /* Header, then the write index (release), then the doorbell if dst waits. */
-static int pg_shm__commit(void *port, int dst, uint32_t tag, void *ptr, size_t bytes)
+static PG_SHM__HOT int pg_shm__commit(void *port, int dst, uint32_t tag, void *ptr, size_t bytes)
 {
     pg_shm *s = (pg_shm *)port;
     volatile uint32_t *slot;

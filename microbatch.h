@@ -36,7 +36,7 @@
    never writes to the caller's outputs (docs/error-contract.md lists every case).
 
    Threads, interrupts, memory: every function works only on its arguments (no static or
-   global state, no locks, no heap, no libc beyond memcpy/memset), so calls on distinct
+   global state, no locks, no heap, no libc beyond memcpy/memmove/memcmp/memset), so calls on distinct
    objects are safe from any thread or ISR; calls that write the same object need the
    caller's exclusion. Stack use is bounded (no recursion; the worst frame of every
    function on Cortex-M4 is in `scons size`'s stack table); the only other memory is what
@@ -260,9 +260,10 @@ extern "C" {
 #define MB__NOINLINE
 #endif
 
-/* Flash size (issue #2 aims at <= 2 KB on Cortex-M4; README has the measured figure): views go
+/* Flash size (issue #2 aims at <= 2 KB on Cortex-M4; `scons size` measures 3,287 B, README says
+   where they go): views go
    by pointer and scalars take part as 0-d f64 views; one element walker (row index from its flat number) serves
-   copy (per contiguous row; an element copied onto itself is skipped, so chunks that view
+   copy (per contiguous row, one memmove; an element copied onto itself is skipped, so chunks that view
    the output cost nothing), zero and mean (a broadcast 0-d source), compare and reduce
    (one load/store-as-double path); split plans in two identical passes then writes; merge
    runs one per-value routine twice (validate everything, then write). */
@@ -339,6 +340,15 @@ static MB__NOINLINE int mb__restride(mb_tensor *t, void *data)
     return MB_OK;
 }
 
+/* out = t[..., start:start+len, ...], unchecked; out may be t. */
+static MB__NOINLINE void mb__narrow(mb_tensor *out, const mb_tensor *t, int dim, int32_t start, int32_t len)
+{
+    memmove(out, t, sizeof *out);
+    out->shape[dim] = len;
+    if (len && out->data) /* a NULL view is empty (mb_tensor_check): no arithmetic on NULL */
+        out->data = (char *)out->data + (size_t)start * (size_t)out->stride[dim] * mb_dtype_size(out->dtype);
+}
+
 MB__DEF int mb_tensor_init(mb_tensor *t, void *data, mb_dtype dt, int ndim, const int32_t *shape)
 {
     mb_tensor v;
@@ -351,7 +361,7 @@ MB__DEF int mb_tensor_init(mb_tensor *t, void *data, mb_dtype dt, int ndim, cons
     for (d = 0; d < ndim; d++) v.shape[d] = shape[d];
     d = mb__restride(&v, data);
     if (!d) d = mb_tensor_check(&v);
-    if (d == MB_OK) MB_MEMCPY(t, &v, sizeof v);
+    if (d == MB_OK) mb__narrow(t, &v, 0, 0, v.shape[0]); /* a plain copy (an out-of-line memmove) */
     return d;
 }
 
@@ -367,15 +377,6 @@ MB__DEF int mb_is_contiguous(const mb_tensor *t)
         st *= (size_t)t->shape[d];
     }
     return rc;
-}
-
-/* out = t[..., start:start+len, ...], unchecked; out may be t. */
-static MB__NOINLINE void mb__narrow(mb_tensor *out, const mb_tensor *t, int dim, int32_t start, int32_t len)
-{
-    memmove(out, t, sizeof *out);
-    out->shape[dim] = len;
-    if (len && out->data) /* a NULL view is empty (mb_tensor_check): no arithmetic on NULL */
-        out->data = (char *)out->data + (size_t)start * (size_t)out->stride[dim] * mb_dtype_size(out->dtype);
 }
 
 /* dim of view t normalised, or t's own error (mb_tensor_check) or MB_ERR_DIM. */
@@ -395,11 +396,12 @@ MB__DEF int mb_narrow(const mb_tensor *t, int dim, int32_t start, int32_t length
     return MB_OK;
 }
 
-/* MB_OK when view a is valid (mb_tensor_check) and its dtype, rank and every size but dim
-   `skip` agree with b's. */
+/* MB_OK when views b and a are valid (mb_tensor_check, b's error first) and a's dtype, rank
+   and every size but dim `skip` agree with b's. */
 static MB__NOINLINE int mb__same_shape(const mb_tensor *a, const mb_tensor *b, int skip)
 {
-    int d = mb_tensor_check(a);
+    int d = mb_tensor_check(b);
+    if (!d) d = mb_tensor_check(a);
     if (d) return d;
     if (a->dtype != b->dtype) return MB_ERR_DTYPE;
     if (a->ndim != b->ndim) return MB_ERR_SHAPE;
@@ -409,11 +411,11 @@ static MB__NOINLINE int mb__same_shape(const mb_tensor *a, const mb_tensor *b, i
 }
 
 /* A 0-d f64 view of *x (how scalars take part in the tensor code). */
-static MB__NOINLINE mb_tensor *mb__scalar(mb_tensor *s, const double *x)
+static MB__NOINLINE mb_tensor *mb__scalar(mb_tensor *s, void *x)
 {
-    s->data = (void *)x;
+    MB_MEMSET(s, 0, sizeof *s); /* strides 0: a source broadcast over any shape */
+    s->data = x;
     s->dtype = MB_F64;
-    s->ndim = 0;
     return s;
 }
 
@@ -440,7 +442,7 @@ static int mb__walk(int op, const mb_tensor *dst, const mb_tensor *src)
 {
     int d, nd = dst->ndim, dt = dst->dtype;
     size_t es = mb_dtype_size(dst->dtype), n = es, e, rows = (size_t)mb_numel(dst);
-    if (op == MB__COPY && rows && nd && src->ndim && dst->stride[nd - 1] == 1 && src->stride[nd - 1] == 1) {
+    if (op == MB__COPY && rows && nd && dst->stride[nd - 1] == 1 && src->stride[nd - 1] == 1) {
         n *= (size_t)dst->shape[--nd]; /* a contiguous row: one copy */
         rows /= (size_t)dst->shape[nd];
     }
@@ -452,7 +454,7 @@ static int mb__walk(int op, const mb_tensor *dst, const mb_tensor *src)
             r /= (size_t)dst->shape[d];
             k *= es;
             dp += (ptrdiff_t)k * dst->stride[d];
-            if (src->ndim) sp += (ptrdiff_t)k * src->stride[d];
+            sp += (ptrdiff_t)k * src->stride[d]; /* src: dst's shape, or 0-d with strides 0 */
         }
         if (op == MB__COPY) {
             if (dp != sp) { /* in place (a chunk that views the output): no copy */
@@ -480,18 +482,16 @@ static int mb__walk(int op, const mb_tensor *dst, const mb_tensor *src)
 
 MB__DEF int mb_copy(mb_tensor *dst, const mb_tensor *src)
 {
-    int rc = mb_tensor_check(dst);
-    if (!rc) rc = mb__same_shape(src, dst, -1);
+    int rc = mb__same_shape(src, dst, -1);
     if (!rc) mb__walk(MB__COPY, dst, src);
     return rc;
 }
 
 MB__DEF int mb_zero(mb_tensor *t)
 {
-    static const double zero = 0;
     mb_tensor z;
     int rc = mb_tensor_check(t);
-    if (!rc) mb__walk(MB__COPY, t, mb__scalar(&z, &zero));
+    if (!rc) mb__walk(MB__COPY, t, mb__scalar(&z, z.stride)); /* broadcast z's own zeroed bytes */
     return rc;
 }
 
@@ -580,7 +580,7 @@ static int mb__split(const mb_value *args, const mb_spec *specs, int nargs, int 
             }
             for (c = 0; pass == 2 && c < count; c++) {
                 mb_value *o = &out[c * nargs + i];
-                *o = args[i];
+                memmove(o, &args[i], sizeof *o); /* no tensor data moves (MB_MEMCPY is for data) */
                 if (kind == MB_SPEC_SPLIT) {
                     int32_t len = mb__chunk_len(sz, n, c, off, flags);
                     mb_tensor src, dst;
@@ -647,7 +647,7 @@ MB__DEF int mb_split_masked(const mb_value *args, const mb_spec *specs, int narg
 /* A value as a tensor of the given kind: a scalar is a 0-d f64 view of its `scalar`. */
 static MB__NOINLINE mb_tensor *mb__view(const mb_value *v, int kind, mb_tensor *scratch)
 {
-    return kind == MB_VALUE_TENSOR ? (mb_tensor *)&v->tensor : mb__scalar(scratch, &v->scalar);
+    return kind == MB_VALUE_TENSOR ? (mb_tensor *)&v->tensor : mb__scalar(scratch, (void *)&v->scalar);
 }
 
 /* Merge value i (v = &chunks[i]). check != 0: validate only, write nothing. One loop does
@@ -674,8 +674,7 @@ static int mb__merge_one(const mb_value *v, int nchunks, int nvals, const mb_spe
     f = mb__view(v, k, &sf);
     o = mb__view(out, k, &so);
     w = red ? mb__view(&red->init, k, &sa) : o; /* a custom reducer starts from init */
-    rc = mb_tensor_check(o);
-    if (!rc) rc = mb__same_shape(w, o, -1);
+    rc = mb__same_shape(w, o, -1);
     if (!rc && op == MB_RED_MEAN && o->dtype >= MB_I8) rc = MB_ERR_DTYPE; /* as torch.mean */
     if (!rc && mask && mb_split_sizes(o->shape[dim], nchunks, flags, 0, 0) != nchunks) rc = MB_ERR_CHUNK_COUNT;
     if (rc) return rc;

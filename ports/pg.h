@@ -1006,7 +1006,7 @@ static int pg__even(const pg_group *g, size_t count, mb_dtype dt, size_t *counts
     int rc = pg__ok(g), i;
     if (rc < 0) return rc;
     if (!es) return PG_ERR_DTYPE;
-    if (count > ((size_t)-1) / es / (size_t)g->size) return PG_ERR_SIZE;
+    if (count > ((size_t)-1) / (es * (size_t)g->size)) return PG_ERR_SIZE; /* es * size <= 8 * PG_MAX_RANKS */
     for (i = 0; i < g->size; i++) counts[i] = count;
     return PG_OK;
 }

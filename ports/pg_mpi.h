@@ -13,6 +13,7 @@
        rendezvous for larger ones costs more than the whole exchange), polled with the
        group's timeout; every rank checks every header, so disagreements return
        PG_ERR_MISMATCH on every rank, and reduces in rank order (every rank, same bits);
+       an even all_gather of one message a peer takes a shorter path to the same messages;
      - larger ones first exchange the headers alone (the same check, and a rendezvous:
        every rank has arrived with the same arguments), then make the blocking MPI call
        (MPI_Allreduce, ...), as fast as raw MPI. Once the check has passed, the call itself
@@ -461,19 +462,19 @@ static void pg_mpi__header(int64_t *h, int kind, size_t count, mb_dtype dt, int 
 }
 
 /* Poll requests to completion within the wait w (they stay pending on failure). The first
-   fruitless poll also tests the send slot pg_mpi__post takes next (done by now, as a rule),
-   so the next send does not test it before going out. */
+   fruitless poll also tests the send slot pg_mpi__post takes next (done by now, as a rule:
+   MPI_Test then frees it), so the next send does not test it before going out. */
 static int pg_mpi__wait_all(pg_mpi_port *p, pg_mpi__wait *w, int m, MPI_Request *rq, MPI_Status *st)
 {
-    int flag = 0, rc = PG_OK, reaped = 0;
+    int flag = 0, rc = PG_OK, slot_tested = 0, slot_done = 0;
     while (rc == PG_OK) {
         if ((m == 1 ? MPI_Test(rq, &flag, st == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : st)
                     : MPI_Testall(m, rq, &flag, st)) != MPI_SUCCESS)
             return PG_ERR_PORT;
         if (flag) return PG_OK;
-        if (!reaped && p->send_req[p->next_slot] != MPI_REQUEST_NULL)
-            MPI_Test(&p->send_req[p->next_slot], &reaped, MPI_STATUS_IGNORE);
-        reaped = 1;
+        if (!slot_tested && p->send_req[p->next_slot] != MPI_REQUEST_NULL)
+            MPI_Test(&p->send_req[p->next_slot], &slot_done, MPI_STATUS_IGNORE);
+        slot_tested = 1;
         rc = pg_mpi__wait_step(p, w);
     }
     return rc;
@@ -493,9 +494,43 @@ static void pg_mpi__cancel(int m, MPI_Request *rq)
     }
 }
 
-/* messages of an exchange payload of b bytes (<= PG_MPI_SMALL each; a bare header is one) */
-#define PG_MPI__CHUNKS(b) ((b) <= PG_MPI_SMALL ? (size_t)1 : ((b) + PG_MPI_SMALL - 1) / PG_MPI_SMALL)
+/* receives of later messages (an exchange payload goes in messages of <= PG_MPI_SMALL bytes,
+   the header in front of the first; a bare header is one message) */
 #define PG_MPI__LATER (PG_MPI_SMALL_RANKS * ((PG_MPI_EXCHANGE + PG_MPI_SMALL - 1) / PG_MPI_SMALL))
+
+/* Step 3 of an exchange, once every peer's first message is in stage[peer] (st: their
+   statuses, in rank order, self left out): the rest of every peer's, as its header
+   announced. PG_OK, PG_ERR_MISMATCH when a header or a size disagrees with hdr and ib, or
+   TIMEOUT / ABORTED / PORT with the later receives cancelled. */
+static int pg_mpi__rest(pg_mpi_port *p, pg_mpi__wait *w, const int64_t *hdr, const size_t *ib, MPI_Status *st)
+{
+    MPI_Request rq[PG_MPI__LATER];
+    size_t at, sb;
+    int j, k, m = 0, rc = PG_OK, got = 0;
+    for (j = 0, k = 0; j < p->size; j++)
+        if (j != p->rank) {
+            const int64_t *h = (const int64_t *)p->stage[j];
+            MPI_Get_count(&st[k++], MPI_BYTE, &got);
+            sb = got >= PG_MPI__HDR && h[5] >= 0 && h[5] <= PG_MPI_EXCHANGE ? (size_t)h[5] : (size_t)-1;
+            if (sb == (size_t)-1 || (size_t)got != PG_MPI__HDR + (sb < PG_MPI_SMALL ? sb : PG_MPI_SMALL)) {
+                rc = PG_ERR_MISMATCH; /* not one of our headers: nothing more is known to come */
+                continue;
+            }
+            if (sb != ib[j] || memcmp(h, hdr, 5 * sizeof *h) != 0) rc = PG_ERR_MISMATCH;
+            for (at = PG_MPI_SMALL; at < sb; at += PG_MPI_SMALL) /* stage holds sb */
+                if (MPI_Irecv((unsigned char *)p->stage[j] + PG_MPI__HDR + at,
+                              (int)(sb - at < PG_MPI_SMALL ? sb - at : PG_MPI_SMALL), MPI_BYTE, j, PG_MPI_COLL_TAG,
+                              p->p2p, &rq[m++]) != MPI_SUCCESS) {
+                    pg_mpi__cancel(m - 1, rq);
+                    return PG_ERR_PORT;
+                }
+        }
+    if (m && (k = pg_mpi__wait_all(p, w, m, rq, MPI_STATUSES_IGNORE)) < 0) {
+        pg_mpi__cancel(m, rq); /* the receives; the sends stay in their slots */
+        return k;
+    }
+    return rc;
+}
 
 /* One exchange with every other rank: to rank j the header (word 5: ob[j]) and
    out[j][0..ob[j]) in messages of at most PG_MPI_SMALL payload bytes (eager ones in
@@ -513,19 +548,19 @@ static void pg_mpi__cancel(int m, MPI_Request *rq)
 static int pg_mpi__exchange(pg_mpi_port *p, uint32_t timeout_ms, int64_t *hdr, const unsigned char *const *out,
                             const size_t *ob, const size_t *ib, void *cd, const void *cs, size_t cn)
 {
-    MPI_Request rq[PG_MPI__LATER];
     MPI_Status st[PG_MPI_SMALL_RANKS];
     pg_mpi__wait w;
-    size_t c, at, sb;
-    int j, k, n = p->size - 1, m, rc = PG_OK, got = 0;
+    size_t at;
+    int j, n = p->size - 1, rc = PG_OK, me = p->rank;
     if (n && MPI_Startall(n, p->first) != MPI_SUCCESS) return PG_ERR_PORT; /* 1. every peer's first message */
-    for (j = 0; j < p->size && rc == PG_OK; j++) /* 2. ours, buffered */
-        if (j != p->rank) {
+    for (j = 0; j < p->size && rc == PG_OK; j++) /* 2. ours, buffered: header + first piece, then the rest */
+        if (j != me) {
             hdr[5] = (int64_t)ob[j];
-            for (c = 0, at = 0; c < PG_MPI__CHUNKS(ob[j]) && rc == PG_OK; c++, at += PG_MPI_SMALL) {
-                rc = pg_mpi__post(p, j, PG_MPI_COLL_TAG, hdr, c ? 0 : PG_MPI__HDR, out[j] + at,
+            rc = pg_mpi__post(p, j, PG_MPI_COLL_TAG, hdr, PG_MPI__HDR, out[j], ob[j] < PG_MPI_SMALL ? ob[j] : PG_MPI_SMALL,
+                              timeout_ms);
+            for (at = PG_MPI_SMALL; rc == PG_OK && at < ob[j]; at += PG_MPI_SMALL)
+                rc = pg_mpi__post(p, j, PG_MPI_COLL_TAG, hdr, 0, out[j] + at,
                                   ob[j] - at < PG_MPI_SMALL ? ob[j] - at : PG_MPI_SMALL, timeout_ms);
-            }
         }
     if (rc == PG_OK && cn && cd != cs) memmove(cd, cs, cn); /* the caller's local copy, while ours travel */
     pg_mpi__wait_init(&w, timeout_ms == 0 ? 1u : timeout_ms);
@@ -534,29 +569,43 @@ static int pg_mpi__exchange(pg_mpi_port *p, uint32_t timeout_ms, int64_t *hdr, c
         pg_mpi__cancel(n, p->first);
         return rc;
     }
-    for (j = 0, k = 0, m = 0; j < p->size; j++) /* 3. the rest of every peer's, as it announced */
-        if (j != p->rank) {
+    return pg_mpi__rest(p, &w, hdr, ib, st); /* 3. */
+}
+
+/* The exchange of an all_gather of b <= PG_MPI_SMALL bytes a rank: one message each way
+   (the same messages as pg_mpi__exchange's), every peer's block copied from its stage to
+   its place in recv as it is checked; pg_mpi__rest sorts out any disagreement. */
+static int pg_mpi__gather_even(pg_mpi_port *p, uint32_t timeout_ms, int64_t *hdr, const void *send,
+                               unsigned char *recv, size_t b)
+{
+    MPI_Status st[PG_MPI_SMALL_RANKS];
+    size_t ib[PG_MPI_SMALL_RANKS];
+    pg_mpi__wait w;
+    int j, k, n = p->size - 1, me = p->rank, rc = PG_OK, got = 0;
+    if (n && MPI_Startall(n, p->first) != MPI_SUCCESS) return PG_ERR_PORT;
+    hdr[5] = (int64_t)b;
+    for (j = 0; j < p->size && rc == PG_OK; j++)
+        if (j != me) rc = pg_mpi__post(p, j, PG_MPI_COLL_TAG, hdr, PG_MPI__HDR, send, b, timeout_ms);
+    if (rc == PG_OK && b && recv + (size_t)me * b != (const unsigned char *)send)
+        memmove(recv + (size_t)me * b, send, b); /* while ours travel */
+    pg_mpi__wait_init(&w, timeout_ms == 0 ? 1u : timeout_ms);
+    if (rc == PG_OK && n) rc = pg_mpi__wait_all(p, &w, n, p->first, st);
+    if (rc < 0) {
+        pg_mpi__cancel(n, p->first);
+        return rc;
+    }
+    for (j = 0, k = 0; j < p->size; j++)
+        if (j != me) {
             const int64_t *h = (const int64_t *)p->stage[j];
             MPI_Get_count(&st[k++], MPI_BYTE, &got);
-            sb = got >= PG_MPI__HDR && h[5] >= 0 && h[5] <= PG_MPI_EXCHANGE ? (size_t)h[5] : (size_t)-1;
-            if (sb == (size_t)-1 || (size_t)got != PG_MPI__HDR + (sb < PG_MPI_SMALL ? sb : PG_MPI_SMALL)) {
-                rc = PG_ERR_MISMATCH; /* not one of our headers: nothing more is known to come */
-                continue;
+            if ((size_t)got != PG_MPI__HDR + b || h[5] != hdr[5] || h[0] != hdr[0] || h[1] != hdr[1] ||
+                h[2] != hdr[2] || h[3] != hdr[3] || h[4] != hdr[4]) {
+                for (j = 0; j < p->size; j++) ib[j] = b;
+                return pg_mpi__rest(p, &w, hdr, ib, st);
             }
-            if (sb != ib[j] || memcmp(h, hdr, 5 * sizeof *h) != 0) rc = PG_ERR_MISMATCH;
-            for (c = 1, at = PG_MPI_SMALL; c < PG_MPI__CHUNKS(sb); c++, at += PG_MPI_SMALL) /* stage holds sb */
-                if (MPI_Irecv((unsigned char *)p->stage[j] + PG_MPI__HDR + at,
-                              (int)(sb - at < PG_MPI_SMALL ? sb - at : PG_MPI_SMALL), MPI_BYTE, j, PG_MPI_COLL_TAG,
-                              p->p2p, &rq[m++]) != MPI_SUCCESS) {
-                    pg_mpi__cancel(m - 1, rq);
-                    return PG_ERR_PORT;
-                }
+            memcpy(recv + (size_t)j * b, h + 8, b);
         }
-    if (m && (k = pg_mpi__wait_all(p, &w, m, rq, MPI_STATUSES_IGNORE)) < 0) {
-        pg_mpi__cancel(m, rq); /* the receives; the sends stay in their slots */
-        return k;
-    }
-    return rc;
+    return PG_OK;
 }
 
 /* Before a large native collective: every rank arrived with the same header (the exchange
@@ -707,36 +756,50 @@ static int pg_mpi__all_reduce(pg_group *g, const void *send, void *recv, size_t 
     return rc < 0 || op != PG_AVG ? rc : pg_scale_local(recv, count, dt, p->size);
 }
 
+/* Small all_gather(v) of the world: the exchange (own block moved into recv meanwhile),
+   then every peer's block from its stage into recv. 1 and *rc its result, or 0 when a
+   block is too large for the exchange (the native path). */
+static int pg_mpi__gather_small(pg_mpi_port *p, uint32_t timeout_ms, int *rc, const void *send, void *recv,
+                                const size_t *counts, mb_dtype dt)
+{
+    int64_t hdr[8];
+    const unsigned char *out[PG_MPI_SMALL_RANKS];
+    size_t ob[PG_MPI_SMALL_RANKS], ib[PG_MPI_SMALL_RANKS], off[PG_MPI_SMALL_RANKS], es = pg_dtype_size(dt), at = 0;
+    int r, me = p->rank, res;
+    if (p->size > PG_MPI_SMALL_RANKS) return 0;
+    for (r = 0; r < p->size; r++) {
+        if (counts[r] > PG_MPI_EXCHANGE) return 0; /* so counts[r] * es cannot overflow */
+        out[r] = (const unsigned char *)send;
+        ob[r] = counts[me] * es;
+        ib[r] = counts[r] * es;
+        off[r] = at;
+        at += ib[r];
+        if (ib[r] > PG_MPI_EXCHANGE) return 0;
+    }
+    pg_mpi__header(hdr, 4, 0, dt, 0, counts, p->size);
+    res = pg_mpi__exchange(p, timeout_ms, hdr, out, ob, ib, (unsigned char *)recv + off[me], send, ob[me]);
+    for (r = 0; res == PG_OK && r < p->size; r++)
+        if (r != me && ib[r])
+            memcpy((unsigned char *)recv + off[r], (const unsigned char *)p->stage[r] + PG_MPI__HDR, ib[r]);
+    *rc = res;
+    return 1;
+}
+
 static int pg_mpi__all_gatherv(pg_group *g, const void *send, void *recv, const size_t *counts, mb_dtype dt)
 {
     MPI_Request req;
     int64_t hdr[8];
-    const unsigned char *out[PG_MPI_SMALL_RANKS];
-    size_t ob[PG_MPI_SMALL_RANKS], ib[PG_MPI_SMALL_RANKS], es = pg_dtype_size(dt);
     int rc, r, *c, *d;
-    pg_mpi_port *p = pg_mpi__enter(g, &rc, 0, counts, 0);
+    pg_mpi_port *p = pg_mpi__native(g);
     MPI_Datatype t = pg_mpi__type(dt);
     const void *s;
-    unsigned char *own;
-    if (!p) return rc;
+    if (p && !p->aborted && pg_mpi__gather_small(p, g->timeout_ms, &rc, send, recv, counts, dt)) return rc;
+    if (!(p = pg_mpi__enter(g, &rc, 0, counts, 0))) return rc;
     c = p->icounts[0];
     d = p->idispls[0];
-    own = (unsigned char *)recv + (size_t)d[g->rank] * es;
     pg_mpi__header(hdr, 4, 0, dt, 0, counts, p->size);
-    for (r = 0; r < p->size && r < PG_MPI_SMALL_RANKS; r++) {
-        out[r] = (const unsigned char *)send;
-        ob[r] = counts[g->rank] * es;
-        ib[r] = counts[r] * es;
-    }
-    if (pg_mpi__small(p, g, &rc, hdr, out, ob, ib, own, send)) { /* own block moved in it, before the others */
-        if (rc < 0) return rc;
-        for (r = 0; r < p->size; r++)
-            if (r != g->rank && ib[r])
-                memcpy((unsigned char *)recv + (size_t)d[r] * es, (const unsigned char *)p->stage[r] + PG_MPI__HDR, ib[r]);
-        return PG_OK;
-    }
     if ((rc = pg_mpi__check(p, g->timeout_ms, hdr)) < 0) return rc;
-    s = send == (const void *)own ? MPI_IN_PLACE : send;
+    s = send == (const void *)((unsigned char *)recv + (size_t)d[g->rank] * pg_dtype_size(dt)) ? MPI_IN_PLACE : send;
     for (r = 1; r < p->size && c[r] == c[0]; r++) {}
     if (r == p->size) /* even counts (agreed by every rank): MPI_Allgather */
         return PG_MPI__RUN(p, g, MPI_Allgather(s, c[0], t, recv, c[0], t, p->coll),
@@ -745,12 +808,18 @@ static int pg_mpi__all_gatherv(pg_group *g, const void *send, void *recv, const 
                        MPI_Iallgatherv(s, c[g->rank], t, recv, c, d, t, p->coll, &req));
 }
 
+/* Even counts of one message a peer: pg_mpi__gather_even straight away */
 static int pg_mpi__all_gather(pg_group *g, const void *send, void *recv, size_t count, mb_dtype dt)
 {
-    size_t counts[PG_MAX_RANKS];
+    size_t counts[PG_MAX_RANKS], b = count * pg_dtype_size(dt); /* pg.h checked count * es * size */
+    int64_t hdr[8];
     int r;
+    pg_mpi_port *p = pg_mpi__native(g);
     for (r = 0; r < g->size; r++) counts[r] = count;
-    return pg_mpi__all_gatherv(g, send, recv, counts, dt);
+    if (!p || p->aborted || p->size > PG_MPI_SMALL_RANKS || b > PG_MPI_SMALL)
+        return pg_mpi__all_gatherv(g, send, recv, counts, dt);
+    pg_mpi__header(hdr, 4, 0, dt, 0, counts, p->size);
+    return pg_mpi__gather_even(p, g->timeout_ms, hdr, send, (unsigned char *)recv, b);
 }
 
 static int pg_mpi__reduce_scatterv(pg_group *g, const void *send, void *recv, const size_t *counts, mb_dtype dt,

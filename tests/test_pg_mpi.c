@@ -65,7 +65,51 @@ static void pgt_test_exchange_mismatch(void **state)
     assert_int_equal(pgc_run(pgt_exchange_mismatch_body, 0), 0);
 }
 
-static const struct CMUnitTest pgt_tests[] = {cmocka_unit_test(pgt_test_exchange_mismatch)};
+/* pg_all_gather of one message a peer (pg_mpi__gather_even) against ranks that disagree:
+   more messages (count 2000 f32: the general exchange), other per-rank counts through
+   pg_all_gatherv, one element more; then agreeing calls, also in place (own block already
+   in recv). Every rank returns PG_ERR_MISMATCH and nothing is left behind. */
+static int pgt_gather_even_body(pg_group *g, void *arg)
+{
+    size_t counts[PGC_MAX_RANKS];
+    float *a = (float *)pgc_a[pg_rank(g)], *b = (float *)pgc_b[pg_rank(g)];
+    int me = pg_rank(g), n = pg_size(g), r, k, i;
+    (void)arg;
+    PGC_SUB(pgc_begin(g));
+    for (k = 0; k < 4; k++) {
+        for (i = 0; i < 5000; i++) a[i] = (float)(me * 10000 + i);
+        if (k == 0) {
+            PGC_RC(pg_all_gather(g, a, b, me == 0 ? 2000 : 100, MB_F32), n == 1 ? PG_OK : PG_ERR_MISMATCH);
+        } else if (k == 1 && me == 0) {
+            PGC_RC(pg_all_gather(g, a, b, 100, MB_F32), n == 1 ? PG_OK : PG_ERR_MISMATCH);
+        } else if (k == 1) {
+            for (r = 0; r < n; r++) counts[r] = r == 0 ? 1000 : 100;
+            PGC_RC(pg_all_gatherv(g, a, b, counts, MB_F32), PG_ERR_MISMATCH);
+        } else if (k == 2) {
+            PGC_RC(pg_all_gather(g, a, b, me == n - 1 ? 101 : 100, MB_F32), n == 1 ? PG_OK : PG_ERR_MISMATCH);
+        } else {
+            PGC_OK(pg_all_gather(g, a, b, 100, MB_F32));
+            for (r = 0; r < n; r++)
+                for (i = 0; i < 100; i++) PGC_CHECK(b[r * 100 + i] == (float)(r * 10000 + i));
+        }
+        PGC_OK(pg_all_reduce(g, a, b, 2500, MB_F32, PG_SUM)); /* 3 messages per peer */
+        for (i = 0; i < 2500; i++) PGC_CHECK(b[i] == (float)(10000 * n * (n - 1) / 2 + n * i));
+    }
+    for (i = 0; i < 300; i++) b[me * 300 + i] = (float)(me * 10000 + i); /* in place */
+    PGC_OK(pg_all_gather(g, b + me * 300, b, 300, MB_F32));
+    for (r = 0; r < n; r++)
+        for (i = 0; i < 300; i++) PGC_CHECK(b[r * 300 + i] == (float)(r * 10000 + i));
+    return 0;
+}
+
+static void pgt_test_gather_even(void **state)
+{
+    (void)state;
+    assert_int_equal(pgc_run(pgt_gather_even_body, 0), 0);
+}
+
+static const struct CMUnitTest pgt_tests[] = {cmocka_unit_test(pgt_test_exchange_mismatch),
+                                              cmocka_unit_test(pgt_test_gather_even)};
 
 int main(int argc, char **argv)
 {

@@ -235,10 +235,21 @@ static int pg_mpi__complete(pg_mpi_port *p, MPI_Request *req, uint32_t timeout_m
 
 #define PG_MPI__HDR 64 /* an exchange header's bytes (see pg_mpi__header) */
 
-/* Buffered send of head[0..hbytes) + buf[0..bytes) as one message (hbytes: 0 or PG_MPI__HDR): copied into a free
-   send slot (waits for one within the timeout), then MPI_Isend. Slots are taken round
-   robin from next_slot, so the one tested is the oldest send, done as a rule. Callers poll
-   the abort. */
+/* Buffered send of head[0..hbytes) + buf[0..bytes) as one message (hbytes: 0 or PG_MPI__HDR):
+   copied into a free send slot (pg_mpi__post waits for one within the timeout;
+   pg_mpi__slot_send takes free slot i), then MPI_Isend. Slots are taken round robin from
+   next_slot, so the one tested is the oldest send, done as a rule. Callers poll the abort. */
+static int pg_mpi__slot_send(pg_mpi_port *p, int i, int dst, int tag, const void *head, size_t hbytes,
+                             const void *buf, size_t bytes)
+{
+    unsigned char *d = (unsigned char *)p->send_buf[i];
+    if (hbytes) memcpy(d, head, PG_MPI__HDR); /* a constant size: copied inline */
+    if (bytes) memcpy(d + hbytes, buf, bytes);
+    p->next_slot = (i + 1) % PG_MPI_SEND_SLOTS;
+    return MPI_Isend(d, (int)(hbytes + bytes), MPI_BYTE, dst, tag, p->p2p, &p->send_req[i]) == MPI_SUCCESS
+               ? PG_OK : PG_ERR_PORT;
+}
+
 static int pg_mpi__post(pg_mpi_port *p, int dst, int tag, const void *head, size_t hbytes, const void *buf,
                         size_t bytes, uint32_t timeout_ms)
 {
@@ -250,15 +261,7 @@ static int pg_mpi__post(pg_mpi_port *p, int dst, int tag, const void *head, size
             i = (p->next_slot + k) % PG_MPI_SEND_SLOTS;
             done = p->send_req[i] == MPI_REQUEST_NULL;
             if (!done) MPI_Test(&p->send_req[i], &done, MPI_STATUS_IGNORE);
-            if (done) {
-                unsigned char *d = (unsigned char *)p->send_buf[i];
-                if (hbytes) memcpy(d, head, PG_MPI__HDR); /* a constant size: copied inline */
-                if (bytes) memcpy(d + hbytes, buf, bytes);
-                if (MPI_Isend(d, (int)(hbytes + bytes), MPI_BYTE, dst, tag, p->p2p, &p->send_req[i]) != MPI_SUCCESS)
-                    return PG_ERR_PORT;
-                p->next_slot = (i + 1) % PG_MPI_SEND_SLOTS;
-                return PG_OK;
-            }
+            if (done) return pg_mpi__slot_send(p, i, dst, tag, head, hbytes, buf, bytes);
         }
         if ((rc = pg_mpi__wait_step(p, &w)) < 0) return rc;
     }
@@ -544,7 +547,12 @@ static int pg_mpi__rest(pg_mpi_port *p, pg_mpi__wait *w, const int64_t *hdr, con
    ABORTED / PORT with the receives cancelled (sends still pending are finished or
    drained by pg_recover). It returns once the receives are in: the sends, copies in their
    slots, finish on their own (OpenMPI completes a shared-memory send once the peer has
-   taken it, a round trip later; waiting for that here cost about 0.1 us per call). */
+   taken it, a round trip later; waiting for that here cost about 0.1 us per call). The
+   persistent receives of the peers' first messages start just after ours went out, not
+   before: MPI matches an arrived message when it polls, which posting does not do (unless
+   it must wait for a send slot: then a message that came first is matched from MPI's
+   unexpected queue, as correct, a copy slower), so they are in place before any is looked
+   at, while the ~250 instructions of starting them overlap our messages' flight. */
 static int pg_mpi__exchange(pg_mpi_port *p, uint32_t timeout_ms, int64_t *hdr, const unsigned char *const *out,
                             const size_t *ob, const size_t *ib, void *cd, const void *cs, size_t cn)
 {
@@ -552,16 +560,17 @@ static int pg_mpi__exchange(pg_mpi_port *p, uint32_t timeout_ms, int64_t *hdr, c
     pg_mpi__wait w;
     size_t at;
     int j, n = p->size - 1, rc = PG_OK, me = p->rank;
-    if (n && MPI_Startall(n, p->first) != MPI_SUCCESS) return PG_ERR_PORT; /* 1. every peer's first message */
-    for (j = 0; j < p->size && rc == PG_OK; j++) /* 2. ours, buffered: header + first piece, then the rest */
+    for (j = 0; j < p->size && rc == PG_OK; j++) /* 1. ours, buffered: header + first piece */
         if (j != me) {
             hdr[5] = (int64_t)ob[j];
             rc = pg_mpi__post(p, j, PG_MPI_COLL_TAG, hdr, PG_MPI__HDR, out[j], ob[j] < PG_MPI_SMALL ? ob[j] : PG_MPI_SMALL,
                               timeout_ms);
-            for (at = PG_MPI_SMALL; rc == PG_OK && at < ob[j]; at += PG_MPI_SMALL)
-                rc = pg_mpi__post(p, j, PG_MPI_COLL_TAG, hdr, 0, out[j] + at,
-                                  ob[j] - at < PG_MPI_SMALL ? ob[j] - at : PG_MPI_SMALL, timeout_ms);
         }
+    if (rc == PG_OK && n && MPI_Startall(n, p->first) != MPI_SUCCESS) return PG_ERR_PORT; /* 2. see above */
+    for (j = 0; j < p->size && rc == PG_OK; j++) /* 3. the rest of ours */
+        for (at = PG_MPI_SMALL; j != me && rc == PG_OK && at < ob[j]; at += PG_MPI_SMALL)
+            rc = pg_mpi__post(p, j, PG_MPI_COLL_TAG, hdr, 0, out[j] + at,
+                              ob[j] - at < PG_MPI_SMALL ? ob[j] - at : PG_MPI_SMALL, timeout_ms);
     if (rc == PG_OK && cn && cd != cs) memmove(cd, cs, cn); /* the caller's local copy, while ours travel */
     pg_mpi__wait_init(&w, timeout_ms == 0 ? 1u : timeout_ms);
     if (rc == PG_OK && n) rc = pg_mpi__wait_all(p, &w, n, p->first, st);
@@ -569,7 +578,7 @@ static int pg_mpi__exchange(pg_mpi_port *p, uint32_t timeout_ms, int64_t *hdr, c
         pg_mpi__cancel(n, p->first);
         return rc;
     }
-    return pg_mpi__rest(p, &w, hdr, ib, st); /* 3. */
+    return pg_mpi__rest(p, &w, hdr, ib, st); /* 4. */
 }
 
 /* The exchange of an all_gather of b <= PG_MPI_SMALL bytes a rank: one message each way
@@ -582,10 +591,13 @@ static int pg_mpi__gather_even(pg_mpi_port *p, uint32_t timeout_ms, int64_t *hdr
     size_t ib[PG_MPI_SMALL_RANKS];
     pg_mpi__wait w;
     int j, k, n = p->size - 1, me = p->rank, rc = PG_OK, got = 0;
-    if (n && MPI_Startall(n, p->first) != MPI_SUCCESS) return PG_ERR_PORT;
     hdr[5] = (int64_t)b;
-    for (j = 0; j < p->size && rc == PG_OK; j++)
-        if (j != me) rc = pg_mpi__post(p, j, PG_MPI_COLL_TAG, hdr, PG_MPI__HDR, send, b, timeout_ms);
+    for (j = 0; j < p->size && rc == PG_OK; j++) /* the next slot is free as a rule (see pg_mpi__wait_all) */
+        if (j != me)
+            rc = p->send_req[p->next_slot] == MPI_REQUEST_NULL
+                     ? pg_mpi__slot_send(p, p->next_slot, j, PG_MPI_COLL_TAG, hdr, PG_MPI__HDR, send, b)
+                     : pg_mpi__post(p, j, PG_MPI_COLL_TAG, hdr, PG_MPI__HDR, send, b, timeout_ms);
+    if (rc == PG_OK && n && MPI_Startall(n, p->first) != MPI_SUCCESS) return PG_ERR_PORT;
     if (rc == PG_OK && b && recv + (size_t)me * b != (const unsigned char *)send)
         memmove(recv + (size_t)me * b, send, b); /* while ours travel */
     pg_mpi__wait_init(&w, timeout_ms == 0 ? 1u : timeout_ms);

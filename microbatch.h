@@ -260,7 +260,7 @@ extern "C" {
 #define MB__NOINLINE
 #endif
 
-/* Flash size (issue #2 aims at <= 2 KB on Cortex-M4; `scons size` measures 3,287 B, README says
+/* Flash size (issue #2 aims at <= 2 KB on Cortex-M4; `scons size` measures 3,271 B, README says
    where they go): views go
    by pointer and scalars take part as 0-d f64 views; one element walker (row index from its flat number) serves
    copy (per contiguous row, one memmove; an element copied onto itself is skipped, so chunks that view
@@ -495,24 +495,27 @@ MB__DEF int mb_zero(mb_tensor *t)
     return rc;
 }
 
-/* Length of chunk c (starting at off) when `total` is split into n chunks. */
-static MB__NOINLINE int32_t mb__chunk_len(int32_t total, int n, int c, int32_t off, int flags)
+/* Length of chunk c when `total` is split into n chunks (c below the chunk count, so c
+   times the ceil size stays below total). */
+static MB__NOINLINE int32_t mb__chunk_len(int32_t total, int n, int c, int flags)
 {
     int32_t q = total / n, r = total % n, each = q + (r != 0);
-    if (flags & MB_CEIL) return total - off < each ? total - off : each;
+    if (flags & MB_CEIL) {
+        r = total - c * each; /* what is left from chunk c's start */
+        return r < each ? r : each;
+    }
     return q + (c < r);
 }
 
 MB__DEF int mb_split_sizes(int32_t size, int chunks, int flags, int32_t *sizes, int max_sizes)
 {
-    int32_t off = 0;
     int c, n = chunks;
     if (chunks <= 0) return MB_ERR_CHUNKS;
     if (size < 0) return MB_ERR_SHAPE;
     if ((flags & MB_CEIL) && size) /* torch.chunk: ceil(size / chunks) each; chunk(empty, k): k empties */
-        n = (int)((size - 1) / mb__chunk_len(size, chunks, 0, 0, flags) + 1);
+        n = (int)((size - 1) / ((size - 1) / chunks + 1) + 1); /* size - 1 over the ceil size */
     if (sizes && n > max_sizes) return MB_ERR_TOO_SMALL;
-    for (c = 0; sizes && c < n; c++) off += sizes[c] = mb__chunk_len(size, chunks, c, off, flags);
+    for (c = 0; sizes && c < n; c++) sizes[c] = mb__chunk_len(size, chunks, c, flags);
     return n;
 }
 
@@ -582,7 +585,7 @@ static int mb__split(const mb_value *args, const mb_spec *specs, int nargs, int 
                 mb_value *o = &out[c * nargs + i];
                 memmove(o, &args[i], sizeof *o); /* no tensor data moves (MB_MEMCPY is for data) */
                 if (kind == MB_SPEC_SPLIT) {
-                    int32_t len = mb__chunk_len(sz, n, c, off, flags);
+                    int32_t len = mb__chunk_len(sz, n, c, flags);
                     mb_tensor src, dst;
                     mb__narrow(&src, t, dim, off, len);
                     if (storage) { /* debug mask: a zeroed full-size copy holding only this slice */
@@ -694,7 +697,7 @@ static int mb__merge_one(const mb_value *v, int nchunks, int nvals, const mb_spe
             if (rc) return rc;
             if (cat) off += a->shape[dim];
         } else if (cat) { /* the chunk's slice of the output; masked chunks are re-sliced */
-            len = mask ? mb__chunk_len(o->shape[dim], nchunks, c, off, flags) : a->shape[dim];
+            len = mask ? mb__chunk_len(o->shape[dim], nchunks, c, flags) : a->shape[dim];
             mb__narrow(&ta, a, dim, mask ? off : 0, len);
             mb__narrow(&to, o, dim, off, len);
             mb__walk(MB__COPY, &to, &ta); /* zero copy when in place */

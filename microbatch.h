@@ -260,12 +260,13 @@ extern "C" {
 #define MB__NOINLINE
 #endif
 
-/* Flash size (issue #2 aims at <= 2 KB on Cortex-M4; `scons size` measures 3,271 B, README says
+/* Flash size (issue #2 aims at <= 2 KB on Cortex-M4; `scons size` measures 3,265 B, README says
    where they go): views go
    by pointer and scalars take part as 0-d f64 views; one element walker (row index from its flat number) serves
    copy (per contiguous row, one memmove; an element copied onto itself is skipped, so chunks that view
    the output cost nothing), zero and mean (a broadcast 0-d source), compare and reduce
-   (one load/store-as-double path); split plans in two identical passes then writes; merge
+   (one load/store-as-double path); one slice-copy helper fills masked
+   split chunks and concatenates merge chunks; split plans in two identical passes then writes; merge
    runs one per-value routine twice (validate everything, then write). */
 
 MB__DEF const char *mb_strerror(int err)
@@ -480,6 +481,16 @@ static int mb__walk(int op, const mb_tensor *dst, const mb_tensor *src)
     return 0;
 }
 
+/* dst[doff:doff+len] = src[soff:soff+len] along dim (unchecked; nothing moves in place). */
+static MB__NOINLINE void mb__put(const mb_tensor *dst, const mb_tensor *src, int dim, int32_t doff, int32_t soff,
+                                 int32_t len)
+{
+    mb_tensor d, s;
+    mb__narrow(&d, dst, dim, doff, len);
+    mb__narrow(&s, src, dim, soff, len);
+    mb__walk(MB__COPY, &d, &s);
+}
+
 MB__DEF int mb_copy(mb_tensor *dst, const mb_tensor *src)
 {
     int rc = mb__same_shape(src, dst, -1);
@@ -586,13 +597,10 @@ static int mb__split(const mb_value *args, const mb_spec *specs, int nargs, int 
                 memmove(o, &args[i], sizeof *o); /* no tensor data moves (MB_MEMCPY is for data) */
                 if (kind == MB_SPEC_SPLIT) {
                     int32_t len = mb__chunk_len(sz, n, c, flags);
-                    mb_tensor src, dst;
-                    mb__narrow(&src, t, dim, off, len);
                     if (storage) { /* debug mask: a zeroed full-size copy holding only this slice */
                         mb__restride(&o->tensor, storage);
                         MB_MEMSET(storage, 0, piece);
-                        mb__narrow(&dst, &o->tensor, dim, off, len);
-                        mb__walk(MB__COPY, &dst, &src);
+                        mb__put(&o->tensor, t, dim, off, off, len);
                         storage = (char *)storage + piece;
                     } else {
                         mb__narrow(&o->tensor, t, dim, off, len);
@@ -659,7 +667,7 @@ static MB__NOINLINE mb_tensor *mb__view(const mb_value *v, int kind, mb_tensor *
 static int mb__merge_one(const mb_value *v, int nchunks, int nvals, const mb_spec *s, int flags,
                          mb_value *out, int check)
 {
-    mb_tensor sf, so, sa, ta, to;
+    mb_tensor sf, so, sa;
     const mb_reducer *red = 0;
     const mb_tensor *f, *o, *w, *a;
     int c, dim, k = v->kind, rc = mb__resolve(v, s, &dim), op, start = 0, cat = rc == MB_SPEC_SPLIT,
@@ -698,9 +706,7 @@ static int mb__merge_one(const mb_value *v, int nchunks, int nvals, const mb_spe
             if (cat) off += a->shape[dim];
         } else if (cat) { /* the chunk's slice of the output; masked chunks are re-sliced */
             len = mask ? mb__chunk_len(o->shape[dim], nchunks, c, flags) : a->shape[dim];
-            mb__narrow(&ta, a, dim, mask ? off : 0, len);
-            mb__narrow(&to, o, dim, off, len);
-            mb__walk(MB__COPY, &to, &ta); /* zero copy when in place */
+            mb__put(o, a, dim, off, mask ? off : 0, len); /* zero copy when in place */
             off += len;
         } else if (red) {
             rc = red->fn(out, cv, red->user);

@@ -44,8 +44,12 @@
        PP_NO_PLANNER             executor only (firmware with an emitted plan): no schedules,
                                  validator, simulator or exporters; pp_strerror() is left out too
        PP_NO_TAKEIN              executor without taking in early messages while it waits
-                                 (section 9): smaller, for tables that never send more ahead
-                                 than the port's mailboxes hold
+                                 (section 9): smaller, for tables proven to run without it
+                                 (pp_mailbox_depth, section 6); others give PP_ERR_MAILBOX
+       PP_MAILBOX_SLOTS          with PP_NO_TAKEIN: messages a send may leave in the port's
+                                 mailbox to one peer without the receiver's help, on every port
+                                 the executor runs on (default 4 = PG_MIN_INFLIGHT; pg_pthread:
+                                 PG_PTHREAD_SLOTS, pg_shm: the slots given to pg_shm_format)
 
    Errors are negative return values (enum pp_err); pp_strerror() names them, pp_diag says
    where (rank, step, action). Bad input never writes to the caller's outputs; the codes
@@ -91,6 +95,9 @@
 #define PP_MAX_STAGES 64
 #endif
 #define PP_MAX_MICROBATCHES 65535
+#ifndef PP_MAILBOX_SLOTS
+#define PP_MAILBOX_SLOTS 4
+#endif
 #ifdef PIPELINE_STATIC
 #define PP_API static
 #else
@@ -127,7 +134,9 @@ enum pp_err {
     PP_ERR_DEADLOCK = -21,       /* no rank can progress (simulation, lowering, bubble insertion) */
     PP_ERR_PARSE = -22,          /* malformed action string or CSV */
     PP_ERR_RANKS = -23,          /* CSV rows != ranks */
-    PP_ERR_MAP = -24             /* unknown stage-map style, or "v" with stages % ranks != 0 */
+    PP_ERR_MAP = -24,            /* unknown stage-map style, or "v" with stages % ranks != 0 */
+    PP_ERR_MAILBOX = -25         /* without take-in a rank would wait on a full mailbox (deeper
+                                    than allowed), or the table is not proven for the port's */
 };
 
 /* Action types; the letters are PyTorch's _ComputationType values. */
@@ -173,6 +182,8 @@ typedef struct pp_plan {
     int32_t lowered;                 /* 1: has send/recv, no idle slots */
     int32_t len[PP_MAX_RANKS];
     uint8_t stage_rank[PP_MAX_STAGES];
+    int32_t mailbox;                 /* 1 + the depth pp_mailbox_depth proved; 0: not proven
+                                        (every writer of the plan resets it) */
 } pp_plan;
 
 /* One rank's table as the executor walks it (emitted by pp_emit_c, or from pp_plan_table). */
@@ -183,6 +194,8 @@ typedef struct pp_table {
     uint16_t nmb;
     uint16_t slots;                  /* peak in-flight activations on this rank */
     const uint8_t *stage_rank;
+    uint8_t mailbox;                 /* 1 + the mailbox depth (transfers) the plan was proven
+                                        to run with without take-in; 0: not proven */
 } pp_table;
 
 /* Where a call failed. Fields that do not apply are -1. */
@@ -287,7 +300,7 @@ typedef struct pp_event {            /* one executed (or simulated) action */
     uint32_t t_start, t_end;         /* microseconds for traces */
 } pp_event;
 
-/* Work bytes for pp_simulate: 6 * stages * microbatches * 4. */
+/* Work bytes for pp_simulate (and pp_mailbox_depth): 6 * stages * microbatches * 4. */
 PP_API size_t pp_sim_bytes(const pp_plan *plan);
 /* Dry-run every rank's table (torch's _simulate_comms_compute readiness rules on lowered
    plans; direct cross-rank dependencies on compute-only ones) with costs. Each rank runs its
@@ -300,6 +313,20 @@ PP_API size_t pp_sim_bytes(const pp_plan *plan);
    every action with simulated times, *nevents the count. */
 PP_API int pp_simulate(const pp_plan *plan, const pp_costs *costs, void *work, size_t work_bytes,
                        pp_sim *out, pp_event *events, int max_events, int *nevents, pp_diag *diag);
+/* Proves that the executor without take-in (PP_NO_TAKEIN) runs the lowered plan to the end
+   over mailboxes that hold `depth` transfers (activations or gradients) per ordered pair of
+   ranks, and returns the smallest such depth in 0..max_depth (<= 254). It runs every rank's
+   row as that executor does: a SEND waits while the mailbox to its peer holds `depth`
+   transfers from the oldest one the peer has not taken (slots free in order, as pg_shm's
+   ring; depth 0: until the peer waits for it), an F / I / B waits for its activation or
+   gradient from another rank and takes it; RECVs are no-ops. The ranks only wait on each
+   other, so one run decides it, and a deeper mailbox never hurts. With depth d the table
+   then runs on a port whose mailboxes hold d x pieces messages per pair (pieces = messages
+   per transfer, bytes / pg_max_msg rounded up; depth 0: any port). Sets plan->mailbox =
+   depth + 1 (pp_plan_table and pp_emit_c pass it on). PP_ERR_MAILBOX: it needs a depth above
+   max_depth (diag: a rank waiting at max_depth); PP_ERR_DEADLOCK: it cannot finish with any
+   depth. work: pp_sim_bytes(plan) bytes, 4-byte aligned. */
+PP_API int pp_mailbox_depth(pp_plan *plan, int max_depth, void *work, size_t work_bytes, pp_diag *diag);
 
 /* ---- 7. Export / import ------------------------------------------------------------------ */
 /* Text writers take (buf, cap, needed): *needed (if not NULL) gets the bytes required
@@ -315,7 +342,9 @@ PP_API int pp_csv_write(const pp_plan *plan, char *buf, size_t cap, size_t *need
    double-quoted, a blank line is an empty row; infers the stage
    map from the actions and sets `lowered` if comm actions appear. Validate afterwards. */
 PP_API int pp_csv_read(pp_plan *plan, const char *text, size_t n, pp_diag *diag);
-/* The plan as C source: const pp_action rows, a stage map and `const pp_table name[P]`. */
+/* The plan as C source: const pp_action rows, a stage map and `const pp_table name[P]`,
+   with the mailbox depth pp_mailbox_depth proved (name_MAILBOX_DEPTH) and a check that
+   stops a PP_NO_TAKEIN build when PP_MAILBOX_SLOTS is below it or the plan is not proven. */
 PP_API int pp_emit_c(const pp_plan *plan, const char *name, char *buf, size_t cap, size_t *needed);
 /* One line per rank, fixed-width cells, '.' for idle: "r0 | 0F0 0F1 ... ". */
 PP_API int pp_timeline(const pp_plan *plan, char *buf, size_t cap, size_t *needed);
@@ -341,8 +370,15 @@ PP_API int pp_trace_json(const pp_event *ev, int n, char *buf, size_t cap, size_
    count, so no F runs short; a gradient into its microbatch's slot). So a table where two
    ranks each send more than a mailbox holds before receiving (LoopedBFS on 2 ranks with
    M = 16 over pg_pthread's 4-slot mailboxes) runs as pp_simulate, whose sends are buffered,
-   predicts. PP_NO_TAKEIN leaves that out (about 560 B on Cortex-M4): a send then waits for
-   room in the mailbox and such a table fails by timeout, as a stall does below. Stages that
+   predicts. PP_NO_TAKEIN leaves that out (about 500 B on Cortex-M4; the firmware build with
+   an emitted plan): a send then waits for room in the mailbox, so the plan must carry the
+   deadlock freedom instead. pp_mailbox_depth (section 6) proves on the host the mailbox
+   depth d (transfers per ordered pair of ranks) the plan needs without take-in and stores
+   d + 1 in the plan, pp_plan_table / pp_emit_c in the table (pp_table.mailbox); the emitted
+   source stops a PP_NO_TAKEIN build with #error when PP_MAILBOX_SLOTS < d or the plan was
+   not proven. At run time pp_exec_init refuses an unproven table (mailbox 0) and a transfer
+   of n bytes whose d x ceil(n / pg_max_msg) messages exceed PP_MAILBOX_SLOTS fails before
+   it is sent; both give PP_ERR_MAILBOX on every rank, never a wait. Stages that
    share a rank pass data directly. Inference when cfg.loss is NULL (forward-only tables, a
    stream of frames = microbatches): the last stage hands each output to cfg.output.
    An error on any rank aborts the world (pg_abort), which ends every peer's wait at once;
@@ -462,6 +498,7 @@ PP_API const char *pp_strerror(int err) {
     case PP_ERR_PARSE: return "invalid action string or CSV";
     case PP_ERR_RANKS: return "schedule has incorrect number of ranks";
     case PP_ERR_MAP: return "invalid stage-to-rank map style";
+    case PP_ERR_MAILBOX: return "needs take-in or deeper mailboxes (not proven for this port)";
     default: return "unknown error";
     }
 }
@@ -481,6 +518,13 @@ static int pp__eq(pp_action a, pp_action b) {
     return a.type == b.type && a.stage == b.stage && a.mb == b.mb;
 }
 static pp_action *pp__row(const pp_plan *p, int r) { return p->actions + (size_t)r * (size_t)p->cap; }
+static int pp__plan_ok(const pp_plan *p) {
+    int r;
+    if (p->nranks <= 0 || p->nranks > PP_MAX_RANKS || p->nstages <= 0 || p->nstages > PP_MAX_STAGES)
+        return 0;
+    for (r = 0; r < p->nranks; r++) if (p->len[r] < 0 || p->len[r] > p->cap) return 0;
+    return 1;
+}
 
 /* ---- partitioning ---- */
 PP_API int pp_balance_check(const int32_t *balance, int nparts, int nlayers, int nranks,
@@ -893,6 +937,7 @@ PP_API int pp_plan_table(const pp_plan *p, int rank, pp_table *out) {
     out->len = (uint16_t)p->len[rank];
     out->rank = (uint8_t)rank; out->nranks = (uint8_t)p->nranks; out->nstages = (uint8_t)p->nstages;
     out->nmb = (uint16_t)p->nmb; out->slots = (uint16_t)peak; out->stage_rank = p->stage_rank;
+    out->mailbox = (uint8_t)(p->mailbox > 0 && p->mailbox <= 255 ? p->mailbox : 0);
     return PP_OK;
 }
 
@@ -1210,6 +1255,115 @@ PP_API int pp_simulate(const pp_plan *p, const pp_costs *c, void *work, size_t w
     return rc ? rc : pp__simulate(p, c, work, work_bytes, out, events, max_events, nevents, diag, 0);
 }
 
+/* ---- mailbox depth: the executor without take-in ---- */
+/* Transfer state in work: plane 0 the activation into stage s for microbatch m, plane 1 the
+   gradient into s; PP__NOT until sent, then its posting order, | PP__TAKEN once received. */
+#define PP__TAKEN 0x80000000u
+
+/* Sender and receiver ranks of transfer k (< 0 for a transfer that cannot exist). */
+static int pp__tx_pair(const pp_plan *p, size_t k, int *dst) {
+    int S = p->nstages, grad = (int)(k / ((size_t)S * (size_t)p->nmb)), s = (int)(k / (size_t)p->nmb) % S;
+    int src = s + (grad ? 1 : -1);
+    if (src < 0 || src >= S) return -1;
+    *dst = p->stage_rank[s];
+    return p->stage_rank[src];
+}
+
+/* Transfers src -> dst that hold a mailbox slot: from the oldest one not taken yet. */
+static uint32_t pp__window(const pp_plan *p, const uint32_t *t, int src, int dst) {
+    size_t k, n = 2u * (size_t)p->nstages * (size_t)p->nmb;
+    uint32_t oldest = PP__NOT, w = 0;
+    int d;
+    for (k = 0; k < n; k++)
+        if (t[k] != PP__NOT && !(t[k] & PP__TAKEN) && t[k] < oldest && pp__tx_pair(p, k, &d) == src && d == dst)
+            oldest = t[k];
+    for (k = 0; k < n; k++)
+        if (t[k] != PP__NOT && (t[k] & ~PP__TAKEN) >= oldest && pp__tx_pair(p, k, &d) == src && d == dst) w++;
+    return w;
+}
+
+/* The transfer rank r's action a takes in (F: activation, I/B: gradient from another rank)
+   or posts (SEND_F/SEND_B), or -1. */
+static int pp__tx_of(const pp_plan *p, pp_action a, int r, int *send) {
+    int s = a.stage, grad = a.type != PP_F && a.type != PP_SEND_F, to = s;
+    *send = a.type == PP_SEND_F || a.type == PP_SEND_B;
+    if (*send) to = s + (grad ? -1 : 1);
+    else if (a.type != PP_F && a.type != PP_I && a.type != PP_B) return -1;
+    else {
+        int from = s + (grad ? 1 : -1);
+        if (from < 0 || from >= p->nstages || p->stage_rank[from] == r) return -1;
+    }
+    if (to < 0 || to >= p->nstages) return -1;
+    return (int)(((size_t)grad * (size_t)p->nstages + (size_t)to) * (size_t)p->nmb + a.mb);
+}
+
+/* Whether rank r's next action can go on with mailboxes of `depth` transfers; if so its
+   transfer is posted (*seq: the posting order) or taken. */
+static int pp__mailbox_step(const pp_plan *p, uint32_t depth, uint32_t *t, const int *cur, int r, uint32_t *seq) {
+    int send, dst = 0, s2 = 0, x = pp__tx_of(p, pp__row(p, r)[cur[r]], r, &send), ok;
+    if (x < 0) return 1;                               /* no transfer */
+    if (!send) {                                       /* F / I / B takes its data */
+        ok = t[x] != PP__NOT && !(t[x] & PP__TAKEN);
+        if (ok) t[x] |= PP__TAKEN;
+        return ok;
+    }
+    ok = t[x] == PP__NOT && pp__tx_pair(p, (size_t)x, &dst) == r;
+    if (ok && depth == 0)   /* no buffer: only once the peer waits for this very transfer */
+        ok = cur[dst] < p->len[dst] && pp__tx_of(p, pp__row(p, dst)[cur[dst]], dst, &s2) == x && !s2;
+    ok = ok && pp__window(p, t, r, dst) < (depth ? depth : 1u);
+    if (ok) t[x] = (*seq)++;
+    return ok;
+}
+
+/* One run of every row with mailboxes of `depth` transfers: PP_OK, or PP_ERR_MAILBOX with
+   diag naming the first waiting rank. */
+static int pp__mailbox_run(const pp_plan *p, uint32_t depth, uint32_t *t, pp_diag *diag) {
+    int cur[PP_MAX_RANKS] = {0}, r, moved, left = 0;
+    size_t k, n = 2u * (size_t)p->nstages * (size_t)p->nmb;
+    uint32_t seq = 0;
+    for (k = 0; k < n; k++) t[k] = PP__NOT;
+    do {
+        moved = 0;
+        for (r = 0; r < p->nranks; r++)
+            while (cur[r] < p->len[r] && pp__mailbox_step(p, depth, t, cur, r, &seq)) {
+                cur[r]++;
+                moved = 1;
+            }
+        left = 0;
+        for (r = 0; r < p->nranks; r++) left |= cur[r] < p->len[r];
+    } while (left && moved);
+    for (r = 0; r < p->nranks && cur[r] >= p->len[r]; r++) {}
+    if (r == p->nranks) return PP_OK;
+    pp__diag(diag, r, cur[r], pp__row(p, r)[cur[r]]);
+    return PP_ERR_MAILBOX;
+}
+
+PP_API int pp_mailbox_depth(pp_plan *p, int max_depth, void *work, size_t work_bytes, pp_diag *diag) {
+    uint32_t *t = (uint32_t *)work, lo = 0, hi;
+    int r, i;
+    if (!p || !work) return PP_ERR_NULL;
+    if (!pp__plan_ok(p) || p->nmb <= 0 || max_depth < 0 || max_depth > 254 || ((uintptr_t)work & 3u))
+        return PP_ERR_ARG;
+    if (work_bytes < pp_sim_bytes(p)) return PP_ERR_TOO_SMALL;
+    for (i = 0; i < p->nstages; i++) if (p->stage_rank[i] >= p->nranks) return PP_ERR_ARG;
+    for (r = 0; r < p->nranks; r++)
+        for (i = 0; i < p->len[r]; i++)
+            if (!pp__check_action(p, pp__row(p, r)[i])) {
+                pp__diag(diag, r, i, pp__row(p, r)[i]);
+                return PP_ERR_ACTION;
+            }
+    if (pp__mailbox_run(p, 0x7fffffffu, t, diag)) return PP_ERR_DEADLOCK;  /* even unbounded */
+    hi = (uint32_t)max_depth;
+    if (pp__mailbox_run(p, hi, t, diag)) return PP_ERR_MAILBOX;
+    while (lo < hi) {          /* the smallest depth that runs: deeper never hurts */
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (pp__mailbox_run(p, mid, t, NULL) == PP_OK) hi = mid;
+        else lo = mid + 1;
+    }
+    p->mailbox = (int32_t)lo + 1;
+    return (int)lo;
+}
+
 /* ---- text output ---- */
 typedef struct pp__out { char *buf; size_t cap, n; } pp__out;
 static void pp__putc(pp__out *o, char ch) { if (o->buf && o->n < o->cap) o->buf[o->n] = ch; o->n++; }
@@ -1308,14 +1462,6 @@ static void pp__csv(pp__out *o, const pp_plan *p) {
     }
 }
 
-static int pp__plan_ok(const pp_plan *p) {
-    int r;
-    if (p->nranks <= 0 || p->nranks > PP_MAX_RANKS || p->nstages <= 0 || p->nstages > PP_MAX_STAGES)
-        return 0;
-    for (r = 0; r < p->nranks; r++) if (p->len[r] < 0 || p->len[r] > p->cap) return 0;
-    return 1;
-}
-
 PP_API int pp_csv_write(const pp_plan *p, char *buf, size_t cap, size_t *needed) {
     if (!p) return PP_ERR_NULL;
     if (!pp__plan_ok(p)) return PP_ERR_ARG;
@@ -1389,16 +1535,28 @@ PP_API int pp_csv_read(pp_plan *p, const char *text, size_t n, pp_diag *diag) {
     pp__csv_pass(p, text, n, 1, &rows, NULL, map, &lowered);
     for (s = 0; s < p->nstages; s++) if (map[s] != 0xff) p->stage_rank[s] = map[s];
     p->lowered = lowered;
+    p->mailbox = 0;             /* new tables: not proven */
     return PP_OK;
 }
 
 static void pp__emit_c(pp__out *o, const pp_plan *p, const char *name) {
-    int r, i, s;
+    int r, i, s, mbox = p->mailbox > 0 && p->mailbox <= 255 ? p->mailbox : 0;
     pp__puts(o, "/* splitcore pipeline plan: "); pp__puts(o, pp_schedule_name(p->schedule));
     pp__puts(o, ", "); pp__putu(o, (uint32_t)p->nranks); pp__puts(o, " ranks, ");
     pp__putu(o, (uint32_t)p->nstages); pp__puts(o, " stages, "); pp__putu(o, (uint32_t)p->nmb);
     pp__puts(o, p->lowered ? " microbatches, lowered */\n" : " microbatches */\n");
     pp__puts(o, "#include \"pipeline.h\"\n\n");
+    if (mbox) {   /* the depth pp_mailbox_depth proved: a PP_NO_TAKEIN build needs that room */
+        pp__puts(o, "/* runs without take-in over mailboxes of this many transfers per ordered pair of ranks\n"
+                    "   (pp_mailbox_depth; times the messages per transfer) */\n#define ");
+        pp__puts(o, name); pp__puts(o, "_MAILBOX_DEPTH "); pp__putu(o, (uint32_t)mbox - 1u);
+        pp__puts(o, "\n#if defined(PP_NO_TAKEIN) && PP_MAILBOX_SLOTS < "); pp__putu(o, (uint32_t)mbox - 1u);
+        pp__puts(o, "\n#error \""); pp__puts(o, name);
+        pp__puts(o, ": PP_MAILBOX_SLOTS is below the mailbox depth this plan was proven for\"\n#endif\n\n");
+    } else {
+        pp__puts(o, "#ifdef PP_NO_TAKEIN\n#error \""); pp__puts(o, name);
+        pp__puts(o, ": not proven to run without take-in (pp_mailbox_depth before pp_emit_c)\"\n#endif\n\n");
+    }
     for (r = 0; r < p->nranks; r++) {
         pp__puts(o, "static const pp_action "); pp__puts(o, name); pp__puts(o, "_r");
         pp__putu(o, (uint32_t)r); pp__puts(o, "[");
@@ -1427,7 +1585,7 @@ static void pp__emit_c(pp__out *o, const pp_plan *p, const char *name) {
         pp__puts(o, ", "); pp__putu(o, (uint32_t)p->nstages); pp__puts(o, ", ");
         pp__putu(o, (uint32_t)p->nmb); pp__puts(o, ", ");
         pp__putu(o, (uint32_t)pp_peak_inflight(p, r)); pp__puts(o, ", ");
-        pp__puts(o, name); pp__puts(o, "_stage_rank},\n");
+        pp__puts(o, name); pp__puts(o, "_stage_rank, "); pp__putu(o, (uint32_t)mbox); pp__puts(o, "},\n");
     }
     pp__puts(o, "};\n");
 }
@@ -1606,6 +1764,9 @@ PP_API int pp_exec_init(pp_exec *e, const pp_exec_cfg *c, const pp_table *t, pg_
     if (rc) return rc;
     if (g->size != t->nranks || g->rank != t->rank) return PP_ERR_RANKS;
     if ((uintptr_t)storage & 7u) return PP_ERR_ARG;
+#ifdef PP_NO_TAKEIN
+    if (!t->mailbox) return PP_ERR_MAILBOX;   /* not proven to run without take-in */
+#endif
     need = pp__xlayout(c, t, x.nslots, x.slot_bytes, &at);
     if (bytes < need) return PP_ERR_TOO_SMALL;
     x.cfg = c; x.t = t; x.g = g;
@@ -1627,7 +1788,8 @@ static int pp__find(const pp_exec *e, int s, int m) {
 }
 
 /* Slot k of stage s: part 0 = input x, 1 = output of layer l, 2 = its gradient, 3 = dx. */
-static unsigned char *pp__at(const pp_exec *e, int k, int s, int part, int l) {
+static unsigned char *pp__at(const pp_exec *e, int k, int part, int l) {
+    int s = (int)((e->slot[k] >> 8) & 0xffu);
     const pp_exec_cfg *c = e->cfg;
     unsigned char *p = e->mem + (size_t)k * e->slot_bytes;
     if (!part) return p;
@@ -1638,7 +1800,8 @@ static unsigned char *pp__at(const pp_exec *e, int k, int s, int part, int l) {
 
 /* Input (which 0) or output (1) or output gradient (2) of layer l of slot k, as a tensor;
    3: the stage's input gradient (l = first[s] - 1). */
-static void pp__lt(const pp_exec *e, mb_tensor *t, int k, int s, int which, int l) {
+static void pp__lt(const pp_exec *e, mb_tensor *t, int k, int which, int l) {
+    int s = (int)((e->slot[k] >> 8) & 0xffu);
     const pp_exec_cfg *c = e->cfg;
     uint32_t n;
     if (!which && l == e->first[s]) n = pp__inb(c, e->first, s);  /* the stage input */
@@ -1647,7 +1810,7 @@ static void pp__lt(const pp_exec *e, mb_tensor *t, int k, int s, int which, int 
         n = c->layers[l].act_bytes;
     }
     PP_MEMSET(t, 0, sizeof *t);
-    t->data = pp__at(e, k, s, which, l); t->dtype = (mb_dtype)c->dtype; t->ndim = 2;
+    t->data = pp__at(e, k, which, l); t->dtype = (mb_dtype)c->dtype; t->ndim = 2;
     t->shape[0] = c->rows; t->shape[1] = (int32_t)(n / (uint32_t)c->rows / pp__es[c->dtype]);
     t->stride[0] = t->shape[1]; t->stride[1] = 1;
 }
@@ -1657,6 +1820,13 @@ static void pp__lt(const pp_exec *e, mb_tensor *t, int k, int s, int which, int 
    s-1; *done counts the bytes moved (a timed-out move resumes there). k < 0: only probe
    whether the first piece arrived. The tag names the receiving stage, the microbatch and
    the direction. */
+#ifndef PP_NO_TAKEIN   /* each wait its own timeout (pp__move's slices) */
+#define PP__SEND(g, r, tag, p, n, tmo) pg_send_timeout(g, r, tag, p, n, tmo)
+#define PP__RECV(g, r, tag, p, n, got, tmo) pg_recv_timeout(g, r, tag, p, n, got, tmo)
+#else                  /* tmo is the group's timeout */
+#define PP__SEND(g, r, tag, p, n, tmo) ((void)(tmo), pg_send(g, r, tag, p, n))
+#define PP__RECV(g, r, tag, p, n, got, tmo) ((void)(tmo), pg_recv(g, r, tag, p, n, got))
+#endif
 static int pp__xfer(pp_exec *e, int k, pp_action a, int part, uint32_t tmo, uint32_t *done) {
     int s = a.stage, send = part & 1, ps = s + ((part + 1) & 2) - 1, rc = PP_OK;
     int peer = e->t->stage_rank[ps];
@@ -1668,26 +1838,20 @@ static int pp__xfer(pp_exec *e, int k, pp_action a, int part, uint32_t tmo, uint
 #ifndef PP_NO_TAKEIN
     if (k < 0) return pg_probe(e->g, peer, tag, NULL);
 #endif
-    p = pp__at(e, k, s, part, e->first[s + 1] - 1) + *done;
-    n -= *done;
-#ifndef PP_NO_TAKEIN
-    {
-        uint32_t keep = e->g->timeout_ms;
-        e->g->timeout_ms = tmo;
-#else
-    (void)tmo;
+#ifdef PP_NO_TAKEIN
+    /* the table was proven for mailboxes of mailbox - 1 transfers: this one is n / max
+       messages (rounded up), so the port's PP_MAILBOX_SLOTS must hold that many times more */
+    if ((e->t->mailbox - 1u) * ((n + max - 1u) / max) > PP_MAILBOX_SLOTS) return PP_ERR_MAILBOX;
 #endif
+    p = pp__at(e, k, part, e->first[s + 1] - 1) + *done;
+    n -= *done;
     while (n) {
         c = n < max ? n : max;
-        rc = send ? pg_send(e->g, peer, tag, p, c) : pg_recv(e->g, peer, tag, p, c, &got);
+        rc = send ? PP__SEND(e->g, peer, tag, p, c, tmo) : PP__RECV(e->g, peer, tag, p, c, &got, tmo);
         if (rc >= 0 && !send && got != c) rc = PG_ERR_MISMATCH;
         if (rc < 0) break;
         p += c; n -= (uint32_t)c; *done += (uint32_t)c;
     }
-#ifndef PP_NO_TAKEIN
-        e->g->timeout_ms = keep;
-    }
-#endif
     return rc < 0 ? rc : PP_OK;
 }
 
@@ -1715,14 +1879,19 @@ static int pp__takein(pp_exec *e) {
     for (i = e->at + 1; i < t->len; i++) {
         pp_action a = t->actions[i];
         uint32_t done = 0;
+        int from_peer, taken, arrived;
         f = a.type == PP_F;
         if (!f && a.type != PP_B && a.type != PP_I) continue;
         k = pp__find(e, a.stage, a.mb);
-        ps = a.stage + (f ? -1 : 1);
-        if (f && k < 0 && need++ >= e->nslots) continue;
-        if (ps < 0 || ps >= t->nstages || t->stage_rank[ps] == t->rank ||
-            (f ? k >= 0 : k < 0 || (e->slot[k] & PP__GOTDY)) || pp__xfer(e, -1, a, 2 - 2 * f, 0, 0) <= 0)
-            continue;
+        if (f && k < 0 && need++ >= e->nslots) continue;  /* no slot to spare for this F's input */
+        ps = a.stage + (f ? -1 : 1);                        /* the stage its data comes from */
+        from_peer = ps >= 0 && ps < t->nstages && t->stage_rank[ps] != t->rank;
+        /* F: its slot exists only once the input is in; I/B: the slot (from F) must exist
+           and its output gradient not be in yet */
+        taken = f ? k >= 0 : k < 0 || (e->slot[k] & PP__GOTDY);
+        if (!from_peer || taken) continue;
+        arrived = pp__xfer(e, -1, a, 2 - 2 * f, 0, 0) > 0; /* probe: its first piece is here */
+        if (!arrived) continue;
         if (f) k = pp__alloc(e, a.stage, a.mb);
         if ((rc = pp__xfer(e, k, a, 2 - 2 * f, e->g->timeout_ms, &done)) < 0) return rc;
         e->slot[k] |= f ? PP__GOTX : PP__GOTDY;
@@ -1758,8 +1927,8 @@ static int pp__fwd(pp_exec *e, int k, int s, int upto) {
     for (l = e->first[s]; l < upto; l++) {
         mb_tensor x, y;
         const pp_layer *L = &e->cfg->layers[l];
-        pp__lt(e, &x, k, s, 0, l);
-        pp__lt(e, &y, k, s, 1, l);
+        pp__lt(e, &x, k, 0, l);
+        pp__lt(e, &y, k, 1, l);
         if ((rc = L->forward(L->self, &x, &y)) < 0) return rc;
     }
     return PP_OK;
@@ -1775,7 +1944,7 @@ static int pp__action(pp_exec *e, pp_action a) {
     int s = a.stage, m = a.mb, k, j, l, rc = 0, last = s == t->nstages - 1, train = c->loss != NULL;
     int hi = e->first[s + 1] - 1;      /* the stage's last layer */
     mb_tensor x, y;
-    if (a.type == PP_IDLE || a.type == PP_RECV_F || a.type == PP_RECV_B) return PP_OK; /* posted */
+    if ((1u << a.type) & (1u << PP_IDLE | 1u << PP_RECV_F | 1u << PP_RECV_B)) return PP_OK; /* posted */
     if (a.type == PP_F) {
         if ((k = pp__find(e, s, m)) >= 0) {
             if (!PP__GOT(k, PP__GOTX)) return PP_ERR_DUPLICATE;
@@ -1783,19 +1952,19 @@ static int pp__action(pp_exec *e, pp_action a) {
         } else if ((k = pp__alloc(e, s, m)) < 0) {
             return k;
         } else if (!s) {
-            pp__lt(e, &x, k, s, 0, e->first[s]);
+            pp__lt(e, &x, k, 0, e->first[s]);
             rc = c->input(c->user, m, &x);
         } else if (t->stage_rank[s - 1] == t->rank) {
             if ((j = pp__find(e, s - 1, m)) < 0) return j;
-            PP_MEMCPY(pp__at(e, k, s, 0, 0), pp__at(e, j, s - 1, 1, e->first[s] - 1),
+            PP_MEMCPY(pp__at(e, k, 0, 0), pp__at(e, j, 1, e->first[s] - 1),
                       pp__inb(c, e->first, s));
             if (!train) e->slot[j] = 0;
         } else rc = pp__move(e, k, a, 0);
         if (rc < 0 || (rc = pp__fwd(e, k, s, hi + 1)) < 0) return rc;
-        pp__lt(e, &y, k, s, 1, hi);
+        pp__lt(e, &y, k, 1, hi);
         if (last && train) {
             mb_tensor dy;
-            pp__lt(e, &dy, k, s, 2, hi);
+            pp__lt(e, &dy, k, 2, hi);
             e->losses[m].kind = MB_VALUE_SCALAR;   /* scalar 0 (zeroed by pp_exec_run) */
             if ((rc = c->loss(c->user, m, &y, &dy, &e->losses[m].scalar)) < 0) return rc;
         } else if (last) {
@@ -1828,20 +1997,19 @@ static int pp__action(pp_exec *e, pp_action a) {
         for (l = hi; l >= e->first[s]; l--) {
             mb_tensor dy, dx;
             const pp_layer *L = &c->layers[l];
-            pp__lt(e, &x, k, s, 0, l);
-            pp__lt(e, &dy, k, s, 2, l);
-            int jk = k, js = s, part = 2;     /* dx: the previous layer's output gradient */
+            pp__lt(e, &x, k, 0, l);
+            pp__lt(e, &dy, k, 2, l);
+            int jk = k, part = 2;             /* dx: the previous layer's output gradient */
             if (l == e->first[s]) {
                 if (!s) break;                /* no gradient for the model input */
                 if (t->stage_rank[s - 1] == t->rank) {
-                    if ((jk = pp__find(e, s - 1, m)) < 0) return jk;
-                    js = s - 1;
+                    if ((jk = pp__find(e, s - 1, m)) < 0) return jk;  /* stage s - 1's slot */
                 } else {
                     part = 3;                 /* this slot's dx, sent by SEND_B */
                     e->slot[k] |= PP__SENDB;
                 }
             }
-            pp__lt(e, &dx, jk, js, part, l - 1);
+            pp__lt(e, &dx, jk, part, l - 1);
             if ((rc = L->backward_input(L->self, &x, &dy, &dx)) < 0) return rc;
         }
         e->slot[k] |= PP__IDONE;
@@ -1854,8 +2022,8 @@ static int pp__action(pp_exec *e, pp_action a) {
             mb_tensor dy;
             const pp_layer *L = &c->layers[l];
             if (!L->backward_weight) continue;
-            pp__lt(e, &x, k, s, 0, l);
-            pp__lt(e, &dy, k, s, 2, l);
+            pp__lt(e, &x, k, 0, l);
+            pp__lt(e, &dy, k, 2, l);
             if ((rc = L->backward_weight(L->self, &x, &dy)) < 0) return rc;
         }
         e->slot[k] |= PP__WDONE;
@@ -1897,9 +2065,13 @@ static int pp__agree(pp_exec *e, int rc) {
     return all ? all : PG_ERR_ABORTED;
 }
 
+static uint32_t pp__now(const pp_exec_cfg *c, uint32_t otherwise) {
+    return c->now_us ? c->now_us(c->user) : otherwise;
+}
+
 PP_API int pp_exec_run(pp_exec *e) {
     int i, rc = 0;
-    uint32_t t0 = 0;
+    uint32_t t0;
     if (!e || !e->t) return PP_ERR_NULL;
     PP_MEMSET(e->slot, 0, (size_t)(e->mem - (unsigned char *)e->slot)); /* slot states, losses */
     e->nevents = 0;
@@ -1908,12 +2080,12 @@ PP_API int pp_exec_run(pp_exec *e) {
 #ifndef PP_NO_TAKEIN
         e->at = i;
 #endif
-        if (e->cfg->now_us) t0 = e->cfg->now_us(e->cfg->user);
+        t0 = pp__now(e->cfg, 0);
         rc = pp__action(e, a);
         if (e->events && e->nevents < e->max_events && a.type != PP_IDLE) {
             pp_event *v = &e->events[e->nevents++];
             v->rank = e->t->rank; v->action = a; v->t_start = t0;
-            v->t_end = e->cfg->now_us ? e->cfg->now_us(e->cfg->user) : t0;
+            v->t_end = pp__now(e->cfg, t0);
         }
     }
     return pp__agree(e, rc);

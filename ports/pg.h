@@ -220,6 +220,9 @@ PG_API size_t pg_max_msg(const pg_group *g);
 
 /* Blocking with the group's timeout; `dst`/`src` are group ranks; tag 0..PG_TAG_MAX. */
 PG_API int pg_send(pg_group *g, int dst, int tag, const void *buf, size_t bytes);
+/* As pg_send with an explicit timeout (0 = only if the mailbox has room now, never block;
+   PG_WAIT_FOREVER = no limit); the group's timeout is neither used nor changed. */
+PG_API int pg_send_timeout(pg_group *g, int dst, int tag, const void *buf, size_t bytes, uint32_t timeout_ms);
 /* Receives into buf[0..cap); *got (may be NULL) = the message size. */
 PG_API int pg_recv(pg_group *g, int src, int tag, void *buf, size_t cap, size_t *got);
 /* As pg_recv with an explicit timeout (0 = try once, never block). */
@@ -446,14 +449,20 @@ static int pg__p2p_check(const pg_group *g, int peer, int tag)
     return PG_OK;
 }
 
-PG__DEF int pg_send(pg_group *g, int dst, int tag, const void *buf, size_t bytes)
+PG__DEF int pg_send_timeout(pg_group *g, int dst, int tag, const void *buf, size_t bytes, uint32_t timeout_ms)
 {
     int rc = pg__p2p_check(g, dst, tag);
     if (rc < 0) return rc;
     if (!buf && bytes) return PG_ERR_NULL;
     if (bytes > g->max_msg) return PG_ERR_TOO_BIG;
     return g->ops->send(g->port, g->ranks[dst], pg_wire_tag(g->context, PG__K_USER, (uint32_t)tag), buf, bytes,
-                        g->timeout_ms);
+                        timeout_ms);
+}
+
+PG__DEF int pg_send(pg_group *g, int dst, int tag, const void *buf, size_t bytes)
+{
+    if (!g) return PG_ERR_NULL;
+    return pg_send_timeout(g, dst, tag, buf, bytes, g->timeout_ms);
 }
 
 PG__DEF int pg_recv_timeout(pg_group *g, int src, int tag, void *buf, size_t cap, size_t *got, uint32_t timeout_ms)

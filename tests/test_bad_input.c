@@ -315,6 +315,14 @@ static size_t counts2[2] = {2, 2}, counts_big[2] = {(size_t)-1 / 2, 2};
     ROW(pp63, "pipeline.h", "pp_exec_loss", "NULL loss", PP_ERR_NULL, pp_exec_loss(&xexec_unset, NULL, NULL)) \
     ROW(pp64, "pipeline.h", "pp_exec_loss", "not the last stage's rank", PP_ERR_ARG, \
         pp_exec_loss(&xexec_unset, NULL, OUT(double))) \
+    ROW(pp65, "pipeline.h", "pp_mailbox_depth", "NULL plan", PP_ERR_NULL, \
+        pp_mailbox_depth(NULL, 4, work, sizeof work, NULL)) \
+    ROW(pp66, "pipeline.h", "pp_mailbox_depth", "max_depth above 254", PP_ERR_ARG, \
+        pp_mailbox_depth(&lowered, 255, work, sizeof work, NULL)) \
+    ROW(pp67, "pipeline.h", "pp_mailbox_depth", "work too small", PP_ERR_TOO_SMALL, \
+        pp_mailbox_depth(&lowered, 4, work, 8, NULL)) \
+    ROW(pp68, "pipeline.h", "pp_mailbox_depth", "needs a deeper mailbox than max_depth (1F1B: 1; plan unchanged)", \
+        PP_ERR_MAILBOX, pp_mailbox_depth(&lowered, 0, work, sizeof work, NULL)) \
     \
     ROW(dt1, "dtensor.h", "dt_strerror", "unknown code (returns a string, never NULL)", 0, dt_strerror(12345) == NULL) \
     ROW(dt2, "dtensor.h", "dt_mesh_init", "NULL mesh", DT_ERR_NULL, dt_mesh_init(NULL, 1, shape_m2, NULL, 0)) \
@@ -733,6 +741,9 @@ static size_t counts2[2] = {2, 2}, counts_big[2] = {(size_t)-1 / 2, 2};
         pg_recv_timeout(g0, 1, 70000, OUT(void), 64, OUT_AT(size_t, 4096), 0)) \
     ROW(pg29, "ports/pg.h", "pg_recv_timeout", "nothing sent, timeout 0", PG_ERR_TIMEOUT, \
         pg_recv_timeout(g0, 1, 3, OUT(void), 64, OUT_AT(size_t, 4096), 0)) \
+    ROW(pg78, "ports/pg.h", "pg_send_timeout", "tag out of range", PG_ERR_TAG, \
+        pg_send_timeout(g0, 1, 70000, pin, 4, 0)) \
+    ROW(pg79, "ports/pg.h", "pg_send_timeout", "NULL group", PG_ERR_NULL, pg_send_timeout(NULL, 1, 0, pin, 4, 0)) \
     ROW(pg30, "ports/pg.h", "pg_probe", "src out of range", PG_ERR_RANK, pg_probe(g0, 2, 0, OUT(size_t))) \
     ROW(pg31, "ports/pg.h", "pg_abort", "NULL", PG_ERR_NULL, pg_abort(NULL, -1)) \
     ROW(pg32, "ports/pg.h", "pg_recover", "NULL", PG_ERR_NULL, pg_recover(NULL)) \

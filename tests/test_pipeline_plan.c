@@ -615,16 +615,74 @@ static void test_emit_c(void **state) {
     assert_non_null(strstr(text, "static const pp_action my_plan_r0[8] = {\n    PP_ACTION(PP_F, 0, 0), PP_ACTION(PP_SEND_F, 0, 0),"));
     assert_non_null(strstr(text, "static const pp_action my_plan_r1[8] = {\n    PP_ACTION(PP_RECV_F, 1, 0),"));
     assert_non_null(strstr(text, "static const uint8_t my_plan_stage_rank[2] = {0, 1};"));
-    assert_non_null(strstr(text, "const pp_table my_plan[2] = {\n    {my_plan_r0, 8, 0, 2, 2, 2, 2, my_plan_stage_rank},\n"
-                                 "    {my_plan_r1, 8, 1, 2, 2, 2, 1, my_plan_stage_rank},\n};\n"));
+    assert_non_null(strstr(text, "const pp_table my_plan[2] = {\n    {my_plan_r0, 8, 0, 2, 2, 2, 2, my_plan_stage_rank, 0},\n"
+                                 "    {my_plan_r1, 8, 1, 2, 2, 2, 1, my_plan_stage_rank, 0},\n};\n"));
+    /* not proven: a PP_NO_TAKEIN build stops */
+    assert_non_null(strstr(text, "#ifdef PP_NO_TAKEIN\n#error \"my_plan: not proven to run without take-in"));
+    assert_null(strstr(text, "MAILBOX_DEPTH"));
+    /* proven (1F1B needs one transfer of room per pair): the depth and its check */
+    assert_int_equal(pp_mailbox_depth(&low, 4, st_c, sizeof st_c, NULL), 1);
+    assert_int_equal(low.mailbox, 2);
+    n = pp_emit_c(&low, "my_plan", text, sizeof text, NULL);
+    assert_true(n > 0);
+    assert_non_null(strstr(text, "#define my_plan_MAILBOX_DEPTH 1\n#if defined(PP_NO_TAKEIN) && PP_MAILBOX_SLOTS < 1\n"
+                                 "#error \"my_plan: PP_MAILBOX_SLOTS is below"));
+    assert_non_null(strstr(text, "{my_plan_r1, 8, 1, 2, 2, 2, 1, my_plan_stage_rank, 2},\n};\n"));
+    assert_null(strstr(text, "not proven"));
     assert_int_equal(pp_emit_c(&low, "9bad", text, sizeof text, NULL), PP_ERR_ARG);
     assert_int_equal(pp_emit_c(&low, "my plan", text, sizeof text, NULL), PP_ERR_ARG);
     {
         pp_table t;
         assert_int_equal(pp_plan_table(&low, 1, &t), PP_OK);
         assert_int_equal(t.len, 8); assert_int_equal(t.slots, 1); assert_int_equal(t.rank, 1);
+        assert_int_equal(t.mailbox, 2);
         assert_int_equal(pp_plan_table(&low, 2, &t), PP_ERR_ARG);
     }
+}
+
+/* pp_mailbox_depth: the depth each schedule needs when no rank takes in early messages. */
+static void test_mailbox_depth(void **state) {
+    static const struct { int kind, P, V, M, depth; } C[] = {
+        {PP_SCHED_FORWARD_ONLY, 4, 1, 8, 0}, {PP_SCHED_GPIPE, 4, 1, 8, 0}, {PP_SCHED_1F1B, 4, 1, 8, 1},
+        {PP_SCHED_1F1B, 4, 1, 32, 1}, {PP_SCHED_INTERLEAVED_1F1B, 2, 2, 16, 2},
+        {PP_SCHED_INTERLEAVED_ZB, 2, 2, 32, 2}, {PP_SCHED_ZBV, 2, 2, 16, 2},
+        {PP_SCHED_LOOPED_BFS, 2, 2, 16, 8}, {PP_SCHED_LOOPED_BFS, 2, 2, 32, 16},
+    };
+    static uint32_t work[6 * 4 * 32];
+    const pp_action f0 = PP_ACTION(PP_F, 0, 0), f1 = PP_ACTION(PP_F, 1, 0);
+    pp_plan p, low;
+    pp_diag d;
+    int i;
+    (void)state;
+    for (i = 0; i < (int)(sizeof C / sizeof C[0]); i++) {
+        build(&p, C[i].kind, C[i].P, C[i].V, C[i].M, st_a, sizeof st_a);
+        assert_int_equal(pp_lower(&p, &low, st_b, sizeof st_b, NULL), PP_OK);
+        assert_int_equal(low.mailbox, 0);
+        assert_true(pp_sim_bytes(&low) <= sizeof work);
+        if (C[i].depth) {   /* one less is refused, naming a waiting rank; the plan unchanged */
+            memset(&d, 0xff, sizeof d);
+            assert_int_equal(pp_mailbox_depth(&low, C[i].depth - 1, work, sizeof work, &d), PP_ERR_MAILBOX);
+            assert_true(d.rank >= 0 && d.rank < C[i].P && d.step >= 0 && d.step < low.len[d.rank]);
+            assert_int_equal(low.mailbox, 0);
+        }
+        assert_int_equal(pp_mailbox_depth(&low, 254, work, sizeof work, NULL), C[i].depth);
+        assert_int_equal(low.mailbox, C[i].depth + 1);
+        assert_int_equal(pp_mailbox_depth(&low, C[i].depth, work, sizeof work, NULL), C[i].depth);
+    }
+    /* LoopedBFS on 2 ranks: every forward goes ahead of its receives; rank 0 waits in a SEND_F */
+    build(&p, PP_SCHED_LOOPED_BFS, 2, 2, 16, st_a, sizeof st_a);
+    assert_int_equal(pp_lower(&p, &low, st_b, sizeof st_b, NULL), PP_OK);
+    assert_int_equal(pp_mailbox_depth(&low, 4, work, sizeof work, &d), PP_ERR_MAILBOX);
+    assert_int_equal(low.actions[d.rank * low.cap + d.step].type, d.action.type);
+    /* a receive nobody sends: no depth helps */
+    assert_int_equal(pp_plan_init(&p, st_a, sizeof st_a, 2, 2, 1), PP_OK);
+    p.actions[0] = f0;
+    p.actions[p.cap] = f1;
+    p.len[0] = p.len[1] = 1;
+    p.lowered = 1;
+    assert_int_equal(pp_mailbox_depth(&p, 254, work, sizeof work, &d), PP_ERR_DEADLOCK);
+    assert_int_equal(d.rank, 1);
+    assert_int_equal(p.mailbox, 0);
 }
 
 static void test_timeline_and_trace(void **state) {
@@ -757,6 +815,7 @@ int main(void) {
         cmocka_unit_test(test_strings),
         cmocka_unit_test(test_csv_roundtrip),
         cmocka_unit_test(test_emit_c),
+        cmocka_unit_test(test_mailbox_depth),
         cmocka_unit_test(test_timeline_and_trace),
         cmocka_unit_test(test_balance),
     };

@@ -79,10 +79,19 @@ static void use_plan(fz_in *in, pp_plan *p, int strict)
         FUZZ_REQUIRE(is_err(rc));
         if (strict && valid == PP_OK) FUZZ_REQUIRE(rc == PP_OK);
         if (rc == PP_OK) {
+            int sim_rc, depth, max_depth = fz_u8(in) % 255;
             FUZZ_REQUIRE(valid != PP_OK || pp_validate(&low, &diag) == PP_OK);
-            rc = pp_simulate(&low, &c, work, sizeof work, &sim, events, 4096, &nev, &diag);
-            FUZZ_REQUIRE(is_err(rc));
-            if (strict && valid == PP_OK) FUZZ_REQUIRE(rc == PP_OK);
+            sim_rc = pp_simulate(&low, &c, work, sizeof work, &sim, events, 4096, &nev, &diag);
+            FUZZ_REQUIRE(is_err(sim_rc));
+            if (strict && valid == PP_OK) FUZZ_REQUIRE(sim_rc == PP_OK);
+            /* the mailbox proof: a depth (recorded in the plan) or an error; a valid plan the
+               simulator runs (buffered sends) never deadlocks with unbounded mailboxes, and
+               the proven depth is the smallest: one less is refused */
+            depth = pp_mailbox_depth(&low, max_depth, work, sizeof work, &diag);
+            FUZZ_REQUIRE(depth >= 0 ? depth <= max_depth && low.mailbox == depth + 1
+                                    : (depth >= PP_ERR_MAP || depth == PP_ERR_MAILBOX) && low.mailbox == 0);
+            if (valid == PP_OK && sim_rc == PP_OK) FUZZ_REQUIRE(depth != PP_ERR_DEADLOCK);
+            if (depth > 0) FUZZ_REQUIRE(pp_mailbox_depth(&low, depth - 1, work, sizeof work, &diag) == PP_ERR_MAILBOX);
         }
     }
     rc = pp_csv_write(p, text, sizeof text, &need);

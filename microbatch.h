@@ -260,7 +260,7 @@ extern "C" {
 #define MB__NOINLINE
 #endif
 
-/* Flash size (issue #2 aims at <= 2 KB on Cortex-M4; `scons size` measures 3,265 B, README says
+/* Flash size (issue #2 aims at <= 2 KB on Cortex-M4; `scons size` measures 3,255 B, README says
    where they go): views go
    by pointer and scalars take part as 0-d f64 views; one element walker (row index from its flat number) serves
    copy (per contiguous row, one memmove; an element copied onto itself is skipped, so chunks that view
@@ -518,13 +518,20 @@ static MB__NOINLINE int32_t mb__chunk_len(int32_t total, int n, int c, int flags
     return q + (c < r);
 }
 
+/* The chunk count of mb_split_sizes for valid arguments (size >= 0, chunks > 0). */
+static MB__NOINLINE int mb__count(int32_t size, int chunks, int flags)
+{
+    if ((flags & MB_CEIL) && size) /* torch.chunk: ceil(size / chunks) each; chunk(empty, k): k empties */
+        chunks = (int)((size - 1) / ((size - 1) / chunks + 1) + 1); /* size - 1 over the ceil size */
+    return chunks;
+}
+
 MB__DEF int mb_split_sizes(int32_t size, int chunks, int flags, int32_t *sizes, int max_sizes)
 {
-    int c, n = chunks;
+    int c, n;
     if (chunks <= 0) return MB_ERR_CHUNKS;
     if (size < 0) return MB_ERR_SHAPE;
-    if ((flags & MB_CEIL) && size) /* torch.chunk: ceil(size / chunks) each; chunk(empty, k): k empties */
-        n = (int)((size - 1) / ((size - 1) / chunks + 1) + 1); /* size - 1 over the ceil size */
+    n = mb__count(size, chunks, flags);
     if (sizes && n > max_sizes) return MB_ERR_TOO_SMALL;
     for (c = 0; sizes && c < n; c++) sizes[c] = mb__chunk_len(size, chunks, c, flags);
     return n;
@@ -578,7 +585,7 @@ static int mb__split(const mb_value *args, const mb_spec *specs, int nargs, int 
                     if ((flags & MB_STRICT) || !sz) goto fail;
                     if (sz < n) n = sz;
                 }
-                c = mb_split_sizes(sz, n, flags, 0, 0);
+                c = mb__count(sz, n, flags);
                 rc = MB_ERR_CHUNK_COUNT;
                 if (pass && counted >= 0 && c != counted) goto fail;
                 counted = c;
@@ -678,16 +685,16 @@ static int mb__merge_one(const mb_value *v, int nchunks, int nvals, const mb_spe
     if (rc == MB_SPEC_REDUCE) {
         op = s->op;
         red = s->reducer;
-        if ((uint32_t)op > MB_RED_CUSTOM || (op == MB_RED_CUSTOM && (!red || !red->fn || red->init.kind != k)))
-            return MB_ERR_SPEC;
         if (op != MB_RED_CUSTOM) red = 0;
+        else if (!red || !red->fn || red->init.kind != k) return MB_ERR_SPEC;
+        if ((uint32_t)op > MB_RED_CUSTOM) return MB_ERR_SPEC;
     }
     f = mb__view(v, k, &sf);
     o = mb__view(out, k, &so);
     w = red ? mb__view(&red->init, k, &sa) : o; /* a custom reducer starts from init */
     rc = mb__same_shape(w, o, -1);
     if (!rc && op == MB_RED_MEAN && o->dtype >= MB_I8) rc = MB_ERR_DTYPE; /* as torch.mean */
-    if (!rc && mask && mb_split_sizes(o->shape[dim], nchunks, flags, 0, 0) != nchunks) rc = MB_ERR_CHUNK_COUNT;
+    if (!rc && mask && mb__count(o->shape[dim], nchunks, flags) != nchunks) rc = MB_ERR_CHUNK_COUNT;
     if (rc) return rc;
     if (!check) {
         out->kind = k;
@@ -716,8 +723,9 @@ static int mb__merge_one(const mb_value *v, int nchunks, int nvals, const mb_spe
         }
     }
     if (!check && op == MB_RED_MEAN) {
-        double cnt = nchunks;
-        mb__walk(MB__DIV, o, mb__scalar(&sa, &cnt));
+        int32_t cnt = nchunks; /* divide by the count, a broadcast 0-d int32 */
+        mb__scalar(&sa, &cnt)->dtype = MB_I32;
+        mb__walk(MB__DIV, o, &sa);
     }
     return cat && !mask && off != o->shape[dim] ? MB_ERR_SHAPE : MB_OK;
 }

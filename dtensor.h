@@ -5960,6 +5960,11 @@ static void dt__g_kernel(int op, int nin, float c, mb_tensor *y, const mb_tensor
     float *o = (float *)y->data;
     int32_t i, n = dt__numel(y);
     int c0 = nin > 0 && dt__contig(in[0]), c1 = nin > 1 && dt__contig(in[1]);
+    if (op == DT_G_SGD && c0 && c1) { /* the optimizer's stream over every parameter: a flat loop */
+        const float *a = (const float *)in[0]->data, *b = (const float *)in[1]->data;
+        for (i = 0; i < n; i++) o[i] = a[i] + -c * b[i];
+        return;
+    }
     for (i = 0; i < n; i++) {
         float a = nin > 0 ? DT__G_AT(in[0], c0, i) : c, b = nin > 1 ? DT__G_AT(in[1], c1, i) : 0.0f;
         switch (op) {

@@ -104,13 +104,14 @@ static int leaf(dt_graph *g, int op, int ndim, int32_t a, int32_t b)
 }
 
 /* A linear layer's parameter gradients from its output gradient ga (B, n) and input x:
-   weight mm(t(ga), x), bias sum(ga, 0, keepdim).view(n), as aten traces them. */
-static void linear_backward(dt_graph *g, int ga, int x, int32_t n, int *tga, int *gw, int *sb, int *gb)
+   weight mm(t(ga), x), bias sum(ga, 0, keepdim).view(n), as aten traces them; tw: the
+   weight gradient as t(mm(t(x), ga)), a transposed view (*tga is t(x) then). */
+static void linear_backward(dt_graph *g, int ga, int x, int32_t n, int tw, int *tga, int *gw, int *sb, int *gb)
 {
     dt_op_attrs tr = dim_attrs(0, 0, 0.0f), a = dim_attrs(0, 1, 0.0f);
     tr.dim2 = 1;
-    *tga = add1(g, DT_ATEN_TRANSPOSE, &tr, ga);
-    *gw = add2(g, DT_ATEN_MM, NULL, *tga, x);
+    *tga = add1(g, DT_ATEN_TRANSPOSE, &tr, tw ? x : ga);
+    *gw = tw ? add1(g, DT_ATEN_TRANSPOSE, &tr, add2(g, DT_ATEN_MM, NULL, *tga, ga)) : add2(g, DT_ATEN_MM, NULL, *tga, x);
     *sb = add1(g, DT_ATEN_SUM, &a, ga);
     a = shape_attrs(1, n, 0);
     *gb = add1(g, DT_ATEN_VIEW, &a, *sb);
@@ -118,7 +119,8 @@ static void linear_backward(dt_graph *g, int ga, int x, int32_t n, int *tga, int
 
 /* SimpleMLP's train step: loss = (sigmoid(net2(relu(net1(x)))) - y).sum(), its backward
    as aten ops, and SGD (lr) when sgd. wrap bit 0: torch's WrapperModule; bit 1: the
-   layers as linear(x, w, b) rather than addmm(b, x, t(w)). */
+   layers as linear(x, w, b) rather than addmm(b, x, t(w)); bit 2: the first layer's
+   weight gradient as a transposed view of an mm (sgd reads a strided gradient). */
 static void build_mlp(dt_graph *g, dt_gnode *storage, mlp *m, int32_t B, int wrap, int sgd, float lr)
 {
     dt_op_attrs tr = dim_attrs(0, 0, 0.0f), a;
@@ -177,10 +179,10 @@ static void build_mlp(dt_graph *g, dt_gnode *storage, mlp *m, int32_t B, int wra
         m->go = add2(g, DT_ATEN_ADD, NULL, m->g, m->gvo);
     }
     m->ga2 = add2(g, DT_G_SIGMOID_BWD, NULL, m->go, m->o);
-    linear_backward(g, m->ga2, m->h, OUT, &m->tga2, &m->gw2, &m->sb2, &m->gb2);
+    linear_backward(g, m->ga2, m->h, OUT, 0, &m->tga2, &m->gw2, &m->sb2, &m->gb2);
     m->gh = add2(g, DT_ATEN_MM, NULL, m->ga2, m->w2);
     m->ga1 = add2(g, DT_G_THRESHOLD_BWD, NULL, m->gh, m->h);
-    linear_backward(g, m->ga1, m->x, HID, &m->tga1, &m->gw1, &m->sb1, &m->gb1);
+    linear_backward(g, m->ga1, m->x, HID, (wrap & 4) != 0, &m->tga1, &m->gw1, &m->sb1, &m->gb1);
     if (sgd) {
         a = dim_attrs(0, 0, lr);
         m->sgd[0] = add2(g, DT_G_SGD, &a, m->w1, m->gw1);
@@ -493,6 +495,8 @@ static void close_all(const float *a, const float *b, int n, float tol)
 static uint64_t arena1[ARENA / 8];
 static float want[NPARAM], got[NPARAM];
 
+static int dp_avg; /* gradients averaged (DT_AVG), the learning rate x world */
+
 /* One rank's run: plan, load, `steps` steps; parameters and loss per step out. */
 static int run_rank(pg_group *pg, int world, int rank, int32_t B, int wrap, int steps, float *params, float *loss,
                     uint64_t *arena, dt_gnode *nodes, dt_gstep *st)
@@ -501,8 +505,8 @@ static int run_rank(pg_group *pg, int world, int rank, int32_t B, int wrap, int 
     dt_gplan p;
     mlp m;
     int s, rc;
-    build_mlp(&g, nodes, &m, B, wrap, 1, 0.05f);
-    rc = dt_graph_plan(&g, world, rank, DT_SUM, &p, st, CAP);
+    build_mlp(&g, nodes, &m, B, wrap, 1, 0.05f * (dp_avg ? (float)world : 1.0f)); /* avg x world: the sum */
+    rc = dt_graph_plan(&g, world, rank, dp_avg ? DT_AVG : DT_SUM, &p, st, CAP);
     if (rc) return rc;
     if (p.arena_bytes > ARENA) return -100;
     load(&p, arena, &m);
@@ -523,7 +527,7 @@ static void test_single_rank(void **state)
     int wrap;
     (void)state;
     init_data();
-    for (wrap = 0; wrap < 4; wrap++) {
+    for (wrap = 0; wrap < 8; wrap++) {
         reference(128, wrap, 0.05f, 2, want, l1);
         assert_int_equal(run_rank(NULL, 1, 0, 128, wrap, 2, got, l2, arena1, nodes, st), 0);
         close_all(got, want, NPARAM, 2e-5f);
@@ -583,6 +587,10 @@ static void test_dp_2(void **state)
     dp_case(2, 128, 1);
     dp_case(2, 7, 1); /* uneven: 4 + 3 rows */
     dp_case(2, 9, 2); /* linear layers */
+    dp_case(2, 9, 5); /* w1's gradient all-reduced under a transposed view */
+    dp_avg = 1;
+    dp_case(2, 7, 4);
+    dp_avg = 0;
 }
 
 static void test_dp_4(void **state)
@@ -591,6 +599,9 @@ static void test_dp_4(void **state)
     dp_case(4, 128, 1);
     dp_case(4, 10, 0); /* 3, 3, 3, 1 rows */
     dp_case(4, 3, 1);  /* 1, 1, 1 and an empty rank */
+    dp_avg = 1;
+    dp_case(4, 10, 6);
+    dp_avg = 0;
 }
 
 static void test_plan_local_shapes(void **state)
@@ -619,6 +630,11 @@ static void test_plan_local_shapes(void **state)
     assert_false(st[m.gb1].flags & DT_GS_ALLREDUCE);
     assert_false(st[m.gh].flags & DT_GS_ALLREDUCE);
     assert_int_equal(st[m.sgd[0]].offset, st[m.w1].offset); /* in place */
+    build_mlp(&g, nodes, &m, 10, 5, 1, 0.1f); /* w1's gradient a transposed view of its mm */
+    assert_int_equal(dt_graph_plan(&g, 4, 3, DT_SUM, &p, st, CAP), 0);
+    assert_true(st[m.gw1].flags & DT_GS_VIEW);
+    assert_false(st[m.gw1].flags & DT_GS_ALLREDUCE);
+    assert_true(st[st[m.gw1].in[0]].flags & DT_GS_ALLREDUCE); /* the root under the view */
     assert_int_equal(dt_graph_plan(&g, 4, 4, DT_SUM, &p, st, CAP), DT_ERR_RANK);
     assert_int_equal(dt_graph_plan(&g, 4, 0, DT_MAX, &p, st, CAP), DT_ERR_PLACEMENT);
 }

@@ -11,6 +11,12 @@
    slower of the 2 ranks, the all-reduce and its waiting included), what two otherwise
    idle cores would give on this shared host. Before timing, one step's parameters from
    2 ranks are compared with the 1-rank step's (float reduction order differs: 1e-4).
+   Rank 1 waits out the 1-rank step (~18 ms) in pg_pthread's yield phase, made 100 ms
+   long here (PG_PTHREAD_YIELD_NS; default 10 ms, then it sleeps): with the default it
+   slept ~8 ms of every ~30 ms round, a duty cycle no data-parallel training loop has
+   (its ranks step back to back), and started each 2-rank step on a core left idle,
+   while rank 0 always starts it busy. The 1-rank step ran beside that yielding waiter
+   for its first 10 ms before, for all of it now.
    One JSON row per measurement (DESIGN.md). No assertions. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -23,6 +29,7 @@
 #define DTENSOR_IMPLEMENTATION
 #include "dtensor.h"
 #define PG_PTHREAD_IMPLEMENTATION
+#define PG_PTHREAD_YIELD_NS 100000000 /* rank 1 yields through the 1-rank step (above) */
 #include "ports/pg_pthread.h"
 #include "../dtensor/bench_time.h"
 

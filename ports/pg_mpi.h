@@ -255,6 +255,8 @@ static int pg_mpi__post(pg_mpi_port *p, int dst, int tag, const void *head, size
 {
     pg_mpi__wait w;
     int i, k, done, rc;
+    if (p->send_req[p->next_slot] == MPI_REQUEST_NULL) /* free as a rule (see pg_mpi__wait_all) */
+        return pg_mpi__slot_send(p, p->next_slot, dst, tag, head, hbytes, buf, bytes);
     pg_mpi__wait_init(&w, timeout_ms);
     for (;;) {
         for (k = 0; k < PG_MPI_SEND_SLOTS; k++) {
@@ -592,11 +594,8 @@ static int pg_mpi__gather_even(pg_mpi_port *p, uint32_t timeout_ms, int64_t *hdr
     pg_mpi__wait w;
     int j, k, n = p->size - 1, me = p->rank, rc = PG_OK, got = 0;
     hdr[5] = (int64_t)b;
-    for (j = 0; j < p->size && rc == PG_OK; j++) /* the next slot is free as a rule (see pg_mpi__wait_all) */
-        if (j != me)
-            rc = p->send_req[p->next_slot] == MPI_REQUEST_NULL
-                     ? pg_mpi__slot_send(p, p->next_slot, j, PG_MPI_COLL_TAG, hdr, PG_MPI__HDR, send, b)
-                     : pg_mpi__post(p, j, PG_MPI_COLL_TAG, hdr, PG_MPI__HDR, send, b, timeout_ms);
+    for (j = 0; j < p->size && rc == PG_OK; j++)
+        if (j != me) rc = pg_mpi__post(p, j, PG_MPI_COLL_TAG, hdr, PG_MPI__HDR, send, b, timeout_ms);
     if (rc == PG_OK && n && MPI_Startall(n, p->first) != MPI_SUCCESS) return PG_ERR_PORT;
     if (rc == PG_OK && b && recv + (size_t)me * b != (const unsigned char *)send)
         memmove(recv + (size_t)me * b, send, b); /* while ours travel */
@@ -610,8 +609,7 @@ static int pg_mpi__gather_even(pg_mpi_port *p, uint32_t timeout_ms, int64_t *hdr
         if (j != me) {
             const int64_t *h = (const int64_t *)p->stage[j];
             MPI_Get_count(&st[k++], MPI_BYTE, &got);
-            if ((size_t)got != PG_MPI__HDR + b || h[5] != hdr[5] || h[0] != hdr[0] || h[1] != hdr[1] ||
-                h[2] != hdr[2] || h[3] != hdr[3] || h[4] != hdr[4]) {
+            if ((size_t)got != PG_MPI__HDR + b || memcmp(h, hdr, 6 * sizeof *h) != 0) { /* words 0-4 and size */
                 for (j = 0; j < p->size; j++) ib[j] = b;
                 return pg_mpi__rest(p, &w, hdr, ib, st);
             }

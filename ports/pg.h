@@ -306,13 +306,14 @@ PG_API int pg_reduce_local(void *acc, const void *in, size_t n, mb_dtype dt, pg_
 PG_API int pg_reduce_into(void *out, const void *a, const void *b, size_t n, mb_dtype dt, pg_red op);
 /* acc[i] /= divisor for AVG's final step (float dtypes). */
 PG_API int pg_scale_local(void *acc, size_t n, mb_dtype dt, int divisor);
-/* (for ports) A 64-bit FNV-1a hash of counts[0..n): native collectives compare per-rank
-   counts by it. */
-static inline uint64_t pg__counts_hash(const size_t *counts, int n)
+/* (for ports) A 64-bit FNV-1a hash of counts[0], counts[step], ... (n of them; step 0: n
+   copies of counts[0], an even collective's counts without the array): native collectives
+   compare per-rank counts by it. */
+static inline uint64_t pg__counts_hash(const size_t *counts, int n, int step)
 {
     uint64_t h = 1469598103934665603u;
     int i;
-    for (i = 0; counts && i < n; i++) h = (h ^ (uint64_t)counts[i]) * 1099511628211u;
+    for (i = 0; counts && i < n; i++) h = (h ^ (uint64_t)counts[i * step]) * 1099511628211u;
     return h;
 }
 
@@ -1008,15 +1009,17 @@ static void pg__even_counts(int n, size_t count, size_t *counts)
     for (i = 0; i < n; i++) counts[i] = count / (size_t)n + ((size_t)i < count % (size_t)n ? 1u : 0u);
 }
 
-/* counts[] = count for every rank, after the checks every even variant shares */
+/* counts[] = count for every rank (counts NULL: none), after the checks every even variant shares */
 static int pg__even(const pg_group *g, size_t count, mb_dtype dt, size_t *counts)
 {
     size_t es = pg_dtype_size(dt);
     int rc = pg__ok(g), i;
     if (rc < 0) return rc;
     if (!es) return PG_ERR_DTYPE;
-    if (count > ((size_t)-1) / (es * (size_t)g->size)) return PG_ERR_SIZE; /* es * size <= 8 * PG_MAX_RANKS */
-    for (i = 0; i < g->size; i++) counts[i] = count;
+    /* es * size <= 8 * PG_MAX_RANKS: the division only for counts that large */
+    if (count > ((size_t)-1) / (8u * PG_MAX_RANKS) && count > ((size_t)-1) / (es * (size_t)g->size))
+        return PG_ERR_SIZE;
+    for (i = 0; counts && i < g->size; i++) counts[i] = count;
     return PG_OK;
 }
 
@@ -1069,13 +1072,14 @@ PG__DEF int pg_all_gatherv(pg_group *g, const void *send, void *recv, const size
 PG__DEF int pg_all_gather(pg_group *g, const void *send, void *recv, size_t count, mb_dtype dt)
 {
     size_t counts[PG_MAX_RANKS];
-    int rc = pg__even(g, count, dt, counts);
+    int rc = pg__even(g, count, dt, 0);
     if (rc < 0) return rc;
     if (count && (!send || !recv)) return PG_ERR_NULL;
     if (g->ops->all_gather) {
         rc = g->ops->all_gather(g, send, recv, count, dt);
         if (rc != PG_ERR_UNSUPPORTED) return rc;
     }
+    pg__even(g, count, dt, counts); /* the array only now: a port's even all_gather needs none */
     return pg_all_gatherv(g, send, recv, counts, dt);
 }
 

@@ -13,7 +13,11 @@
        rendezvous for larger ones costs more than the whole exchange), polled with the
        group's timeout; every rank checks every header, so disagreements return
        PG_ERR_MISMATCH on every rank, and reduces in rank order (every rank, same bits);
-       an even all_gather of one message a peer takes a shorter path to the same messages;
+       the first message to each peer (the header and up to PG_MPI_SMALL bytes) goes out
+       of one of two buffers per peer with its MPI request freed at once (the exchange
+       after next reuses it, and the one between proves the peer took it), so it costs
+       what a bare MPI_Isend does; an even all_gather of one message a peer takes a
+       shorter path to the same messages;
      - larger ones first exchange the headers alone (the same check, and a rendezvous:
        every rank has arrived with the same arguments), then make the blocking MPI call
        (MPI_Allreduce, ...), as fast as raw MPI. Once the check has passed, the call itself
@@ -136,6 +140,9 @@ typedef struct pg_mpi_port {
     uint64_t stage[PG_MPI_SMALL_RANKS][(64 + PG_MPI_EXCHANGE) / 8]; /* exchange receives, by rank */
     MPI_Request first[PG_MPI_SMALL_RANKS]; /* persistent receives of every peer's first exchange
                                               message into stage[peer], in rank order, self left out */
+    uint64_t xbuf[2][PG_MPI_SMALL_RANKS][(64 + PG_MPI_SMALL) / 8]; /* our first exchange messages,
+                                              by exchange parity and peer (pg_mpi__send_first) */
+    int xpar;             /* parity of the exchange in progress */
     pg_group world;
 } pg_mpi_port;
 
@@ -233,37 +240,33 @@ static int pg_mpi__complete(pg_mpi_port *p, MPI_Request *req, uint32_t timeout_m
     }
 }
 
-#define PG_MPI__HDR 64 /* an exchange header's bytes (see pg_mpi__header) */
+#define PG_MPI__HDR 64           /* an exchange header's bytes (see pg_mpi__header) */
+#define PG_MPI__MAGIC 0x70670000 /* + the collective: word 0 of every exchange header */
 
-/* Buffered send of head[0..hbytes) + buf[0..bytes) as one message (hbytes: 0 or PG_MPI__HDR):
-   copied into a free send slot (pg_mpi__post waits for one within the timeout;
-   pg_mpi__slot_send takes free slot i), then MPI_Isend. Slots are taken round robin from
-   next_slot, so the one tested is the oldest send, done as a rule. Callers poll the abort. */
-static int pg_mpi__slot_send(pg_mpi_port *p, int i, int dst, int tag, const void *head, size_t hbytes,
-                             const void *buf, size_t bytes)
+/* Buffered send of buf[0..bytes) as one message: copied into a free send slot (pg_mpi__post
+   waits for one within the timeout; pg_mpi__slot_send takes free slot i), then MPI_Isend.
+   Slots are taken round robin from next_slot, so the one tested first is the oldest send,
+   done as a rule. Callers poll the abort. */
+static int pg_mpi__slot_send(pg_mpi_port *p, int i, int dst, int tag, const void *buf, size_t bytes)
 {
     unsigned char *d = (unsigned char *)p->send_buf[i];
-    if (hbytes) memcpy(d, head, PG_MPI__HDR); /* a constant size: copied inline */
-    if (bytes) memcpy(d + hbytes, buf, bytes);
+    if (bytes) memcpy(d, buf, bytes);
     p->next_slot = (i + 1) % PG_MPI_SEND_SLOTS;
-    return MPI_Isend(d, (int)(hbytes + bytes), MPI_BYTE, dst, tag, p->p2p, &p->send_req[i]) == MPI_SUCCESS
-               ? PG_OK : PG_ERR_PORT;
+    return MPI_Isend(d, (int)bytes, MPI_BYTE, dst, tag, p->p2p, &p->send_req[i]) == MPI_SUCCESS ? PG_OK
+                                                                                                 : PG_ERR_PORT;
 }
 
-static int pg_mpi__post(pg_mpi_port *p, int dst, int tag, const void *head, size_t hbytes, const void *buf,
-                        size_t bytes, uint32_t timeout_ms)
+static int pg_mpi__post(pg_mpi_port *p, int dst, int tag, const void *buf, size_t bytes, uint32_t timeout_ms)
 {
     pg_mpi__wait w;
     int i, k, done, rc;
-    if (p->send_req[p->next_slot] == MPI_REQUEST_NULL) /* free as a rule (see pg_mpi__wait_all) */
-        return pg_mpi__slot_send(p, p->next_slot, dst, tag, head, hbytes, buf, bytes);
     pg_mpi__wait_init(&w, timeout_ms);
     for (;;) {
         for (k = 0; k < PG_MPI_SEND_SLOTS; k++) {
             i = (p->next_slot + k) % PG_MPI_SEND_SLOTS;
             done = p->send_req[i] == MPI_REQUEST_NULL;
             if (!done) MPI_Test(&p->send_req[i], &done, MPI_STATUS_IGNORE);
-            if (done) return pg_mpi__slot_send(p, i, dst, tag, head, hbytes, buf, bytes);
+            if (done) return pg_mpi__slot_send(p, i, dst, tag, buf, bytes);
         }
         if ((rc = pg_mpi__wait_step(p, &w)) < 0) return rc;
     }
@@ -276,7 +279,7 @@ static int pg_mpi__send(void *port, int dst, uint32_t tag, const void *buf, size
     if (dst < 0 || dst >= p->size) return PG_ERR_RANK;
     if (bytes > PG_MPI_MAX_MSG) return PG_ERR_TOO_BIG;
     if ((rc = pg_mpi__poll_abort(p)) < 0) return rc;
-    return pg_mpi__post(p, dst, (int)tag, 0, 0, buf, bytes, timeout_ms);
+    return pg_mpi__post(p, dst, (int)tag, buf, bytes, timeout_ms);
 }
 
 static int pg_mpi__recv(void *port, int src, uint32_t tag, void *buf, size_t cap, size_t *got, uint32_t timeout_ms)
@@ -349,7 +352,9 @@ static void pg_mpi__drain(pg_mpi_port *p)
 
 /* One recover round: drain until this rank's sends are done and an Ibarrier over p2p
    completed, within the world's timeout. A round that timed out is resumed (same
-   Ibarrier) by the next pg_recover, so late ranks still match. */
+   Ibarrier) by the next pg_recover, so late ranks still match. (Exchange first messages,
+   their requests freed, are not waited for here: every peer drains them, so after the
+   second round their buffers are free again.) */
 static int pg_mpi__drain_round(pg_mpi_port *p)
 {
     pg_mpi__wait w;
@@ -454,35 +459,58 @@ static int pg_mpi__finish(pg_mpi_port *p, MPI_Request *req, uint32_t timeout_ms)
 /* ---- the argument check and the exchange of small collectives ----
    A header: words 0..4 are what every rank must agree on (magic + collective, count,
    dtype, op or root, a hash of the per-rank counts), word 5 the payload bytes that follow. */
-static void pg_mpi__header(int64_t *h, int kind, size_t count, mb_dtype dt, int op_or_root, const size_t *counts,
-                           int n)
+static void pg_mpi__header(int64_t *h, int kind, size_t count, mb_dtype dt, int op_or_root, uint64_t counts_hash)
 {
-    uint64_t x = pg__counts_hash(counts, n);
-    h[0] = 0x70670000 + kind;
+    h[0] = PG_MPI__MAGIC + kind;
     h[1] = (int64_t)count;
     h[2] = (int64_t)dt;
     h[3] = op_or_root;
-    h[4] = (int64_t)(x >> 1);
+    h[4] = (int64_t)(counts_hash >> 1);
     h[5] = h[6] = h[7] = 0;
 }
 
-/* Poll requests to completion within the wait w (they stay pending on failure). The first
-   fruitless poll also tests the send slot pg_mpi__post takes next (done by now, as a rule:
-   MPI_Test then frees it), so the next send does not test it before going out. */
-static int pg_mpi__wait_all(pg_mpi_port *p, pg_mpi__wait *w, int m, MPI_Request *rq, MPI_Status *st)
+/* Poll requests to completion within the wait w (they stay pending on failure). */
+static int pg_mpi__wait_all(pg_mpi_port *p, pg_mpi__wait *w, int m, MPI_Request *rq)
 {
-    int flag = 0, rc = PG_OK, slot_tested = 0, slot_done = 0;
+    int flag = 0, rc = PG_OK;
     while (rc == PG_OK) {
-        if ((m == 1 ? MPI_Test(rq, &flag, st == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : st)
-                    : MPI_Testall(m, rq, &flag, st)) != MPI_SUCCESS)
+        if ((m == 1 ? MPI_Test(rq, &flag, MPI_STATUS_IGNORE) : MPI_Testall(m, rq, &flag, MPI_STATUSES_IGNORE)) !=
+            MPI_SUCCESS)
             return PG_ERR_PORT;
         if (flag) return PG_OK;
-        if (!slot_tested && p->send_req[p->next_slot] != MPI_REQUEST_NULL)
-            MPI_Test(&p->send_req[p->next_slot], &slot_done, MPI_STATUS_IGNORE);
-        slot_tested = 1;
         rc = pg_mpi__wait_step(p, w);
     }
     return rc;
+}
+
+/* An exchange's first message to rank dst: the header and bytes <= PG_MPI_SMALL payload
+   bytes, copied into xbuf[xpar][dst] and sent with its request freed at once (no slot is
+   looked for, waited for or tested later: the send costs what a bare MPI_Isend does). The
+   buffer is written again two exchanges on, and the exchange between them received dst's
+   first message, which dst sent after it returned from this one, so after it had received
+   ours; when an exchange fails, pg_recover (due on every rank) drains every message first. */
+static int pg_mpi__send_first(pg_mpi_port *p, int dst, const int64_t *hdr, const void *buf, size_t bytes)
+{
+    unsigned char *d = (unsigned char *)p->xbuf[p->xpar][dst];
+    MPI_Request rq;
+    memcpy(d, hdr, PG_MPI__HDR); /* a constant size: copied inline */
+    if (bytes) memcpy(d + PG_MPI__HDR, buf, bytes);
+    if (MPI_Isend(d, (int)(PG_MPI__HDR + bytes), MPI_BYTE, dst, PG_MPI_COLL_TAG, p->p2p, &rq) != MPI_SUCCESS)
+        return PG_ERR_PORT;
+    return MPI_Request_free(&rq) == MPI_SUCCESS ? PG_OK : PG_ERR_PORT;
+}
+
+/* Start the persistent receives of the peers' first exchange messages (MPI_Start for one:
+   half MPI_Startall's instructions), word 0 of every stage cleared first. Only exchange
+   messages travel on PG_MPI_COLL_TAG, and a first one is a header (magic in word 0, its
+   payload bytes in word 5) and exactly the bytes it announces, so a stage whose word 0 is
+   a header holds one whole message: its length needs no MPI_Get_count (a 64-bit division
+   in OpenMPI, 2 % of a small exchange). */
+static int pg_mpi__start_first(pg_mpi_port *p, int n)
+{
+    int j;
+    for (j = 0; j < p->size; j++) p->stage[j][0] = 0;
+    return (n == 1 ? MPI_Start(p->first) : MPI_Startall(n, p->first)) == MPI_SUCCESS ? PG_OK : PG_ERR_PORT;
 }
 
 /* Cancel the receives still pending (done or inactive persistent ones are left alone). */
@@ -503,24 +531,22 @@ static void pg_mpi__cancel(int m, MPI_Request *rq)
    the header in front of the first; a bare header is one message) */
 #define PG_MPI__LATER (PG_MPI_SMALL_RANKS * ((PG_MPI_EXCHANGE + PG_MPI_SMALL - 1) / PG_MPI_SMALL))
 
-/* Step 3 of an exchange, once every peer's first message is in stage[peer] (st: their
-   statuses, in rank order, self left out): the rest of every peer's, as its header
-   announced. PG_OK, PG_ERR_MISMATCH when a header or a size disagrees with hdr and ib, or
+/* Step 3 of an exchange, once every peer's first message is in stage[peer]: the rest of
+   every peer's, as its header announced. PG_OK, PG_ERR_MISMATCH when a header or a size disagrees with hdr and ib, or
    TIMEOUT / ABORTED / PORT with the later receives cancelled. */
-static int pg_mpi__rest(pg_mpi_port *p, pg_mpi__wait *w, const int64_t *hdr, const size_t *ib, MPI_Status *st)
+static int pg_mpi__rest(pg_mpi_port *p, pg_mpi__wait *w, const int64_t *hdr, const size_t *ib)
 {
     MPI_Request rq[PG_MPI__LATER];
     size_t at, sb;
-    int j, k, m = 0, rc = PG_OK, got = 0;
-    for (j = 0, k = 0; j < p->size; j++)
+    int j, k, m = 0, rc = PG_OK;
+    for (j = 0; j < p->size; j++)
         if (j != p->rank) {
             const int64_t *h = (const int64_t *)p->stage[j];
-            MPI_Get_count(&st[k++], MPI_BYTE, &got);
-            sb = got >= PG_MPI__HDR && h[5] >= 0 && h[5] <= PG_MPI_EXCHANGE ? (size_t)h[5] : (size_t)-1;
-            if (sb == (size_t)-1 || (size_t)got != PG_MPI__HDR + (sb < PG_MPI_SMALL ? sb : PG_MPI_SMALL)) {
+            if ((h[0] & ~(int64_t)0xFF) != PG_MPI__MAGIC || h[5] < 0 || h[5] > PG_MPI_EXCHANGE) {
                 rc = PG_ERR_MISMATCH; /* not one of our headers: nothing more is known to come */
                 continue;
             }
+            sb = (size_t)h[5];
             if (sb != ib[j] || memcmp(h, hdr, 5 * sizeof *h) != 0) rc = PG_ERR_MISMATCH;
             for (at = PG_MPI_SMALL; at < sb; at += PG_MPI_SMALL) /* stage holds sb */
                 if (MPI_Irecv((unsigned char *)p->stage[j] + PG_MPI__HDR + at,
@@ -530,7 +556,7 @@ static int pg_mpi__rest(pg_mpi_port *p, pg_mpi__wait *w, const int64_t *hdr, con
                     return PG_ERR_PORT;
                 }
         }
-    if (m && (k = pg_mpi__wait_all(p, w, m, rq, MPI_STATUSES_IGNORE)) < 0) {
+    if (m && (k = pg_mpi__wait_all(p, w, m, rq)) < 0) {
         pg_mpi__cancel(m, rq); /* the receives; the sends stay in their slots */
         return k;
     }
@@ -547,40 +573,38 @@ static int pg_mpi__rest(pg_mpi_port *p, pg_mpi__wait *w, const int64_t *hdr, con
    disagree leaves nothing unreceived. PG_OK, PG_ERR_MISMATCH when a header or a size
    disagrees (every rank sees every header, so every rank returns it), or TIMEOUT /
    ABORTED / PORT with the receives cancelled (sends still pending are finished or
-   drained by pg_recover). It returns once the receives are in: the sends, copies in their
-   slots, finish on their own (OpenMPI completes a shared-memory send once the peer has
-   taken it, a round trip later; waiting for that here cost about 0.1 us per call). The
-   persistent receives of the peers' first messages start just after ours went out, not
-   before: MPI matches an arrived message when it polls, which posting does not do (unless
-   it must wait for a send slot: then a message that came first is matched from MPI's
-   unexpected queue, as correct, a copy slower), so they are in place before any is looked
-   at, while the ~250 instructions of starting them overlap our messages' flight. */
+   drained by pg_recover). It returns once the receives are in: the sends, copies in
+   xbuf and the send slots, finish on their own (OpenMPI completes a shared-memory send
+   once the peer has taken it, a round trip later; waiting for that here cost about 0.1 us
+   per call). The persistent receives of the peers' first messages start just after ours
+   went out, not before: MPI matches an arrived message when it polls, which posting does
+   not do, so they are in place before any is looked at, while the instructions of
+   starting them overlap our messages' flight. */
 static int pg_mpi__exchange(pg_mpi_port *p, uint32_t timeout_ms, int64_t *hdr, const unsigned char *const *out,
                             const size_t *ob, const size_t *ib, void *cd, const void *cs, size_t cn)
 {
-    MPI_Status st[PG_MPI_SMALL_RANKS];
     pg_mpi__wait w;
     size_t at;
     int j, n = p->size - 1, rc = PG_OK, me = p->rank;
-    for (j = 0; j < p->size && rc == PG_OK; j++) /* 1. ours, buffered: header + first piece */
+    p->xpar ^= 1;
+    for (j = 0; j < p->size && rc == PG_OK; j++) /* 1. ours: header + first piece */
         if (j != me) {
             hdr[5] = (int64_t)ob[j];
-            rc = pg_mpi__post(p, j, PG_MPI_COLL_TAG, hdr, PG_MPI__HDR, out[j], ob[j] < PG_MPI_SMALL ? ob[j] : PG_MPI_SMALL,
-                              timeout_ms);
+            rc = pg_mpi__send_first(p, j, hdr, out[j], ob[j] < PG_MPI_SMALL ? ob[j] : PG_MPI_SMALL);
         }
-    if (rc == PG_OK && n && MPI_Startall(n, p->first) != MPI_SUCCESS) return PG_ERR_PORT; /* 2. see above */
+    if (rc == PG_OK && n && pg_mpi__start_first(p, n) < 0) return PG_ERR_PORT; /* 2. see above */
     for (j = 0; j < p->size && rc == PG_OK; j++) /* 3. the rest of ours */
         for (at = PG_MPI_SMALL; j != me && rc == PG_OK && at < ob[j]; at += PG_MPI_SMALL)
-            rc = pg_mpi__post(p, j, PG_MPI_COLL_TAG, hdr, 0, out[j] + at,
+            rc = pg_mpi__post(p, j, PG_MPI_COLL_TAG, out[j] + at,
                               ob[j] - at < PG_MPI_SMALL ? ob[j] - at : PG_MPI_SMALL, timeout_ms);
     if (rc == PG_OK && cn && cd != cs) memmove(cd, cs, cn); /* the caller's local copy, while ours travel */
     pg_mpi__wait_init(&w, timeout_ms == 0 ? 1u : timeout_ms);
-    if (rc == PG_OK && n) rc = pg_mpi__wait_all(p, &w, n, p->first, st);
+    if (rc == PG_OK && n) rc = pg_mpi__wait_all(p, &w, n, p->first);
     if (rc < 0) {
         pg_mpi__cancel(n, p->first);
         return rc;
     }
-    return pg_mpi__rest(p, &w, hdr, ib, st); /* 4. */
+    return pg_mpi__rest(p, &w, hdr, ib); /* 4. */
 }
 
 /* The exchange of an all_gather of b <= PG_MPI_SMALL bytes a rank: one message each way
@@ -589,29 +613,28 @@ static int pg_mpi__exchange(pg_mpi_port *p, uint32_t timeout_ms, int64_t *hdr, c
 static int pg_mpi__gather_even(pg_mpi_port *p, uint32_t timeout_ms, int64_t *hdr, const void *send,
                                unsigned char *recv, size_t b)
 {
-    MPI_Status st[PG_MPI_SMALL_RANKS];
     size_t ib[PG_MPI_SMALL_RANKS];
     pg_mpi__wait w;
-    int j, k, n = p->size - 1, me = p->rank, rc = PG_OK, got = 0;
+    int j, n = p->size - 1, me = p->rank, rc = PG_OK;
     hdr[5] = (int64_t)b;
+    p->xpar ^= 1;
     for (j = 0; j < p->size && rc == PG_OK; j++)
-        if (j != me) rc = pg_mpi__post(p, j, PG_MPI_COLL_TAG, hdr, PG_MPI__HDR, send, b, timeout_ms);
-    if (rc == PG_OK && n && MPI_Startall(n, p->first) != MPI_SUCCESS) return PG_ERR_PORT;
+        if (j != me) rc = pg_mpi__send_first(p, j, hdr, send, b);
+    if (rc == PG_OK && n && pg_mpi__start_first(p, n) < 0) return PG_ERR_PORT;
     if (rc == PG_OK && b && recv + (size_t)me * b != (const unsigned char *)send)
         memmove(recv + (size_t)me * b, send, b); /* while ours travel */
     pg_mpi__wait_init(&w, timeout_ms == 0 ? 1u : timeout_ms);
-    if (rc == PG_OK && n) rc = pg_mpi__wait_all(p, &w, n, p->first, st);
+    if (rc == PG_OK && n) rc = pg_mpi__wait_all(p, &w, n, p->first);
     if (rc < 0) {
         pg_mpi__cancel(n, p->first);
         return rc;
     }
-    for (j = 0, k = 0; j < p->size; j++)
+    for (j = 0; j < p->size; j++)
         if (j != me) {
             const int64_t *h = (const int64_t *)p->stage[j];
-            MPI_Get_count(&st[k++], MPI_BYTE, &got);
-            if ((size_t)got != PG_MPI__HDR + b || memcmp(h, hdr, 6 * sizeof *h) != 0) { /* words 0-4 and size */
+            if (memcmp(h, hdr, 6 * sizeof *h) != 0) { /* words 0-4 and size */
                 for (j = 0; j < p->size; j++) ib[j] = b;
-                return pg_mpi__rest(p, &w, hdr, ib, st);
+                return pg_mpi__rest(p, &w, hdr, ib);
             }
             memcpy(recv + (size_t)j * b, h + 8, b);
         }
@@ -736,7 +759,7 @@ static int pg_mpi__broadcast(pg_group *g, void *buf, size_t count, mb_dtype dt, 
     pg_mpi_port *p = pg_mpi__enter(g, &rc, count, 0, (size_t)INT_MAX);
     MPI_Datatype t = pg_mpi__type(dt);
     if (!p) return rc;
-    pg_mpi__header(hdr, 1, count, dt, root, 0, 0);
+    pg_mpi__header(hdr, 1, count, dt, root, 0);
     if ((rc = pg_mpi__check(p, g->timeout_ms, hdr)) < 0) return rc;
     return PG_MPI__RUN(p, g, MPI_Bcast(buf, (int)count, t, root, p->coll),
                        MPI_Ibcast(buf, (int)count, t, root, p->coll, &req));
@@ -753,7 +776,7 @@ static int pg_mpi__all_reduce(pg_group *g, const void *send, void *recv, size_t 
     MPI_Datatype t = pg_mpi__type(dt);
     const void *s = send == recv ? MPI_IN_PLACE : send;
     if (!p) return rc;
-    pg_mpi__header(hdr, 2, count, dt, (int)op, 0, 0);
+    pg_mpi__header(hdr, 2, count, dt, (int)op, 0);
     for (r = 0; r < p->size && r < PG_MPI_SMALL_RANKS; r++) {
         out[r] = (const unsigned char *)send;
         b[r] = count * pg_dtype_size(dt);
@@ -786,7 +809,7 @@ static int pg_mpi__gather_small(pg_mpi_port *p, uint32_t timeout_ms, int *rc, co
         at += ib[r];
         if (ib[r] > PG_MPI_EXCHANGE) return 0;
     }
-    pg_mpi__header(hdr, 4, 0, dt, 0, counts, p->size);
+    pg_mpi__header(hdr, 4, 0, dt, 0, pg__counts_hash(counts, p->size, 1));
     res = pg_mpi__exchange(p, timeout_ms, hdr, out, ob, ib, (unsigned char *)recv + off[me], send, ob[me]);
     for (r = 0; res == PG_OK && r < p->size; r++)
         if (r != me && ib[r])
@@ -807,7 +830,7 @@ static int pg_mpi__all_gatherv(pg_group *g, const void *send, void *recv, const 
     if (!(p = pg_mpi__enter(g, &rc, 0, counts, 0))) return rc;
     c = p->icounts[0];
     d = p->idispls[0];
-    pg_mpi__header(hdr, 4, 0, dt, 0, counts, p->size);
+    pg_mpi__header(hdr, 4, 0, dt, 0, pg__counts_hash(counts, p->size, 1));
     if ((rc = pg_mpi__check(p, g->timeout_ms, hdr)) < 0) return rc;
     s = send == (const void *)((unsigned char *)recv + (size_t)d[g->rank] * pg_dtype_size(dt)) ? MPI_IN_PLACE : send;
     for (r = 1; r < p->size && c[r] == c[0]; r++) {}
@@ -818,17 +841,15 @@ static int pg_mpi__all_gatherv(pg_group *g, const void *send, void *recv, const 
                        MPI_Iallgatherv(s, c[g->rank], t, recv, c, d, t, p->coll, &req));
 }
 
-/* Even counts of one message a peer: pg_mpi__gather_even straight away */
+/* Even counts of one message a peer: pg_mpi__gather_even straight away; else UNSUPPORTED, and
+   pg.h calls pg_mpi__all_gatherv with the counts. */
 static int pg_mpi__all_gather(pg_group *g, const void *send, void *recv, size_t count, mb_dtype dt)
 {
-    size_t counts[PG_MAX_RANKS], b = count * pg_dtype_size(dt); /* pg.h checked count * es * size */
+    size_t b = count * pg_dtype_size(dt); /* pg.h checked count * es * size */
     int64_t hdr[8];
-    int r;
     pg_mpi_port *p = pg_mpi__native(g);
-    for (r = 0; r < g->size; r++) counts[r] = count;
-    if (!p || p->aborted || p->size > PG_MPI_SMALL_RANKS || b > PG_MPI_SMALL)
-        return pg_mpi__all_gatherv(g, send, recv, counts, dt);
-    pg_mpi__header(hdr, 4, 0, dt, 0, counts, p->size);
+    if (!p || p->aborted || p->size > PG_MPI_SMALL_RANKS || b > PG_MPI_SMALL) return PG_ERR_UNSUPPORTED;
+    pg_mpi__header(hdr, 4, 0, dt, 0, pg__counts_hash(&count, p->size, 0));
     return pg_mpi__gather_even(p, g->timeout_ms, hdr, send, (unsigned char *)recv, b);
 }
 
@@ -843,7 +864,7 @@ static int pg_mpi__reduce_scatterv(pg_group *g, const void *send, void *recv, co
     pg_mpi_port *p = pg_mpi__enter(g, &rc, 0, counts, 0);
     MPI_Datatype t = pg_mpi__type(dt);
     if (!p) return rc;
-    pg_mpi__header(hdr, 6, 0, dt, (int)op, counts, p->size);
+    pg_mpi__header(hdr, 6, 0, dt, (int)op, pg__counts_hash(counts, p->size, 1));
     for (r = 0; r < p->size && r < PG_MPI_SMALL_RANKS; r++) {
         out[r] = (const unsigned char *)send + (size_t)p->idispls[0][r] * es;
         ob[r] = counts[r] * es;

@@ -592,7 +592,7 @@ static int pg_pthread__enter(pg_group *g, int kind, const void *send, void *recv
     pg_pthread_world *w = ((pg_pthread_rank *)g->port)->w;
     int s = pg_pthread__parity(w, g->rank), r, rc, bad = 0;
     pg_pthread_args *a = &w->pub[g->rank].h[s].a;
-    uint64_t h = pg__counts_hash(counts, w->size);
+    uint64_t h = pg__counts_hash(counts, w->size, 1);
     a->send = send;
     a->recv = recv;
     a->count = count;

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <time.h>
 #include <cmocka.h>
 
 #define PG_IMPLEMENTATION
@@ -108,8 +109,46 @@ static void pgt_test_gather_even(void **state)
     assert_int_equal(pgc_run(pgt_gather_even_body, 0), 0);
 }
 
+/* An exchange's first messages go out from two buffers per peer, alternately, with their
+   MPI requests freed at once (pg_mpi__send_first): a buffer is reused two exchanges later,
+   once the exchange between proved the peer took what it held. 3,000 small collectives back
+   to back (all_gather, all_reduce, the check before a native all_reduce), every rank
+   writing new values into its send buffer as soon as a call returns and now and then
+   sleeping (so its peers run ahead into the next exchange); every result is checked. */
+static int pgt_exchange_stream_body(pg_group *g, void *arg)
+{
+    float *a = (float *)pgc_a[pg_rank(g)], *b = (float *)pgc_b[pg_rank(g)];
+    int me = pg_rank(g), n = pg_size(g), r, k, i;
+    const struct timespec nap = {0, 200000};
+    (void)arg;
+    PGC_SUB(pgc_begin(g));
+    for (k = 0; k < 3000; k++) {
+        for (i = 0; i < 64; i++) a[i] = (float)(k * 1000 + me * 100 + i);
+        if ((k * 7 + me * 3) % 97 == 0) nanosleep(&nap, 0);
+        if (k % 3 == 0) {
+            PGC_OK(pg_all_gather(g, a, b, 64, MB_F32));
+            for (r = 0; r < n; r++)
+                for (i = 0; i < 64; i++) PGC_CHECK(b[r * 64 + i] == (float)(k * 1000 + r * 100 + i));
+        } else {
+            size_t cnt = k % 3 == 1 ? 64 : 8192; /* 8192 f32: the header exchange, then MPI_Allreduce */
+            for (i = 64; i < (int)cnt; i++) a[i] = (float)(me + (k & 15));
+            PGC_OK(pg_all_reduce(g, a, b, cnt, MB_F32, PG_SUM));
+            for (i = 0; i < 64; i++) PGC_CHECK(b[i] == (float)(n * (k * 1000 + i) + 100 * n * (n - 1) / 2));
+            for (i = 64; i < (int)cnt; i++) PGC_CHECK(b[i] == (float)(n * (k & 15) + n * (n - 1) / 2));
+        }
+    }
+    return 0;
+}
+
+static void pgt_test_exchange_stream(void **state)
+{
+    (void)state;
+    assert_int_equal(pgc_run(pgt_exchange_stream_body, 0), 0);
+}
+
 static const struct CMUnitTest pgt_tests[] = {cmocka_unit_test(pgt_test_exchange_mismatch),
-                                              cmocka_unit_test(pgt_test_gather_even)};
+                                              cmocka_unit_test(pgt_test_gather_even),
+                                              cmocka_unit_test(pgt_test_exchange_stream)};
 
 int main(int argc, char **argv)
 {

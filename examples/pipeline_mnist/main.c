@@ -86,6 +86,7 @@ static double now_s(void) {   /* not from now_us: its 32-bit microseconds wrap e
 
 /* ---- plans, configs, per-rank contexts ---- */
 static pp_action store[4][2048];
+static uint32_t depth_work[6 * RANKS * EVAL_CHUNKS]; /* pp_mailbox_depth's (pp_sim_bytes) */
 static pp_plan train_sched, train_plan, eval_sched, eval_plan;
 static pp_table train_tab[RANKS], eval_tab[RANKS];
 typedef struct rank_ctx {
@@ -282,6 +283,10 @@ int main(int argc, char **argv) {
     check(pp_lower(&train_sched, &train_plan, store[1], sizeof store[1], NULL), "lower");
     check(pp_schedule_build(&eval_sched, PP_SCHED_FORWARD_ONLY, RANKS, 1, EVAL_CHUNKS, store[2], sizeof store[2], NULL), "forward-only");
     check(pp_lower(&eval_sched, &eval_plan, store[3], sizeof store[3], NULL), "lower");
+    /* the firmware's executor has no take-in (PP_NO_TAKEIN): the emitted plan carries the
+       mailbox depth it was proven for (forward-only: 0, sends never wait on a receiver) */
+    if (pp_sim_bytes(&eval_plan) > sizeof depth_work) { fprintf(stderr, "pipeline_mnist: depth work\n"); return 1; }
+    check(pp_mailbox_depth(&eval_plan, 0, depth_work, sizeof depth_work, NULL), "mailbox depth");
     for (r = 0; r < RANKS; r++) {
         pp_exec_cfg *c = &train_cfg[r], *e = &eval_cfg[r];
         check(pp_plan_table(&train_plan, r, &train_tab[r]), "table");

@@ -4,8 +4,9 @@
    Built by SConstruct (DEMO_FIRMWARE) with the start-up, C library and linker script of
    tests/target/riscv_smp/ and the headers the host run wrote into build/demo/: the weights
    (fmnist_weights.h), the first 100 test images (fmnist_test100.h) and the forward-only plan
-   (fmnist_plan.h, emitted by pp_emit_c). pipeline.h is compiled with PP_NO_PLANNER: only the
-   executor is linked. Hart h is rank h of a pg_shm world (riscv_virt.h hooks: CLINT doorbell
+   (fmnist_plan.h, emitted by pp_emit_c after pp_mailbox_depth proved it needs no mailbox
+   depth). pipeline.h is compiled with PP_NO_PLANNER and PP_NO_TAKEIN: only the executor is
+   linked, without take-in (the plan carries the deadlock freedom). Hart h is rank h of a pg_shm world (riscv_virt.h hooks: CLINT doorbell
    + wfi) and runs its row of the plan; the layer code is mlp.h, the host's own, so with the
    same summation order and IEEE single precision (soft float here, SSE without contraction
    on the host) every logit has the host's bits. Hart 0 prints `predictions: ...` and
@@ -16,9 +17,16 @@
 #include <stdio.h>
 #include <string.h>
 
+#define HARTS 4
+#define NIMG 100
+#define ROWS 13                 /* images per microbatch: the plan's 8 cover 104 (4 padded) */
+#define SLOTS 4
+
 #define MICROBATCH_IMPLEMENTATION  /* the executor's activation layout uses mb_merge */
 #include "microbatch.h"
 #define PP_NO_PLANNER
+#define PP_NO_TAKEIN               /* the plan was proven on the host: forward-only, depth 0 */
+#define PP_MAILBOX_SLOTS SLOTS
 #define PIPELINE_IMPLEMENTATION
 #include "pipeline.h"
 #define PG_IMPLEMENTATION
@@ -31,10 +39,7 @@
 #include "fmnist_test100.h"
 #include "fmnist_plan.h"
 
-#define HARTS 4
-#define NIMG 100
-#define ROWS 13                 /* images per microbatch: the plan's 8 cover 104 (4 padded) */
-#define SLOTS 4
+
 #define PAYLOAD 4096            /* activations travel in pieces of pg_max_msg() */
 #define REGION_BYTES PG_SHM_REGION_BYTES(HARTS, SLOTS, PAYLOAD)
 #define EXEC_BYTES (512u * 1024u)

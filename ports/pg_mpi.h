@@ -59,7 +59,8 @@
                               ones are the check + MPI's own call; >= PG_MPI_SMALL)
        PG_MPI_SMALL_RANKS     largest world that uses the exchanges above (default 8; the
                               port holds PG_MPI_SMALL_RANKS receive buffers of
-                              PG_MPI_EXCHANGE + 64 bytes)
+                              PG_MPI_EXCHANGE + 64 bytes and twice as many send buffers of
+                              PG_MPI_SMALL + 64)
    Needs <mpi.h> (Debian: libopenmpi-dev; compile with mpicc). Errors are pg.h's enum pg_err
    (PG_ERR_PORT when an MPI call fails). */
 #ifndef PG_MPI_H

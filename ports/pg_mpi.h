@@ -842,14 +842,20 @@ static int pg_mpi__all_gatherv(pg_group *g, const void *send, void *recv, const 
                        MPI_Iallgatherv(s, c[g->rank], t, recv, c, d, t, p->coll, &req));
 }
 
-/* Even counts of one message a peer: pg_mpi__gather_even straight away; else UNSUPPORTED, and
-   pg.h calls pg_mpi__all_gatherv with the counts. */
+/* Even counts of one message a peer: pg_mpi__gather_even straight away; else
+   pg_mpi__all_gatherv directly (the detour through pg.h's pg_all_gatherv, a few hundred
+   instructions, measured ~5 % slower at 1 MB with the argument check: 1.14x raw MPI over
+   eight alternating runs against 1.08x). */
 static int pg_mpi__all_gather(pg_group *g, const void *send, void *recv, size_t count, mb_dtype dt)
 {
-    size_t b = count * pg_dtype_size(dt); /* pg.h checked count * es * size */
+    size_t counts[PG_MAX_RANKS], b = count * pg_dtype_size(dt); /* pg.h checked count * es * size */
     int64_t hdr[8];
+    int r;
     pg_mpi_port *p = pg_mpi__native(g);
-    if (!p || p->aborted || p->size > PG_MPI_SMALL_RANKS || b > PG_MPI_SMALL) return PG_ERR_UNSUPPORTED;
+    if (!p || p->aborted || p->size > PG_MPI_SMALL_RANKS || b > PG_MPI_SMALL) {
+        for (r = 0; r < g->size; r++) counts[r] = count;
+        return pg_mpi__all_gatherv(g, send, recv, counts, dt);
+    }
     pg_mpi__header(hdr, 4, 0, dt, 0, pg__counts_hash(&count, p->size, 0));
     return pg_mpi__gather_even(p, g->timeout_ms, hdr, send, (unsigned char *)recv, b);
 }

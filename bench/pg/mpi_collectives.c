@@ -2,7 +2,8 @@
    Started by bench/pg/collectives.c as `mpirun -np 2 pg_mpi_bench DIR`. Rank r reads
    commands from the FIFO DIR/cmd<r> (a blocking read: no CPU used while the threads'
    side is timed), one per line:
-       <collective> <size index> <mode> <warm-up 0/1>    one timed repeat
+       <collective> <size index> <mode> <warm-up 0/1>    one timed repeat, after 1 untimed
+                                                          operation (3 with warm-up 1)
        q                                                  quit
    and rank 0 answers each repeat with "t <us>" on stdout: the mean over bench_iters()
    operations, rank 0's clock. Modes are bench_pg.h's BENCH_MPI_*. "ready" once set up. */
@@ -54,7 +55,7 @@ int main(int argc, char **argv)
     while (fgets(line, sizeof line, cmd) && sscanf(line, "%d %d %d %d", &c, &s, &m, &warm) == 4) {
         if (c < 0 || c >= BENCH_NC || s < 0 || s >= BENCH_NS || m < 0 || m >= BENCH_NM) break;
         k = bench_iters(bench_sizes[s]);
-        for (i = 0; warm && i < 3; i++) run_op(m, c, bench_sizes[s], size);
+        for (i = 0; i < (warm ? 3 : 1); i++) run_op(m, c, bench_sizes[s], size); /* untimed */
         MPI_Barrier(MPI_COMM_WORLD);
         t0 = MPI_Wtime();
         for (i = 0; i < k; i++)

@@ -146,9 +146,46 @@ static void pgt_test_exchange_stream(void **state)
     assert_int_equal(pgc_run(pgt_exchange_stream_body, 0), 0);
 }
 
+/* Large all_gather(v): the check, then (from PG_MPI_GATHER_SYNC output bytes) a barrier
+   and the blocking MPI call; also without the check and in non-blocking mode. 64 Ki f32 a
+   rank (256 KB; n ranks: n x 256 KB out) and uneven counts, new values every round. */
+#define PGT_LARGE 65536
+static float pgt_big_send[PGC_MAX_RANKS][PGT_LARGE], pgt_big_recv[PGC_MAX_RANKS][PGC_MAX_RANKS * PGT_LARGE];
+
+static int pgt_gather_large_body(pg_group *g, void *arg)
+{
+    size_t counts[PGC_MAX_RANKS], off;
+    int me = pg_rank(g), n = pg_size(g), r, k, i;
+    float *a = pgt_big_send[me], *b = pgt_big_recv[me];
+    (void)arg;
+    PGC_SUB(pgc_begin(g));
+    for (k = 0; k < 6; k++) {
+        pgt_port.check_args = k % 3 != 1; /* rounds 1 and 4 without the check */
+        pgt_port.blocking = k < 3;        /* rounds 3-5 non-blocking */
+        for (i = 0; i < PGT_LARGE; i++) a[i] = (float)(k * 100000 + me * 1000 + (i & 1023));
+        PGC_OK(pg_all_gather(g, a, b, PGT_LARGE, MB_F32));
+        for (r = 0; r < n; r++)
+            for (i = 0; i < PGT_LARGE; i += 97) PGC_CHECK(b[r * PGT_LARGE + i] == (float)(k * 100000 + r * 1000 + (i & 1023)));
+        for (r = 0; r < n; r++) counts[r] = (size_t)(PGT_LARGE - 1000 * r); /* uneven, all large */
+        PGC_OK(pg_all_gatherv(g, a, b, counts, MB_F32));
+        for (r = 0, off = 0; r < n; off += counts[r], r++)
+            for (i = 0; i < (int)counts[r]; i += 89) PGC_CHECK(b[off + (size_t)i] == (float)(k * 100000 + r * 1000 + (i & 1023)));
+    }
+    pgt_port.check_args = PG_MPI_CHECK_ARGS;
+    pgt_port.blocking = PG_MPI_BLOCKING;
+    return 0;
+}
+
+static void pgt_test_gather_large(void **state)
+{
+    (void)state;
+    assert_int_equal(pgc_run(pgt_gather_large_body, 0), 0);
+}
+
 static const struct CMUnitTest pgt_tests[] = {cmocka_unit_test(pgt_test_exchange_mismatch),
                                               cmocka_unit_test(pgt_test_gather_even),
-                                              cmocka_unit_test(pgt_test_exchange_stream)};
+                                              cmocka_unit_test(pgt_test_exchange_stream),
+                                              cmocka_unit_test(pgt_test_gather_large)};
 
 int main(int argc, char **argv)
 {

@@ -540,8 +540,8 @@ static void pg_mpi__cancel(int m, MPI_Request *rq)
 #define PG_MPI__LATER (PG_MPI_SMALL_RANKS * ((PG_MPI_EXCHANGE + PG_MPI_SMALL - 1) / PG_MPI_SMALL))
 
 /* Step 3 of an exchange, once every peer's first message is in stage[peer]: the rest of
-   every peer's, as its header announced. PG_OK, PG_ERR_MISMATCH when a header or a size disagrees with hdr and ib, or
-   TIMEOUT / ABORTED / PORT with the later receives cancelled. */
+   every peer's, as its header announced. PG_OK, PG_ERR_MISMATCH when a header or a size
+   disagrees with hdr and ib, or TIMEOUT / ABORTED / PORT with the later receives cancelled. */
 static int pg_mpi__rest(pg_mpi_port *p, pg_mpi__wait *w, const int64_t *hdr, const size_t *ib)
 {
     MPI_Request rq[PG_MPI__LATER];

@@ -165,11 +165,13 @@ static int pgt_gather_large_body(pg_group *g, void *arg)
         for (i = 0; i < PGT_LARGE; i++) a[i] = (float)(k * 100000 + me * 1000 + (i & 1023));
         PGC_OK(pg_all_gather(g, a, b, PGT_LARGE, MB_F32));
         for (r = 0; r < n; r++)
-            for (i = 0; i < PGT_LARGE; i += 97) PGC_CHECK(b[r * PGT_LARGE + i] == (float)(k * 100000 + r * 1000 + (i & 1023)));
+            for (i = 0; i < PGT_LARGE; i += 97)
+                PGC_CHECK(b[r * PGT_LARGE + i] == (float)(k * 100000 + r * 1000 + (i & 1023)));
         for (r = 0; r < n; r++) counts[r] = (size_t)(PGT_LARGE - 1000 * r); /* uneven, all large */
         PGC_OK(pg_all_gatherv(g, a, b, counts, MB_F32));
         for (r = 0, off = 0; r < n; off += counts[r], r++)
-            for (i = 0; i < (int)counts[r]; i += 89) PGC_CHECK(b[off + (size_t)i] == (float)(k * 100000 + r * 1000 + (i & 1023)));
+            for (i = 0; i < (int)counts[r]; i += 89)
+                PGC_CHECK(b[off + (size_t)i] == (float)(k * 100000 + r * 1000 + (i & 1023)));
     }
     pgt_port.check_args = PG_MPI_CHECK_ARGS;
     pgt_port.blocking = PG_MPI_BLOCKING;

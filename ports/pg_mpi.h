@@ -843,7 +843,8 @@ static int pg_mpi__all_gatherv(pg_group *g, const void *send, void *recv, const 
     /* OpenMPI's blocking MPI_Allgather(v) right after our polled check ran 20-45 % slower at
        1-4 MB (2 ranks, shared memory), 0-7 % after a barrier between them (which costs ~1.5
        us): from PG_MPI_GATHER_SYNC bytes on, the blocking call comes after MPI_Barrier. */
-    if (p->blocking && p->check_args && pg__offset(counts, p->size) * pg_dtype_size(dt) >= PG_MPI_GATHER_SYNC &&
+    if (p->blocking && p->check_args &&
+        ((size_t)d[p->size - 1] + (size_t)c[p->size - 1]) * pg_dtype_size(dt) >= PG_MPI_GATHER_SYNC &&
         MPI_Barrier(p->coll) != MPI_SUCCESS)
         return PG_ERR_PORT;
     s = send == (const void *)((unsigned char *)recv + (size_t)d[g->rank] * pg_dtype_size(dt)) ? MPI_IN_PLACE : send;

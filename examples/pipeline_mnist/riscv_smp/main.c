@@ -6,10 +6,11 @@
    (fmnist_weights.h), the first 100 test images (fmnist_test100.h) and the forward-only plan
    (fmnist_plan.h, emitted by pp_emit_c after pp_mailbox_depth proved it needs no mailbox
    depth). pipeline.h is compiled with PP_NO_PLANNER and PP_NO_TAKEIN: only the executor is
-   linked, without take-in (the plan carries the deadlock freedom). Hart h is rank h of a pg_shm world (riscv_virt.h hooks: CLINT doorbell
-   + wfi) and runs its row of the plan; the layer code is mlp.h, the host's own, so with the
-   same summation order and IEEE single precision (soft float here, SSE without contraction
-   on the host) every logit has the host's bits. Hart 0 prints `predictions: ...` and
+   linked, without take-in (the plan carries the deadlock freedom). Hart h is rank h of a
+   pg_shm world (riscv_virt.h hooks: CLINT doorbell + wfi) and runs its row of the plan; the
+   layer code is mlp.h, the host's own, so with the same summation order and IEEE single
+   precision (soft float here, SSE without contraction on the host) every logit has the
+   host's bits. Hart 0 prints `predictions: ...` and
    `logits fnv-1a: ...` (a hash of the logits' bits); SConstruct compares both lines with the
    host's. It leaves through the SiFive test device (0x5555 = pass, 0x3333 | code << 16 =
    fail), so QEMU's exit status is the result. */
@@ -38,7 +39,6 @@
 #include "fmnist_weights.h"
 #include "fmnist_test100.h"
 #include "fmnist_plan.h"
-
 
 #define PAYLOAD 4096            /* activations travel in pieces of pg_max_msg() */
 #define REGION_BYTES PG_SHM_REGION_BYTES(HARTS, SLOTS, PAYLOAD)

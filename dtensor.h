@@ -173,9 +173,11 @@ typedef struct dt_placement {
 } dt_placement;
 
 /* Initializers: dt_placement p[2] = {DT_SHARD(0), DT_PARTIAL(DT_SUM)}; */
+/* clang-format off */
 #define DT_REPLICATE()  { DT_KIND_REPLICATE, 0 }
 #define DT_SHARD(dim)   { DT_KIND_SHARD, (dim) }
 #define DT_PARTIAL(op)  { DT_KIND_PARTIAL, (op) }
+/* clang-format on */
 
 /* A device mesh (description only; DeviceMesh). ranks[] lists the mesh's world ranks in
    row-major order: any subset of a world (a sub-mesh). `rank` is this process's world
@@ -183,11 +185,11 @@ typedef struct dt_placement {
 typedef struct dt_mesh {
     int32_t ndim;
     int32_t shape[DT_MAX_MESH_DIMS];
-    int32_t size;                   /* product of shape */
-    int32_t rank;                   /* this process's world rank */
-    int32_t index;                  /* its row-major position in ranks[], -1: not a member */
+    int32_t size;  /* product of shape */
+    int32_t rank;  /* this process's world rank */
+    int32_t index; /* its row-major position in ranks[], -1: not a member */
     int32_t coord[DT_MAX_MESH_DIMS];
-    int32_t ranks[DT_MAX_RANKS];    /* mesh position -> world rank */
+    int32_t ranks[DT_MAX_RANKS]; /* mesh position -> world rank */
 } dt_mesh;
 
 /* A DTensor spec: mesh + one placement per mesh dim + global tensor meta. */
@@ -196,8 +198,8 @@ typedef struct dt_spec {
     dt_placement placements[DT_MAX_MESH_DIMS];
     mb_dtype dtype;
     int32_t ndim;
-    int32_t shape[MB_MAX_DIMS];     /* global shape */
-    int32_t stride[MB_MAX_DIMS];    /* global strides in elements */
+    int32_t shape[MB_MAX_DIMS];  /* global shape */
+    int32_t stride[MB_MAX_DIMS]; /* global strides in elements */
 } dt_spec;
 
 /* The message of a dt_err code; "unknown error" for any other value (never NULL). */
@@ -244,45 +246,45 @@ DT_API int dt_local_view(const dt_spec *s, int rank, const mb_tensor *global, mb
 /* ---- 6. Redistribute planner and cost model ---------------------------------------- */
 /* What a step does on this rank (the collective runs over the step's mesh-dim group). */
 enum dt_op {
-    DT_OP_NOOP = 0,          /* mesh dim of size 1: nothing to do */
-    DT_OP_NARROW,            /* Replicate -> Shard: local chunk, no communication */
-    DT_OP_PARTITION,         /* Replicate -> Partial: sum divides by the group size,
+    DT_OP_NOOP = 0,       /* mesh dim of size 1: nothing to do */
+    DT_OP_NARROW,         /* Replicate -> Shard: local chunk, no communication */
+    DT_OP_PARTITION,      /* Replicate -> Partial: sum divides by the group size,
                                 avg/max/min keep the value (prod: DT_ERR_UNSUPPORTED) */
-    DT_OP_ALL_GATHER,        /* Shard -> Replicate (uneven: all_gatherv) */
-    DT_OP_ALL_REDUCE,        /* Partial -> Replicate */
-    DT_OP_REDUCE_SCATTER,    /* Partial -> Shard (uneven: reduce_scatterv) */
-    DT_OP_ALL_TO_ALL,        /* Shard(i) -> Shard(j) (uneven: all_to_allv) */
-    DT_OP_SCATTER,           /* dt_distribute: Replicate on the root -> Shard (scatterv) */
-    DT_OP_BROADCAST          /* dt_distribute: Replicate on the root -> Replicate */
+    DT_OP_ALL_GATHER,     /* Shard -> Replicate (uneven: all_gatherv) */
+    DT_OP_ALL_REDUCE,     /* Partial -> Replicate */
+    DT_OP_REDUCE_SCATTER, /* Partial -> Shard (uneven: reduce_scatterv) */
+    DT_OP_ALL_TO_ALL,     /* Shard(i) -> Shard(j) (uneven: all_to_allv) */
+    DT_OP_SCATTER,        /* dt_distribute: Replicate on the root -> Shard (scatterv) */
+    DT_OP_BROADCAST       /* dt_distribute: Replicate on the root -> Replicate */
 };
 
 typedef struct dt_step {
     int32_t mesh_dim;
-    int32_t op;                       /* enum dt_op */
-    int32_t red;                      /* dt_red of ALL_REDUCE/REDUCE_SCATTER/PARTITION */
-    int32_t group_size;               /* ranks on the mesh dim */
-    int32_t coord;                    /* this rank's place in the group (its coordinate) */
-    int32_t root;                     /* SCATTER/BROADCAST: the source's place */
-    int32_t stage;                    /* with contiguous local tensors: 1 the send side is
+    int32_t op;         /* enum dt_op */
+    int32_t red;        /* dt_red of ALL_REDUCE/REDUCE_SCATTER/PARTITION */
+    int32_t group_size; /* ranks on the mesh dim */
+    int32_t coord;      /* this rank's place in the group (its coordinate) */
+    int32_t root;       /* SCATTER/BROADCAST: the source's place */
+    int32_t stage;      /* with contiguous local tensors: 1 the send side is
                                          packed, 2 the receive side staged (in scratch) */
     dt_placement src, dst;
     int32_t logical_shape[MB_MAX_DIMS]; /* torch's logical shape on this mesh dim */
-    int32_t in_shape[MB_MAX_DIMS];    /* this rank's local shape before / after */
+    int32_t in_shape[MB_MAX_DIMS];      /* this rank's local shape before / after */
     int32_t out_shape[MB_MAX_DIMS];
-    uint32_t hops;                    /* ring steps: n-1 (all_reduce 2(n-1)), 0 locally */
-    uint64_t bytes;                   /* bytes sent per rank: comm * hops / n, comm = this
+    uint32_t hops;  /* ring steps: n-1 (all_reduce 2(n-1)), 0 locally */
+    uint64_t bytes; /* bytes sent per rank: comm * hops / n, comm = this
                                          rank's gathered (all_gather) or input bytes */
 } dt_step;
 
 typedef struct dt_plan {
     int32_t nsteps;
-    int32_t ncollectives;             /* steps that communicate */
-    uint32_t hops;                    /* sums over steps */
-    int32_t dtype, ndim;              /* the tensor's mb_dtype and rank */
-    int32_t in_shape[MB_MAX_DIMS];    /* this rank's local shape before / after */
+    int32_t ncollectives;          /* steps that communicate */
+    uint32_t hops;                 /* sums over steps */
+    int32_t dtype, ndim;           /* the tensor's mb_dtype and rank */
+    int32_t in_shape[MB_MAX_DIMS]; /* this rank's local shape before / after */
     int32_t out_shape[MB_MAX_DIMS];
     uint64_t bytes;
-    uint64_t scratch;                 /* dt_plan_scratch_bytes() */
+    uint64_t scratch; /* dt_plan_scratch_bytes() */
     dt_step steps[DT_MAX_STEPS];
 } dt_plan;
 
@@ -314,12 +316,14 @@ DT_API size_t dt_redistribute_scratch_bytes(const dt_plan *plan, const mb_tensor
    (uneven) sizes where torch uses the even average, and a step on a size-1 mesh dim costs
    0 (torch still charges the base latency). No inter-host factor (one board). */
 typedef struct dt_link {
-    uint32_t base_ns;          /* per collective (torch: 6.6 us) */
-    uint32_t hop_ns;           /* per ring hop (torch intra-host: 0.6 us) */
-    uint32_t bytes_per_us;     /* bandwidth (torch: 87.7 GiB/s = 94167 B/us) */
-    uint32_t a2a_penalty_ns;   /* torch adds 1.0 to all_to_all */
+    uint32_t base_ns;        /* per collective (torch: 6.6 us) */
+    uint32_t hop_ns;         /* per ring hop (torch intra-host: 0.6 us) */
+    uint32_t bytes_per_us;   /* bandwidth (torch: 87.7 GiB/s = 94167 B/us) */
+    uint32_t a2a_penalty_ns; /* torch adds 1.0 to all_to_all */
 } dt_link;
+/* clang-format off */
 #define DT_LINK_TORCH { 6600u, 600u, 94167u, 1000u }
+/* clang-format on */
 /* Estimated time of the plan in ns (link NULL: DT_LINK_TORCH). */
 DT_API int dt_plan_cost_ns(const dt_plan *plan, const dt_link *link, uint64_t *ns);
 
@@ -338,14 +342,14 @@ typedef struct dt_plan_key {
 
 typedef struct dt_cache_entry {
     dt_plan_key key;
-    uint32_t stamp;            /* last use; 0 = empty */
+    uint32_t stamp; /* last use; 0 = empty */
     dt_plan plan;
 } dt_cache_entry;
 
 typedef struct dt_plan_cache {
     dt_cache_entry *entries;
     int32_t capacity, count;
-    int32_t last;              /* the entry of the last hit (< count): looked at first */
+    int32_t last; /* the entry of the last hit (< count): looked at first */
     uint32_t clock;
     uint32_t hits, misses;
 } dt_plan_cache;
@@ -360,8 +364,7 @@ DT_API int dt_plan_cache_init(dt_plan_cache *c, dt_cache_entry *storage, int cap
 DT_API int dt_plan_cache_clear(dt_plan_cache *c);
 /* The cached plan for (src, dst, flags), planned on a miss. *plan points into the cache
    and stays valid until that entry is evicted. A failing plan changes nothing. */
-DT_API int dt_plan_cached(dt_plan_cache *c, const dt_spec *src, const dt_spec *dst, int flags,
-                          const dt_plan **plan);
+DT_API int dt_plan_cached(dt_plan_cache *c, const dt_spec *src, const dt_spec *dst, int flags, const dt_plan **plan);
 
 /* ---- 8. Execution over ports/pg.h ---------------------------------------------------
    A dt_comm binds a mesh to a pg group: one pg sub-group per mesh dimension (this rank's
@@ -376,12 +379,12 @@ DT_API int dt_plan_cached(dt_plan_cache *c, const dt_spec *src, const dt_spec *d
    the next call). */
 typedef struct dt_comm {
     const dt_mesh *mesh;
-    int32_t err;                        /* pg_err of the last failed collective */
-    uint32_t collectives;               /* collectives this dt_comm has run */
-    pg_group *g[DT_MAX_MESH_DIMS];      /* mesh dim i's group: group[i], or `parent` itself
+    int32_t err;                      /* pg_err of the last failed collective */
+    uint32_t collectives;             /* collectives this dt_comm has run */
+    pg_group *g[DT_MAX_MESH_DIMS];    /* mesh dim i's group: group[i], or `parent` itself
                                            when the slice is all of it in order (a port's
                                            native collectives often serve the world only) */
-    pg_group group[DT_MAX_MESH_DIMS];   /* group[i]: this rank's slice along mesh dim i */
+    pg_group group[DT_MAX_MESH_DIMS]; /* group[i]: this rank's slice along mesh dim i */
     /* work areas (kept here, off the stack): the plan of a dt_redistribute without a cache
        and of dt_distribute; a collective's per-rank send / receive counts */
     dt_plan plan;
@@ -421,8 +424,8 @@ DT_API int dt_from_local(dt_tensor *t, const dt_mesh *mesh, const dt_placement *
 DT_API int dt_to_local(const dt_tensor *t, mb_tensor *local);
 
 /* full_tensor: redistribute to all-Replicate into `global` (the global shape). */
-DT_API int dt_full_tensor(dt_comm *c, dt_plan_cache *cache, const dt_spec *src, const mb_tensor *in,
-                          mb_tensor *global, void *scratch, size_t scratch_bytes);
+DT_API int dt_full_tensor(dt_comm *c, dt_plan_cache *cache, const dt_spec *src, const mb_tensor *in, mb_tensor *global,
+                          void *scratch, size_t scratch_bytes);
 /* Its scratch with contiguous tensors (as dt_plan_scratch_bytes). */
 DT_API int dt_full_tensor_scratch_bytes(const dt_spec *src, size_t *bytes);
 /* distribute_tensor: this rank's piece of `global` into `local` (s's local shape).
@@ -536,22 +539,41 @@ DT_API int dt_distribute_scratch_bytes(const dt_spec *s, int src_rank, size_t *b
    failed_op (dt_op_name() names it). */
 typedef enum dt_aten {
     /* einsum family (f32): mm(a, b); addmm(bias, a, b); bmm(a, b); linear(x, w[, b]) = x @ w^T + b */
-    DT_ATEN_MM = 0, DT_ATEN_ADDMM, DT_ATEN_BMM,
+    DT_ATEN_MM = 0,
+    DT_ATEN_ADDMM,
+    DT_ATEN_BMM,
     /* pointwise, same shapes: binary, then unary */
-    DT_ATEN_ADD, DT_ATEN_SUB, DT_ATEN_MUL, DT_ATEN_DIV, DT_ATEN_NEG, DT_ATEN_RELU,
-    DT_ATEN_GELU,                          /* attrs.mode: 0 exact erf, 1 tanh approximation */
-    DT_ATEN_EXP, DT_ATEN_TANH, DT_ATEN_SIGMOID,
+    DT_ATEN_ADD,
+    DT_ATEN_SUB,
+    DT_ATEN_MUL,
+    DT_ATEN_DIV,
+    DT_ATEN_NEG,
+    DT_ATEN_RELU,
+    DT_ATEN_GELU, /* attrs.mode: 0 exact erf, 1 tanh approximation */
+    DT_ATEN_EXP,
+    DT_ATEN_TANH,
+    DT_ATEN_SIGMOID,
     /* pointwise with a scalar second operand in attrs.scalar (add.Scalar, ...) */
-    DT_ATEN_ADD_SCALAR, DT_ATEN_SUB_SCALAR, DT_ATEN_MUL_SCALAR, DT_ATEN_DIV_SCALAR,
+    DT_ATEN_ADD_SCALAR,
+    DT_ATEN_SUB_SCALAR,
+    DT_ATEN_MUL_SCALAR,
+    DT_ATEN_DIV_SCALAR,
     DT_ATEN_LINEAR,
     /* reductions over attrs.dim (DT_DIM_ALL: every dim) with attrs.keepdim; argmax's
        output is MB_I32 */
-    DT_ATEN_SUM, DT_ATEN_MEAN, DT_ATEN_MAX, DT_ATEN_MIN, DT_ATEN_AMAX, DT_ATEN_ARGMAX,
+    DT_ATEN_SUM,
+    DT_ATEN_MEAN,
+    DT_ATEN_MAX,
+    DT_ATEN_MIN,
+    DT_ATEN_AMAX,
+    DT_ATEN_ARGMAX,
     /* softmax over attrs.dim */
-    DT_ATEN_SOFTMAX, DT_ATEN_LOG_SOFTMAX,
+    DT_ATEN_SOFTMAX,
+    DT_ATEN_LOG_SOFTMAX,
     /* layer_norm(x, w, b) over the last attrs.ndim dims (attrs.shape = normalized_shape),
        rms_norm(x, w); attrs.scalar = eps */
-    DT_ATEN_LAYER_NORM, DT_ATEN_RMS_NORM,
+    DT_ATEN_LAYER_NORM,
+    DT_ATEN_RMS_NORM,
     /* embedding(weight, indices MB_I32). Kernel attrs (set by dt_op for a row-sharded
        weight; zero otherwise): mode 1 = masked: the weight holds rows [dim2, dim2 + its
        rows) of shape[0] rows, indices in [0, shape[0]) outside it give zero rows */
@@ -559,19 +581,26 @@ typedef enum dt_aten {
     /* cross_entropy(logits, target MB_I32), nll_loss(log_probs, target MB_I32);
        attrs.mode = reduction (0 none, 1 mean, 2 sum: torch's Reduction), attrs.ignore_index
        (torch's default is -100: set it, zeroed attrs ignore class 0); output 0-d unless none */
-    DT_ATEN_CROSS_ENTROPY, DT_ATEN_NLL_LOSS,
+    DT_ATEN_CROSS_ENTROPY,
+    DT_ATEN_NLL_LOSS,
     /* views: view/reshape/expand to attrs.shape[0..attrs.ndim) (one -1 inferred; expand's -1
        keeps a size), permute by attrs.shape, transpose attrs.dim <-> attrs.dim2,
        squeeze/unsqueeze attrs.dim, flatten attrs.dim..attrs.dim2 */
-    DT_ATEN_VIEW, DT_ATEN_RESHAPE, DT_ATEN_TRANSPOSE, DT_ATEN_PERMUTE, DT_ATEN_SQUEEZE,
-    DT_ATEN_UNSQUEEZE, DT_ATEN_EXPAND, DT_ATEN_FLATTEN,
+    DT_ATEN_VIEW,
+    DT_ATEN_RESHAPE,
+    DT_ATEN_TRANSPOSE,
+    DT_ATEN_PERMUTE,
+    DT_ATEN_SQUEEZE,
+    DT_ATEN_UNSQUEEZE,
+    DT_ATEN_EXPAND,
+    DT_ATEN_FLATTEN,
     /* _amp_foreach_non_finite_check_and_unscale_(grads..., found_inf), attrs.scalar =
        inv_scale: a custom handler only (dt_op; dt_propagate: DT_ERR_UNSUPPORTED) */
     DT_ATEN_AMP_UNSCALE,
     DT_ATEN_COUNT
 } dt_aten;
 #define DT_MAX_OP_ARGS 3
-#define DT_DIM_ALL INT32_MIN /* attrs.dim of a full reduction */
+#define DT_DIM_ALL     INT32_MIN /* attrs.dim of a full reduction */
 
 /* An op's static (non-tensor) arguments; NULL stands for all zero. Which fields an op
    reads is listed at its enum entry; the others are ignored (but are part of the cache
@@ -588,7 +617,7 @@ typedef struct dt_op_attrs {
 
 /* The chosen strategy of one op call. */
 typedef struct dt_op_strategy {
-    int32_t op;                                        /* dt_aten */
+    int32_t op; /* dt_aten */
     int32_t nargs;
     int32_t count;                                     /* candidates generated (after filtering) */
     int32_t index;                                     /* the chosen one's position among them */
@@ -596,8 +625,8 @@ typedef struct dt_op_strategy {
     dt_placement in[DT_MAX_OP_ARGS][DT_MAX_MESH_DIMS]; /* each input's target placements */
     dt_placement out[DT_MAX_MESH_DIMS];
     int32_t out_ndim;
-    int32_t out_dtype;                                 /* mb_dtype of the output */
-    int32_t out_shape[MB_MAX_DIMS];                    /* global output shape */
+    int32_t out_dtype;              /* mb_dtype of the output */
+    int32_t out_shape[MB_MAX_DIMS]; /* global output shape */
 } dt_op_strategy;
 
 /* Compared with memcmp, so every member is an integer or a byte copy and the key has no
@@ -613,7 +642,7 @@ typedef struct dt_op_key {
 
 typedef struct dt_op_entry {
     dt_op_key key;
-    uint32_t stamp;            /* last use; 0 = empty */
+    uint32_t stamp; /* last use; 0 = empty */
     dt_op_strategy s;
 } dt_op_entry;
 
@@ -622,7 +651,7 @@ typedef struct dt_op_cache {
     int32_t capacity, count;
     uint32_t clock;
     uint32_t hits, misses;
-    int32_t failed_op;         /* dt_aten of the last DT_ERR_NO_STRATEGY, -1 none */
+    int32_t failed_op; /* dt_aten of the last DT_ERR_NO_STRATEGY, -1 none */
 } dt_op_cache;
 
 /* An empty strategy cache over the caller's storage[capacity] (least-recently-used
@@ -677,7 +706,7 @@ struct dt_dispatch {
     size_t scratch_bytes;
     dt_handler handlers[DT_ATEN_COUNT];
     int32_t implicit_replication;
-    dt_spec plain[DT_MAX_OP_ARGS];      /* work area: the Replicate specs of plain tensors */
+    dt_spec plain[DT_MAX_OP_ARGS]; /* work area: the Replicate specs of plain tensors */
 };
 
 /* out = op(args, attrs) (attrs NULL: all zero), OpDispatcher.dispatch: a custom handler
@@ -804,10 +833,20 @@ typedef struct dt_conv2d_params {
 } dt_conv2d_params;
 
 /* {layout, stride, padding, dilation, groups, kernel} with equal h and w. */
-#define DT_CONV2D(layout, stride, pad, dil, groups) \
-    { (layout), {(stride), (stride)}, {(pad), (pad)}, {(dil), (dil)}, (groups), {0, 0} }
-#define DT_POOL2D(layout, k, stride, pad) \
-    { (layout), {(stride), (stride)}, {(pad), (pad)}, {1, 1}, 1, {(k), (k)} }
+#define DT_CONV2D(layout, stride, pad, dil, groups)                               \
+    {                                                                             \
+        (layout), {(stride), (stride)}, {(pad), (pad)}, {(dil), (dil)}, (groups), \
+        {                                                                         \
+            0, 0                                                                  \
+        }                                                                         \
+    }
+#define DT_POOL2D(layout, k, stride, pad)                          \
+    {                                                              \
+        (layout), {(stride), (stride)}, {(pad), (pad)}, {1, 1}, 1, \
+        {                                                          \
+            (k), (k)                                               \
+        }                                                          \
+    }
 
 /* Output shape (in the layout's dim order) for input shape in_shape[4] and weight shape
    w_shape[4], or w_shape NULL for max pool (p->kernel). */
@@ -896,8 +935,8 @@ DT_API int dt_conv2d_backward_scratch_bytes(const dt_conv2d_params *p, const dt_
    requantization -> Replicate; R,R -> R; anything else DT_ERR_NO_STRATEGY. Every rank's
    output is bit-exact the slice of the single-rank result. */
 typedef struct dt_qmul {
-    int32_t mult;   /* Q31 fixed point in [2^30, 2^31), or 0 */
-    int32_t shift;  /* power of two: real = mult * 2^(shift - 31); -31..30 */
+    int32_t mult;  /* Q31 fixed point in [2^30, 2^31), or 0 */
+    int32_t shift; /* power of two: real = mult * 2^(shift - 31); -31..30 */
 } dt_qmul;
 #define DT_QMM_MAX_K 131072 /* 2^31 / (128 * 128): int32 sums of int8 products are exact */
 /* DT_ERR_VALUE unless 0 <= real < 2^30 after rounding (NaN refused). */
@@ -1065,14 +1104,14 @@ typedef enum dt_gop {
 enum dt_gtype { DT_GT_ACT = 0, DT_GT_PARAM = 1, DT_GT_GRAD = 2 };
 /* Batch dims and placements of the analysis: >= 0 Shard(dim), or one of these. */
 #define DT_BD_REPLICATE (-1)
-#define DT_BD_PARTIAL (-2)
-#define DT_BD_NONE (-3) /* not analysed (parameters, gradients: no batch dim) */
+#define DT_BD_PARTIAL   (-2)
+#define DT_BD_NONE      (-3) /* not analysed (parameters, gradients: no batch dim) */
 
 typedef struct dt_gnode {
     int32_t op, nin;
     int32_t in[DT_MAX_OP_ARGS];
     int32_t ndim;
-    int32_t shape[MB_MAX_DIMS];  /* global output shape */
+    int32_t shape[MB_MAX_DIMS]; /* global output shape */
     dt_op_attrs attrs;
     int32_t type, bd, placement; /* dt_graph_analyze: dt_gtype, batch dim, placement */
 } dt_gnode;
@@ -1080,30 +1119,30 @@ typedef struct dt_gnode {
 typedef struct dt_graph {
     dt_gnode *nodes;
     int32_t capacity, count;
-    int32_t batch;               /* dt_graph_analyze: the inputs' batch size, -1 none */
-    int32_t analysed;            /* 1 after a successful dt_graph_analyze */
+    int32_t batch;    /* dt_graph_analyze: the inputs' batch size, -1 none */
+    int32_t analysed; /* 1 after a successful dt_graph_analyze */
 } dt_graph;
 
 /* One step of a plan (a node on one rank). */
 typedef struct dt_gstep {
     int32_t op, nin;
-    int32_t in[DT_MAX_OP_ARGS];   /* earlier steps */
-    int32_t flags;                /* DT_GS_* */
-    int32_t placement;            /* as the node's */
+    int32_t in[DT_MAX_OP_ARGS]; /* earlier steps */
+    int32_t flags;              /* DT_GS_* */
+    int32_t placement;          /* as the node's */
     int32_t ndim;
-    int32_t shape[MB_MAX_DIMS];   /* this rank's local shape */
-    int32_t stride[MB_MAX_DIMS];  /* elements */
-    uint32_t offset;              /* bytes from the arena's start */
+    int32_t shape[MB_MAX_DIMS];  /* this rank's local shape */
+    int32_t stride[MB_MAX_DIMS]; /* elements */
+    uint32_t offset;             /* bytes from the arena's start */
     dt_op_attrs attrs;
 } dt_gstep;
-#define DT_GS_VIEW 1      /* aliases an earlier step's memory: nothing runs */
+#define DT_GS_VIEW      1 /* aliases an earlier step's memory: nothing runs */
 #define DT_GS_ALLREDUCE 2 /* all-reduced over the group (plan red) after it runs */
 
 typedef struct dt_gplan {
     int32_t nsteps, world, rank;
-    int32_t batch, local_batch;   /* global batch, this rank's rows of it */
-    int32_t red;                  /* dt_red of the gradient all-reduce: DT_SUM or DT_AVG */
-    uint32_t arena_bytes;         /* dt_gplan_run's arena (8-byte aligned) */
+    int32_t batch, local_batch; /* global batch, this rank's rows of it */
+    int32_t red;                /* dt_red of the gradient all-reduce: DT_SUM or DT_AVG */
+    uint32_t arena_bytes;       /* dt_gplan_run's arena (8-byte aligned) */
     const dt_gstep *steps;
 } dt_gplan;
 
@@ -1166,9 +1205,9 @@ DT_API int dt_gplan_emit_c(const dt_gplan *p, const char *name, char *buf, size_
    dispatched run propagates and plans on the device, once per distinct (op, specs) when
    the caches hold every node (the second step is all cache hits). */
 typedef struct dt_gvalue {
-    dt_tensor t;   /* the node's DTensor: leaves' spec and local tensor set by dt_graph_dist_init
+    dt_tensor t; /* the node's DTensor: leaves' spec and local tensor set by dt_graph_dist_init
                       (write inputs and parameters through t.local), the others by each run */
-    void *data;    /* its local storage in the arena (NULL for sgd: the parameter's) */
+    void *data;  /* its local storage in the arena (NULL for sgd: the parameter's) */
     size_t bytes;
 } dt_gvalue;
 /* The analysis's placements of every node into pl[i * DT_MAX_MESH_DIMS + md], md <
@@ -1186,8 +1225,8 @@ DT_API int dt_graph_dist_placements(dt_graph *g, int mesh_ndim, dt_placement *pl
    DT_ERR_TOO_SMALL (cap, arena_bytes), DT_ERR_PARTIAL (a Partial leaf placement),
    dt_spec_init's errors for a leaf, dt_propagate's for a node (DT_ERR_NO_STRATEGY, ...),
    the analysis's. */
-DT_API int dt_graph_dist_init(dt_graph *g, dt_dispatch *d, const dt_placement *pl, dt_gvalue *v, int cap,
-                              void *arena, size_t arena_bytes, size_t *arena_need, size_t *scratch_need);
+DT_API int dt_graph_dist_init(dt_graph *g, dt_dispatch *d, const dt_placement *pl, dt_gvalue *v, int cap, void *arena,
+                              size_t arena_bytes, size_t *arena_need, size_t *scratch_need);
 /* One run of every node in order (every rank of the mesh calls it). DT_ERR_NULL,
    DT_ERR_MISMATCH (v not set up for d's mesh), dt_op's errors (DT_ERR_TOO_SMALL: the
    dispatcher scratch; DT_ERR_COMM). */
@@ -1255,13 +1294,13 @@ DT__DEF const char *dt_strerror(int err)
 #define DT__ERR_LAST DT_ERR_VALUE
 #else
 #define DT__GRAPH_MSGS "bad graph node\0batch dim analysis failed\0"
-#define DT__ERR_LAST DT_ERR_BATCH
+#define DT__ERR_LAST   DT_ERR_BATCH
 #endif
-    static const char msg[] = "ok\0null pointer\0bad mesh\0bad rank\0not a mesh member\0bad mesh dim\0"
-                              "bad placement\0placement count\0bad shard dim\0bad shape\0bad dtype\0"
-                              "mismatch\0to Partial\0Partial op change\0unsupported\0too small\0"
-                              "collective failed\0no sharding strategy\0value out of range\0" DT__GRAPH_MSGS
-                              "unknown error";
+    static const char msg[] =
+        "ok\0null pointer\0bad mesh\0bad rank\0not a mesh member\0bad mesh dim\0"
+        "bad placement\0placement count\0bad shard dim\0bad shape\0bad dtype\0"
+        "mismatch\0to Partial\0Partial op change\0unsupported\0too small\0"
+        "collective failed\0no sharding strategy\0value out of range\0" DT__GRAPH_MSGS "unknown error";
     const char *p = msg;
     if (err > 0 || err < DT__ERR_LAST) err = DT__ERR_LAST - 1;
     for (; err < 0; err++) p += strlen(p) + 1;
@@ -1584,8 +1623,10 @@ static void dt__blocks(const mb_tensor *t, int d, int n, unsigned char *buf, int
             mb_narrow(t, d, pos, len, &v);
         }
         mb_tensor_init(&p, buf, t->dtype, t->ndim, v.shape);
-        if (unpack) mb_copy(&v, &p);
-        else mb_copy(&p, &v);
+        if (unpack)
+            mb_copy(&v, &p);
+        else
+            mb_copy(&p, &v);
         buf += (size_t)mb_numel(&v) * mb_dtype_size(t->dtype);
     }
 }
@@ -1647,8 +1688,10 @@ static DT__HOT int64_t dt__step(dt_comm *c, const dt_step *st, const mb_tensor *
     if (pack) sp = stage;
     if (unstage) rp = stage + xb;
     if (sp == rp) { /* only an empty tensor shares its address with the other */
-        if (!mb_numel(x)) sp = 0;
-        else rp = 0;
+        if (!mb_numel(x))
+            sp = 0;
+        else
+            rp = 0;
     }
     if (ds >= 0) dt__counts(x, ds, n, sc);
     if (dr >= 0) dt__counts(y, dr, n, rcn);
@@ -1723,9 +1766,15 @@ static int64_t dt__run(dt_comm *c, const dt_plan *pl, const mb_tensor *in, mb_te
 
 /* ---- planner ---- */
 
-static int dt__same(dt_placement a, dt_placement b) { return a.kind == b.kind && a.arg == b.arg; }
+static int dt__same(dt_placement a, dt_placement b)
+{
+    return a.kind == b.kind && a.arg == b.arg;
+}
 
-static int dt__is_shard(dt_placement p, int dim) { return p.kind == DT_KIND_SHARD && p.arg == dim; }
+static int dt__is_shard(dt_placement p, int dim)
+{
+    return p.kind == DT_KIND_SHARD && p.arg == dim;
+}
 
 /* One (src -> dst) pair on a mesh dim: 0 when allowed, else the error. */
 static int dt__pair_check(dt_placement a, dt_placement b, int flags, mb_dtype dt)
@@ -1733,7 +1782,7 @@ static int dt__pair_check(dt_placement a, dt_placement b, int flags, mb_dtype dt
     if (b.kind != DT_KIND_PARTIAL || dt__same(a, b)) return DT_OK;
     if (a.kind == DT_KIND_PARTIAL) return DT_ERR_PARTIAL_OP;
     if (a.kind == DT_KIND_SHARD || !(flags & DT_PLAN_ALLOW_PARTIAL)) return DT_ERR_PARTIAL;
-    if (b.arg == DT_PROD) return DT_ERR_UNSUPPORTED;   /* torch: no exact n-th root */
+    if (b.arg == DT_PROD) return DT_ERR_UNSUPPORTED;         /* torch: no exact n-th root */
     if (b.arg == DT_SUM && dt >= MB_I8) return DT_ERR_DTYPE; /* sum divides */
     return DT_OK;
 }
@@ -1745,8 +1794,8 @@ static int dt__pair_check(dt_placement a, dt_placement b, int flags, mb_dtype dt
 typedef struct dt__cost {
     dt_step one;
     uint64_t ns;
-    size_t need, xres;      /* as dt__run's, need without the last communicating step: */
-    size_t last, pend;      /* its xres + staging, + its output when a step follows it */
+    size_t need, xres; /* as dt__run's, need without the last communicating step: */
+    size_t last, pend; /* its xres + staging, + its output when a step follows it */
 } dt__cost;
 
 /* torch's ring model of one communicating step */
@@ -1786,18 +1835,19 @@ static size_t dt__measured(const dt__cost *cw)
 
 /* Append the step md: cur[md] -> to (root >= 0: distribute's scatter/broadcast from that
    coordinate) to pl, or with pl NULL cost it into cw; updates cur. */
-static void dt__emit(const dt_spec *s, dt_plan *pl, dt__cost *cw, dt_placement *cur, int md, dt_placement to,
-                     int root)
+static void dt__emit(const dt_spec *s, dt_plan *pl, dt__cost *cw, dt_placement *cur, int md, dt_placement to, int root)
 {
     static const unsigned char ops[3][3] = {
         /* to:  R                 S                     P               from: */
-        {DT_OP_NOOP, DT_OP_NARROW, DT_OP_PARTITION},                    /* R */
-        {DT_OP_ALL_GATHER, DT_OP_ALL_TO_ALL, DT_OP_NOOP},               /* S (S->P rejected) */
-        {DT_OP_ALL_REDUCE, DT_OP_REDUCE_SCATTER, DT_OP_NOOP}};          /* P (same op only) */
+        {DT_OP_NOOP, DT_OP_NARROW, DT_OP_PARTITION},           /* R */
+        {DT_OP_ALL_GATHER, DT_OP_ALL_TO_ALL, DT_OP_NOOP},      /* S (S->P rejected) */
+        {DT_OP_ALL_REDUCE, DT_OP_REDUCE_SCATTER, DT_OP_NOOP}}; /* P (same op only) */
     const dt_mesh *m = s->mesh;
     dt_step *st = pl ? &pl->steps[pl->nsteps++] : &cw->one;
     int32_t n = m->shape[md];
-    int op = root < 0 ? (int)ops[cur[md].kind][to.kind] : to.kind == DT_KIND_SHARD ? (int)DT_OP_SCATTER : (int)DT_OP_BROADCAST;
+    int op = root < 0                   ? (int)ops[cur[md].kind][to.kind]
+             : to.kind == DT_KIND_SHARD ? (int)DT_OP_SCATTER
+                                        : (int)DT_OP_BROADCAST;
     DT_ASSERT(!pl || pl->nsteps <= DT_MAX_STEPS);
     DT_MEMSET(st, 0, sizeof *st);
     st->mesh_dim = md;
@@ -1816,14 +1866,16 @@ static void dt__emit(const dt_spec *s, dt_plan *pl, dt__cost *cw, dt_placement *
         /* torch's ring model: bytes = comm * hops / n, comm = the data the collective spans */
         st->hops = (uint32_t)(n - 1) << (st->op == DT_OP_ALL_REDUCE);
         st->bytes = dt__bytes(st->op == DT_OP_ALL_GATHER || st->op == DT_OP_BROADCAST ? st->out_shape : st->in_shape,
-                              s->ndim, s->dtype) * st->hops / (uint64_t)n;
+                              s->ndim, s->dtype) *
+                    st->hops / (uint64_t)n;
         if (pl) {
             pl->ncollectives++;
             pl->hops += st->hops;
             pl->bytes += st->bytes;
         }
 #ifndef DT_NO_OPS
-        else cw->ns += dt__step_ns(st, &dt__torch); /* only the ops cost plans */
+        else
+            cw->ns += dt__step_ns(st, &dt__torch); /* only the ops cost plans */
 #endif
     }
 #ifndef DT_NO_CONSTRUCTION
@@ -1956,8 +2008,7 @@ DT__DEF int dt_plan_cache_clear(dt_plan_cache *c)
 }
 
 /* dt_plan_cached (inlined into dt_redistribute where the build optimizes for speed) */
-static DT__HOT int dt__cached(dt_plan_cache *c, const dt_spec *src, const dt_spec *dst, int flags,
-                              const dt_plan **plan)
+static DT__HOT int dt__cached(dt_plan_cache *c, const dt_spec *src, const dt_spec *dst, int flags, const dt_plan **plan)
 {
     dt_plan_key k;
     dt_cache_entry *e, *victim;
@@ -1996,8 +2047,7 @@ found:
     return DT_OK;
 }
 
-DT__DEF int dt_plan_cached(dt_plan_cache *c, const dt_spec *src, const dt_spec *dst, int flags,
-                           const dt_plan **plan)
+DT__DEF int dt_plan_cached(dt_plan_cache *c, const dt_spec *src, const dt_spec *dst, int flags, const dt_plan **plan)
 {
     return dt__cached(c, src, dst, flags, plan);
 }
@@ -2063,7 +2113,7 @@ static DT__HOT int dt__exec(dt_comm *c, const dt_plan *pl, const mb_tensor *in, 
     const dt_step *st = pl->steps;
     int64_t need;
     if (fast && pl->nsteps == 1 && st->op >= DT_OP_ALL_GATHER && !st->stage) { /* the usual case, straight */
-        need = dt__step(c, st, in, out, 0, 1); /* no staging: no scratch */
+        need = dt__step(c, st, in, out, 0, 1);                                 /* no staging: no scratch */
         if (need < 0) return c->err = (int32_t)need, DT_ERR_COMM;
         c->collectives++;
         return DT_OK;
@@ -2142,8 +2192,8 @@ static dt_spec dt__replicated(const dt_spec *s)
     return r;
 }
 
-DT__DEF int dt_full_tensor(dt_comm *c, dt_plan_cache *cache, const dt_spec *src, const mb_tensor *in,
-                           mb_tensor *global, void *scratch, size_t scratch_bytes)
+DT__DEF int dt_full_tensor(dt_comm *c, dt_plan_cache *cache, const dt_spec *src, const mb_tensor *in, mb_tensor *global,
+                           void *scratch, size_t scratch_bytes)
 {
     dt_spec r;
     if (!src) return DT_ERR_NULL;
@@ -2178,8 +2228,10 @@ static int dt__dist_plan(const dt_spec *s, int src_rank, dt_plan *pl, dt__cost *
     if (pl) DT_MEMSET(pl, 0, sizeof *pl); /* cw: the local steps measured nothing */
     for (i = 0; i < m->ndim; i++) {
         for (j = i + 1; j < m->ndim && m->coord[j] == sc[j]; j++) {}
-        if (j < m->ndim) r.placements[i] = s->placements[i]; /* not on the source's path yet */
-        else dt__emit(s, pl, cw, r.placements, i, s->placements[i], sc[i]);
+        if (j < m->ndim)
+            r.placements[i] = s->placements[i]; /* not on the source's path yet */
+        else
+            dt__emit(s, pl, cw, r.placements, i, s->placements[i], sc[i]);
     }
     if (pl) dt__finish(pl, s, r.placements);
     return DT_OK;
@@ -2221,8 +2273,17 @@ DT__DEF int dt_distribute(dt_comm *c, const dt_spec *s, const mb_tensor *global,
 #ifndef DT_NO_OPS /* ops: propagation, dispatcher, kernels */
 
 /* Op families: one propagation rule and one kernel family each. */
-enum { DT__F_EINSUM, DT__F_POINTWISE, DT__F_REDUCE, DT__F_SOFTMAX, DT__F_NORM, DT__F_EMBED, DT__F_LOSS, DT__F_VIEW,
-       DT__F_CUSTOM };
+enum {
+    DT__F_EINSUM,
+    DT__F_POINTWISE,
+    DT__F_REDUCE,
+    DT__F_SOFTMAX,
+    DT__F_NORM,
+    DT__F_EMBED,
+    DT__F_LOSS,
+    DT__F_VIEW,
+    DT__F_CUSTOM
+};
 
 /* Per op: family, fewest and most operands, index operands (bit i set: operand i is
    MB_I32), in dt_aten order. */
@@ -2270,18 +2331,20 @@ DT__DEF int dt_op_cache_init(dt_op_cache *c, dt_op_entry *storage, int capacity)
     return DT_OK;
 }
 
+/* clang-format off */
 #define DT__P(k, a) {(int16_t)(k), (int16_t)(a)}
-#define DT__R DT__P(DT_KIND_REPLICATE, 0)
+/* clang-format on */
+#define DT__R    DT__P(DT_KIND_REPLICATE, 0)
 #define DT__S(d) DT__P(DT_KIND_SHARD, d)
-#define DT__PS DT__P(DT_KIND_PARTIAL, DT_SUM)
+#define DT__PS   DT__P(DT_KIND_PARTIAL, DT_SUM)
 /* Einsum strategies over one mesh dim, gen_einsum_strategies' order: {out, lhs, rhs}. */
 static const dt_placement dt__mm_opts[4][3] = {
     {DT__R, DT__R, DT__R}, {DT__PS, DT__S(1), DT__S(0)}, {DT__S(0), DT__S(0), DT__R}, {DT__S(1), DT__R, DT__S(1)}};
 static const dt_placement dt__bmm_opts[5][3] = {{DT__R, DT__R, DT__R},
-                                                 {DT__S(0), DT__S(0), DT__S(0)},
-                                                 {DT__PS, DT__S(2), DT__S(1)},
-                                                 {DT__S(1), DT__S(1), DT__R},
-                                                 {DT__S(2), DT__R, DT__S(2)}};
+                                                {DT__S(0), DT__S(0), DT__S(0)},
+                                                {DT__PS, DT__S(2), DT__S(1)},
+                                                {DT__S(1), DT__S(1), DT__R},
+                                                {DT__S(2), DT__R, DT__S(2)}};
 
 /* is_tensor_shardable: every sharded dim has at least as many elements as pieces. */
 static int dt__shardable(const dt_spec *s, const dt_placement *p)
@@ -2362,8 +2425,10 @@ static void dt__linear_opt(int c, int r, dt_placement *o)
     } else if (c > 1) {
         o[0].kind = DT_KIND_SHARD;
         o[0].arg = (int16_t)(c - 2);
-        if (c <= r) o[1] = o[0];
-        else o[2].kind = DT_KIND_SHARD; /* w S(0) */
+        if (c <= r)
+            o[1] = o[0];
+        else
+            o[2].kind = DT_KIND_SHARD; /* w S(0) */
     }
 }
 
@@ -2433,9 +2498,16 @@ static dt_placement dt__pw_partial(int op, int fi, dt_placement p)
         if (mono) p.arg = (int16_t)(p.arg == DT_MAX ? DT_MIN : DT_MAX);
         keep = lin || mono;
         break;
-    case DT_ATEN_RELU: case DT_ATEN_EXP: case DT_ATEN_TANH: case DT_ATEN_SIGMOID: keep = mono; break;
+    case DT_ATEN_RELU:
+    case DT_ATEN_EXP:
+    case DT_ATEN_TANH:
+    case DT_ATEN_SIGMOID: keep = mono; break;
     case DT_ATEN_DIV: keep = lin && fi == 0; break;
-    case DT_ATEN_ADD: case DT_ATEN_SUB: case DT_ATEN_MUL: case DT_ATEN_MUL_SCALAR: case DT_ATEN_DIV_SCALAR: break;
+    case DT_ATEN_ADD:
+    case DT_ATEN_SUB:
+    case DT_ATEN_MUL:
+    case DT_ATEN_MUL_SCALAR:
+    case DT_ATEN_DIV_SCALAR: break;
     default: keep = 0; break;
     }
     if (!keep) p.kind = p.arg = 0;
@@ -2464,9 +2536,11 @@ static int dt__prop_pointwise(const dt_spec *const *args, int nargs, int op, dt_
         cand.out[md] = p;
         for (i = 0; i < nargs; i++) {
             dt_placement q = p;
-            if (i == fi) q = f->placements[md].kind == DT_KIND_PARTIAL && p.kind == DT_KIND_PARTIAL ? f->placements[md] : p;
+            if (i == fi)
+                q = f->placements[md].kind == DT_KIND_PARTIAL && p.kind == DT_KIND_PARTIAL ? f->placements[md] : p;
             /* mul/div: only the followed input stays Partial, the others are replicated */
-            else if (q.kind == DT_KIND_PARTIAL && (op == DT_ATEN_MUL || op == DT_ATEN_DIV)) q.kind = q.arg = 0;
+            else if (q.kind == DT_KIND_PARTIAL && (op == DT_ATEN_MUL || op == DT_ATEN_DIV))
+                q.kind = q.arg = 0;
             cand.in[i][md] = q;
         }
     }
@@ -2549,8 +2623,10 @@ static int dt__prop_reduce(const dt_spec *const *args, int op, const dt_op_attrs
         }
     }
     cand = *best;
-    if (lin) DT_MEMCPY(cand.in[0], x->placements, sizeof cand.in[0]);
-    else dt__repl(x->placements, nd, mask, cand.in[0]);
+    if (lin)
+        DT_MEMCPY(cand.in[0], x->placements, sizeof cand.in[0]);
+    else
+        dt__repl(x->placements, nd, mask, cand.in[0]);
     for (md = 0; md < nd; md++) {
         dt_placement p = cand.in[0][md];
         if (p.kind == DT_KIND_SHARD && (mask >> p.arg & 1u)) {
@@ -2602,7 +2678,10 @@ static int dt__prop_softmax_norm(const dt_spec *const *args, int nargs, int op, 
 
 #ifndef DT_NO_MODEL_OPS
 /* dt__opdim, where a 0-d tensor takes dim 0 / -1 (torch wraps scalars). */
-static int dt__vdim(int32_t d, int n) { return dt__opdim(d, n ? n : 1); }
+static int dt__vdim(int32_t d, int n)
+{
+    return dt__opdim(d, n ? n : 1);
+}
 
 /* transpose / permute: the input dim of each output dim; DT_ERR_SHAPE on bad dims. */
 static int dt__perm(int op, const dt_op_attrs *at, int n, int32_t *perm)
@@ -2636,9 +2715,12 @@ static int dt__infer(const dt_op_attrs *at, int64_t total, int32_t *to)
     if (at->ndim < 0 || at->ndim > MB_MAX_DIMS) return DT_ERR_SHAPE;
     for (i = 0; i < at->ndim; i++) {
         to[i] = at->shape[i];
-        if (to[i] == -1 && neg < 0) neg = i;
-        else if (to[i] < 0) return DT_ERR_SHAPE;
-        else p *= to[i];
+        if (to[i] == -1 && neg < 0)
+            neg = i;
+        else if (to[i] < 0)
+            return DT_ERR_SHAPE;
+        else
+            p *= to[i];
     }
     if (neg >= 0) {
         if (!p || total % p) return DT_ERR_SHAPE;
@@ -2660,13 +2742,18 @@ static int dt__view_groups(const int32_t *in, int fn, const int32_t *to, int tn,
     while (fi < fn || ti < tn) {
         int f0 = fi, t0 = ti, first = -1;
         uint32_t f = fi < fn ? (uint32_t)in[fi++] : 1u, t = ti < tn ? (uint32_t)to[ti++] : 1u;
-        if (f == 1 && t != 1) ti = t0;
-        else if (f != 1 && t == 1) fi = f0;
+        if (f == 1 && t != 1)
+            ti = t0;
+        else if (f != 1 && t == 1)
+            fi = f0;
         else
             while (f != t) {
-                if (f < t && fi < fn) f *= in[fi++];
-                else if (f > t && ti < tn) t *= to[ti++];
-                else return DT_ERR_SHAPE; /* zero-size dims that do not pair up */
+                if (f < t && fi < fn)
+                    f *= in[fi++];
+                else if (f > t && ti < tn)
+                    t *= to[ti++];
+                else
+                    return DT_ERR_SHAPE; /* zero-size dims that do not pair up */
             }
         if (ti == t0) continue; /* no output dim: the input dims (size 1) are dropped */
         for (j = f0; j < fi; j++) flag[j] = (uint8_t)(1 | (fi - f0 < 2 ? 0 : j == f0 ? 4 : 2));
@@ -2682,8 +2769,8 @@ static int dt__view_groups(const int32_t *in, int fn, const int32_t *to, int tn,
    flag and split as dt__view_groups. squeeze, unsqueeze and flatten are reshapes to the
    shape they make (view_groups then gives dim_squeeze's, dim_unsqueeze's and
    dim_flatten's maps, except that a size-1 dim never blocks a shard). */
-static DT__NOINLINE int dt__view_map(int op, const dt_op_attrs *at, const int32_t *sh, int n, int32_t *osh, int32_t *ond,
-                                     int32_t *src, uint8_t *flag, int32_t *split)
+static DT__NOINLINE int dt__view_map(int op, const dt_op_attrs *at, const int32_t *sh, int n, int32_t *osh,
+                                     int32_t *ond, int32_t *src, uint8_t *flag, int32_t *split)
 {
     int i, m = 0, d = dt__vdim(at->dim, n), e = dt__vdim(at->dim2, n);
     int64_t total = 1;
@@ -2726,8 +2813,10 @@ static DT__NOINLINE int dt__view_map(int op, const dt_op_attrs *at, const int32_
         for (i = 0; i <= n && op != DT_ATEN_VIEW && op != DT_ATEN_RESHAPE; i++) {
             if (op == DT_ATEN_UNSQUEEZE && i == d) osh[m++] = 1;
             if (i == n) break;
-            if (op == DT_ATEN_FLATTEN && i > d && i <= e) osh[m - 1] *= sh[i];
-            else if (op != DT_ATEN_SQUEEZE || sh[i] != 1 || (at->dim != DT_DIM_ALL && i != d)) osh[m++] = sh[i];
+            if (op == DT_ATEN_FLATTEN && i > d && i <= e)
+                osh[m - 1] *= sh[i];
+            else if (op != DT_ATEN_SQUEEZE || sh[i] != 1 || (at->dim != DT_DIM_ALL && i != d))
+                osh[m++] = sh[i];
         }
         if (op == DT_ATEN_FLATTEN && !n) osh[m++] = 1;
         if (op == DT_ATEN_VIEW || op == DT_ATEN_RESHAPE) {
@@ -2860,14 +2949,17 @@ static int dt__op_dtype(int op, int i)
 }
 
 /* The family's rule: best->op/nargs/index=-1 set, the rest zero (out_dtype MB_F32). */
-static DT__NOINLINE int dt__prop_family(const dt_spec *const *args, int nargs, int op, const dt_op_attrs *at, dt_op_strategy *best)
+static DT__NOINLINE int dt__prop_family(const dt_spec *const *args, int nargs, int op, const dt_op_attrs *at,
+                                        dt_op_strategy *best)
 {
     switch (dt__ops[op].family) {
     case DT__F_EINSUM: return dt__prop_einsum(args, nargs, op, best);
     case DT__F_POINTWISE: /* gelu's approximate: 0 "none", 1 "tanh" */
-        return op == DT_ATEN_GELU && (at->mode < 0 || at->mode > 1) ? DT_ERR_SHAPE : dt__prop_pointwise(args, nargs, op, best);
+        return op == DT_ATEN_GELU && (at->mode < 0 || at->mode > 1) ? DT_ERR_SHAPE
+                                                                    : dt__prop_pointwise(args, nargs, op, best);
     case DT__F_REDUCE: return dt__prop_reduce(args, op, at, best);
-    case DT__F_SOFTMAX: case DT__F_NORM: return dt__prop_softmax_norm(args, nargs, op, at, best);
+    case DT__F_SOFTMAX:
+    case DT__F_NORM: return dt__prop_softmax_norm(args, nargs, op, at, best);
 #ifndef DT_NO_MODEL_OPS
     case DT__F_VIEW: return dt__prop_view(args, op, at, best);
     case DT__F_EMBED: return dt__prop_embed(args, best);
@@ -3115,21 +3207,38 @@ static int dt__kernel_pointwise(int op, mb_tensor *out, const mb_tensor *const *
     float *DT_RESTRICT y = (float *)out->data;
     int32_t i, n = dt__numel(out);
     if (dt__contig(in[0]) && (nin < 2 || dt__contig(in[1]))) { /* the usual case: flat loops */
-        const float *DT_RESTRICT a = (const float *)in[0]->data, *DT_RESTRICT b = nin > 1 ? (const float *)in[1]->data : a;
+        const float *DT_RESTRICT a = (const float *)in[0]->data,
+                                 *DT_RESTRICT b = nin > 1 ? (const float *)in[1]->data : a;
         switch (op) {
-        case DT_ATEN_ADD: for (i = 0; i < n; i++) y[i] = a[i] + b[i]; break;
-        case DT_ATEN_SUB: for (i = 0; i < n; i++) y[i] = a[i] - b[i]; break;
-        case DT_ATEN_MUL: for (i = 0; i < n; i++) y[i] = a[i] * b[i]; break;
-        case DT_ATEN_DIV: for (i = 0; i < n; i++) y[i] = a[i] / b[i]; break;
-        case DT_ATEN_NEG: for (i = 0; i < n; i++) y[i] = -a[i]; break;
-        default: for (i = 0; i < n; i++) y[i] = a[i] > 0.0f ? a[i] : 0.0f; break;
+        case DT_ATEN_ADD:
+            for (i = 0; i < n; i++) y[i] = a[i] + b[i];
+            break;
+        case DT_ATEN_SUB:
+            for (i = 0; i < n; i++) y[i] = a[i] - b[i];
+            break;
+        case DT_ATEN_MUL:
+            for (i = 0; i < n; i++) y[i] = a[i] * b[i];
+            break;
+        case DT_ATEN_DIV:
+            for (i = 0; i < n; i++) y[i] = a[i] / b[i];
+            break;
+        case DT_ATEN_NEG:
+            for (i = 0; i < n; i++) y[i] = -a[i];
+            break;
+        default:
+            for (i = 0; i < n; i++) y[i] = a[i] > 0.0f ? a[i] : 0.0f;
+            break;
         }
         return DT_OK;
     }
     for (i = 0; i < n; i++) {
         float a = dt__at(in[0], i), b = nin > 1 ? dt__at(in[1], i) : 0.0f;
-        y[i] = op == DT_ATEN_ADD ? a + b : op == DT_ATEN_SUB ? a - b : op == DT_ATEN_MUL ? a * b :
-               op == DT_ATEN_DIV ? a / b : op == DT_ATEN_NEG ? -a : (a > 0.0f ? a : 0.0f);
+        y[i] = op == DT_ATEN_ADD   ? a + b
+               : op == DT_ATEN_SUB ? a - b
+               : op == DT_ATEN_MUL ? a * b
+               : op == DT_ATEN_DIV ? a / b
+               : op == DT_ATEN_NEG ? -a
+                                   : (a > 0.0f ? a : 0.0f);
     }
     return DT_OK;
 }
@@ -3224,12 +3333,16 @@ static int dt__kernel_rows(int op, const dt_op_attrs *at, mb_tensor *out, const 
 #define DT__X(k) b[step ? (size_t)(k) * (size_t)step : dt__off(x, lo, hi, k)]
             for (best = 0, k = 0; k < r; k++) {
                 float v = DT__X(k);
-                if (add) acc += v;
-                else if ((op == DT_ATEN_MIN ? v < acc : v > acc) || (v != v && acc == acc)) acc = v, best = k;
+                if (add)
+                    acc += v;
+                else if ((op == DT_ATEN_MIN ? v < acc : v > acc) || (v != v && acc == acc))
+                    acc = v, best = k;
             }
             if (!norm && !sm) {
-                if (op == DT_ATEN_ARGMAX) ((int32_t *)out->data)[o * inner + i] = best;
-                else y[o * inner + i] = op == DT_ATEN_MEAN ? acc / (float)r : acc;
+                if (op == DT_ATEN_ARGMAX)
+                    ((int32_t *)out->data)[o * inner + i] = best;
+                else
+                    y[o * inner + i] = op == DT_ATEN_MEAN ? acc / (float)r : acc;
                 continue;
             }
             m = op == DT_ATEN_RMS_NORM ? 0.0f : norm ? acc / (float)r : acc; /* the mean, or the max */
@@ -3240,8 +3353,9 @@ static int dt__kernel_rows(int op, const dt_op_attrs *at, mb_tensor *out, const 
             acc = norm ? 1.0f / sqrtf(e / (float)r + at->scalar) : 0.0f; /* rstd */
             for (k = 0; k < r; k++) {
                 float v = DT__X(k) - m;
-                y[(o * r + k) * inner + i] = op == DT_ATEN_SOFTMAX ? expf(v) / e : sm ? v - logf(e) :
-                                             v * acc * dt__at(in[1], k) + (nin > 2 ? dt__at(in[2], k) : 0.0f);
+                y[(o * r + k) * inner + i] = op == DT_ATEN_SOFTMAX ? expf(v) / e
+                                             : sm                  ? v - logf(e)
+                                                  : v * acc * dt__at(in[1], k) + (nin > 2 ? dt__at(in[2], k) : 0.0f);
             }
 #undef DT__X
         }
@@ -3367,12 +3481,14 @@ static DT__NOINLINE int dt__kernel_loss(int op, const dt_op_attrs *at, mb_tensor
     }
     for (i = 0; i < n; i++) {
         r = (const float *)x->data; /* the class row of target position i */
-        for (q = i, d = t->ndim - 1; d >= 0; q /= t->shape[d--]) r += (size_t)(q % t->shape[d]) * (size_t)x->stride[d + (d >= c)];
+        for (q = i, d = t->ndim - 1; d >= 0; q /= t->shape[d--])
+            r += (size_t)(q % t->shape[d]) * (size_t)x->stride[d + (d >= c)];
         v = ((const int32_t *)t->data)[dt__off(t, 0, t->ndim, i)];
         l = 0.0f;
         if (v != at->ignore_index) {
             if (op == DT_ATEN_CROSS_ENTROPY) { /* log-sum-exp with the max subtracted */
-                for (mx = r[0], j = 1; j < cc; j++) mx = r[(size_t)j * (size_t)cs] > mx ? r[(size_t)j * (size_t)cs] : mx;
+                for (mx = r[0], j = 1; j < cc; j++)
+                    mx = r[(size_t)j * (size_t)cs] > mx ? r[(size_t)j * (size_t)cs] : mx;
                 for (e = 0.0f, j = 0; j < cc; j++) e += expf(r[(size_t)j * (size_t)cs] - mx);
                 l = mx + logf(e);
             }
@@ -3398,7 +3514,9 @@ DT__DEF int dt_kernel_ref(int op, const dt_op_attrs *attrs, mb_tensor *out, cons
     case DT__F_EINSUM: return dt__kernel_einsum(op, out, in, nin);
     case DT__F_POINTWISE:
         return op <= DT_ATEN_RELU ? dt__kernel_pointwise(op, out, in, nin) : dt__kernel_unary(op, attrs, out, in[0]);
-    case DT__F_REDUCE: case DT__F_SOFTMAX: case DT__F_NORM: return dt__kernel_rows(op, attrs, out, in, nin);
+    case DT__F_REDUCE:
+    case DT__F_SOFTMAX:
+    case DT__F_NORM: return dt__kernel_rows(op, attrs, out, in, nin);
 #ifndef DT_NO_MODEL_OPS
     case DT__F_VIEW: return dt__kernel_view(op, attrs, out, in[0]);
     case DT__F_EMBED: return dt__kernel_embed(attrs, out, in[0], in[1]);
@@ -3414,9 +3532,12 @@ DT__DEF int dt_kernel_ref(int op, const dt_op_attrs *attrs, mb_tensor *out, cons
    transpose flag and leading dimension, or -1. */
 static int dt__blas_mat(int32_t s0, int32_t s1, int32_t rows, int32_t cols, enum CBLAS_TRANSPOSE *t, int *ld)
 {
-    if (s1 == 1 && s0 >= (cols > 1 ? cols : 1)) *t = CblasNoTrans, *ld = (int)s0;
-    else if (s0 == 1 && s1 >= (rows > 1 ? rows : 1)) *t = CblasTrans, *ld = (int)s1;
-    else return -1;
+    if (s1 == 1 && s0 >= (cols > 1 ? cols : 1))
+        *t = CblasNoTrans, *ld = (int)s0;
+    else if (s0 == 1 && s1 >= (rows > 1 ? rows : 1))
+        *t = CblasTrans, *ld = (int)s1;
+    else
+        return -1;
     return 0;
 }
 
@@ -3434,7 +3555,7 @@ DT__DEF int dt_kernel_cblas(int op, const dt_op_attrs *attrs, mb_tensor *out, co
     m = out->shape[r - 1];
     nn = out->shape[r];
     k = a->shape[r];
-    bs0 = lin ? b->stride[1] : b->stride[bt];  /* b as (k, n) */
+    bs0 = lin ? b->stride[1] : b->stride[bt]; /* b as (k, n) */
     bs1 = lin ? b->stride[0] : b->stride[bt + 1];
     for (d = lin ? r - 2 : -1; d >= 0; d--) { /* linear: x's leading dims must collapse into rows */
         if (a->stride[d] != a->stride[d + 1] * a->shape[d + 1]) return dt_kernel_ref(op, attrs, out, in, nin);
@@ -3719,9 +3840,9 @@ static int dt__argmax_better(uint32_t av, int32_t ai, uint32_t bv, int32_t bi)
     return (!an && a != b) ? a > b : ai < bi;
 }
 
-static DT__NOINLINE int dt__argmax_run(dt_dispatch *d, const dt_op_attrs *at, const dt_op_strategy *s,
-                                       const dt_spec *x, const mb_tensor *xl, unsigned gather, dt_tensor *out,
-                                       void *out_data, size_t out_bytes)
+static DT__NOINLINE int dt__argmax_run(dt_dispatch *d, const dt_op_attrs *at, const dt_op_strategy *s, const dt_spec *x,
+                                       const mb_tensor *xl, unsigned gather, dt_tensor *out, void *out_data,
+                                       size_t out_bytes)
 {
     const dt_mesh *m = x->mesh;
     dt_spec r = *x;
@@ -3755,7 +3876,8 @@ static DT__NOINLINE int dt__argmax_run(dt_dispatch *d, const dt_op_attrs *at, co
     mb_tensor_init(&v, scr, MB_F32, y.ndim, y.shape);
     if (!empty && n) {
         rc = (d->kernels[DT_ATEN_ARGMAX] ? d->kernels[DT_ATEN_ARGMAX] : dt_kernel_ref)(DT_ATEN_ARGMAX, at, &y, in, 1);
-        if (!rc) rc = (d->kernels[DT_ATEN_AMAX] ? d->kernels[DT_ATEN_AMAX] : dt_kernel_ref)(DT_ATEN_AMAX, at, &v, in, 1);
+        if (!rc)
+            rc = (d->kernels[DT_ATEN_AMAX] ? d->kernels[DT_ATEN_AMAX] : dt_kernel_ref)(DT_ATEN_AMAX, at, &v, in, 1);
         if (rc) return rc;
     }
     pr = (uint32_t *)(void *)(scr + DT__R8((uint64_t)n * 4u));
@@ -3904,7 +4026,8 @@ DT__DEF int dt_tp_redistribute(dt_dispatch *d, const dt_tensor *x, int md, dt_pl
     if (!data) return DT_ERR_NULL;
     if (dt__bytes(sh, t.ndim, t.dtype) > bytes) return DT_ERR_TOO_SMALL;
     mb_tensor_init(&y, data, t.dtype, t.ndim, sh);
-    rc = dt_redistribute(d->comm, d->plans, &x->spec, &x->local, &t, 0, &y, d->scratch, d->scratch ? d->scratch_bytes : 0);
+    rc = dt_redistribute(d->comm, d->plans, &x->spec, &x->local, &t, 0, &y, d->scratch,
+                         d->scratch ? d->scratch_bytes : 0);
     if (rc) return rc;
     out->spec = t;
     out->local = y;
@@ -4002,7 +4125,8 @@ static int dt__conv_shape(const dt_conv2d_params *p, const int32_t *in, const in
 /* Output positions [lo, hi) of a row whose input column ow*s + off lies in [0, w). */
 static void dt__span(int32_t w, int32_t ow, int32_t s, int32_t off, int32_t *lo, int32_t *hi)
 {
-    int64_t l = off >= 0 ? 0 : ((int64_t)-off + s - 1) / s, h = (int64_t)w - 1 - off < 0 ? 0 : ((int64_t)w - 1 - off) / s + 1;
+    int64_t l = off >= 0 ? 0 : ((int64_t)-off + s - 1) / s,
+            h = (int64_t)w - 1 - off < 0 ? 0 : ((int64_t)w - 1 - off) / s + 1;
     *lo = (int32_t)(l < ow ? l : ow);
     *hi = (int32_t)(h < ow ? h : ow);
 }
@@ -4031,7 +4155,7 @@ static float dt__crow(int mode, float a, float *DT_RESTRICT y, size_t ys, float 
     return acc;
 }
 
-#define DT__F(v, n, c, h, w) \
+#define DT__F(v, n, c, h, w)                                                                                  \
     ((float *)(void *)((v)->d + 4u * ((size_t)(n) * (v)->sn + (size_t)(c) * (v)->sc + (size_t)(h) * (v)->sh + \
                                       (size_t)(w) * (v)->sw)))
 
@@ -4063,8 +4187,8 @@ static void dt__tap3(float *DT_RESTRICT y, const float *DT_RESTRICT x, const flo
    contiguous rows: each element gets tap 0, 1, 2 in that order, as dt__crow tap by tap
    would give it, but the interior takes all three in one pass (a third of the loads and
    stores). 0 when the row has no interior (the caller goes tap by tap). */
-static int dt__conv3(const dt_conv2d_params *p, const dt__cwin *wn, const dt__c4 *x, const dt__c4 *y,
-                     const float *wp, size_t wsw, int32_t n, int32_t oc, int32_t ic, int32_t kh)
+static int dt__conv3(const dt_conv2d_params *p, const dt__cwin *wn, const dt__c4 *x, const dt__c4 *y, const float *wp,
+                     size_t wsw, int32_t n, int32_t oc, int32_t ic, int32_t kh)
 {
     float a[3];
     int32_t o[3], lo[3], hi[3], L = 0, H = y->w, k, j, oh;
@@ -4119,8 +4243,8 @@ static void dt__conv_walk(const dt_conv2d_params *p, const dt__cwin *wn, int mod
                         dt__span(x->w, y->w, p->stride[1], off, &lo, &hi);
                         if (lo >= hi) continue;
                         for (oh = 0; oh < y->h; oh++) {
-                            int64_t ih = (int64_t)(wn->orow0 + oh) * p->stride[0] - p->padding[0] +
-                                         (int64_t)kh * p->dilation[0];
+                            int64_t ih =
+                                (int64_t)(wn->orow0 + oh) * p->stride[0] - p->padding[0] + (int64_t)kh * p->dilation[0];
                             if (ih < 0 || ih >= wn->h) continue;
                             DT_ASSERT(ih - wn->row0 >= 0 && ih - wn->row0 < x->h);
                             acc += dt__crow(mode, *wp, DT__F(y, n, oc, oh, lo), y->sw,
@@ -4133,7 +4257,7 @@ static void dt__conv_walk(const dt_conv2d_params *p, const dt__cwin *wn, int mod
         }
 }
 
-#define DT__I8(v, n, c, h, w) \
+#define DT__I8(v, n, c, h, w)                                                                            \
     ((int8_t *)(void *)((v)->d + (size_t)(n) * (v)->sn + (size_t)(c) * (v)->sc + (size_t)(h) * (v)->sh + \
                         (size_t)(w) * (v)->sw))
 
@@ -4156,8 +4280,8 @@ static void dt__pool_walk(const dt_conv2d_params *p, const dt__cwin *wn, int mod
                     float best = 0.0f;
                     int32_t bh = -1, bw = 0;
                     for (kh = 0; kh < p->kernel[0]; kh++) {
-                        int64_t ih = (int64_t)(wn->orow0 + oh) * p->stride[0] - p->padding[0] +
-                                     (int64_t)kh * p->dilation[0];
+                        int64_t ih =
+                            (int64_t)(wn->orow0 + oh) * p->stride[0] - p->padding[0] + (int64_t)kh * p->dilation[0];
                         if (ih < 0 || ih >= wn->h) continue;
                         for (kw = 0; kw < p->kernel[1]; kw++) {
                             int64_t iw = (int64_t)ow * p->stride[1] - p->padding[1] + (int64_t)kw * p->dilation[1];
@@ -4173,8 +4297,10 @@ static void dt__pool_walk(const dt_conv2d_params *p, const dt__cwin *wn, int mod
                     }
                     if (bh < 0) { /* no input in the window (dilation past the input): -inf, no gradient */
                         uint32_t ninf = 0xff800000u;
-                        if (mode == 0 && y->es == 1) *DT__I8(y, n, c, oh, ow) = -128;
-                        else if (mode == 0) DT_MEMCPY(DT__F(y, n, c, oh, ow), &ninf, sizeof ninf);
+                        if (mode == 0 && y->es == 1)
+                            *DT__I8(y, n, c, oh, ow) = -128;
+                        else if (mode == 0)
+                            DT_MEMCPY(DT__F(y, n, c, oh, ow), &ninf, sizeof ninf);
                         continue;
                     }
                     if (mode == 0 && y->es == 1)
@@ -4208,8 +4334,8 @@ static int dt__fits4(const mb_tensor *t, int dt, int layout, const int32_t *cs)
 
 /* Checks shared by the single-rank calls: in (f32, 4-D), w (NULL: pool); canonical
    shapes of in, w and out into ci, cw, co. */
-static int dt__conv_args(const dt_conv2d_params *p, const mb_tensor *in, const mb_tensor *w, mb_dtype dt,
-                         int32_t *ci, int32_t *co)
+static int dt__conv_args(const dt_conv2d_params *p, const mb_tensor *in, const mb_tensor *w, mb_dtype dt, int32_t *ci,
+                         int32_t *co)
 {
     int rc;
     if (!p || !in) return DT_ERR_NULL;
@@ -4342,8 +4468,7 @@ DT__DEF int dt_maxpool2d_backward(const dt_conv2d_params *p, const mb_tensor *in
 /* ---- sharded conv2d / max pool ---- */
 
 /* Rows of part i (see dt_conv2d_rows); p, h, kh valid, oh the output height. */
-static void dt__rows(const dt_conv2d_params *p, int32_t h, int32_t oh, int32_t kh, int32_t parts, int32_t i,
-                     int32_t *r)
+static void dt__rows(const dt_conv2d_params *p, int32_t h, int32_t oh, int32_t kh, int32_t parts, int32_t i, int32_t *r)
 {
     int64_t n0, n1;
     r[1] = dt__chunk(h, parts, i, &r[0]) + r[0];
@@ -4371,12 +4496,12 @@ DT__DEF int dt_conv2d_rows(const dt_conv2d_params *p, int32_t h, int32_t kh, int
 
 /* What a sharded call does on this rank, from the specs. */
 typedef struct dt__cplan {
-    dt_spec out;            /* output spec */
-    int32_t ci[4], co[4];   /* global canonical shapes */
-    int32_t kh;             /* kernel height */
-    int spatial;            /* mesh dim sharding H, or -1 */
-    int32_t rows[6];        /* this rank's rows when spatial */
-    size_t ext, stage;      /* scratch: halo window, message staging (bytes) */
+    dt_spec out;          /* output spec */
+    int32_t ci[4], co[4]; /* global canonical shapes */
+    int32_t kh;           /* kernel height */
+    int spatial;          /* mesh dim sharding H, or -1 */
+    int32_t rows[6];      /* this rank's rows when spatial */
+    size_t ext, stage;    /* scratch: halo window, message staging (bytes) */
 } dt__cplan;
 
 static DT__NOINLINE int dt__cplan_make(const dt_conv2d_params *p, const dt_spec *is, const dt_spec *ws, dt__cplan *pl)
@@ -4468,16 +4593,19 @@ static void dt__copy_rows(const dt__c4 *dst, int32_t d0, const dt__c4 *src, int3
     for (n = 0; n < src->n; n++)
         for (c = 0; c < src->c; c++)
             for (h = r0; h < r0 + nr; h++) {
-                unsigned char *d = dst->d + esz * ((size_t)n * dst->sn + (size_t)c * dst->sc + (size_t)(h - d0) * dst->sh);
+                unsigned char *d =
+                    dst->d + esz * ((size_t)n * dst->sn + (size_t)c * dst->sc + (size_t)(h - d0) * dst->sh);
                 const unsigned char *s =
                     src->d + esz * ((size_t)n * src->sn + (size_t)c * src->sc + (size_t)(h - s0) * src->sh);
                 if (add) {
                     for (w = 0; w < src->w; w++)
-                        *(float *)(void *)(d + 4u * (size_t)w * dst->sw) += *(const float *)(const void *)(s + 4u * (size_t)w * src->sw);
+                        *(float *)(void *)(d + 4u * (size_t)w * dst->sw) +=
+                            *(const float *)(const void *)(s + 4u * (size_t)w * src->sw);
                 } else if (dst->sw == 1 && src->sw == 1) {
                     DT_MEMCPY(d, s, esz * (size_t)src->w);
                 } else {
-                    for (w = 0; w < src->w; w++) DT_MEMCPY(d + esz * (size_t)w * dst->sw, s + esz * (size_t)w * src->sw, esz);
+                    for (w = 0; w < src->w; w++)
+                        DT_MEMCPY(d + esz * (size_t)w * dst->sw, s + esz * (size_t)w * src->sw, esz);
                 }
             }
 }
@@ -4657,8 +4785,8 @@ static DT__NOINLINE int dt__conv_grad_specs(const dt_spec *is, const dt_spec *ws
     int i, rc, nd = is->mesh->ndim;
     for (i = 0; i < nd; i++) {
         dt_placement x = is->placements[i], w = ws->placements[i];
-        a[0][i] = x;                           /* grad_in: as the input ... */
-        a[1][i] = a[2][i] = w;                 /* grad_w, grad_b: as the weight (Shard(0) / Replicate) ... */
+        a[0][i] = x;           /* grad_in: as the input ... */
+        a[1][i] = a[2][i] = w; /* grad_w, grad_b: as the weight (Shard(0) / Replicate) ... */
         if (w.kind == DT_KIND_SHARD) a[0][i].kind = DT_KIND_PARTIAL, a[0][i].arg = DT_SUM; /* ... sums over C_out */
         if (x.kind == DT_KIND_SHARD) a[1][i].kind = a[2][i].kind = DT_KIND_PARTIAL, a[1][i].arg = a[2][i].arg = DT_SUM;
     }
@@ -4670,9 +4798,10 @@ static DT__NOINLINE int dt__conv_grad_specs(const dt_spec *is, const dt_spec *ws
 
 /* Checks of dt_conv2d_sharded_backward before anything is written; the plan into *pl,
    the weight's local shape and offset into wl, off. */
-static DT__NOINLINE int dt__conv_bw_check(dt_comm *c, const dt_conv2d_params *p, const dt_tensor *in, const dt_tensor *w,
-                                          const dt_tensor *go, const mb_tensor *gi, const mb_tensor *gw,
-                                          const mb_tensor *gb, dt__cplan *pl, int32_t *wl, int32_t *off)
+static DT__NOINLINE int dt__conv_bw_check(dt_comm *c, const dt_conv2d_params *p, const dt_tensor *in,
+                                          const dt_tensor *w, const dt_tensor *go, const mb_tensor *gi,
+                                          const mb_tensor *gw, const mb_tensor *gb, dt__cplan *pl, int32_t *wl,
+                                          int32_t *off)
 {
     int32_t ls[MB_MAX_DIMS];
     const dt_spec *os = &pl->out;
@@ -4749,8 +4878,7 @@ DT__DEF int dt_conv2d_sharded_backward(dt_comm *c, const dt_conv2d_params *p, co
     }
     if (grad_in && (rc = dt__conv_bw_in(c, p, &pl, &in->spec, &wn, &wv, &y, grad_in, (unsigned char *)scratch)))
         return rc;
-    if (grad_w && (rc = dt__conv_bw_w(c, p, &pl, &in->spec, &wn, &x, &y, grad_w, (unsigned char *)scratch)))
-        return rc;
+    if (grad_w && (rc = dt__conv_bw_w(c, p, &pl, &in->spec, &wn, &x, &y, grad_w, (unsigned char *)scratch))) return rc;
     if (grad_b) dt__bias_grad(&y, grad_b); /* Partial(sum) too where the input is sharded */
     return DT_OK;
 }
@@ -4783,8 +4911,8 @@ DT__DEF int dt_quantize_multiplier(double real, dt_qmul *q)
     int64_t m;
     if (!q) return DT_ERR_NULL;
     if (!(real >= 0.0 && real < 1073741824.0)) return DT_ERR_VALUE; /* NaN fails too */
-    DT_MEMCPY(&bits, &real, sizeof bits); /* IEEE binary64 */
-    if (!((bits >> 52) & 0x7ffu)) {       /* 0 or subnormal: far below 2^-31 */
+    DT_MEMCPY(&bits, &real, sizeof bits);                           /* IEEE binary64 */
+    if (!((bits >> 52) & 0x7ffu)) {                                 /* 0 or subnormal: far below 2^-31 */
         q->mult = 0;
         q->shift = 0;
         return DT_OK;
@@ -4900,7 +5028,8 @@ DT__DEF int dt_quantize_tensor(const mb_tensor *x, int channel_dim, float *scale
     for (c = 0; c < nc; c++) dt_q8_scale(scales[c], &scales[c]);
     ex = 0;
     for (i = 0; i < n; i++, dt__next(x, q, idx, &ex, &eq))
-        ((int8_t *)q->data)[eq] = dt_quantize_i8(((const float *)x->data)[ex], scales[channel_dim >= 0 ? idx[channel_dim] : 0]);
+        ((int8_t *)q->data)[eq] =
+            dt_quantize_i8(((const float *)x->data)[ex], scales[channel_dim >= 0 ? idx[channel_dim] : 0]);
     return DT_OK;
 }
 
@@ -4923,7 +5052,8 @@ static void dt__qrows(int32_t *DT_RESTRICT c, const int8_t *DT_RESTRICT r, ptrdi
 {
     int n;
     const int8_t *DT_RESTRICT r1 = r + bs, *DT_RESTRICT r2 = r + 2 * bs, *DT_RESTRICT r3 = r + 3 * bs;
-    for (n = 0; n < DT__QB; n++) c[n] += (int32_t)(int16_t)(a0 * r[n]) + (int16_t)(a1 * r1[n]) + (int16_t)(a2 * r2[n]) + (int16_t)(a3 * r3[n]);
+    for (n = 0; n < DT__QB; n++)
+        c[n] += (int32_t)(int16_t)(a0 * r[n]) + (int16_t)(a1 * r1[n]) + (int16_t)(a2 * r2[n]) + (int16_t)(a3 * r3[n]);
 }
 
 /* sum of x[k] * y[k], k < 32: a dot product gcc -O2 vectorizes (constant trip count). */
@@ -4976,7 +5106,8 @@ DT__DEF int dt_qmm_acc(const mb_tensor *a, const mb_tensor *b, mb_tensor *acc)
                         a2 = (int16_t)ak[2 * as];
                         a3 = (int16_t)ak[3 * as];
                         for (n = n0; n + DT__QB <= n1; n += DT__QB) dt__qrows(c + n, r + n, bs, a0, a1, a2, a3);
-                        for (; n < n1; n++) c[n] += a0 * r[n] + a1 * r[n + bs] + a2 * r[n + 2 * bs] + a3 * r[n + 3 * bs];
+                        for (; n < n1; n++)
+                            c[n] += a0 * r[n] + a1 * r[n + bs] + a2 * r[n + 2 * bs] + a3 * r[n + 3 * bs];
                         k += 3;
                     }
                 }
@@ -5029,7 +5160,8 @@ DT__DEF int dt_qmm_ref(const mb_tensor *a, const mb_tensor *b, const dt_qmul *q,
     if (!a || !b || !out) return DT_ERR_NULL;
     if (out->ndim != 2 || a->ndim != 2 || b->ndim != 2) return DT_ERR_SHAPE;
     if (nq != 1 && nq != out->shape[1]) return DT_ERR_SHAPE;
-    if ((uint64_t)acc_bytes < 4u * (uint64_t)(out->shape[0] < 0 ? 0 : out->shape[0]) * (uint64_t)(out->shape[1] < 0 ? 0 : out->shape[1]))
+    if ((uint64_t)acc_bytes <
+        4u * (uint64_t)(out->shape[0] < 0 ? 0 : out->shape[0]) * (uint64_t)(out->shape[1] < 0 ? 0 : out->shape[1]))
         return DT_ERR_TOO_SMALL;
     if (mb_tensor_init(&acc, acc_scratch, MB_I32, 2, out->shape)) return DT_ERR_SHAPE;
     if (out->dtype != MB_I8) return DT_ERR_DTYPE;
@@ -5057,10 +5189,14 @@ DT__DEF int dt_qmm_propagate(const dt_spec *a, const dt_spec *b, dt_spec *out, u
         int ka = pa.kind == DT_KIND_SHARD ? 1 + pa.arg : pa.kind == DT_KIND_REPLICATE ? 0 : -1;
         int kb = pb.kind == DT_KIND_SHARD ? 1 + pb.arg : pb.kind == DT_KIND_REPLICATE ? 0 : -1;
         p[i] = r;
-        if (ka == 1 && kb == 0) p[i] = pa;                 /* S(0),R -> S(0) */
-        else if (ka == 0 && kb == 2) p[i] = pb;            /* R,S(1) -> S(1) */
-        else if (ka == 2 && kb == 1) mask |= 1u << i;      /* S(1),S(0) -> P(sum) -> R */
-        else if (ka || kb) return DT_ERR_NO_STRATEGY;      /* R,R -> R */
+        if (ka == 1 && kb == 0)
+            p[i] = pa; /* S(0),R -> S(0) */
+        else if (ka == 0 && kb == 2)
+            p[i] = pb; /* R,S(1) -> S(1) */
+        else if (ka == 2 && kb == 1)
+            mask |= 1u << i; /* S(1),S(0) -> P(sum) -> R */
+        else if (ka || kb)
+            return DT_ERR_NO_STRATEGY; /* R,R -> R */
     }
     sh[0] = a->shape[0];
     sh[1] = b->shape[1];
@@ -5147,8 +5283,8 @@ static void dt__kern_q8(const dt_conv2d_params *p, const dt__cwin *wn, const dt_
                     int8_t v;
                     for (icg = 0; icg < icpg; icg++)
                         for (kh = 0; kh < w->h; kh++) {
-                            int64_t ih = (int64_t)(wn->orow0 + oh) * p->stride[0] - p->padding[0] +
-                                         (int64_t)kh * p->dilation[0];
+                            int64_t ih =
+                                (int64_t)(wn->orow0 + oh) * p->stride[0] - p->padding[0] + (int64_t)kh * p->dilation[0];
                             if (ih < 0 || ih >= wn->h) continue;
                             for (kw = 0; kw < w->w; kw++) {
                                 int64_t iw = (int64_t)ow * p->stride[1] - p->padding[1] + (int64_t)kw * p->dilation[1];
@@ -5318,8 +5454,10 @@ static int dt__random(dt_rng *g, const dt_spec *s, const mb_tensor *in, mb_tenso
             dt__philox_block(g->seed, blk, w);
         }
         u = (float)(w[pos & 3u] & 0xffffffu) * (1.0f / 16777216.0f);
-        if (!in) ((float *)out->data)[eo] = u;
-        else ((float *)out->data)[eo] = u < keep ? ((const float *)in->data)[ei] * scale : 0.0f;
+        if (!in)
+            ((float *)out->data)[eo] = u;
+        else
+            ((float *)out->data)[eo] = u < keep ? ((const float *)in->data)[ei] * scale : 0.0f;
     }
     g->offset += end;
     return DT_OK;
@@ -5381,8 +5519,7 @@ static int dt__g_arity(int op, int *lo, int *hi)
     else if (op == DT_ATEN_LINEAR) {
         *lo = 2;
         *hi = 3;
-    }
-    else if (op == DT_G_INPUT || op == DT_G_PARAM || op == DT_G_FULL)
+    } else if (op == DT_G_INPUT || op == DT_G_PARAM || op == DT_G_FULL)
         *lo = *hi = 0;
     else if (!((op >= DT_ATEN_NEG && op <= DT_ATEN_RELU) || (op >= DT_ATEN_EXP && op <= DT_ATEN_DIV_SCALAR) ||
                op == DT_ATEN_SUM || op == DT_ATEN_MEAN || dt__g_viewfam(op) || op == DT_G_ONES_LIKE))
@@ -5412,8 +5549,8 @@ static int64_t dt__g_numel(const int32_t *shape, int ndim)
 /* Output shape of op on operands of shapes (ind[i], ish[i]) with attrs a (dims
    normalised into *a). local: the operands are local pieces (a plan's check): shape
    attributes of placeholders, factories and views are not compared. */
-static int dt__g_infer(int op, dt_op_attrs *a, const int32_t *const *ish, const int32_t *ind, int nin,
-                       int32_t *osh, int32_t *ond, int local)
+static int dt__g_infer(int op, dt_op_attrs *a, const int32_t *const *ish, const int32_t *ind, int nin, int32_t *osh,
+                       int32_t *ond, int local)
 {
     int32_t d, k, n0 = nin > 0 ? ind[0] : 0, infer = -1;
     int64_t prod = 1;
@@ -5424,7 +5561,8 @@ static int dt__g_infer(int op, dt_op_attrs *a, const int32_t *const *ish, const 
         if (op == DT_ATEN_EXPAND && a->ndim < n0) return DT_ERR_SHAPE;
         for (d = 0; d < a->ndim; d++) {
             int32_t s = a->shape[d];
-            if (s == -1 && op != DT_G_INPUT && op != DT_G_PARAM && op != DT_G_FULL && (op == DT_ATEN_EXPAND || infer < 0)) {
+            if (s == -1 && op != DT_G_INPUT && op != DT_G_PARAM && op != DT_G_FULL &&
+                (op == DT_ATEN_EXPAND || infer < 0)) {
                 if (op == DT_ATEN_EXPAND) {
                     k = d - (a->ndim - n0);
                     if (k < 0) return DT_ERR_SHAPE;
@@ -5538,7 +5676,8 @@ static int dt__g_infer(int op, dt_op_attrs *a, const int32_t *const *ish, const 
         }
         return DT_OK;
     default: /* pointwise and the dt_gop ops: operands of one shape */
-        if (op == DT_G_SGD && local) return ind[1] == n0 && !memcmp(ish[1], s0, sizeof(int32_t) * (size_t)n0) ? DT_OK : DT_ERR_SHAPE;
+        if (op == DT_G_SGD && local)
+            return ind[1] == n0 && !memcmp(ish[1], s0, sizeof(int32_t) * (size_t)n0) ? DT_OK : DT_ERR_SHAPE;
         for (k = 1; k < nin; k++)
             if (ind[k] != n0 || memcmp(ish[k], s0, sizeof(int32_t) * (size_t)n0)) return DT_ERR_SHAPE;
         return DT_OK;
@@ -5647,9 +5786,7 @@ static void dt__g_dim_map(const dt_gnode *x, const dt_gnode *n, uint32_t *mask)
     case DT_ATEN_EXPAND: /* Broadcast(InputDim) keeps its input */
         for (d = pad; d < n->ndim; d++) mask[d] = 1u << (d - pad);
         break;
-    default: /* view, reshape, flatten */
-        dt__g_view_groups(x->shape, x->ndim, n->shape, n->ndim, mask);
-        break;
+    default: /* view, reshape, flatten */ dt__g_view_groups(x->shape, x->ndim, n->shape, n->ndim, mask); break;
     }
 }
 
@@ -5708,8 +5845,10 @@ DT__DEF int dt_graph_analyze(dt_graph *g)
         int types = 0; /* bit t: an operand of dt_gtype t */
         for (j = 0; j < n->nin; j++) types |= 1 << g->nodes[n->in[j]].type;
         if (n->op == DT_G_INPUT) {
-            if (b0 < 0) b0 = bsize = n->shape[0];
-            else if (n->shape[0] != b0) rc = DT_ERR_BATCH;
+            if (b0 < 0)
+                b0 = bsize = n->shape[0];
+            else if (n->shape[0] != b0)
+                rc = DT_ERR_BATCH;
             n->bd = 0;
         } else if (n->op == DT_G_PARAM) {
             n->type = DT_GT_PARAM;
@@ -5934,8 +6073,10 @@ static int dt__g_step_check(const dt_gplan *p, int32_t k)
         if (s->shape[d] < 0 || s->stride[d] < 0 || term >> 40) return DT_ERR_SHAPE;
         if (s->shape[d] == 0) last = UINT64_MAX; /* empty: no memory */
         if (last != UINT64_MAX) last += term;
-        if (s->shape[d] != 1 && s->stride[d] != c) c = 0;
-        else if (c) c = s->shape[d] <= (1 << 30) / c ? c * s->shape[d] : 0;
+        if (s->shape[d] != 1 && s->stride[d] != c)
+            c = 0;
+        else if (c)
+            c = s->shape[d] <= (1 << 30) / c ? c * s->shape[d] : 0;
     }
     if (last == UINT64_MAX) c = 1; /* empty: nothing to write */
     if (last != UINT64_MAX && (last + 1u) * 4u + s->offset > p->arena_bytes) return DT_ERR_SHAPE;
@@ -6035,7 +6176,9 @@ DT__DEF int dt_graph_dist_placements(dt_graph *g, int mesh_ndim, dt_placement *p
         for (md = 0; md < DT_MAX_MESH_DIMS; md++) {
             int32_t b = g->nodes[i].placement;
             dt_placement *p = &pl[i * DT_MAX_MESH_DIMS + md];
-            p->kind = (int16_t)(md >= mesh_ndim || b == DT_BD_REPLICATE ? DT_KIND_REPLICATE : b >= 0 ? DT_KIND_SHARD : DT_KIND_PARTIAL);
+            p->kind = (int16_t)(md >= mesh_ndim || b == DT_BD_REPLICATE ? DT_KIND_REPLICATE
+                                : b >= 0                                ? DT_KIND_SHARD
+                                                                        : DT_KIND_PARTIAL);
             p->arg = (int16_t)(p->kind == DT_KIND_SHARD ? b : DT_SUM);
         }
     return rc;
@@ -6078,7 +6221,8 @@ static DT__NOINLINE int dt__g_dist_spec(const dt_graph *g, dt_dispatch *d, const
             if (dt_spec_num_shards(specs[j]) > dt_spec_num_shards(specs[k])) k = j;
         *o = *specs[k];
         for (md = 0; md < nd; md++)
-            if (o->placements[md].kind == DT_KIND_PARTIAL) o->placements[md].kind = DT_KIND_REPLICATE, o->placements[md].arg = 0;
+            if (o->placements[md].kind == DT_KIND_PARTIAL)
+                o->placements[md].kind = DT_KIND_REPLICATE, o->placements[md].arg = 0;
         for (j = 0; j < n->nin && n->op != DT_G_ONES_LIKE; j++) DT_MEMCPY(s.in[j], o->placements, sizeof s.in[j]);
     }
     for (j = 0; !rc && j < n->nin; j++) { /* the operands dt_op or dt__g_dist_gop moves */
@@ -6098,8 +6242,8 @@ static DT__NOINLINE int dt__g_dist_spec(const dt_graph *g, dt_dispatch *d, const
     if (need + rs > *scratch) *scratch = need + rs;
     return rc;
 }
-DT__DEF int dt_graph_dist_init(dt_graph *g, dt_dispatch *d, const dt_placement *pl, dt_gvalue *v, int cap,
-                               void *arena, size_t arena_bytes, size_t *arena_need, size_t *scratch_need)
+DT__DEF int dt_graph_dist_init(dt_graph *g, dt_dispatch *d, const dt_placement *pl, dt_gvalue *v, int cap, void *arena,
+                               size_t arena_bytes, size_t *arena_need, size_t *scratch_need)
 {
     uint64_t off = 0, scratch = 0;
     int32_t i, sh[MB_MAX_DIMS];
@@ -6122,8 +6266,10 @@ DT__DEF int dt_graph_dist_init(dt_graph *g, dt_dispatch *d, const dt_placement *
         x->bytes = (size_t)dt__bytes(sh, x->t.spec.ndim, x->t.spec.dtype);
         x->data = arena ? (unsigned char *)arena + off : 0;
         off += DT__R8((uint64_t)x->bytes);
-        if (arena && off > arena_bytes) rc = DT_ERR_TOO_SMALL;
-        else if (arena && mb_tensor_init(&x->t.local, x->data, x->t.spec.dtype, x->t.spec.ndim, sh)) rc = DT_ERR_SHAPE;
+        if (arena && off > arena_bytes)
+            rc = DT_ERR_TOO_SMALL;
+        else if (arena && mb_tensor_init(&x->t.local, x->data, x->t.spec.dtype, x->t.spec.ndim, sh))
+            rc = DT_ERR_SHAPE;
     }
     if (rc) return rc;
     if (arena_need) *arena_need = (size_t)off;
@@ -6142,7 +6288,8 @@ static DT__NOINLINE int dt__g_dist_gop(const dt_gnode *n, dt_dispatch *d, dt_gva
     for (j = 0; j < n->nin; j++) {
         const dt_tensor *x = &v[n->in[j]].t;
         in[j] = &x->local;
-        if (n->op == DT_G_ONES_LIKE || !memcmp(tp, x->spec.placements, sizeof(dt_placement) * (size_t)x->spec.mesh->ndim))
+        if (n->op == DT_G_ONES_LIKE ||
+            !memcmp(tp, x->spec.placements, sizeof(dt_placement) * (size_t)x->spec.mesh->ndim))
             continue;
         rc = dt__op_move(d, &x->spec, &x->local, tp, &moved[j], (unsigned char *)d->scratch, &left);
         if (rc) return rc;
@@ -6195,10 +6342,13 @@ static void dt__g_puti(dt__g_out *o, int64_t v)
     int i = 23;
     uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
     t[i] = 0;
-    do t[--i] = (char)('0' + u % 10u); while ((u /= 10u) != 0);
+    do t[--i] = (char)('0' + u % 10u);
+    while ((u /= 10u) != 0);
     if (v < 0) t[--i] = '-';
-    if (v == INT32_MIN) dt__g_puts(o, "INT32_MIN"); /* DT_DIM_ALL */
-    else dt__g_puts(o, t + i);
+    if (v == INT32_MIN)
+        dt__g_puts(o, "INT32_MIN"); /* DT_DIM_ALL */
+    else
+        dt__g_puts(o, t + i);
 }
 
 /* A finite float as an exact C99 hex literal. */
@@ -6241,9 +6391,10 @@ static void dt__g_puta(dt__g_out *o, const char *sep, const int32_t *v, int n)
 
 static void dt__g_emit(dt__g_out *o, const dt_gplan *p, const char *name)
 {
-    static const char *const head[4] = {"/* splitcore graph plan (dt_gplan_emit_c): rank ", " of ", " */\nstatic const dt_gstep ", ","};
-    static const char *const attr[6] = {"u,\n     {.dim = ", ", .dim2 = ", ", .keepdim = ", ", .mode = ",
-                                        ", .ignore_index = ", ", .ndim = "};
+    static const char *const head[4] = {"/* splitcore graph plan (dt_gplan_emit_c): rank ", " of ",
+                                        " */\nstatic const dt_gstep ", ","};
+    static const char *const attr[6] = {
+        "u,\n     {.dim = ", ", .dim2 = ", ", .keepdim = ", ", .mode = ", ", .ignore_index = ", ", .ndim = "};
     static const char *const comma[1] = {", "};
     int32_t k, w[7];
     w[0] = p->rank;
@@ -6301,8 +6452,8 @@ DT__DEF int dt_gplan_emit_c(const dt_gplan *p, const char *name, char *buf, size
     if (!p || !p->steps || !name || !len) return DT_ERR_NULL;
     if (p->nsteps < 1) return DT_ERR_NODE;
     for (i = 0; name[i]; i++)
-        if (i >= 63 || !((name[i] >= 'a' && name[i] <= 'z') || (name[i] >= 'A' && name[i] <= 'Z') ||
-                         name[i] == '_' || (i && name[i] >= '0' && name[i] <= '9')))
+        if (i >= 63 || !((name[i] >= 'a' && name[i] <= 'z') || (name[i] >= 'A' && name[i] <= 'Z') || name[i] == '_' ||
+                         (i && name[i] >= '0' && name[i] <= '9')))
             return DT_ERR_MISMATCH;
     if (!i) return DT_ERR_MISMATCH;
     for (k = 0; k < p->nsteps; k++) /* finite scalars only */

@@ -80,36 +80,36 @@ typedef enum mb_dtype { MB_F32, MB_F64, MB_I8, MB_U8, MB_I16, MB_I32, MB_DTYPE_C
 
 enum mb_err {
     MB_OK = 0,
-    MB_ERR_NULL = -1,          /* a required pointer is NULL */
-    MB_ERR_NDIM = -2,          /* ndim < 0 or > MB_MAX_DIMS */
-    MB_ERR_DIM = -3,           /* dim out of range for the tensor's rank */
-    MB_ERR_DTYPE = -4,         /* unknown dtype, dtypes differ, or op undefined for dtype */
-    MB_ERR_SHAPE = -5,         /* negative size, sizes too large (a contiguous stride over
+    MB_ERR_NULL = -1,            /* a required pointer is NULL */
+    MB_ERR_NDIM = -2,            /* ndim < 0 or > MB_MAX_DIMS */
+    MB_ERR_DIM = -3,             /* dim out of range for the tensor's rank */
+    MB_ERR_DTYPE = -4,           /* unknown dtype, dtypes differ, or op undefined for dtype */
+    MB_ERR_SHAPE = -5,           /* negative size, sizes too large (a contiguous stride over
                                   INT32_MAX, a product of sizes reaching 2^32 before the
                                   last dim), or shapes that must agree do not */
-    MB_ERR_CHUNKS = -6,        /* chunk count <= 0 */
-    MB_ERR_CHUNK_COUNT = -7,   /* values split into different numbers of chunks */
-    MB_ERR_TOO_SMALL = -8,     /* caller's output array or storage is too small */
-    MB_ERR_SPEC = -9,          /* unknown spec, SPLIT/CONCAT on a scalar, bad reducer */
-    MB_ERR_SPLIT_SIZE = -10,   /* split dim smaller than the chunk count (MB_STRICT) */
+    MB_ERR_CHUNKS = -6,          /* chunk count <= 0 */
+    MB_ERR_CHUNK_COUNT = -7,     /* values split into different numbers of chunks */
+    MB_ERR_TOO_SMALL = -8,       /* caller's output array or storage is too small */
+    MB_ERR_SPEC = -9,            /* unknown spec, SPLIT/CONCAT on a scalar, bad reducer */
+    MB_ERR_SPLIT_SIZE = -10,     /* split dim smaller than the chunk count (MB_STRICT) */
     MB_ERR_NOT_REPLICATED = -11, /* REPLICATE merge: chunks differ */
-    MB_ERR_RANGE = -12,        /* narrow start/length outside the dim */
-    MB_ERR_ALIGN = -13         /* debug-mask storage not 8-byte aligned */
+    MB_ERR_RANGE = -12,          /* narrow start/length outside the dim */
+    MB_ERR_ALIGN = -13           /* debug-mask storage not 8-byte aligned */
 };
 
 typedef struct mb_tensor {
-    void *data;                     /* element [0,..,0] */
+    void *data; /* element [0,..,0] */
     mb_dtype dtype;
-    int32_t ndim;                   /* 0 (a scalar tensor) .. MB_MAX_DIMS */
+    int32_t ndim; /* 0 (a scalar tensor) .. MB_MAX_DIMS */
     int32_t shape[MB_MAX_DIMS];
-    int32_t stride[MB_MAX_DIMS];    /* in elements, may be any value >= 0 */
+    int32_t stride[MB_MAX_DIMS]; /* in elements, may be any value >= 0 */
 } mb_tensor;
 
 enum mb_value_kind { MB_VALUE_TENSOR = 0, MB_VALUE_SCALAR = 1 };
 
 /* One entry of a flattened argument list (C's pytree leaves). */
 typedef struct mb_value {
-    int32_t kind;                   /* MB_VALUE_TENSOR or MB_VALUE_SCALAR */
+    int32_t kind; /* MB_VALUE_TENSOR or MB_VALUE_SCALAR */
     double scalar;
     mb_tensor tensor;
 } mb_value;
@@ -130,24 +130,26 @@ enum mb_reduce_op { MB_RED_SUM = 0, MB_RED_MEAN, MB_RED_MAX, MB_RED_MIN, MB_RED_
    DEFAULT = CONCAT(0) for tensors, REPLICATE for scalars. */
 typedef struct mb_spec {
     int32_t kind;
-    int32_t dim;                    /* SPLIT/CONCAT; negative dims count from the end */
-    int32_t op;                     /* REDUCE: enum mb_reduce_op */
-    const mb_reducer *reducer;      /* REDUCE with MB_RED_CUSTOM */
+    int32_t dim;               /* SPLIT/CONCAT; negative dims count from the end */
+    int32_t op;                /* REDUCE: enum mb_reduce_op */
+    const mb_reducer *reducer; /* REDUCE with MB_RED_CUSTOM */
 } mb_spec;
 
+/* clang-format off */
 #define MB_SPLIT(d)     { MB_SPEC_SPLIT, (d), 0, 0 }
 #define MB_CONCAT(d)    { MB_SPEC_SPLIT, (d), 0, 0 }
 #define MB_REPLICATE    { MB_SPEC_REPLICATE, 0, 0, 0 }
 #define MB_REDUCE(op)   { MB_SPEC_REDUCE, 0, (op), 0 }
 #define MB_REDUCE_CUSTOM(r) { MB_SPEC_REDUCE, 0, MB_RED_CUSTOM, (r) }
+/* clang-format on */
 
 /* Split flags (OR one size policy with one count policy). */
-#define MB_BALANCED   0   /* sizes of torch.tensor_split: 10 into 3 -> 4,3,3 */
-#define MB_CEIL       1   /* sizes of torch.chunk: ceil(n/k) each, may give fewer chunks */
-#define MB_DOWNSIZE   0   /* split dim < count: count = smallest split dim over all values */
-#define MB_STRICT     2   /* split dim < count: MB_ERR_SPLIT_SIZE, named in mb_diag */
-#define MB_KEEP_COUNT 4   /* split dim < count: keep the count, trailing chunks empty */
-#define MB_DEBUG_MASK 8   /* merge: chunks are full-size masked tensors (mb_split_masked) */
+#define MB_BALANCED   0 /* sizes of torch.tensor_split: 10 into 3 -> 4,3,3 */
+#define MB_CEIL       1 /* sizes of torch.chunk: ceil(n/k) each, may give fewer chunks */
+#define MB_DOWNSIZE   0 /* split dim < count: count = smallest split dim over all values */
+#define MB_STRICT     2 /* split dim < count: MB_ERR_SPLIT_SIZE, named in mb_diag */
+#define MB_KEEP_COUNT 4 /* split dim < count: keep the count, trailing chunks empty */
+#define MB_DEBUG_MASK 8 /* merge: chunks are full-size masked tensors (mb_split_masked) */
 
 /* Where an argument-list call failed: the value index, its split-dim size, the count. */
 typedef struct mb_diag {
@@ -197,19 +199,18 @@ MB_API int mb_split_sizes(int32_t size, int chunks, int flags, int32_t *sizes, i
    `diag` (may be NULL) naming the value: MB_ERR_NULL, MB_ERR_CHUNKS, MB_ERR_SPEC,
    MB_ERR_DIM, MB_ERR_SPLIT_SIZE (MB_STRICT), MB_ERR_CHUNK_COUNT, MB_ERR_TOO_SMALL
    (max_chunks), or a view's own error. Nothing is written to `out` on error. */
-MB_API int mb_split(const mb_value *args, const mb_spec *specs, int nargs, int chunks, int flags,
-                    mb_value *out, int max_chunks, mb_diag *diag);
+MB_API int mb_split(const mb_value *args, const mb_spec *specs, int nargs, int chunks, int flags, mb_value *out,
+                    int max_chunks, mb_diag *diag);
 
 /* Debug-mask mode (_debug_mask_minibatches): each SPLIT value's chunk is a full-size
    contiguous tensor, zero outside its own slice, written into `storage` (8-byte aligned
    pieces). mb_split_masked_bytes() gives the storage size needed in *bytes (errors as
    mb_split's); mb_split_masked() returns the chunk count, or mb_split's errors plus
    MB_ERR_TOO_SMALL (storage) and MB_ERR_ALIGN (storage not 8-byte aligned). */
-MB_API int mb_split_masked_bytes(const mb_value *args, const mb_spec *specs, int nargs, int chunks,
-                                 int flags, size_t *bytes);
-MB_API int mb_split_masked(const mb_value *args, const mb_spec *specs, int nargs, int chunks,
-                           int flags, mb_value *out, int max_chunks, void *storage,
-                           size_t storage_bytes, mb_diag *diag);
+MB_API int mb_split_masked_bytes(const mb_value *args, const mb_spec *specs, int nargs, int chunks, int flags,
+                                 size_t *bytes);
+MB_API int mb_split_masked(const mb_value *args, const mb_spec *specs, int nargs, int chunks, int flags, mb_value *out,
+                           int max_chunks, void *storage, size_t storage_bytes, mb_diag *diag);
 
 /* ---- 5. Merge -------------------------------------------------------------------- */
 /* Merge chunks[c * nvals + i] (c < nchunks) into out[i] per specs (NULL: all DEFAULT).
@@ -222,8 +223,7 @@ MB_API int mb_split_masked(const mb_value *args, const mb_spec *specs, int nargs
    (MB_DEBUG_MASK: chunks do not match the split), MB_ERR_SHAPE
    (chunks or output do not fit), MB_ERR_NOT_REPLICATED, a custom reducer's own code.
    Nothing is written on error (a custom reducer's own failure aside). */
-MB_API int mb_merge(const mb_value *chunks, int nchunks, int nvals, const mb_spec *specs, int flags,
-                    mb_value *out);
+MB_API int mb_merge(const mb_value *chunks, int nchunks, int nvals, const mb_spec *specs, int flags, mb_value *out);
 
 #ifdef __cplusplus
 }
@@ -430,7 +430,10 @@ static double mb__get(const char *p, int dt)
     int32_t i;
     if (dt == MB_F32) return *(const float *)p;
     if (dt == MB_F64) return *(const double *)p;
-    i = dt == MB_I8 ? *(const int8_t *)p : dt == MB_U8 ? *(const uint8_t *)p : dt == MB_I16 ? *(const int16_t *)p : *(const int32_t *)p;
+    i = dt == MB_I8    ? *(const int8_t *)p
+        : dt == MB_U8  ? *(const uint8_t *)p
+        : dt == MB_I16 ? *(const int16_t *)p
+                       : *(const int32_t *)p;
     return i;
 }
 
@@ -459,22 +462,32 @@ static int mb__walk(int op, const mb_tensor *dst, const mb_tensor *src)
         }
         if (op == MB__COPY) {
             if (dp != sp) { /* in place (a chunk that views the output): no copy */
-                if (dp < sp + n && sp < dp + n) memmove(dp, sp, n); /* overlapping rows stay defined */
-                else MB_MEMCPY(dp, sp, n);
+                if (dp < sp + n && sp < dp + n)
+                    memmove(dp, sp, n); /* overlapping rows stay defined */
+                else
+                    MB_MEMCPY(dp, sp, n);
             }
         } else if (op == MB__EQ) {
             if (memcmp(dp, sp, es) != 0) return 1;
         } else {
             double a = mb__get(dp, dt), b = mb__get(sp, src->dtype);
-            a = op <= MB_RED_MEAN ? a + b : op == MB__DIV ? a / b : b != b ? b /* NaN wins */
-              : (op == MB_RED_MAX ? a < b : a > b) ? b : a;
-            if (dt == MB_F32) *(float *)dp = (float)a;
-            else if (dt == MB_F64) *(double *)dp = a;
+            a = op <= MB_RED_MEAN                    ? a + b
+                : op == MB__DIV                      ? a / b
+                : b != b                             ? b /* NaN wins */
+                : (op == MB_RED_MAX ? a < b : a > b) ? b
+                                                     : a;
+            if (dt == MB_F32)
+                *(float *)dp = (float)a;
+            else if (dt == MB_F64)
+                *(double *)dp = a;
             else {
                 uint32_t u = (uint32_t)(int64_t)a;
-                if (es == 1) *(uint8_t *)dp = (uint8_t)u;
-                else if (es == 2) *(uint16_t *)dp = (uint16_t)u;
-                else *(uint32_t *)dp = u;
+                if (es == 1)
+                    *(uint8_t *)dp = (uint8_t)u;
+                else if (es == 2)
+                    *(uint16_t *)dp = (uint16_t)u;
+                else
+                    *(uint32_t *)dp = u;
             }
         }
     }
@@ -557,8 +570,8 @@ static int mb__resolve(const mb_value *v, const mb_spec *s, int *dim)
    2 writes. storage != NULL: debug mask pieces of storage_bytes. out == NULL: plan only,
    the bytes needed go to the size_t at `storage` (mb_split_masked_bytes). Nothing is
    written before pass 2. Same parameters as mb_split_masked, which only jumps here. */
-static int mb__split(const mb_value *args, const mb_spec *specs, int nargs, int chunks, int flags,
-                     mb_value *out, int max_chunks, void *storage, size_t storage_bytes, mb_diag *diag)
+static int mb__split(const mb_value *args, const mb_spec *specs, int nargs, int chunks, int flags, mb_value *out,
+                     int max_chunks, void *storage, size_t storage_bytes, mb_diag *diag)
 {
     int i = 0, c, dim, kind, rc, pass, n = chunks, counted = 0, count = 0;
     int32_t sz = 0;
@@ -639,23 +652,22 @@ fail:
     return rc;
 }
 
-MB__DEF int mb_split(const mb_value *args, const mb_spec *specs, int nargs, int chunks, int flags,
-                     mb_value *out, int max_chunks, mb_diag *diag)
+MB__DEF int mb_split(const mb_value *args, const mb_spec *specs, int nargs, int chunks, int flags, mb_value *out,
+                     int max_chunks, mb_diag *diag)
 {
     if (!out && nargs) return MB_ERR_NULL;
     return mb__split(args, specs, nargs, chunks, flags, out, max_chunks, 0, 0, diag);
 }
 
-MB__DEF int mb_split_masked_bytes(const mb_value *args, const mb_spec *specs, int nargs, int chunks,
-                                  int flags, size_t *bytes)
+MB__DEF int mb_split_masked_bytes(const mb_value *args, const mb_spec *specs, int nargs, int chunks, int flags,
+                                  size_t *bytes)
 {
     if (!bytes) return MB_ERR_NULL;
     return mb__split(args, specs, nargs, chunks, flags, 0, 0, bytes, 0, 0);
 }
 
-MB__DEF int mb_split_masked(const mb_value *args, const mb_spec *specs, int nargs, int chunks, int flags,
-                            mb_value *out, int max_chunks, void *storage, size_t storage_bytes,
-                            mb_diag *diag)
+MB__DEF int mb_split_masked(const mb_value *args, const mb_spec *specs, int nargs, int chunks, int flags, mb_value *out,
+                            int max_chunks, void *storage, size_t storage_bytes, mb_diag *diag)
 {
     if (!storage || !out) return MB_ERR_NULL;
     if (((uintptr_t)storage & 7u) != 0) return MB_ERR_ALIGN;
@@ -671,22 +683,24 @@ static MB__NOINLINE mb_tensor *mb__view(const mb_value *v, int kind, mb_tensor *
 /* Merge value i (v = &chunks[i]). check != 0: validate only, write nothing. One loop does
    both: every chunk is checked against the output (the first chunk for a custom reducer,
    whose init is checked against the output), then copied, concatenated or reduced. */
-static int mb__merge_one(const mb_value *v, int nchunks, int nvals, const mb_spec *s, int flags,
-                         mb_value *out, int check)
+static int mb__merge_one(const mb_value *v, int nchunks, int nvals, const mb_spec *s, int flags, mb_value *out,
+                         int check)
 {
     mb_tensor sf, so, sa;
     const mb_reducer *red = 0;
     const mb_tensor *f, *o, *w, *a;
     int c, dim, k = v->kind, rc = mb__resolve(v, s, &dim), op, start = 0, cat = rc == MB_SPEC_SPLIT,
-        mask = cat && (flags & MB_DEBUG_MASK);
+                mask = cat && (flags & MB_DEBUG_MASK);
     int32_t off = 0, len;
     if (rc < 0) return rc;
     op = MB__COPY + (rc == MB_SPEC_REPLICATE); /* MB__EQ: replicas are compared */
     if (rc == MB_SPEC_REDUCE) {
         op = s->op;
         red = s->reducer;
-        if (op != MB_RED_CUSTOM) red = 0;
-        else if (!red || !red->fn || red->init.kind != k) return MB_ERR_SPEC;
+        if (op != MB_RED_CUSTOM)
+            red = 0;
+        else if (!red || !red->fn || red->init.kind != k)
+            return MB_ERR_SPEC;
         if ((uint32_t)op > MB_RED_CUSTOM) return MB_ERR_SPEC;
     }
     f = mb__view(v, k, &sf);
@@ -730,8 +744,7 @@ static int mb__merge_one(const mb_value *v, int nchunks, int nvals, const mb_spe
     return cat && !mask && off != o->shape[dim] ? MB_ERR_SHAPE : MB_OK;
 }
 
-MB__DEF int mb_merge(const mb_value *chunks, int nchunks, int nvals, const mb_spec *specs, int flags,
-                     mb_value *out)
+MB__DEF int mb_merge(const mb_value *chunks, int nchunks, int nvals, const mb_spec *specs, int flags, mb_value *out)
 {
     int i, rc, pass;
     if ((!chunks || !out) && nvals) return MB_ERR_NULL;
@@ -744,7 +757,6 @@ MB__DEF int mb_merge(const mb_value *chunks, int nchunks, int nvals, const mb_sp
         }
     return MB_OK;
 }
-
 
 #ifdef __cplusplus
 }

@@ -85,7 +85,7 @@
 #include <stdint.h>
 #include "microbatch.h"
 #ifndef PP_NO_EXECUTOR
-#include "ports/pg.h"  /* the executor talks to any port through pg.h */
+#include "ports/pg.h" /* the executor talks to any port through pg.h */
 #endif
 
 #ifndef PP_MAX_RANKS
@@ -111,63 +111,70 @@ extern "C" {
 /* ---- 2. Types and error codes ---------------------------------------------------- */
 enum pp_err {
     PP_OK = 0,
-    PP_ERR_NULL = -1,            /* a required pointer is NULL */
-    PP_ERR_ARG = -2,             /* ranks/stages/microbatches <= 0 or above PP_MAX_*, misaligned storage */
-    PP_ERR_TOO_SMALL = -3,       /* caller's buffer or storage is too small */
-    PP_ERR_SCHEDULE = -4,        /* unknown schedule */
-    PP_ERR_MICROBATCHES = -5,    /* fewer microbatches than stages where the schedule needs M >= P */
-    PP_ERR_ROUNDS = -6,          /* interleaved: M is not a multiple of max(1, M / P) rounds */
-    PP_ERR_STAGES_PER_RANK = -7, /* ZBV needs 2 stages per rank, single-stage schedules 1 */
-    PP_ERR_BALANCE_SUM = -8,     /* sum of balance != number of layers */
-    PP_ERR_BALANCE_NONPOSITIVE = -9, /* a balance entry <= 0 */
-    PP_ERR_PARTITIONS = -10,     /* more partitions than ranks */
-    PP_ERR_CHUNKS = -11,         /* chunks <= 0 */
-    PP_ERR_CHECKPOINT = -12,     /* checkpoint mode not always / except_last / never */
-    PP_ERR_LAYERS = -13,         /* fewer layers than partitions (automatic balance) */
-    PP_ERR_ACTION = -14,         /* unknown action type, stage or microbatch out of range */
-    PP_ERR_STAGE_RANK = -15,     /* a stage appears on two ranks / not on its mapped rank */
-    PP_ERR_DUPLICATE = -16,      /* the same action twice (e.g. a microbatch forwarded twice) */
+    PP_ERR_NULL = -1,                     /* a required pointer is NULL */
+    PP_ERR_ARG = -2,                      /* ranks/stages/microbatches <= 0 or above PP_MAX_*, misaligned storage */
+    PP_ERR_TOO_SMALL = -3,                /* caller's buffer or storage is too small */
+    PP_ERR_SCHEDULE = -4,                 /* unknown schedule */
+    PP_ERR_MICROBATCHES = -5,             /* fewer microbatches than stages where the schedule needs M >= P */
+    PP_ERR_ROUNDS = -6,                   /* interleaved: M is not a multiple of max(1, M / P) rounds */
+    PP_ERR_STAGES_PER_RANK = -7,          /* ZBV needs 2 stages per rank, single-stage schedules 1 */
+    PP_ERR_BALANCE_SUM = -8,              /* sum of balance != number of layers */
+    PP_ERR_BALANCE_NONPOSITIVE = -9,      /* a balance entry <= 0 */
+    PP_ERR_PARTITIONS = -10,              /* more partitions than ranks */
+    PP_ERR_CHUNKS = -11,                  /* chunks <= 0 */
+    PP_ERR_CHECKPOINT = -12,              /* checkpoint mode not always / except_last / never */
+    PP_ERR_LAYERS = -13,                  /* fewer layers than partitions (automatic balance) */
+    PP_ERR_ACTION = -14,                  /* unknown action type, stage or microbatch out of range */
+    PP_ERR_STAGE_RANK = -15,              /* a stage appears on two ranks / not on its mapped rank */
+    PP_ERR_DUPLICATE = -16,               /* the same action twice (e.g. a microbatch forwarded twice) */
     PP_ERR_BACKWARD_BEFORE_FORWARD = -17, /* B or I before its F */
     PP_ERR_WEIGHT_BEFORE_INPUT = -18,     /* W before its I */
-    PP_ERR_FORWARD_COUNT = -19,  /* a stage does not forward every microbatch */
-    PP_ERR_BACKWARD_COUNT = -20, /* I != W, or B + I != M, or backward in a forward-only plan */
-    PP_ERR_DEADLOCK = -21,       /* no rank can progress (simulation, lowering, bubble insertion) */
-    PP_ERR_PARSE = -22,          /* malformed action string or CSV */
-    PP_ERR_RANKS = -23,          /* CSV rows != ranks */
-    PP_ERR_MAP = -24,            /* unknown stage-map style, or "v" with stages % ranks != 0 */
-    PP_ERR_MAILBOX = -25         /* without take-in a rank would wait on a full mailbox (deeper
+    PP_ERR_FORWARD_COUNT = -19,           /* a stage does not forward every microbatch */
+    PP_ERR_BACKWARD_COUNT = -20,          /* I != W, or B + I != M, or backward in a forward-only plan */
+    PP_ERR_DEADLOCK = -21,                /* no rank can progress (simulation, lowering, bubble insertion) */
+    PP_ERR_PARSE = -22,                   /* malformed action string or CSV */
+    PP_ERR_RANKS = -23,                   /* CSV rows != ranks */
+    PP_ERR_MAP = -24,                     /* unknown stage-map style, or "v" with stages % ranks != 0 */
+    PP_ERR_MAILBOX = -25                  /* without take-in a rank would wait on a full mailbox (deeper
                                     than allowed), or the table is not proven for the port's */
 };
 
 /* Action types; the letters are PyTorch's _ComputationType values. */
 enum pp_type {
-    PP_IDLE = 0,      /* None in a torch schedule: a deliberate bubble slot */
-    PP_F = 1,         /* FORWARD */
-    PP_B = 2,         /* FULL_BACKWARD */
-    PP_I = 3,         /* BACKWARD_INPUT */
-    PP_W = 4,         /* BACKWARD_WEIGHT */
-    PP_SEND_F = 5, PP_RECV_F = 6, PP_SEND_B = 7, PP_RECV_B = 8,
-    PP_UNSHARD = 9, PP_RESHARD = 10, PP_REDUCE_GRAD = 11, /* parsed and printed only */
+    PP_IDLE = 0, /* None in a torch schedule: a deliberate bubble slot */
+    PP_F = 1,    /* FORWARD */
+    PP_B = 2,    /* FULL_BACKWARD */
+    PP_I = 3,    /* BACKWARD_INPUT */
+    PP_W = 4,    /* BACKWARD_WEIGHT */
+    PP_SEND_F = 5,
+    PP_RECV_F = 6,
+    PP_SEND_B = 7,
+    PP_RECV_B = 8,
+    PP_UNSHARD = 9,
+    PP_RESHARD = 10,
+    PP_REDUCE_GRAD = 11, /* parsed and printed only */
     PP_TYPE_COUNT = 12
 };
 
 /* One action: 4 bytes, so a rank's table is 4 bytes per step. */
 typedef struct pp_action {
-    uint8_t type;     /* enum pp_type */
-    uint8_t stage;    /* global stage index */
-    uint16_t mb;      /* microbatch index */
+    uint8_t type;  /* enum pp_type */
+    uint8_t stage; /* global stage index */
+    uint16_t mb;   /* microbatch index */
 } pp_action;
+/* clang-format off */
 #define PP_ACTION(t, s, m) { (uint8_t)(t), (uint8_t)(s), (uint16_t)(m) }
+/* clang-format on */
 
 enum pp_schedule {
-    PP_SCHED_CUSTOM = 0,          /* imported (CSV) or hand-written */
-    PP_SCHED_GPIPE = 1,           /* ScheduleGPipe */
-    PP_SCHED_1F1B = 2,            /* Schedule1F1B */
-    PP_SCHED_INTERLEAVED_1F1B = 3,/* ScheduleInterleaved1F1B */
-    PP_SCHED_LOOPED_BFS = 4,      /* ScheduleLoopedBFS */
-    PP_SCHED_INTERLEAVED_ZB = 5,  /* ScheduleInterleavedZeroBubble (ZB1P) */
-    PP_SCHED_ZBV = 6,             /* ScheduleZBVZeroBubble ("v" layout, 2 stages per rank) */
-    PP_SCHED_FORWARD_ONLY = 7,    /* _ScheduleForwardOnly: inference */
+    PP_SCHED_CUSTOM = 0,           /* imported (CSV) or hand-written */
+    PP_SCHED_GPIPE = 1,            /* ScheduleGPipe */
+    PP_SCHED_1F1B = 2,             /* Schedule1F1B */
+    PP_SCHED_INTERLEAVED_1F1B = 3, /* ScheduleInterleaved1F1B */
+    PP_SCHED_LOOPED_BFS = 4,       /* ScheduleLoopedBFS */
+    PP_SCHED_INTERLEAVED_ZB = 5,   /* ScheduleInterleavedZeroBubble (ZB1P) */
+    PP_SCHED_ZBV = 6,              /* ScheduleZBVZeroBubble ("v" layout, 2 stages per rank) */
+    PP_SCHED_FORWARD_ONLY = 7,     /* _ScheduleForwardOnly: inference */
     PP_SCHED_COUNT = 8
 };
 
@@ -176,13 +183,13 @@ enum pp_map_style { PP_MAP_LOOP = 0, PP_MAP_V = 1 };
 /* A plan: per-rank action tables in caller storage (rank r's row at actions + r * cap). */
 typedef struct pp_plan {
     pp_action *actions;
-    int32_t cap;                     /* actions per rank row */
+    int32_t cap; /* actions per rank row */
     int32_t nranks, nstages, nmb;
-    int32_t schedule;                /* enum pp_schedule */
-    int32_t lowered;                 /* 1: has send/recv, no idle slots */
+    int32_t schedule; /* enum pp_schedule */
+    int32_t lowered;  /* 1: has send/recv, no idle slots */
     int32_t len[PP_MAX_RANKS];
     uint8_t stage_rank[PP_MAX_STAGES];
-    int32_t mailbox;                 /* 1 + the depth pp_mailbox_depth proved; 0: not proven
+    int32_t mailbox; /* 1 + the depth pp_mailbox_depth proved; 0: not proven
                                         (every writer of the plan resets it) */
 } pp_plan;
 
@@ -192,18 +199,18 @@ typedef struct pp_table {
     uint16_t len;
     uint8_t rank, nranks, nstages;
     uint16_t nmb;
-    uint16_t slots;                  /* peak in-flight activations on this rank */
+    uint16_t slots; /* peak in-flight activations on this rank */
     const uint8_t *stage_rank;
-    uint8_t mailbox;                 /* 1 + the mailbox depth (transfers) the plan was proven
+    uint8_t mailbox; /* 1 + the mailbox depth (transfers) the plan was proven
                                         to run with without take-in; 0: not proven */
 } pp_table;
 
 /* Where a call failed. Fields that do not apply are -1. */
 typedef struct pp_diag {
-    int32_t rank, step;              /* rank and index into its row */
-    pp_action action;                /* the offending action */
-    int32_t stage;                   /* count errors: the stage */
-    int32_t expected, got;           /* counts / sums */
+    int32_t rank, step;    /* rank and index into its row */
+    pp_action action;      /* the offending action */
+    int32_t stage;         /* count errors: the stage */
+    int32_t expected, got; /* counts / sums */
 } pp_diag;
 
 /* The message of a pp_err code; "unknown error" for any other value (never NULL). Left
@@ -218,9 +225,9 @@ typedef struct pp_layer {
     int (*backward_input)(void *self, const mb_tensor *x, const mb_tensor *dy, mb_tensor *dx);
     int (*backward_weight)(void *self, const mb_tensor *x, const mb_tensor *dy);
     void *self;
-    uint32_t param_bytes;            /* parameters */
-    uint32_t act_bytes;              /* output activation per microbatch */
-    uint32_t cost;                   /* relative time (given or profiled) */
+    uint32_t param_bytes; /* parameters */
+    uint32_t act_bytes;   /* output activation per microbatch */
+    uint32_t cost;        /* relative time (given or profiled) */
 } pp_layer;
 
 enum pp_checkpoint { PP_CKPT_ALWAYS = 0, PP_CKPT_EXCEPT_LAST = 1, PP_CKPT_NEVER = 2 };
@@ -228,35 +235,33 @@ enum pp_balance_by { PP_BY_COST = 0, PP_BY_MEMORY = 1 };
 
 /* fairscale Pipe's checks: sum(balance) == nlayers, all > 0, nparts <= nranks, chunks > 0,
    checkpoint valid. diag->got/expected carry the sums or counts. */
-PP_API int pp_balance_check(const int32_t *balance, int nparts, int nlayers, int nranks,
-                            int chunks, int checkpoint, pp_diag *diag);
+PP_API int pp_balance_check(const int32_t *balance, int nparts, int nlayers, int nranks, int chunks, int checkpoint,
+                            pp_diag *diag);
 /* Exact contiguous min-max partition of cost[0..nlayers) into nparts non-empty parts.
    Deterministic: among optimal partitions, earlier parts take as many layers as they can.
    Writes balance[nparts] and *max_part (the optimal max part cost, may be NULL). */
-PP_API int pp_balance_by_cost(const uint32_t *cost, int nlayers, int nparts, int32_t *balance,
-                              uint64_t *max_part);
+PP_API int pp_balance_by_cost(const uint32_t *cost, int nlayers, int nparts, int32_t *balance, uint64_t *max_part);
 /* Same over layers: PP_BY_COST uses layer.cost, PP_BY_MEMORY uses
    param_bytes * param_scale + act_bytes (fairscale's balance_by_size idea). */
-PP_API int pp_balance_layers(const pp_layer *layers, int nlayers, int nparts, int by,
-                             uint32_t param_scale, int32_t *balance, uint64_t *max_part);
+PP_API int pp_balance_layers(const pp_layer *layers, int nlayers, int nparts, int by, uint32_t param_scale,
+                             int32_t *balance, uint64_t *max_part);
 /* fairscale: microbatch i is checkpointed iff i < pp_checkpoint_stop(mode, chunks). */
 PP_API int pp_checkpoint_stop(int mode, int chunks);
 
 /* ---- 4. Stage maps and schedules --------------------------------------------------- */
 /* torch's generate_stage_to_rank_mapping: loop s -> s % P; "v": 4 stages on 2 ranks -> 0,1,1,0. */
 PP_API int pp_stage_map(int style, int nranks, int nstages, uint8_t *stage_rank);
-PP_API const char *pp_schedule_name(int schedule);          /* torch's names */
-PP_API int pp_schedule_from_name(const char *name);         /* case-insensitive; < 0 unknown */
+PP_API const char *pp_schedule_name(int schedule);  /* torch's names */
+PP_API int pp_schedule_from_name(const char *name); /* case-insensitive; < 0 unknown */
 /* torch's constructor checks for (schedule, P, stages per rank, M). */
 PP_API int pp_schedule_check(int schedule, int nranks, int stages_per_rank, int nmb);
 /* Bytes of action storage one plan (compute table or its lowering) needs. 0 on bad args. */
 PP_API size_t pp_plan_bytes(int nranks, int stages_per_rank, int nmb);
 /* Empty custom plan over storage (2-byte aligned), loop stage map. */
-PP_API int pp_plan_init(pp_plan *plan, void *storage, size_t bytes, int nranks, int nstages,
-                        int nmb);
+PP_API int pp_plan_init(pp_plan *plan, void *storage, size_t bytes, int nranks, int nstages, int nmb);
 /* Build a schedule's compute-only tables (with idle slots) in PyTorch's order. */
-PP_API int pp_schedule_build(pp_plan *plan, int schedule, int nranks, int stages_per_rank,
-                             int nmb, void *storage, size_t bytes, pp_diag *diag);
+PP_API int pp_schedule_build(pp_plan *plan, int schedule, int nranks, int stages_per_rank, int nmb, void *storage,
+                             size_t bytes, pp_diag *diag);
 /* rank's row of the plan as the executor walks it (a view into the plan's storage, no copy).
    PP_ERR_NULL, PP_ERR_ARG (rank out of range). */
 PP_API int pp_plan_table(const pp_plan *plan, int rank, pp_table *out);
@@ -275,12 +280,12 @@ PP_API int pp_lower(const pp_plan *in, pp_plan *out, void *storage, size_t bytes
 PP_API int pp_validate(const pp_plan *plan, pp_diag *diag);
 
 typedef struct pp_costs {
-    uint32_t f, b, i, w;             /* per action, any time unit */
-    uint32_t send, recv;             /* time a SEND/RECV occupies its rank */
-    uint32_t comm;                   /* latency from a send (or a cross-rank F/B in an
+    uint32_t f, b, i, w;                                   /* per action, any time unit */
+    uint32_t send, recv;                                   /* time a SEND/RECV occupies its rank */
+    uint32_t comm;                                         /* latency from a send (or a cross-rank F/B in an
                                         unlowered plan) to the data being usable */
     const uint32_t *stage_f, *stage_b, *stage_i, *stage_w; /* per-stage overrides or NULL */
-    uint32_t cores;                  /* processing units the ranks share: rank r runs on
+    uint32_t cores;                                        /* processing units the ranks share: rank r runs on
                                         unit r % cores, one action at a time per unit
                                         (several stages per core, as in firmware);
                                         0 = one unit per rank */
@@ -288,16 +293,16 @@ typedef struct pp_costs {
 
 typedef struct pp_sim {
     uint32_t makespan;
-    uint32_t bubble_ppm;             /* 1e6 * (1 - sum(busy) / (ranks * makespan)) */
-    uint32_t busy[PP_MAX_RANKS];     /* F/B/I/W time per rank */
-    uint32_t end[PP_MAX_RANKS];      /* when each rank finishes */
-    uint16_t peak[PP_MAX_RANKS];     /* peak in-flight activations (pp_peak_inflight) */
+    uint32_t bubble_ppm;         /* 1e6 * (1 - sum(busy) / (ranks * makespan)) */
+    uint32_t busy[PP_MAX_RANKS]; /* F/B/I/W time per rank */
+    uint32_t end[PP_MAX_RANKS];  /* when each rank finishes */
+    uint16_t peak[PP_MAX_RANKS]; /* peak in-flight activations (pp_peak_inflight) */
 } pp_sim;
 
-typedef struct pp_event {            /* one executed (or simulated) action */
+typedef struct pp_event { /* one executed (or simulated) action */
     uint16_t rank;
     pp_action action;
-    uint32_t t_start, t_end;         /* microseconds for traces */
+    uint32_t t_start, t_end; /* microseconds for traces */
 } pp_event;
 
 /* Work bytes for pp_simulate (and pp_mailbox_depth): 6 * stages * microbatches * 4. */
@@ -311,8 +316,8 @@ PP_API size_t pp_sim_bytes(const pp_plan *plan);
    not wait) and the F/B that consumes it waits for send end + comm. Deadlock ->
    PP_ERR_DEADLOCK and diag names a blocked rank and action. events (may be NULL) receives
    every action with simulated times, *nevents the count. */
-PP_API int pp_simulate(const pp_plan *plan, const pp_costs *costs, void *work, size_t work_bytes,
-                       pp_sim *out, pp_event *events, int max_events, int *nevents, pp_diag *diag);
+PP_API int pp_simulate(const pp_plan *plan, const pp_costs *costs, void *work, size_t work_bytes, pp_sim *out,
+                       pp_event *events, int max_events, int *nevents, pp_diag *diag);
 /* Proves that the executor without take-in (PP_NO_TAKEIN) runs the lowered plan to the end
    over mailboxes that hold `depth` transfers (activations or gradients) per ordered pair of
    ranks, and returns the smallest such depth in 0..max_depth (<= 254). It runs every rank's
@@ -332,7 +337,7 @@ PP_API int pp_mailbox_depth(pp_plan *plan, int max_depth, void *work, size_t wor
 /* Text writers take (buf, cap, needed): *needed (if not NULL) gets the bytes required
    including the NUL; buf == NULL with cap == 0 is a size query (returns PP_OK); a too-small
    buffer gives PP_ERR_TOO_SMALL and is not touched. Success returns the length. */
-PP_API int pp_action_format(pp_action a, char *buf, size_t cap);   /* "0F0", "1SEND_F1", "" */
+PP_API int pp_action_format(pp_action a, char *buf, size_t cap); /* "0F0", "1SEND_F1", "" */
 /* torch's _Action.from_str: [stage][type][microbatch], whitespace stripped, "" -> PP_IDLE. */
 PP_API int pp_action_parse(const char *s, size_t n, pp_action *out);
 /* torch's _dump_csv layout: one row per rank, cells = action strings, idle = "", "\r\n";
@@ -399,11 +404,11 @@ PP_API int pp_trace_json(const pp_event *ev, int n, char *buf, size_t cap, size_
 typedef struct pp_exec_cfg {
     const pp_layer *layers;
     int32_t nlayers;
-    const int32_t *balance;          /* layers per stage: the table's nstages entries */
-    int32_t rows;                    /* rows per microbatch (dim 0 of every activation) */
-    int32_t dtype;                   /* mb_dtype of every activation */
-    uint32_t in_bytes;               /* model input bytes per microbatch */
-    int32_t checkpoint;              /* enum pp_checkpoint (training) */
+    const int32_t *balance; /* layers per stage: the table's nstages entries */
+    int32_t rows;           /* rows per microbatch (dim 0 of every activation) */
+    int32_t dtype;          /* mb_dtype of every activation */
+    uint32_t in_bytes;      /* model input bytes per microbatch */
+    int32_t checkpoint;     /* enum pp_checkpoint (training) */
     /* stage 0: write microbatch mb's input into x (a slot; contiguous) */
     int (*input)(void *user, int mb, mb_tensor *x);
     /* last stage, training: loss of output y, its gradient into dy (same shape) */
@@ -411,30 +416,30 @@ typedef struct pp_exec_cfg {
     /* last stage, inference: consume output y (may be NULL) */
     int (*output)(void *user, int mb, const mb_tensor *y);
     void *user;
-    uint32_t (*now_us)(void *user);  /* optional clock for pp_exec.events */
+    uint32_t (*now_us)(void *user); /* optional clock for pp_exec.events */
 } pp_exec_cfg;
 
 typedef struct pp_exec {
     const pp_exec_cfg *cfg;
     const pp_table *t;
     pg_group *g;
-    uint32_t *slot;                  /* per slot: 0 free, else flags | stage << 8 | mb << 16 */
-    mb_value *losses;                /* last stage: one scalar per microbatch */
-    unsigned char *mem;              /* nslots * slot_bytes */
+    uint32_t *slot;     /* per slot: 0 free, else flags | stage << 8 | mb << 16 */
+    mb_value *losses;   /* last stage: one scalar per microbatch */
+    unsigned char *mem; /* nslots * slot_bytes */
     uint32_t slot_bytes;
     int32_t nslots;
-    int16_t first[PP_MAX_STAGES + 1];/* first layer of each stage */
-    pp_event *events;                /* optional: set after init (max_events); nevents per run */
+    int16_t first[PP_MAX_STAGES + 1]; /* first layer of each stage */
+    pp_event *events;                 /* optional: set after init (max_events); nevents per run */
     int32_t max_events, nevents;
-    int32_t aborted;                 /* the last run saw PG_ERR_ABORTED from the port */
-    int32_t at;                      /* the action running (pp_exec_run) */
+    int32_t aborted; /* the last run saw PG_ERR_ABORTED from the port */
+    int32_t at;      /* the action running (pp_exec_run) */
 } pp_exec;
 
 /* Bytes of storage for this rank (0 on bad arguments). */
 PP_API size_t pp_exec_bytes(const pp_exec_cfg *cfg, const pp_table *t);
 /* Check cfg/table/group and lay out storage (8-byte aligned, >= pp_exec_bytes). */
-PP_API int pp_exec_init(pp_exec *e, const pp_exec_cfg *cfg, const pp_table *t, pg_group *g,
-                        void *storage, size_t bytes);
+PP_API int pp_exec_init(pp_exec *e, const pp_exec_cfg *cfg, const pp_table *t, pg_group *g, void *storage,
+                        size_t bytes);
 /* One step: every action of the table. Returns PP_OK or the pipeline's error on every rank. */
 PP_API int pp_exec_run(pp_exec *e);
 /* Last stage, after a training step: the per-microbatch losses merged with `spec`
@@ -470,8 +475,15 @@ PP_API int pp_exec_loss(const pp_exec *e, const mb_spec *spec, double *loss);
 extern "C" {
 #endif
 
-#ifndef PP_NO_PLANNER  /* planning half: firmware may link only the executor below */
-PP_API const char *pp_strerror(int err) {
+#ifdef PIPELINE_STATIC
+#define PP__DEF static
+#else
+#define PP__DEF
+#endif
+
+#ifndef PP_NO_PLANNER /* planning half: firmware may link only the executor below */
+PP__DEF const char *pp_strerror(int err)
+{
     switch (err) {
     case PP_OK: return "ok";
     case PP_ERR_NULL: return "required pointer is NULL";
@@ -503,48 +515,73 @@ PP_API const char *pp_strerror(int err) {
     }
 }
 
-static void pp__diag(pp_diag *d, int rank, int step, pp_action a) {
+static void pp__diag(pp_diag *d, int rank, int step, pp_action a)
+{
     if (!d) return;
-    d->rank = rank; d->step = step; d->action = a;
-    d->stage = -1; d->expected = -1; d->got = -1;
+    d->rank = rank;
+    d->step = step;
+    d->action = a;
+    d->stage = -1;
+    d->expected = -1;
+    d->got = -1;
 }
-static pp_action pp__act(int type, int stage, int mb) {
+static pp_action pp__act(int type, int stage, int mb)
+{
     pp_action a;
-    a.type = (uint8_t)type; a.stage = (uint8_t)stage; a.mb = (uint16_t)mb;
+    a.type = (uint8_t)type;
+    a.stage = (uint8_t)stage;
+    a.mb = (uint16_t)mb;
     return a;
 }
 static const pp_action pp__none = PP_ACTION(0, 0, 0);
-static int pp__eq(pp_action a, pp_action b) {
+static int pp__eq(pp_action a, pp_action b)
+{
     return a.type == b.type && a.stage == b.stage && a.mb == b.mb;
 }
-static pp_action *pp__row(const pp_plan *p, int r) { return p->actions + (size_t)r * (size_t)p->cap; }
-static int pp__plan_ok(const pp_plan *p) {
+static pp_action *pp__row(const pp_plan *p, int r)
+{
+    return p->actions + (size_t)r * (size_t)p->cap;
+}
+static int pp__plan_ok(const pp_plan *p)
+{
     int r;
-    if (p->nranks <= 0 || p->nranks > PP_MAX_RANKS || p->nstages <= 0 || p->nstages > PP_MAX_STAGES)
-        return 0;
-    for (r = 0; r < p->nranks; r++) if (p->len[r] < 0 || p->len[r] > p->cap) return 0;
+    if (p->nranks <= 0 || p->nranks > PP_MAX_RANKS || p->nstages <= 0 || p->nstages > PP_MAX_STAGES) return 0;
+    for (r = 0; r < p->nranks; r++)
+        if (p->len[r] < 0 || p->len[r] > p->cap) return 0;
     return 1;
 }
 
 /* ---- partitioning ---- */
-PP_API int pp_balance_check(const int32_t *balance, int nparts, int nlayers, int nranks,
-                            int chunks, int checkpoint, pp_diag *diag) {
+PP__DEF int pp_balance_check(const int32_t *balance, int nparts, int nlayers, int nranks, int chunks, int checkpoint,
+                             pp_diag *diag)
+{
     int64_t sum = 0;
     int i;
     if (!balance) return PP_ERR_NULL;
     if (nparts <= 0 || nlayers < 0) return PP_ERR_ARG;
     for (i = 0; i < nparts; i++) sum += balance[i];
     if (sum != nlayers) {
-        if (diag) { pp__diag(diag, -1, -1, pp__none); diag->expected = nlayers; diag->got = (int32_t)sum; }
+        if (diag) {
+            pp__diag(diag, -1, -1, pp__none);
+            diag->expected = nlayers;
+            diag->got = (int32_t)sum;
+        }
         return PP_ERR_BALANCE_SUM;
     }
     for (i = 0; i < nparts; i++)
         if (balance[i] <= 0) {
-            if (diag) { pp__diag(diag, -1, i, pp__none); diag->got = balance[i]; }
+            if (diag) {
+                pp__diag(diag, -1, i, pp__none);
+                diag->got = balance[i];
+            }
             return PP_ERR_BALANCE_NONPOSITIVE;
         }
     if (nparts > nranks) {
-        if (diag) { pp__diag(diag, -1, -1, pp__none); diag->expected = nranks; diag->got = nparts; }
+        if (diag) {
+            pp__diag(diag, -1, -1, pp__none);
+            diag->expected = nranks;
+            diag->got = nparts;
+        }
         return PP_ERR_PARTITIONS;
     }
     if (chunks <= 0) return PP_ERR_CHUNKS;
@@ -552,7 +589,8 @@ PP_API int pp_balance_check(const int32_t *balance, int nparts, int nlayers, int
     return PP_OK;
 }
 
-PP_API int pp_checkpoint_stop(int mode, int chunks) {
+PP__DEF int pp_checkpoint_stop(int mode, int chunks)
+{
     if (chunks <= 0) return PP_ERR_CHUNKS;
     switch (mode) {
     case PP_CKPT_ALWAYS: return chunks;
@@ -563,20 +601,30 @@ PP_API int pp_checkpoint_stop(int mode, int chunks) {
 }
 
 /* Layer weights without copying them: costs, or layers by cost / memory. */
-typedef struct pp__wsrc { const uint32_t *cost; const pp_layer *layers; int by; uint32_t scale; } pp__wsrc;
-static uint64_t pp__wt(const pp__wsrc *w, int i) {
+typedef struct pp__wsrc {
+    const uint32_t *cost;
+    const pp_layer *layers;
+    int by;
+    uint32_t scale;
+} pp__wsrc;
+static uint64_t pp__wt(const pp__wsrc *w, int i)
+{
     if (w->cost) return w->cost[i];
     if (w->by == PP_BY_COST) return w->layers[i].cost;
     return (uint64_t)w->layers[i].param_bytes * w->scale + w->layers[i].act_bytes;
 }
 
 /* Parts needed when no part may exceed `bound` (every weight <= bound). */
-static int pp__parts(const pp__wsrc *w, int n, uint64_t bound) {
+static int pp__parts(const pp__wsrc *w, int n, uint64_t bound)
+{
     int parts = 1, i;
     uint64_t s = 0;
     for (i = 0; i < n; i++) {
         uint64_t x = pp__wt(w, i);
-        if (s + x > bound) { parts++; s = 0; }
+        if (s + x > bound) {
+            parts++;
+            s = 0;
+        }
         s += x;
     }
     return parts;
@@ -584,19 +632,28 @@ static int pp__parts(const pp__wsrc *w, int n, uint64_t bound) {
 
 /* Exact min-max: binary search on the bound (greedy feasibility is exact for contiguous
    parts), then the greedy-left partition at that bound. */
-static int pp__balance(const pp__wsrc *w, int n, int nparts, int32_t *balance, uint64_t *max_part) {
+static int pp__balance(const pp__wsrc *w, int n, int nparts, int32_t *balance, uint64_t *max_part)
+{
     uint64_t lo = 0, hi = 0, s;
     int i, p, start;
-    for (i = 0; i < n; i++) { uint64_t x = pp__wt(w, i); if (x > lo) lo = x; hi += x; }
+    for (i = 0; i < n; i++) {
+        uint64_t x = pp__wt(w, i);
+        if (x > lo) lo = x;
+        hi += x;
+    }
     while (lo < hi) {
         uint64_t mid = lo + (hi - lo) / 2;
-        if (pp__parts(w, n, mid) <= nparts) hi = mid; else lo = mid + 1;
+        if (pp__parts(w, n, mid) <= nparts)
+            hi = mid;
+        else
+            lo = mid + 1;
     }
     start = 0;
-    for (p = 0; p < nparts; p++) {             /* greedy left, leaving a layer per later part */
+    for (p = 0; p < nparts; p++) { /* greedy left, leaving a layer per later part */
         int end = start + 1;
         s = pp__wt(w, start);
-        if (p == nparts - 1) end = n;
+        if (p == nparts - 1)
+            end = n;
         else
             while (end < n - (nparts - 1 - p) && s + pp__wt(w, end) <= lo) s += pp__wt(w, end++);
         balance[p] = end - start;
@@ -606,28 +663,36 @@ static int pp__balance(const pp__wsrc *w, int n, int nparts, int32_t *balance, u
     return PP_OK;
 }
 
-PP_API int pp_balance_by_cost(const uint32_t *cost, int nlayers, int nparts, int32_t *balance,
-                              uint64_t *max_part) {
+PP__DEF int pp_balance_by_cost(const uint32_t *cost, int nlayers, int nparts, int32_t *balance, uint64_t *max_part)
+{
     pp__wsrc w;
     if (!cost || !balance) return PP_ERR_NULL;
     if (nparts <= 0 || nlayers <= 0) return PP_ERR_ARG;
     if (nlayers < nparts) return PP_ERR_LAYERS;
-    w.cost = cost; w.layers = NULL; w.by = PP_BY_COST; w.scale = 0;
+    w.cost = cost;
+    w.layers = NULL;
+    w.by = PP_BY_COST;
+    w.scale = 0;
     return pp__balance(&w, nlayers, nparts, balance, max_part);
 }
 
-PP_API int pp_balance_layers(const pp_layer *layers, int nlayers, int nparts, int by,
-                             uint32_t param_scale, int32_t *balance, uint64_t *max_part) {
+PP__DEF int pp_balance_layers(const pp_layer *layers, int nlayers, int nparts, int by, uint32_t param_scale,
+                              int32_t *balance, uint64_t *max_part)
+{
     pp__wsrc w;
     if (!layers || !balance) return PP_ERR_NULL;
     if (nparts <= 0 || nlayers <= 0 || (by != PP_BY_COST && by != PP_BY_MEMORY)) return PP_ERR_ARG;
     if (nlayers < nparts) return PP_ERR_LAYERS;
-    w.cost = NULL; w.layers = layers; w.by = by; w.scale = param_scale;
+    w.cost = NULL;
+    w.layers = layers;
+    w.by = by;
+    w.scale = param_scale;
     return pp__balance(&w, nlayers, nparts, balance, max_part);
 }
 
 /* ---- stage maps, schedule names and checks ---- */
-PP_API int pp_stage_map(int style, int nranks, int nstages, uint8_t *map) {
+PP__DEF int pp_stage_map(int style, int nranks, int nstages, uint8_t *map)
+{
     int s, r = 0;
     if (!map) return PP_ERR_NULL;
     if (nranks <= 0 || nranks > PP_MAX_RANKS || nstages <= 0 || nstages > PP_MAX_STAGES) return PP_ERR_ARG;
@@ -645,16 +710,20 @@ PP_API int pp_stage_map(int style, int nranks, int nstages, uint8_t *map) {
 }
 
 static const char *const pp__sched_names[PP_SCHED_COUNT] = {
-    "Custom", "GPipe", "1F1B", "Interleaved1F1B", "LoopedBFS", "InterleavedZeroBubble",
-    "ZBVZeroBubble", "ForwardOnly"};
+    "Custom", "GPipe", "1F1B", "Interleaved1F1B", "LoopedBFS", "InterleavedZeroBubble", "ZBVZeroBubble", "ForwardOnly"};
 
-PP_API const char *pp_schedule_name(int s) {
+PP__DEF const char *pp_schedule_name(int s)
+{
     return (s >= 0 && s < PP_SCHED_COUNT) ? pp__sched_names[s] : "unknown";
 }
 
-static int pp__lower_c(int c) { return (c >= 'A' && c <= 'Z') ? c - 'A' + 'a' : c; }
+static int pp__lower_c(int c)
+{
+    return (c >= 'A' && c <= 'Z') ? c - 'A' + 'a' : c;
+}
 
-PP_API int pp_schedule_from_name(const char *name) {
+PP__DEF int pp_schedule_from_name(const char *name)
+{
     int s;
     if (!name) return PP_ERR_NULL;
     for (s = 1; s < PP_SCHED_COUNT; s++) {
@@ -665,43 +734,45 @@ PP_API int pp_schedule_from_name(const char *name) {
     return PP_ERR_SCHEDULE;
 }
 
-PP_API int pp_schedule_check(int sched, int P, int V, int M) {
+PP__DEF int pp_schedule_check(int sched, int P, int V, int M)
+{
     int rounds;
     if (sched <= PP_SCHED_CUSTOM || sched >= PP_SCHED_COUNT) return PP_ERR_SCHEDULE;
-    if (P <= 0 || P > PP_MAX_RANKS || V <= 0 || M <= 0 || M > PP_MAX_MICROBATCHES ||
-        (long)P * V > PP_MAX_STAGES)
+    if (P <= 0 || P > PP_MAX_RANKS || V <= 0 || M <= 0 || M > PP_MAX_MICROBATCHES || (long)P * V > PP_MAX_STAGES)
         return PP_ERR_ARG;
     switch (sched) {
-    case PP_SCHED_GPIPE: case PP_SCHED_FORWARD_ONLY:
-        return V == 1 ? PP_OK : PP_ERR_STAGES_PER_RANK;
+    case PP_SCHED_GPIPE:
+    case PP_SCHED_FORWARD_ONLY: return V == 1 ? PP_OK : PP_ERR_STAGES_PER_RANK;
     case PP_SCHED_1F1B:
         if (V != 1) return PP_ERR_STAGES_PER_RANK;
         return M < P ? PP_ERR_MICROBATCHES : PP_OK;
-    case PP_SCHED_INTERLEAVED_1F1B: case PP_SCHED_INTERLEAVED_ZB:
-        rounds = M / P > 1 ? M / P : 1;
-        return M % rounds ? PP_ERR_ROUNDS : PP_OK;
-    case PP_SCHED_ZBV:
-        return V == 2 ? PP_OK : PP_ERR_STAGES_PER_RANK;
-    default: return PP_OK;  /* LoopedBFS */
+    case PP_SCHED_INTERLEAVED_1F1B:
+    case PP_SCHED_INTERLEAVED_ZB: rounds = M / P > 1 ? M / P : 1; return M % rounds ? PP_ERR_ROUNDS : PP_OK;
+    case PP_SCHED_ZBV: return V == 2 ? PP_OK : PP_ERR_STAGES_PER_RANK;
+    default: return PP_OK; /* LoopedBFS */
     }
 }
 
 /* Per-rank row capacity: >= every generator's compute table and any lowering (7 per
    local (stage, microbatch): F, I, W, SEND_F, SEND_B, RECV_F, RECV_B). */
-static long pp__cap(int P, int V, int M) { return 7L * V * M + 4L * V * P + 4L * P + 8; }
+static long pp__cap(int P, int V, int M)
+{
+    return 7L * V * M + 4L * V * P + 4L * P + 8;
+}
 
-PP_API size_t pp_plan_bytes(int P, int V, int M) {
-    if (P <= 0 || P > PP_MAX_RANKS || V <= 0 || M <= 0 || M > PP_MAX_MICROBATCHES ||
-        (long)P * V > PP_MAX_STAGES)
+PP__DEF size_t pp_plan_bytes(int P, int V, int M)
+{
+    if (P <= 0 || P > PP_MAX_RANKS || V <= 0 || M <= 0 || M > PP_MAX_MICROBATCHES || (long)P * V > PP_MAX_STAGES)
         return 0;
     return (size_t)pp__cap(P, V, M) * (size_t)P * sizeof(pp_action);
 }
 
-static int pp__init(pp_plan *plan, void *storage, size_t bytes, int P, int S, int M, int *cap) {
+static int pp__init(pp_plan *plan, void *storage, size_t bytes, int P, int S, int M, int *cap)
+{
     size_t c;
     if (!plan || !storage) return PP_ERR_NULL;
-    if (P <= 0 || P > PP_MAX_RANKS || S <= 0 || S > PP_MAX_STAGES || M <= 0 ||
-        M > PP_MAX_MICROBATCHES || ((uintptr_t)storage & 1u))
+    if (P <= 0 || P > PP_MAX_RANKS || S <= 0 || S > PP_MAX_STAGES || M <= 0 || M > PP_MAX_MICROBATCHES ||
+        ((uintptr_t)storage & 1u))
         return PP_ERR_ARG;
     c = bytes / sizeof(pp_action) / (size_t)P;
     if (c < 1) return PP_ERR_TOO_SMALL;
@@ -709,13 +780,19 @@ static int pp__init(pp_plan *plan, void *storage, size_t bytes, int P, int S, in
     return PP_OK;
 }
 
-static void pp__set(pp_plan *plan, void *storage, int cap, int P, int S, int M, int sched) {
+static void pp__set(pp_plan *plan, void *storage, int cap, int P, int S, int M, int sched)
+{
     PP_MEMSET(plan, 0, sizeof *plan);
     plan->actions = (pp_action *)storage;
-    plan->cap = cap; plan->nranks = P; plan->nstages = S; plan->nmb = M; plan->schedule = sched;
+    plan->cap = cap;
+    plan->nranks = P;
+    plan->nstages = S;
+    plan->nmb = M;
+    plan->schedule = sched;
 }
 
-PP_API int pp_plan_init(pp_plan *plan, void *storage, size_t bytes, int P, int S, int M) {
+PP__DEF int pp_plan_init(pp_plan *plan, void *storage, size_t bytes, int P, int S, int M)
+{
     int cap, rc = pp__init(plan, storage, bytes, P, S, M, &cap);
     if (rc) return rc;
     pp__set(plan, storage, cap, P, S, M, PP_SCHED_CUSTOM);
@@ -724,16 +801,24 @@ PP_API int pp_plan_init(pp_plan *plan, void *storage, size_t bytes, int P, int S
 }
 
 /* ---- schedule generators (one rank row each; the capacity was checked beforehand) ---- */
-typedef struct pp__gen { pp_action *row; int n, cap; } pp__gen;
-static void pp__push(pp__gen *g, int type, int stage, int mb) {
+typedef struct pp__gen {
+    pp_action *row;
+    int n, cap;
+} pp__gen;
+static void pp__push(pp__gen *g, int type, int stage, int mb)
+{
     PP_ASSERT(g->n < g->cap);
     if (g->n < g->cap) g->row[g->n] = pp__act(type, stage, mb);
     g->n++;
 }
-static void pp__idle(pp__gen *g, int k) { while (k-- > 0) pp__push(g, PP_IDLE, 0, 0); }
+static void pp__idle(pp__gen *g, int k)
+{
+    while (k-- > 0) pp__push(g, PP_IDLE, 0, 0);
+}
 
 /* ScheduleGPipe._get_pipeline_order (forward-only: its forward half) */
-static void pp__gpipe(pp__gen *g, int P, int M, int r, int fwd_only) {
+static void pp__gpipe(pp__gen *g, int P, int M, int r, int fwd_only)
+{
     int m;
     pp__idle(g, r);
     for (m = 0; m < M; m++) pp__push(g, PP_F, r, m);
@@ -745,17 +830,25 @@ static void pp__gpipe(pp__gen *g, int P, int M, int r, int fwd_only) {
 /* Schedule1F1B._get_pipeline_order's layout with microbatches numbered in the order
    Schedule1F1B._step_microbatches runs them (torch's pipeline_order starts the last rank
    at F1; the executed order starts at F0). */
-static void pp__1f1b(pp__gen *g, int P, int M, int r) {
+static void pp__1f1b(pp__gen *g, int P, int M, int r)
+{
     int nf = P - 1 - r, fm = 0, bm = 0, i, rem;
     pp__idle(g, r);
     for (i = 0; i < nf; i++) pp__push(g, PP_F, r, fm++);
     pp__idle(g, 2 * (P - 1 - r));
-    for (rem = M - nf; rem > 0; rem--) { pp__push(g, PP_F, r, fm++); pp__push(g, PP_B, r, bm++); }
-    while (bm < M) { pp__idle(g, 1); pp__push(g, PP_B, r, bm++); }
+    for (rem = M - nf; rem > 0; rem--) {
+        pp__push(g, PP_F, r, fm++);
+        pp__push(g, PP_B, r, bm++);
+    }
+    while (bm < M) {
+        pp__idle(g, 1);
+        pp__push(g, PP_B, r, bm++);
+    }
 }
 
 /* ScheduleLoopedBFS._calculate_single_rank_operations */
-static void pp__bfs(pp__gen *g, int P, int V, int M, int r) {
+static void pp__bfs(pp__gen *g, int P, int V, int M, int r)
+{
     int v, m;
     pp__idle(g, r);
     for (v = 0; v < V; v++)
@@ -766,74 +859,117 @@ static void pp__bfs(pp__gen *g, int P, int V, int M, int r) {
 }
 
 /* _get_1f1b_rank_ops with Interleaved1F1B / InterleavedZeroBubble's stage functions */
-static void pp__interleaved(pp__gen *g, int P, int V, int M, int r, int zb) {
+static void pp__interleaved(pp__gen *g, int P, int V, int M, int r, int zb)
+{
     uint16_t fmi[PP_MAX_STAGES], bmi[PP_MAX_STAGES], wmi[PP_MAX_STAGES];
     int rounds = M / P > 1 ? M / P : 1, mpr = M / rounds;
     int warm = (V - 1) * mpr + (zb ? 1 : 2) * (P - 1 - r);
     int fb, cool, total, op, post, wc = 0, nb = 0, n1f1b = zb ? r : 0;
     int btype = zb ? PP_I : PP_B;
     if (warm > M * V) warm = M * V;
-    fb = M * V - warm; cool = M * V - fb; total = warm + fb + cool;
+    fb = M * V - warm;
+    cool = M * V - fb;
+    total = warm + fb + cool;
     post = zb ? P - r - 1 : (V * P + 2 * (P - 1 - r)) - (warm + r);
-    PP_MEMSET(fmi, 0, sizeof fmi); PP_MEMSET(bmi, 0, sizeof bmi); PP_MEMSET(wmi, 0, sizeof wmi);
+    PP_MEMSET(fmi, 0, sizeof fmi);
+    PP_MEMSET(bmi, 0, sizeof bmi);
+    PP_MEMSET(wmi, 0, sizeof wmi);
 #define PP__FSI(step) ((((step) / mpr) % V) * P + r)
-#define PP__BSI(step) ((V - 1 - (((step) - warm) / mpr) % V) * P + r)
+#define PP__BSI(step) ((V - 1 - (((step)-warm) / mpr) % V) * P + r)
     pp__idle(g, r);
     for (op = 0; op < total; op++) {
         int s;
         if (op < warm) {
-            s = PP__FSI(op); pp__push(g, PP_F, s, fmi[s / P]++);
+            s = PP__FSI(op);
+            pp__push(g, PP_F, s, fmi[s / P]++);
             if (op == warm - 1) pp__idle(g, post);
             continue;
         }
-        if (op < warm + fb) { s = PP__FSI(op); pp__push(g, PP_F, s, fmi[s / P]++); }
-        else if (!zb) pp__idle(g, 1);
-        s = PP__BSI(op); pp__push(g, btype, s, bmi[s / P]++);
+        if (op < warm + fb) {
+            s = PP__FSI(op);
+            pp__push(g, PP_F, s, fmi[s / P]++);
+        } else if (!zb)
+            pp__idle(g, 1);
+        s = PP__BSI(op);
+        pp__push(g, btype, s, bmi[s / P]++);
         nb++;
-        if (zb && op - warm >= n1f1b) { s = PP__BSI(warm + wc); pp__push(g, PP_W, s, wmi[s / P]++); wc++; }
+        if (zb && op - warm >= n1f1b) {
+            s = PP__BSI(warm + wc);
+            pp__push(g, PP_W, s, wmi[s / P]++);
+            wc++;
+        }
     }
-    while (zb && wc < nb) { int s = PP__BSI(warm + wc); pp__push(g, PP_W, s, wmi[s / P]++); wc++; }
+    while (zb && wc < nb) {
+        int s = PP__BSI(warm + wc);
+        pp__push(g, PP_W, s, wmi[s / P]++);
+        wc++;
+    }
 #undef PP__FSI
 #undef PP__BSI
 }
 
 /* ScheduleZBVZeroBubble._calculate_single_rank_operations */
-static void pp__zbv(pp__gen *g, int P, int M, int r) {
+static void pp__zbv(pp__gen *g, int P, int M, int r)
+{
     int nm = M > 2 * P - 1 ? M : 2 * P - 1, f0 = 0, f1 = 0, b0 = 0, b1 = 0, w0, w1, k, i;
     int c0 = r, c1 = 2 * P - 1 - r, start = g->n;
     pp__idle(g, r);
     for (k = 0; k < 2 * (P - r) - 1; k++) pp__push(g, PP_F, c0, f0++);
-    for (k = 0; k < r; k++) { pp__push(g, PP_F, c1, f1++); pp__push(g, PP_F, c0, f0++); }
+    for (k = 0; k < r; k++) {
+        pp__push(g, PP_F, c1, f1++);
+        pp__push(g, PP_F, c0, f0++);
+    }
     for (k = 0; k < P - r; k++) {
-        pp__push(g, PP_F, c1, f1++); pp__push(g, PP_I, c1, b1); pp__push(g, PP_W, c1, b1); b1++;
+        pp__push(g, PP_F, c1, f1++);
+        pp__push(g, PP_I, c1, b1);
+        pp__push(g, PP_W, c1, b1);
+        b1++;
     }
     while (f1 < f0 || f0 < nm) {
         if (f0 < nm) pp__push(g, PP_F, c0, f0++);
-        pp__push(g, PP_I, c0, b0); pp__push(g, PP_W, c0, b0); b0++;
-        pp__push(g, PP_F, c1, f1++); pp__push(g, PP_I, c1, b1); pp__push(g, PP_W, c1, b1); b1++;
+        pp__push(g, PP_I, c0, b0);
+        pp__push(g, PP_W, c0, b0);
+        b0++;
+        pp__push(g, PP_F, c1, f1++);
+        pp__push(g, PP_I, c1, b1);
+        pp__push(g, PP_W, c1, b1);
+        b1++;
     }
-    w0 = b0; w1 = b1;
-    for (k = 0; k < r; k++) { pp__push(g, PP_I, c0, b0++); pp__push(g, PP_I, c1, b1++); }
-    for (k = 0; k < P - r; k++) { pp__push(g, PP_I, c0, b0++); pp__push(g, PP_W, c0, w0++); }
+    w0 = b0;
+    w1 = b1;
+    for (k = 0; k < r; k++) {
+        pp__push(g, PP_I, c0, b0++);
+        pp__push(g, PP_I, c1, b1++);
+    }
+    for (k = 0; k < P - r; k++) {
+        pp__push(g, PP_I, c0, b0++);
+        pp__push(g, PP_W, c0, w0++);
+    }
     while (w1 < b1) pp__push(g, PP_W, c1, w1++);
     while (w0 < b0) pp__push(g, PP_W, c0, w0++);
-    for (i = start; i < g->n && i < g->cap; i++)   /* drop the padding microbatches */
+    for (i = start; i < g->n && i < g->cap; i++) /* drop the padding microbatches */
         if (g->row[i].type != PP_IDLE && g->row[i].mb >= M) g->row[i] = pp__none;
 }
 
-static int pp__in_row(const pp_action *row, int n, pp_action a) {
+static int pp__in_row(const pp_action *row, int n, pp_action a)
+{
     int i;
-    for (i = 0; i < n; i++) if (pp__eq(row[i], a)) return 1;
+    for (i = 0; i < n; i++)
+        if (pp__eq(row[i], a)) return 1;
     return 0;
 }
 
 /* InterleavedZeroBubble._add_bubbles_to_actions. Each round appends one entry per
    unfinished rank, so "seen before this round" = in the owner's result row below `round`.
    Each rank's pre-bubble row sits at the end of its storage row. */
-static int pp__add_bubbles(pp_plan *p, const int *prelen, pp_diag *diag) {
+static int pp__add_bubbles(pp_plan *p, const int *prelen, pp_diag *diag)
+{
     int P = p->nranks, S = p->nstages, r, round;
     int next[PP_MAX_RANKS], res[PP_MAX_RANKS];
-    for (r = 0; r < P; r++) { next[r] = 0; res[r] = 0; }
+    for (r = 0; r < P; r++) {
+        next[r] = 0;
+        res[r] = 0;
+    }
     for (round = 0;; round++) {
         int active = 0, progress = 0;
         for (r = 0; r < P; r++) {
@@ -850,14 +986,17 @@ static int pp__add_bubbles(pp_plan *p, const int *prelen, pp_diag *diag) {
                 int lim = res[o] < round ? res[o] : round;
                 need = !pp__in_row(pp__row(p, o), lim, pp__act(PP_F, a.stage - 1, a.mb));
             } else if (a.type == PP_B) {
-                pp_action want = a.stage == S - 1 ? pp__act(PP_F, a.stage, a.mb)
-                                                  : pp__act(PP_B, a.stage + 1, a.mb);
+                pp_action want = a.stage == S - 1 ? pp__act(PP_F, a.stage, a.mb) : pp__act(PP_B, a.stage + 1, a.mb);
                 int o = p->stage_rank[want.stage];
                 int lim = res[o] < round ? res[o] : round;
                 need = !pp__in_row(pp__row(p, o), lim, want);
             }
-            if (a.type == PP_IDLE || !need) { row[res[r]++] = a; next[r]++; progress = 1; }
-            else row[res[r]++] = pp__none;
+            if (a.type == PP_IDLE || !need) {
+                row[res[r]++] = a;
+                next[r]++;
+                progress = 1;
+            } else
+                row[res[r]++] = pp__none;
         }
         if (!active) break;
         if (!progress) {
@@ -873,8 +1012,8 @@ static int pp__add_bubbles(pp_plan *p, const int *prelen, pp_diag *diag) {
     return PP_OK;
 }
 
-PP_API int pp_schedule_build(pp_plan *plan, int sched, int P, int V, int M, void *storage,
-                             size_t bytes, pp_diag *diag) {
+PP__DEF int pp_schedule_build(pp_plan *plan, int sched, int P, int V, int M, void *storage, size_t bytes, pp_diag *diag)
+{
     pp_plan t;
     int cap, rc, r, prelen[PP_MAX_RANKS];
     if (!plan || !storage) return PP_ERR_NULL;
@@ -887,7 +1026,9 @@ PP_API int pp_schedule_build(pp_plan *plan, int sched, int P, int V, int M, void
     pp_stage_map(sched == PP_SCHED_ZBV ? PP_MAP_V : PP_MAP_LOOP, P, P * V, t.stage_rank);
     for (r = 0; r < P; r++) {
         pp__gen g;
-        g.row = pp__row(&t, r); g.n = 0; g.cap = cap;
+        g.row = pp__row(&t, r);
+        g.n = 0;
+        g.cap = cap;
         switch (sched) {
         case PP_SCHED_GPIPE: pp__gpipe(&g, P, M, r, 0); break;
         case PP_SCHED_FORWARD_ONLY: pp__gpipe(&g, P, M, r, 1); break;
@@ -897,10 +1038,10 @@ PP_API int pp_schedule_build(pp_plan *plan, int sched, int P, int V, int M, void
         case PP_SCHED_INTERLEAVED_ZB: pp__interleaved(&g, P, V, M, r, 1); break;
         default: pp__zbv(&g, P, M, r); break;
         }
-        if (g.n > cap) return PP_ERR_TOO_SMALL;   /* not reached: cap >= pp__cap */
+        if (g.n > cap) return PP_ERR_TOO_SMALL; /* not reached: cap >= pp__cap */
         t.len[r] = g.n;
         prelen[r] = g.n;
-        if (sched == PP_SCHED_INTERLEAVED_ZB)      /* park the row at the end for bubbles */
+        if (sched == PP_SCHED_INTERLEAVED_ZB) /* park the row at the end for bubbles */
             PP_MEMMOVE(g.row + cap - g.n, g.row, (size_t)g.n * sizeof(pp_action));
     }
     if (sched == PP_SCHED_INTERLEAVED_ZB) {
@@ -911,52 +1052,65 @@ PP_API int pp_schedule_build(pp_plan *plan, int sched, int P, int V, int M, void
     return PP_OK;
 }
 
-PP_API int pp_peak_inflight(const pp_plan *p, int rank) {
+PP__DEF int pp_peak_inflight(const pp_plan *p, int rank)
+{
     int i, r, cur = 0, peak = 0, bwd = 0;
     if (!p) return PP_ERR_NULL;
     if (rank < 0 || rank >= p->nranks) return PP_ERR_ARG;
     for (r = 0; r < p->nranks && !bwd; r++)
         for (i = 0; i < p->len[r]; i++) {
             int t = pp__row(p, r)[i].type;
-            if (t == PP_B || t == PP_I || t == PP_W) { bwd = 1; break; }
+            if (t == PP_B || t == PP_I || t == PP_W) {
+                bwd = 1;
+                break;
+            }
         }
     for (i = 0; i < p->len[rank]; i++) {
         int t = pp__row(p, rank)[i].type;
-        if (t == PP_F) { if (++cur > peak) peak = cur; if (!bwd) cur--; }
-        else if ((t == PP_B || t == PP_W) && cur > 0) cur--;
+        if (t == PP_F) {
+            if (++cur > peak) peak = cur;
+            if (!bwd) cur--;
+        } else if ((t == PP_B || t == PP_W) && cur > 0)
+            cur--;
     }
     return peak;
 }
 
-PP_API int pp_plan_table(const pp_plan *p, int rank, pp_table *out) {
+PP__DEF int pp_plan_table(const pp_plan *p, int rank, pp_table *out)
+{
     int peak;
     if (!p || !out) return PP_ERR_NULL;
     if (rank < 0 || rank >= p->nranks || p->len[rank] > 0xffff) return PP_ERR_ARG;
     peak = pp_peak_inflight(p, rank);
     out->actions = pp__row(p, rank);
     out->len = (uint16_t)p->len[rank];
-    out->rank = (uint8_t)rank; out->nranks = (uint8_t)p->nranks; out->nstages = (uint8_t)p->nstages;
-    out->nmb = (uint16_t)p->nmb; out->slots = (uint16_t)peak; out->stage_rank = p->stage_rank;
+    out->rank = (uint8_t)rank;
+    out->nranks = (uint8_t)p->nranks;
+    out->nstages = (uint8_t)p->nstages;
+    out->nmb = (uint16_t)p->nmb;
+    out->slots = (uint16_t)peak;
+    out->stage_rank = p->stage_rank;
     out->mailbox = (uint8_t)(p->mailbox > 0 && p->mailbox <= 255 ? p->mailbox : 0);
     return PP_OK;
 }
 
 /* ---- lowering: torch's _add_send_recv ---- */
-static int pp__has_comms(const pp_plan *p, pp_action a) {
-    if (a.type == PP_F)
-        return a.stage != p->nstages - 1 && p->stage_rank[a.stage + 1] != p->stage_rank[a.stage];
-    if (a.type == PP_I || a.type == PP_B)
-        return a.stage != 0 && p->stage_rank[a.stage - 1] != p->stage_rank[a.stage];
+static int pp__has_comms(const pp_plan *p, pp_action a)
+{
+    if (a.type == PP_F) return a.stage != p->nstages - 1 && p->stage_rank[a.stage + 1] != p->stage_rank[a.stage];
+    if (a.type == PP_I || a.type == PP_B) return a.stage != 0 && p->stage_rank[a.stage - 1] != p->stage_rank[a.stage];
     return 0;
 }
 
-static int pp__check_action(const pp_plan *p, pp_action a) {
+static int pp__check_action(const pp_plan *p, pp_action a)
+{
     if (a.type >= PP_TYPE_COUNT) return 0;
     if (a.type == PP_IDLE) return 1;
     return a.stage < p->nstages && (a.type >= PP_UNSHARD || a.mb < p->nmb);
 }
 
-PP_API int pp_lower(const pp_plan *in, pp_plan *out, void *storage, size_t bytes, pp_diag *diag) {
+PP__DEF int pp_lower(const pp_plan *in, pp_plan *out, void *storage, size_t bytes, pp_diag *diag)
+{
     pp_plan t;
     int cap, rc, r, i, cur[PP_MAX_RANKS], left;
     if (!in || !out || !storage) return PP_ERR_NULL;
@@ -1009,7 +1163,10 @@ PP_API int pp_lower(const pp_plan *in, pp_plan *out, void *storage, size_t bytes
         if (!left) break;
         if (!progress) {
             for (r = 0; r < in->nranks; r++)
-                if (cur[r] < in->len[r]) { pp__diag(diag, r, cur[r], pp__row(in, r)[cur[r]]); break; }
+                if (cur[r] < in->len[r]) {
+                    pp__diag(diag, r, cur[r], pp__row(in, r)[cur[r]]);
+                    break;
+                }
             return PP_ERR_DEADLOCK;
         }
     }
@@ -1018,11 +1175,11 @@ PP_API int pp_lower(const pp_plan *in, pp_plan *out, void *storage, size_t bytes
 }
 
 /* ---- validation: torch's _validate_schedule ---- */
-PP_API int pp_validate(const pp_plan *p, pp_diag *diag) {
+PP__DEF int pp_validate(const pp_plan *p, pp_diag *diag)
+{
     int r, i, s, rc, fwd_only;
     if (!p || (!p->actions && p->nranks > 0)) return PP_ERR_NULL;
-    if (p->nranks <= 0 || p->nranks > PP_MAX_RANKS || p->nstages <= 0 ||
-        p->nstages > PP_MAX_STAGES || p->nmb <= 0)
+    if (p->nranks <= 0 || p->nranks > PP_MAX_RANKS || p->nstages <= 0 || p->nstages > PP_MAX_STAGES || p->nmb <= 0)
         return PP_ERR_ARG;
     for (r = 0; r < p->nranks; r++)
         if (p->len[r] < 0 || p->len[r] > p->cap) return PP_ERR_ARG;
@@ -1030,20 +1187,31 @@ PP_API int pp_validate(const pp_plan *p, pp_diag *diag) {
         int V = p->nstages / p->nranks;
         if (p->nstages % p->nranks) return PP_ERR_STAGES_PER_RANK;
         rc = pp_schedule_check(p->schedule, p->nranks, V, p->nmb);
-        if (rc) { pp__diag(diag, -1, -1, pp__none); return rc; }
+        if (rc) {
+            pp__diag(diag, -1, -1, pp__none);
+            return rc;
+        }
     }
     fwd_only = p->schedule == PP_SCHED_FORWARD_ONLY;
     for (r = 0; r < p->nranks; r++) {
         const pp_action *row = pp__row(p, r);
         for (i = 0; i < p->len[r]; i++) {
             pp_action a = row[i];
-            if (!pp__check_action(p, a)) { pp__diag(diag, r, i, a); return PP_ERR_ACTION; }
+            if (!pp__check_action(p, a)) {
+                pp__diag(diag, r, i, a);
+                return PP_ERR_ACTION;
+            }
             if (a.type == PP_IDLE) continue;
-            if (p->stage_rank[a.stage] != r) { pp__diag(diag, r, i, a); return PP_ERR_STAGE_RANK; }
+            if (p->stage_rank[a.stage] != r) {
+                pp__diag(diag, r, i, a);
+                return PP_ERR_STAGE_RANK;
+            }
             if (a.type > PP_W) continue;
-            if (pp__in_row(row, i, a)) { pp__diag(diag, r, i, a); return PP_ERR_DUPLICATE; }
-            if ((a.type == PP_B || a.type == PP_I) &&
-                !pp__in_row(row, i, pp__act(PP_F, a.stage, a.mb))) {
+            if (pp__in_row(row, i, a)) {
+                pp__diag(diag, r, i, a);
+                return PP_ERR_DUPLICATE;
+            }
+            if ((a.type == PP_B || a.type == PP_I) && !pp__in_row(row, i, pp__act(PP_F, a.stage, a.mb))) {
                 pp__diag(diag, r, i, a);
                 return PP_ERR_BACKWARD_BEFORE_FORWARD;
             }
@@ -1056,19 +1224,29 @@ PP_API int pp_validate(const pp_plan *p, pp_diag *diag) {
     for (s = 0; s < p->nstages; s++) {
         int n[PP_W + 1] = {0, 0, 0, 0, 0};
         r = p->stage_rank[s];
-        if (r >= p->nranks) { pp__diag(diag, r, -1, pp__none); return PP_ERR_STAGE_RANK; }
+        if (r >= p->nranks) {
+            pp__diag(diag, r, -1, pp__none);
+            return PP_ERR_STAGE_RANK;
+        }
         for (i = 0; i < p->len[r]; i++) {
             pp_action a = pp__row(p, r)[i];
             if (a.stage == s && a.type >= PP_F && a.type <= PP_W) n[a.type]++;
         }
         if (n[PP_F] != p->nmb) {
-            if (diag) { pp__diag(diag, r, -1, pp__none); diag->stage = s; diag->expected = p->nmb; diag->got = n[PP_F]; }
+            if (diag) {
+                pp__diag(diag, r, -1, pp__none);
+                diag->stage = s;
+                diag->expected = p->nmb;
+                diag->got = n[PP_F];
+            }
             return PP_ERR_FORWARD_COUNT;
         }
         if (n[PP_I] != n[PP_W] || n[PP_B] + n[PP_I] != (fwd_only ? 0 : p->nmb)) {
             if (diag) {
-                pp__diag(diag, r, -1, pp__none); diag->stage = s;
-                diag->expected = fwd_only ? 0 : p->nmb; diag->got = n[PP_B] + n[PP_I];
+                pp__diag(diag, r, -1, pp__none);
+                diag->stage = s;
+                diag->expected = fwd_only ? 0 : p->nmb;
+                diag->got = n[PP_B] + n[PP_I];
             }
             return PP_ERR_BACKWARD_COUNT;
         }
@@ -1077,7 +1255,8 @@ PP_API int pp_validate(const pp_plan *p, pp_diag *diag) {
 }
 
 /* ---- simulation ---- */
-PP_API size_t pp_sim_bytes(const pp_plan *p) {
+PP__DEF size_t pp_sim_bytes(const pp_plan *p)
+{
     if (!p || p->nstages <= 0 || p->nmb <= 0) return 0;
     return 6u * (size_t)p->nstages * (size_t)p->nmb * sizeof(uint32_t);
 }
@@ -1085,51 +1264,61 @@ PP_API size_t pp_sim_bytes(const pp_plan *p) {
 #define PP__NOT 0xffffffffu
 enum { PP__TF, PP__TB, PP__TSF, PP__TSB, PP__TRF, PP__TRB };
 
-static uint32_t pp__cost(const pp_costs *c, pp_action a) {
+static uint32_t pp__cost(const pp_costs *c, pp_action a)
+{
     switch (a.type) {
     case PP_F: return c->stage_f ? c->stage_f[a.stage] : c->f;
     case PP_B: return c->stage_b ? c->stage_b[a.stage] : c->b;
     case PP_I: return c->stage_i ? c->stage_i[a.stage] : c->i;
     case PP_W: return c->stage_w ? c->stage_w[a.stage] : c->w;
-    case PP_SEND_F: case PP_SEND_B: return c->send;
-    case PP_RECV_F: case PP_RECV_B: return c->recv;
+    case PP_SEND_F:
+    case PP_SEND_B: return c->send;
+    case PP_RECV_F:
+    case PP_RECV_B: return c->recv;
     default: return 0;
     }
 }
 
 /* Whether rank r's next action a has its inputs (work planes t), and from when (*dep). */
-static int pp__ready(const pp_plan *p, const pp_costs *c, const uint32_t *t, pp_action a, int r,
-                     uint32_t *dep) {
+static int pp__ready(const pp_plan *p, const pp_costs *c, const uint32_t *t, pp_action a, int r, uint32_t *dep)
+{
     size_t plane = (size_t)p->nstages * (size_t)p->nmb;
     int s = a.stage, m = a.mb, S = p->nstages, M = p->nmb;
     uint32_t x;
     *dep = 0;
-#define PP__T(k, s, m) t[(size_t)(k) * plane + (size_t)(s) * (size_t)M + (size_t)(m)]
+#define PP__T(k, s, m) t[(size_t)(k)*plane + (size_t)(s) * (size_t)M + (size_t)(m)]
     switch (a.type) {
     case PP_F:
         if (s == 0) return 1;
         if (p->lowered) {
-            if ((x = PP__T(PP__TRF, s, m)) != PP__NOT) *dep = x;
-            else if ((x = PP__T(PP__TF, s - 1, m)) != PP__NOT && p->stage_rank[s - 1] == r) *dep = x;
-            else return 0;
+            if ((x = PP__T(PP__TRF, s, m)) != PP__NOT)
+                *dep = x;
+            else if ((x = PP__T(PP__TF, s - 1, m)) != PP__NOT && p->stage_rank[s - 1] == r)
+                *dep = x;
+            else
+                return 0;
         } else if ((x = PP__T(PP__TF, s - 1, m)) != PP__NOT)
             *dep = x + (p->stage_rank[s - 1] != r ? c->comm : 0);
-        else return 0;
+        else
+            return 0;
         return 1;
-    case PP_B: case PP_I:
+    case PP_B:
+    case PP_I:
         if (s == S - 1) return 1;
         if (p->lowered) {
-            if ((x = PP__T(PP__TRB, s, m)) != PP__NOT) *dep = x;
-            else if ((x = PP__T(PP__TB, s + 1, m)) != PP__NOT && p->stage_rank[s + 1] == r) *dep = x;
-            else return 0;
+            if ((x = PP__T(PP__TRB, s, m)) != PP__NOT)
+                *dep = x;
+            else if ((x = PP__T(PP__TB, s + 1, m)) != PP__NOT && p->stage_rank[s + 1] == r)
+                *dep = x;
+            else
+                return 0;
         } else if ((x = PP__T(PP__TB, s + 1, m)) != PP__NOT)
             *dep = x + (p->stage_rank[s + 1] != r ? c->comm : 0);
-        else return 0;
+        else
+            return 0;
         return 1;
-    case PP_SEND_F:
-        return (*dep = PP__T(PP__TF, s, m)) != PP__NOT;
-    case PP_SEND_B:
-        return (*dep = PP__T(PP__TB, s, m)) != PP__NOT;
+    case PP_SEND_F: return (*dep = PP__T(PP__TF, s, m)) != PP__NOT;
+    case PP_SEND_B: return (*dep = PP__T(PP__TB, s, m)) != PP__NOT;
     case PP_RECV_F:
         if (s == 0 || (x = PP__T(PP__TSF, s - 1, m)) == PP__NOT) return 0;
         *dep = x + c->comm;
@@ -1138,8 +1327,7 @@ static int pp__ready(const pp_plan *p, const pp_costs *c, const uint32_t *t, pp_
         if (s == S - 1 || (x = PP__T(PP__TSB, s + 1, m)) == PP__NOT) return 0;
         *dep = x + c->comm;
         return 1;
-    default:
-        return 1;   /* W, UNSHARD, RESHARD, REDUCE_GRAD: always ready */
+    default: return 1; /* W, UNSHARD, RESHARD, REDUCE_GRAD: always ready */
     }
 #undef PP__T
 }
@@ -1147,18 +1335,20 @@ static int pp__ready(const pp_plan *p, const pp_costs *c, const uint32_t *t, pp_
 /* One simulation; dry: check only (events counted against max_events, nothing written to
    out, events or nevents), so pp_simulate can dry-run before writing events without
    recursion. */
-static int pp__simulate(const pp_plan *p, const pp_costs *c, void *work, size_t work_bytes,
-                        pp_sim *out, pp_event *events, int max_events, int *nevents, pp_diag *diag, int dry) {
+static int pp__simulate(const pp_plan *p, const pp_costs *c, void *work, size_t work_bytes, pp_sim *out,
+                        pp_event *events, int max_events, int *nevents, pp_diag *diag, int dry)
+{
     uint32_t *t, clock[PP_MAX_RANKS], unit[PP_MAX_RANKS];
     int cur[PP_MAX_RANKS], r, i, S, M, nev = 0, total = 0;
     size_t plane;
     pp_sim res;
     if (!p || !c || !work || !out) return PP_ERR_NULL;
-    if (p->nranks <= 0 || p->nranks > PP_MAX_RANKS || p->nstages <= 0 ||
-        p->nstages > PP_MAX_STAGES || p->nmb <= 0 || ((uintptr_t)work & 3u))
+    if (p->nranks <= 0 || p->nranks > PP_MAX_RANKS || p->nstages <= 0 || p->nstages > PP_MAX_STAGES || p->nmb <= 0 ||
+        ((uintptr_t)work & 3u))
         return PP_ERR_ARG;
     if (work_bytes < pp_sim_bytes(p)) return PP_ERR_TOO_SMALL;
-    S = p->nstages; M = p->nmb;
+    S = p->nstages;
+    M = p->nmb;
     for (r = 0; r < p->nranks; r++) {
         if (p->len[r] < 0 || p->len[r] > p->cap) return PP_ERR_ARG;
         for (i = 0; i < p->len[r]; i++) {
@@ -1176,8 +1366,12 @@ static int pp__simulate(const pp_plan *p, const pp_costs *c, void *work, size_t 
         for (k = 0; k < 6 * plane; k++) t[k] = PP__NOT;
     }
     PP_MEMSET(&res, 0, sizeof res);
-    for (r = 0; r < p->nranks; r++) { cur[r] = 0; clock[r] = 0; unit[r] = 0; }
-#define PP__T(k, s, m) t[(size_t)(k) * plane + (size_t)(s) * (size_t)M + (size_t)(m)]
+    for (r = 0; r < p->nranks; r++) {
+        cur[r] = 0;
+        clock[r] = 0;
+        unit[r] = 0;
+    }
+#define PP__T(k, s, m) t[(size_t)(k)*plane + (size_t)(s) * (size_t)M + (size_t)(m)]
     for (;;) {
         int best = -1, left = 0;
         uint32_t best_start = 0, best_dep = 0, arrive, start, end;
@@ -1190,15 +1384,21 @@ static int pp__simulate(const pp_plan *p, const pp_costs *c, void *work, size_t 
             if (!pp__ready(p, c, t, pp__row(p, r)[cur[r]], r, &dep)) continue;
             start = clock[r];
             if (c->cores && unit[r % c->cores] > start) start = unit[r % c->cores];
-            if (pp__row(p, r)[cur[r]].type != PP_RECV_F && pp__row(p, r)[cur[r]].type != PP_RECV_B &&
-                dep > start)
+            if (pp__row(p, r)[cur[r]].type != PP_RECV_F && pp__row(p, r)[cur[r]].type != PP_RECV_B && dep > start)
                 start = dep;
-            if (best < 0 || start < best_start) { best = r; best_start = start; best_dep = dep; }
+            if (best < 0 || start < best_start) {
+                best = r;
+                best_start = start;
+                best_dep = dep;
+            }
         }
         if (!left) break;
         if (best < 0) {
             for (r = 0; r < p->nranks; r++)
-                if (cur[r] < p->len[r]) { pp__diag(diag, r, cur[r], pp__row(p, r)[cur[r]]); break; }
+                if (cur[r] < p->len[r]) {
+                    pp__diag(diag, r, cur[r], pp__row(p, r)[cur[r]]);
+                    break;
+                }
             return PP_ERR_DEADLOCK;
         }
         r = best;
@@ -1212,8 +1412,15 @@ static int pp__simulate(const pp_plan *p, const pp_costs *c, void *work, size_t 
         {
             int s = a.stage, m = a.mb;
             switch (a.type) {
-            case PP_F: PP__T(PP__TF, s, m) = end; res.busy[r] += end - start; break;
-            case PP_B: case PP_I: PP__T(PP__TB, s, m) = end; res.busy[r] += end - start; break;
+            case PP_F:
+                PP__T(PP__TF, s, m) = end;
+                res.busy[r] += end - start;
+                break;
+            case PP_B:
+            case PP_I:
+                PP__T(PP__TB, s, m) = end;
+                res.busy[r] += end - start;
+                break;
             case PP_W: res.busy[r] += end - start; break;
             case PP_SEND_F: PP__T(PP__TSF, s, m) = end; break;
             case PP_SEND_B: PP__T(PP__TSB, s, m) = end; break;
@@ -1223,8 +1430,10 @@ static int pp__simulate(const pp_plan *p, const pp_costs *c, void *work, size_t 
             }
         }
         if (events) {
-            events[nev].rank = (uint16_t)r; events[nev].action = a;
-            events[nev].t_start = start; events[nev].t_end = end;
+            events[nev].rank = (uint16_t)r;
+            events[nev].action = a;
+            events[nev].t_start = start;
+            events[nev].t_end = end;
         }
         nev++;
         cur[r]++;
@@ -1238,9 +1447,8 @@ static int pp__simulate(const pp_plan *p, const pp_costs *c, void *work, size_t 
             busy += res.busy[r];
             res.peak[r] = (uint16_t)pp_peak_inflight(p, r);
         }
-        res.bubble_ppm = res.makespan
-            ? (uint32_t)(1000000u - (busy * 1000000u) / ((uint64_t)p->nranks * res.makespan))
-            : 0;
+        res.bubble_ppm =
+            res.makespan ? (uint32_t)(1000000u - (busy * 1000000u) / ((uint64_t)p->nranks * res.makespan)) : 0;
     }
     if (dry) return PP_OK;
     *out = res;
@@ -1248,8 +1456,9 @@ static int pp__simulate(const pp_plan *p, const pp_costs *c, void *work, size_t 
     return PP_OK;
 }
 
-PP_API int pp_simulate(const pp_plan *p, const pp_costs *c, void *work, size_t work_bytes,
-                       pp_sim *out, pp_event *events, int max_events, int *nevents, pp_diag *diag) {
+PP__DEF int pp_simulate(const pp_plan *p, const pp_costs *c, void *work, size_t work_bytes, pp_sim *out,
+                        pp_event *events, int max_events, int *nevents, pp_diag *diag)
+{
     /* with events: a dry run first, so events stay untouched on deadlock */
     int rc = events ? pp__simulate(p, c, work, work_bytes, out, events, max_events, nevents, diag, 1) : PP_OK;
     return rc ? rc : pp__simulate(p, c, work, work_bytes, out, events, max_events, nevents, diag, 0);
@@ -1261,7 +1470,8 @@ PP_API int pp_simulate(const pp_plan *p, const pp_costs *c, void *work, size_t w
 #define PP__TAKEN 0x80000000u
 
 /* Sender and receiver ranks of transfer k (< 0 for a transfer that cannot exist). */
-static int pp__tx_pair(const pp_plan *p, size_t k, int *dst) {
+static int pp__tx_pair(const pp_plan *p, size_t k, int *dst)
+{
     int S = p->nstages, grad = (int)(k / ((size_t)S * (size_t)p->nmb)), s = (int)(k / (size_t)p->nmb) % S;
     int src = s + (grad ? 1 : -1);
     if (src < 0 || src >= S) return -1;
@@ -1270,7 +1480,8 @@ static int pp__tx_pair(const pp_plan *p, size_t k, int *dst) {
 }
 
 /* Transfers src -> dst that hold a mailbox slot: from the oldest one not taken yet. */
-static uint32_t pp__window(const pp_plan *p, const uint32_t *t, int src, int dst) {
+static uint32_t pp__window(const pp_plan *p, const uint32_t *t, int src, int dst)
+{
     size_t k, n = 2u * (size_t)p->nstages * (size_t)p->nmb;
     uint32_t oldest = PP__NOT, w = 0;
     int d;
@@ -1284,11 +1495,14 @@ static uint32_t pp__window(const pp_plan *p, const uint32_t *t, int src, int dst
 
 /* The transfer rank r's action a takes in (F: activation, I/B: gradient from another rank)
    or posts (SEND_F/SEND_B), or -1. */
-static int pp__tx_of(const pp_plan *p, pp_action a, int r, int *send) {
+static int pp__tx_of(const pp_plan *p, pp_action a, int r, int *send)
+{
     int s = a.stage, grad = a.type != PP_F && a.type != PP_SEND_F, to = s;
     *send = a.type == PP_SEND_F || a.type == PP_SEND_B;
-    if (*send) to = s + (grad ? -1 : 1);
-    else if (a.type != PP_F && a.type != PP_I && a.type != PP_B) return -1;
+    if (*send)
+        to = s + (grad ? -1 : 1);
+    else if (a.type != PP_F && a.type != PP_I && a.type != PP_B)
+        return -1;
     else {
         int from = s + (grad ? 1 : -1);
         if (from < 0 || from >= p->nstages || p->stage_rank[from] == r) return -1;
@@ -1299,16 +1513,17 @@ static int pp__tx_of(const pp_plan *p, pp_action a, int r, int *send) {
 
 /* Whether rank r's next action can go on with mailboxes of `depth` transfers; if so its
    transfer is posted (*seq: the posting order) or taken. */
-static int pp__mailbox_step(const pp_plan *p, uint32_t depth, uint32_t *t, const int *cur, int r, uint32_t *seq) {
+static int pp__mailbox_step(const pp_plan *p, uint32_t depth, uint32_t *t, const int *cur, int r, uint32_t *seq)
+{
     int send, dst = 0, s2 = 0, x = pp__tx_of(p, pp__row(p, r)[cur[r]], r, &send), ok;
-    if (x < 0) return 1;                               /* no transfer */
-    if (!send) {                                       /* F / I / B takes its data */
+    if (x < 0) return 1; /* no transfer */
+    if (!send) {         /* F / I / B takes its data */
         ok = t[x] != PP__NOT && !(t[x] & PP__TAKEN);
         if (ok) t[x] |= PP__TAKEN;
         return ok;
     }
     ok = t[x] == PP__NOT && pp__tx_pair(p, (size_t)x, &dst) == r;
-    if (ok && depth == 0)   /* no buffer: only once the peer waits for this very transfer */
+    if (ok && depth == 0) /* no buffer: only once the peer waits for this very transfer */
         ok = cur[dst] < p->len[dst] && pp__tx_of(p, pp__row(p, dst)[cur[dst]], dst, &s2) == x && !s2;
     ok = ok && pp__window(p, t, r, dst) < (depth ? depth : 1u);
     if (ok) t[x] = (*seq)++;
@@ -1317,7 +1532,8 @@ static int pp__mailbox_step(const pp_plan *p, uint32_t depth, uint32_t *t, const
 
 /* One run of every row with mailboxes of `depth` transfers: PP_OK, or PP_ERR_MAILBOX with
    diag naming the first waiting rank. */
-static int pp__mailbox_run(const pp_plan *p, uint32_t depth, uint32_t *t, pp_diag *diag) {
+static int pp__mailbox_run(const pp_plan *p, uint32_t depth, uint32_t *t, pp_diag *diag)
+{
     int cur[PP_MAX_RANKS] = {0}, r, moved, left = 0;
     size_t k, n = 2u * (size_t)p->nstages * (size_t)p->nmb;
     uint32_t seq = 0;
@@ -1338,49 +1554,67 @@ static int pp__mailbox_run(const pp_plan *p, uint32_t depth, uint32_t *t, pp_dia
     return PP_ERR_MAILBOX;
 }
 
-PP_API int pp_mailbox_depth(pp_plan *p, int max_depth, void *work, size_t work_bytes, pp_diag *diag) {
+PP__DEF int pp_mailbox_depth(pp_plan *p, int max_depth, void *work, size_t work_bytes, pp_diag *diag)
+{
     uint32_t *t = (uint32_t *)work, lo = 0, hi;
     int r, i;
     if (!p || !work) return PP_ERR_NULL;
-    if (!pp__plan_ok(p) || p->nmb <= 0 || max_depth < 0 || max_depth > 254 || ((uintptr_t)work & 3u))
-        return PP_ERR_ARG;
+    if (!pp__plan_ok(p) || p->nmb <= 0 || max_depth < 0 || max_depth > 254 || ((uintptr_t)work & 3u)) return PP_ERR_ARG;
     if (work_bytes < pp_sim_bytes(p)) return PP_ERR_TOO_SMALL;
-    for (i = 0; i < p->nstages; i++) if (p->stage_rank[i] >= p->nranks) return PP_ERR_ARG;
+    for (i = 0; i < p->nstages; i++)
+        if (p->stage_rank[i] >= p->nranks) return PP_ERR_ARG;
     for (r = 0; r < p->nranks; r++)
         for (i = 0; i < p->len[r]; i++)
             if (!pp__check_action(p, pp__row(p, r)[i])) {
                 pp__diag(diag, r, i, pp__row(p, r)[i]);
                 return PP_ERR_ACTION;
             }
-    if (pp__mailbox_run(p, 0x7fffffffu, t, diag)) return PP_ERR_DEADLOCK;  /* even unbounded */
+    if (pp__mailbox_run(p, 0x7fffffffu, t, diag)) return PP_ERR_DEADLOCK; /* even unbounded */
     hi = (uint32_t)max_depth;
     if (pp__mailbox_run(p, hi, t, diag)) return PP_ERR_MAILBOX;
-    while (lo < hi) {          /* the smallest depth that runs: deeper never hurts */
+    while (lo < hi) { /* the smallest depth that runs: deeper never hurts */
         uint32_t mid = lo + (hi - lo) / 2;
-        if (pp__mailbox_run(p, mid, t, NULL) == PP_OK) hi = mid;
-        else lo = mid + 1;
+        if (pp__mailbox_run(p, mid, t, NULL) == PP_OK)
+            hi = mid;
+        else
+            lo = mid + 1;
     }
     p->mailbox = (int32_t)lo + 1;
     return (int)lo;
 }
 
 /* ---- text output ---- */
-typedef struct pp__out { char *buf; size_t cap, n; } pp__out;
-static void pp__putc(pp__out *o, char ch) { if (o->buf && o->n < o->cap) o->buf[o->n] = ch; o->n++; }
-static void pp__puts(pp__out *o, const char *s) { while (*s) pp__putc(o, *s++); }
-static void pp__putu(pp__out *o, uint32_t v) {
+typedef struct pp__out {
+    char *buf;
+    size_t cap, n;
+} pp__out;
+static void pp__putc(pp__out *o, char ch)
+{
+    if (o->buf && o->n < o->cap) o->buf[o->n] = ch;
+    o->n++;
+}
+static void pp__puts(pp__out *o, const char *s)
+{
+    while (*s) pp__putc(o, *s++);
+}
+static void pp__putu(pp__out *o, uint32_t v)
+{
     char tmp[10];
     int k = 0;
-    do { tmp[k++] = (char)('0' + v % 10); v /= 10; } while (v);
+    do {
+        tmp[k++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
     while (k) pp__putc(o, tmp[--k]);
 }
 static const char *const pp__type_names[PP_TYPE_COUNT] = {
     "", "F", "B", "I", "W", "SEND_F", "RECV_F", "SEND_B", "RECV_B", "UNSHARD", "RESHARD", "REDUCE_GRAD"};
-static const char *const pp__type_macros[PP_TYPE_COUNT] = {
-    "PP_IDLE", "PP_F", "PP_B", "PP_I", "PP_W", "PP_SEND_F", "PP_RECV_F", "PP_SEND_B",
-    "PP_RECV_B", "PP_UNSHARD", "PP_RESHARD", "PP_REDUCE_GRAD"};
+static const char *const pp__type_macros[PP_TYPE_COUNT] = {"PP_IDLE",   "PP_F",       "PP_B",       "PP_I",
+                                                           "PP_W",      "PP_SEND_F",  "PP_RECV_F",  "PP_SEND_B",
+                                                           "PP_RECV_B", "PP_UNSHARD", "PP_RESHARD", "PP_REDUCE_GRAD"};
 
-static void pp__put_action(pp__out *o, pp_action a) {
+static void pp__put_action(pp__out *o, pp_action a)
+{
     if (a.type == PP_IDLE || a.type >= PP_TYPE_COUNT) return;
     pp__putu(o, a.stage);
     pp__puts(o, pp__type_names[a.type]);
@@ -1388,43 +1622,56 @@ static void pp__put_action(pp__out *o, pp_action a) {
 }
 
 /* Run `emit` to count, then to write when it fits. */
-static int pp__finish(pp__out *o, char *buf, size_t cap, size_t *needed) {
+static int pp__finish(pp__out *o, char *buf, size_t cap, size_t *needed)
+{
     if (needed) *needed = o->n + 1;
     if (!buf) return cap == 0 ? PP_OK : PP_ERR_NULL;
     if (cap < o->n + 1) return PP_ERR_TOO_SMALL;
     return 1;
 }
-#define PP__EMIT(call)                                                          \
-    do {                                                                        \
-        pp__out o_;                                                             \
-        int k_;                                                                 \
-        o_.buf = NULL; o_.cap = 0; o_.n = 0;                                    \
-        call;                                                                   \
-        k_ = pp__finish(&o_, buf, cap, needed);                                 \
-        if (k_ != 1) return k_;                                                 \
-        if (o_.n > 0x7ffffffe) return PP_ERR_TOO_SMALL;                         \
-        o_.buf = buf; o_.cap = cap; o_.n = 0;                                   \
-        call;                                                                   \
-        buf[o_.n] = '\0';                                                       \
-        return (int)o_.n;                                                       \
+#define PP__EMIT(call)                                  \
+    do {                                                \
+        pp__out o_;                                     \
+        int k_;                                         \
+        o_.buf = NULL;                                  \
+        o_.cap = 0;                                     \
+        o_.n = 0;                                       \
+        call;                                           \
+        k_ = pp__finish(&o_, buf, cap, needed);         \
+        if (k_ != 1) return k_;                         \
+        if (o_.n > 0x7ffffffe) return PP_ERR_TOO_SMALL; \
+        o_.buf = buf;                                   \
+        o_.cap = cap;                                   \
+        o_.n = 0;                                       \
+        call;                                           \
+        buf[o_.n] = '\0';                               \
+        return (int)o_.n;                               \
     } while (0)
 
-PP_API int pp_action_format(pp_action a, char *buf, size_t cap) {
+PP__DEF int pp_action_format(pp_action a, char *buf, size_t cap)
+{
     size_t *needed = NULL;
     if (a.type >= PP_TYPE_COUNT) return PP_ERR_ACTION;
     PP__EMIT(pp__put_action(&o_, a));
 }
 
-static int pp__space(char ch) { return ch == ' ' || ch == '\t' || ch == '\r' || ch == '\n'; }
+static int pp__space(char ch)
+{
+    return ch == ' ' || ch == '\t' || ch == '\r' || ch == '\n';
+}
 
-PP_API int pp_action_parse(const char *s, size_t n, pp_action *out) {
+PP__DEF int pp_action_parse(const char *s, size_t n, pp_action *out)
+{
     size_t i = 0, j;
     uint32_t stage = 0, mb = 0;
     int type = -1, k, nd = 0, nm = 0;
     if (!s || !out) return PP_ERR_NULL;
     while (n > 0 && pp__space(s[n - 1])) n--;
     while (i < n && pp__space(s[i])) i++;
-    if (i == n) { *out = pp__none; return PP_OK; }
+    if (i == n) {
+        *out = pp__none;
+        return PP_OK;
+    }
     for (; i < n && s[i] >= '0' && s[i] <= '9'; i++, nd++) {
         stage = stage * 10 + (uint32_t)(s[i] - '0');
         if (stage > 255) return PP_ERR_PARSE;
@@ -1434,8 +1681,11 @@ PP_API int pp_action_parse(const char *s, size_t n, pp_action *out) {
         const char *t = pp__type_names[k];
         for (j = 0; t[j] && i + j < n && s[i + j] == t[j]; j++) {}
         if (!t[j]) {
-            size_t e = i + j;   /* the type must be followed by digits or the end */
-            if (e == n || (s[e] >= '0' && s[e] <= '9')) { type = k; i = e; }
+            size_t e = i + j; /* the type must be followed by digits or the end */
+            if (e == n || (s[e] >= '0' && s[e] <= '9')) {
+                type = k;
+                i = e;
+            }
         }
     }
     if (type < 0) return PP_ERR_PARSE;
@@ -1449,7 +1699,8 @@ PP_API int pp_action_parse(const char *s, size_t n, pp_action *out) {
     return PP_OK;
 }
 
-static void pp__csv(pp__out *o, const pp_plan *p) {
+static void pp__csv(pp__out *o, const pp_plan *p)
+{
     int r, i;
     for (r = 0; r < p->nranks; r++) {
         for (i = 0; i < p->len[r]; i++) {
@@ -1462,15 +1713,17 @@ static void pp__csv(pp__out *o, const pp_plan *p) {
     }
 }
 
-PP_API int pp_csv_write(const pp_plan *p, char *buf, size_t cap, size_t *needed) {
+PP__DEF int pp_csv_write(const pp_plan *p, char *buf, size_t cap, size_t *needed)
+{
     if (!p) return PP_ERR_NULL;
     if (!pp__plan_ok(p)) return PP_ERR_ARG;
     PP__EMIT(pp__csv(&o_, p));
 }
 
 /* Pass 1 (write == 0) checks and counts; pass 2 fills the plan. */
-static int pp__csv_pass(pp_plan *p, const char *text, size_t n, int write, int *rows, pp_diag *diag,
-                        uint8_t *map, int *lowered) {
+static int pp__csv_pass(pp_plan *p, const char *text, size_t n, int write, int *rows, pp_diag *diag, uint8_t *map,
+                        int *lowered)
+{
     size_t i = 0;
     int r = 0;
     while (i < n) {
@@ -1480,7 +1733,10 @@ static int pp__csv_pass(pp_plan *p, const char *text, size_t n, int write, int *
         {
             size_t line_end = e, c0 = i;
             if (line_end > i && text[line_end - 1] == '\r') line_end--;
-            if (r >= p->nranks) { pp__diag(diag, r, -1, pp__none); return PP_ERR_RANKS; }
+            if (r >= p->nranks) {
+                pp__diag(diag, r, -1, pp__none);
+                return PP_ERR_RANKS;
+            }
             {
                 size_t c = c0;
                 for (;;) {
@@ -1488,16 +1744,21 @@ static int pp__csv_pass(pp_plan *p, const char *text, size_t n, int write, int *
                     pp_action a;
                     int rc;
                     while (ce < line_end && text[ce] != ',') ce++;
-                    if (!(line_end == c0 && col == 0)) {  /* a blank line is an empty row */
+                    if (!(line_end == c0 && col == 0)) { /* a blank line is an empty row */
                         size_t q = ce - c >= 2 && text[c] == '"' && text[ce - 1] == '"'; /* "cell" */
                         rc = pp_action_parse(text + c + q, ce - c - 2 * q, &a);
-                        if (rc) { pp__diag(diag, r, col, pp__none); return rc; }
-                        if (a.type != PP_IDLE &&
-                            (a.stage >= p->nstages || (a.type < PP_UNSHARD && a.mb >= p->nmb))) {
+                        if (rc) {
+                            pp__diag(diag, r, col, pp__none);
+                            return rc;
+                        }
+                        if (a.type != PP_IDLE && (a.stage >= p->nstages || (a.type < PP_UNSHARD && a.mb >= p->nmb))) {
                             pp__diag(diag, r, col, a);
                             return PP_ERR_ACTION;
                         }
-                        if (col >= p->cap) { pp__diag(diag, r, col, a); return PP_ERR_TOO_SMALL; }
+                        if (col >= p->cap) {
+                            pp__diag(diag, r, col, a);
+                            return PP_ERR_TOO_SMALL;
+                        }
                         if (a.type != PP_IDLE) {
                             if (map[a.stage] != 0xff && map[a.stage] != r) {
                                 pp__diag(diag, r, col, a);
@@ -1522,7 +1783,8 @@ static int pp__csv_pass(pp_plan *p, const char *text, size_t n, int write, int *
     return PP_OK;
 }
 
-PP_API int pp_csv_read(pp_plan *p, const char *text, size_t n, pp_diag *diag) {
+PP__DEF int pp_csv_read(pp_plan *p, const char *text, size_t n, pp_diag *diag)
+{
     uint8_t map[PP_MAX_STAGES];
     int rows = 0, lowered = 0, rc, s;
     if (!p || !text || !p->actions) return PP_ERR_NULL;
@@ -1530,72 +1792,118 @@ PP_API int pp_csv_read(pp_plan *p, const char *text, size_t n, pp_diag *diag) {
     PP_MEMSET(map, 0xff, sizeof map);
     rc = pp__csv_pass(p, text, n, 0, &rows, diag, map, &lowered);
     if (rc) return rc;
-    if (rows != p->nranks) { pp__diag(diag, rows, -1, pp__none); return PP_ERR_RANKS; }
+    if (rows != p->nranks) {
+        pp__diag(diag, rows, -1, pp__none);
+        return PP_ERR_RANKS;
+    }
     PP_MEMSET(map, 0xff, sizeof map);
     pp__csv_pass(p, text, n, 1, &rows, NULL, map, &lowered);
-    for (s = 0; s < p->nstages; s++) if (map[s] != 0xff) p->stage_rank[s] = map[s];
+    for (s = 0; s < p->nstages; s++)
+        if (map[s] != 0xff) p->stage_rank[s] = map[s];
     p->lowered = lowered;
-    p->mailbox = 0;             /* new tables: not proven */
+    p->mailbox = 0; /* new tables: not proven */
     return PP_OK;
 }
 
-static void pp__emit_c(pp__out *o, const pp_plan *p, const char *name) {
+static void pp__emit_c(pp__out *o, const pp_plan *p, const char *name)
+{
     int r, i, s, mbox = p->mailbox > 0 && p->mailbox <= 255 ? p->mailbox : 0;
-    pp__puts(o, "/* splitcore pipeline plan: "); pp__puts(o, pp_schedule_name(p->schedule));
-    pp__puts(o, ", "); pp__putu(o, (uint32_t)p->nranks); pp__puts(o, " ranks, ");
-    pp__putu(o, (uint32_t)p->nstages); pp__puts(o, " stages, "); pp__putu(o, (uint32_t)p->nmb);
+    pp__puts(o, "/* splitcore pipeline plan: ");
+    pp__puts(o, pp_schedule_name(p->schedule));
+    pp__puts(o, ", ");
+    pp__putu(o, (uint32_t)p->nranks);
+    pp__puts(o, " ranks, ");
+    pp__putu(o, (uint32_t)p->nstages);
+    pp__puts(o, " stages, ");
+    pp__putu(o, (uint32_t)p->nmb);
     pp__puts(o, p->lowered ? " microbatches, lowered */\n" : " microbatches */\n");
     pp__puts(o, "#include \"pipeline.h\"\n\n");
-    if (mbox) {   /* the depth pp_mailbox_depth proved: a PP_NO_TAKEIN build needs that room */
+    if (mbox) { /* the depth pp_mailbox_depth proved: a PP_NO_TAKEIN build needs that room */
         pp__puts(o, "/* runs without take-in over mailboxes of this many transfers per ordered pair of ranks\n"
                     "   (pp_mailbox_depth; times the messages per transfer) */\n#define ");
-        pp__puts(o, name); pp__puts(o, "_MAILBOX_DEPTH "); pp__putu(o, (uint32_t)mbox - 1u);
-        pp__puts(o, "\n#if defined(PP_NO_TAKEIN) && PP_MAILBOX_SLOTS < "); pp__putu(o, (uint32_t)mbox - 1u);
-        pp__puts(o, "\n#error \""); pp__puts(o, name);
+        pp__puts(o, name);
+        pp__puts(o, "_MAILBOX_DEPTH ");
+        pp__putu(o, (uint32_t)mbox - 1u);
+        pp__puts(o, "\n#if defined(PP_NO_TAKEIN) && PP_MAILBOX_SLOTS < ");
+        pp__putu(o, (uint32_t)mbox - 1u);
+        pp__puts(o, "\n#error \"");
+        pp__puts(o, name);
         pp__puts(o, ": PP_MAILBOX_SLOTS is below the mailbox depth this plan was proven for\"\n#endif\n\n");
     } else {
-        pp__puts(o, "#ifdef PP_NO_TAKEIN\n#error \""); pp__puts(o, name);
+        pp__puts(o, "#ifdef PP_NO_TAKEIN\n#error \"");
+        pp__puts(o, name);
         pp__puts(o, ": not proven to run without take-in (pp_mailbox_depth before pp_emit_c)\"\n#endif\n\n");
     }
     for (r = 0; r < p->nranks; r++) {
-        pp__puts(o, "static const pp_action "); pp__puts(o, name); pp__puts(o, "_r");
-        pp__putu(o, (uint32_t)r); pp__puts(o, "[");
-        pp__putu(o, (uint32_t)(p->len[r] ? p->len[r] : 1)); pp__puts(o, "] = {");
+        pp__puts(o, "static const pp_action ");
+        pp__puts(o, name);
+        pp__puts(o, "_r");
+        pp__putu(o, (uint32_t)r);
+        pp__puts(o, "[");
+        pp__putu(o, (uint32_t)(p->len[r] ? p->len[r] : 1));
+        pp__puts(o, "] = {");
         if (!p->len[r]) pp__puts(o, "PP_ACTION(PP_IDLE, 0, 0)");
         for (i = 0; i < p->len[r]; i++) {
             pp_action a = pp__row(p, r)[i];
             pp__puts(o, i % 4 ? " " : "\n    ");
-            pp__puts(o, "PP_ACTION("); pp__puts(o, pp__type_macros[a.type]); pp__puts(o, ", ");
-            pp__putu(o, a.stage); pp__puts(o, ", "); pp__putu(o, a.mb); pp__puts(o, "),");
+            pp__puts(o, "PP_ACTION(");
+            pp__puts(o, pp__type_macros[a.type]);
+            pp__puts(o, ", ");
+            pp__putu(o, a.stage);
+            pp__puts(o, ", ");
+            pp__putu(o, a.mb);
+            pp__puts(o, "),");
         }
         pp__puts(o, "\n};\n");
     }
-    pp__puts(o, "static const uint8_t "); pp__puts(o, name); pp__puts(o, "_stage_rank[");
-    pp__putu(o, (uint32_t)p->nstages); pp__puts(o, "] = {");
+    pp__puts(o, "static const uint8_t ");
+    pp__puts(o, name);
+    pp__puts(o, "_stage_rank[");
+    pp__putu(o, (uint32_t)p->nstages);
+    pp__puts(o, "] = {");
     for (s = 0; s < p->nstages; s++) {
         if (s) pp__puts(o, ", ");
         pp__putu(o, p->stage_rank[s]);
     }
-    pp__puts(o, "};\nconst pp_table "); pp__puts(o, name); pp__puts(o, "[");
-    pp__putu(o, (uint32_t)p->nranks); pp__puts(o, "] = {\n");
+    pp__puts(o, "};\nconst pp_table ");
+    pp__puts(o, name);
+    pp__puts(o, "[");
+    pp__putu(o, (uint32_t)p->nranks);
+    pp__puts(o, "] = {\n");
     for (r = 0; r < p->nranks; r++) {
-        pp__puts(o, "    {"); pp__puts(o, name); pp__puts(o, "_r"); pp__putu(o, (uint32_t)r);
-        pp__puts(o, ", "); pp__putu(o, (uint32_t)p->len[r]); pp__puts(o, ", ");
-        pp__putu(o, (uint32_t)r); pp__puts(o, ", "); pp__putu(o, (uint32_t)p->nranks);
-        pp__puts(o, ", "); pp__putu(o, (uint32_t)p->nstages); pp__puts(o, ", ");
-        pp__putu(o, (uint32_t)p->nmb); pp__puts(o, ", ");
-        pp__putu(o, (uint32_t)pp_peak_inflight(p, r)); pp__puts(o, ", ");
-        pp__puts(o, name); pp__puts(o, "_stage_rank, "); pp__putu(o, (uint32_t)mbox); pp__puts(o, "},\n");
+        pp__puts(o, "    {");
+        pp__puts(o, name);
+        pp__puts(o, "_r");
+        pp__putu(o, (uint32_t)r);
+        pp__puts(o, ", ");
+        pp__putu(o, (uint32_t)p->len[r]);
+        pp__puts(o, ", ");
+        pp__putu(o, (uint32_t)r);
+        pp__puts(o, ", ");
+        pp__putu(o, (uint32_t)p->nranks);
+        pp__puts(o, ", ");
+        pp__putu(o, (uint32_t)p->nstages);
+        pp__puts(o, ", ");
+        pp__putu(o, (uint32_t)p->nmb);
+        pp__puts(o, ", ");
+        pp__putu(o, (uint32_t)pp_peak_inflight(p, r));
+        pp__puts(o, ", ");
+        pp__puts(o, name);
+        pp__puts(o, "_stage_rank, ");
+        pp__putu(o, (uint32_t)mbox);
+        pp__puts(o, "},\n");
     }
     pp__puts(o, "};\n");
 }
 
-PP_API int pp_emit_c(const pp_plan *p, const char *name, char *buf, size_t cap, size_t *needed) {
+PP__DEF int pp_emit_c(const pp_plan *p, const char *name, char *buf, size_t cap, size_t *needed)
+{
     const char *c;
     int i;
     if (!p || !name) return PP_ERR_NULL;
     if (!pp__plan_ok(p)) return PP_ERR_ARG;
-    for (i = 0; i < p->nranks; i++) if (p->len[i] > 0xffff) return PP_ERR_ARG;
+    for (i = 0; i < p->nranks; i++)
+        if (p->len[i] > 0xffff) return PP_ERR_ARG;
     for (c = name; *c; c++)
         if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || *c == '_' ||
               (c != name && *c >= '0' && *c <= '9')))
@@ -1604,51 +1912,66 @@ PP_API int pp_emit_c(const pp_plan *p, const char *name, char *buf, size_t cap, 
     PP__EMIT(pp__emit_c(&o_, p, name));
 }
 
-static void pp__timeline(pp__out *o, const pp_plan *p, int width) {
+static void pp__timeline(pp__out *o, const pp_plan *p, int width)
+{
     int r, i;
     for (r = 0; r < p->nranks; r++) {
-        pp__putc(o, 'r'); pp__putu(o, (uint32_t)r);
+        pp__putc(o, 'r');
+        pp__putu(o, (uint32_t)r);
         pp__puts(o, r < 10 && p->nranks > 10 ? "  |" : " |");
         for (i = 0; i < p->len[r]; i++) {
             pp_action a = pp__row(p, r)[i];
             pp__out cnt;
             size_t k;
-            cnt.buf = NULL; cnt.cap = 0; cnt.n = 0;
+            cnt.buf = NULL;
+            cnt.cap = 0;
+            cnt.n = 0;
             pp__put_action(&cnt, a);
             pp__putc(o, ' ');
-            if (a.type == PP_IDLE) { pp__putc(o, '.'); cnt.n = 1; }
-            else pp__put_action(o, a);
+            if (a.type == PP_IDLE) {
+                pp__putc(o, '.');
+                cnt.n = 1;
+            } else
+                pp__put_action(o, a);
             for (k = cnt.n; k < (size_t)width; k++) pp__putc(o, ' ');
         }
         pp__putc(o, '\n');
     }
 }
 
-PP_API int pp_timeline(const pp_plan *p, char *buf, size_t cap, size_t *needed) {
+PP__DEF int pp_timeline(const pp_plan *p, char *buf, size_t cap, size_t *needed)
+{
     int r, i, width = 1;
     if (!p) return PP_ERR_NULL;
     if (!pp__plan_ok(p)) return PP_ERR_ARG;
     for (r = 0; r < p->nranks; r++)
         for (i = 0; i < p->len[r]; i++) {
             pp__out cnt;
-            cnt.buf = NULL; cnt.cap = 0; cnt.n = 0;
+            cnt.buf = NULL;
+            cnt.cap = 0;
+            cnt.n = 0;
             pp__put_action(&cnt, pp__row(p, r)[i]);
             if ((int)cnt.n > width) width = (int)cnt.n;
         }
     PP__EMIT(pp__timeline(&o_, p, width));
 }
 
-static void pp__trace(pp__out *o, const pp_event *ev, int n) {
+static void pp__trace(pp__out *o, const pp_event *ev, int n)
+{
     int i;
     pp__puts(o, "{\"traceEvents\":[");
     for (i = 0; i < n; i++) {
         int t = ev[i].action.type;
         pp__puts(o, i ? ",\n" : "\n");
-        pp__puts(o, "{\"name\":\""); pp__put_action(o, ev[i].action);
+        pp__puts(o, "{\"name\":\"");
+        pp__put_action(o, ev[i].action);
         pp__puts(o, t >= PP_F && t <= PP_W ? "\",\"cat\":\"computation\"" : "\",\"cat\":\"communication\"");
-        pp__puts(o, ",\"ph\":\"X\",\"pid\":"); pp__putu(o, ev[i].rank);
-        pp__puts(o, ",\"tid\":"); pp__putu(o, ev[i].rank);
-        pp__puts(o, ",\"ts\":"); pp__putu(o, ev[i].t_start);
+        pp__puts(o, ",\"ph\":\"X\",\"pid\":");
+        pp__putu(o, ev[i].rank);
+        pp__puts(o, ",\"tid\":");
+        pp__putu(o, ev[i].rank);
+        pp__puts(o, ",\"ts\":");
+        pp__putu(o, ev[i].t_start);
         pp__puts(o, ",\"dur\":");
         pp__putu(o, ev[i].t_end >= ev[i].t_start ? ev[i].t_end - ev[i].t_start : 0);
         pp__putc(o, '}');
@@ -1656,11 +1979,13 @@ static void pp__trace(pp__out *o, const pp_event *ev, int n) {
     pp__puts(o, "\n]}\n");
 }
 
-PP_API int pp_trace_json(const pp_event *ev, int n, char *buf, size_t cap, size_t *needed) {
+PP__DEF int pp_trace_json(const pp_event *ev, int n, char *buf, size_t cap, size_t *needed)
+{
     int i;
     if (!ev && n > 0) return PP_ERR_NULL;
     if (n < 0) return PP_ERR_ARG;
-    for (i = 0; i < n; i++) if (ev[i].action.type >= PP_TYPE_COUNT) return PP_ERR_ACTION;
+    for (i = 0; i < n; i++)
+        if (ev[i].action.type >= PP_TYPE_COUNT) return PP_ERR_ACTION;
     PP__EMIT(pp__trace(&o_, ev, n));
 }
 
@@ -1672,19 +1997,20 @@ PP_API int pp_trace_json(const pp_event *ev, int n, char *buf, size_t cap, size_
 #define PP__R8(x) (((uint32_t)(x) + 7u) & ~7u)
 static const unsigned char pp__es[MB_DTYPE_COUNT] = {4, 8, 1, 1, 2, 4};
 /* slot flags; PP__GOTX / PP__GOTDY: the input / output gradient arrived ahead (pp__takein) */
-enum { PP__USED = 1, PP__IDONE = 2, PP__WDONE = 4, PP__SENDB = 8, PP__CKPT = 16, PP__GOTX = 32,
-       PP__GOTDY = 64 };
+enum { PP__USED = 1, PP__IDONE = 2, PP__WDONE = 4, PP__SENDB = 8, PP__CKPT = 16, PP__GOTX = 32, PP__GOTDY = 64 };
 #ifndef PP_NO_TAKEIN
 #define PP__GOT(k, f) (e->slot[k] & (f))
 #else
-#define PP__GOT(k, f) 0u   /* nothing arrives ahead */
+#define PP__GOT(k, f) 0u /* nothing arrives ahead */
 #endif
 
-static uint32_t pp__inb(const pp_exec_cfg *c, const int16_t *first, int s) {
+static uint32_t pp__inb(const pp_exec_cfg *c, const int16_t *first, int s)
+{
     return s ? c->layers[first[s] - 1].act_bytes : c->in_bytes;
 }
 /* Offset of layer l's output within a stage's outputs (l = first[s+1]: all of them). */
-static uint32_t pp__off(const pp_exec_cfg *c, const int16_t *first, int s, int l) {
+static uint32_t pp__off(const pp_exec_cfg *c, const int16_t *first, int s, int l)
+{
     uint32_t n = 0;
     int k;
     for (k = first[s]; k < l; k++) n += PP__R8(c->layers[k].act_bytes);
@@ -1692,14 +2018,13 @@ static uint32_t pp__off(const pp_exec_cfg *c, const int16_t *first, int s, int l
 }
 
 /* Checks; fills first[], the slot size and count. */
-static int pp__xcheck(const pp_exec_cfg *c, const pp_table *t, int16_t *first, uint32_t *slot_bytes,
-                      int32_t *nslots) {
+static int pp__xcheck(const pp_exec_cfg *c, const pp_table *t, int16_t *first, uint32_t *slot_bytes, int32_t *nslots)
+{
     int s, l, train, extra = 0;
     uint32_t unit, best = 0;
     if (!c || !t || !c->layers || !c->balance || !t->actions || !t->stage_rank) return PP_ERR_NULL;
-    if (c->rows <= 0 || c->dtype < 0 || c->dtype >= MB_DTYPE_COUNT || c->nlayers <= 0 ||
-        c->nlayers > 32767 || !t->nstages || t->nstages > PP_MAX_STAGES || t->rank >= t->nranks ||
-        !t->slots || !t->nmb)
+    if (c->rows <= 0 || c->dtype < 0 || c->dtype >= MB_DTYPE_COUNT || c->nlayers <= 0 || c->nlayers > 32767 ||
+        !t->nstages || t->nstages > PP_MAX_STAGES || t->rank >= t->nranks || !t->slots || !t->nmb)
         return PP_ERR_ARG;
     if (c->checkpoint < PP_CKPT_ALWAYS || c->checkpoint > PP_CKPT_NEVER) return PP_ERR_CHECKPOINT;
     train = c->loss != NULL;
@@ -1736,15 +2061,16 @@ static int pp__xcheck(const pp_exec_cfg *c, const pp_table *t, int16_t *first, u
     return PP_OK;
 }
 
-static size_t pp__xlayout(const pp_exec_cfg *c, const pp_table *t, int32_t nslots, uint32_t sb,
-                          size_t *loss_at) {
+static size_t pp__xlayout(const pp_exec_cfg *c, const pp_table *t, int32_t nslots, uint32_t sb, size_t *loss_at)
+{
     size_t n = PP__R8(4u * (uint32_t)nslots);
     *loss_at = n;
     if (c->loss && t->stage_rank[t->nstages - 1] == t->rank) n += sizeof(mb_value) * t->nmb;
     return n + (size_t)nslots * sb;
 }
 
-PP_API size_t pp_exec_bytes(const pp_exec_cfg *c, const pp_table *t) {
+PP__DEF size_t pp_exec_bytes(const pp_exec_cfg *c, const pp_table *t)
+{
     int16_t first[PP_MAX_STAGES + 1];
     uint32_t sb;
     int32_t ns;
@@ -1753,8 +2079,8 @@ PP_API size_t pp_exec_bytes(const pp_exec_cfg *c, const pp_table *t) {
     return pp__xlayout(c, t, ns, sb, &at);
 }
 
-PP_API int pp_exec_init(pp_exec *e, const pp_exec_cfg *c, const pp_table *t, pg_group *g,
-                        void *storage, size_t bytes) {
+PP__DEF int pp_exec_init(pp_exec *e, const pp_exec_cfg *c, const pp_table *t, pg_group *g, void *storage, size_t bytes)
+{
     pp_exec x;
     size_t at, need;
     int rc;
@@ -1765,11 +2091,13 @@ PP_API int pp_exec_init(pp_exec *e, const pp_exec_cfg *c, const pp_table *t, pg_
     if (g->size != t->nranks || g->rank != t->rank) return PP_ERR_RANKS;
     if ((uintptr_t)storage & 7u) return PP_ERR_ARG;
 #ifdef PP_NO_TAKEIN
-    if (!t->mailbox) return PP_ERR_MAILBOX;   /* not proven to run without take-in */
+    if (!t->mailbox) return PP_ERR_MAILBOX; /* not proven to run without take-in */
 #endif
     need = pp__xlayout(c, t, x.nslots, x.slot_bytes, &at);
     if (bytes < need) return PP_ERR_TOO_SMALL;
-    x.cfg = c; x.t = t; x.g = g;
+    x.cfg = c;
+    x.t = t;
+    x.g = g;
     x.slot = (uint32_t *)storage;
     x.mem = (unsigned char *)storage + (need - (size_t)x.nslots * x.slot_bytes);
     if (x.mem != (unsigned char *)storage + at) /* the losses lie between slot[] and mem */
@@ -1778,41 +2106,51 @@ PP_API int pp_exec_init(pp_exec *e, const pp_exec_cfg *c, const pp_table *t, pg_
     return PP_OK;
 }
 
-static int pp__find(const pp_exec *e, int s, int m) {
+static int pp__find(const pp_exec *e, int s, int m)
+{
     int k;
     for (k = 0; k < e->nslots; k++)
-        if ((e->slot[k] & PP__USED) && ((e->slot[k] >> 8) & 0xffu) == (uint32_t)s &&
-            (e->slot[k] >> 16) == (uint32_t)m)
+        if ((e->slot[k] & PP__USED) && ((e->slot[k] >> 8) & 0xffu) == (uint32_t)s && (e->slot[k] >> 16) == (uint32_t)m)
             return k;
     return PP_ERR_ACTION;
 }
 
 /* Slot k of stage s: part 0 = input x, 1 = output of layer l, 2 = its gradient, 3 = dx. */
-static unsigned char *pp__at(const pp_exec *e, int k, int part, int l) {
+static unsigned char *pp__at(const pp_exec *e, int k, int part, int l)
+{
     int s = (int)((e->slot[k] >> 8) & 0xffu);
     const pp_exec_cfg *c = e->cfg;
     unsigned char *p = e->mem + (size_t)k * e->slot_bytes;
     if (!part) return p;
-    if (part == 3) l = e->first[s + 1];     /* after every output and output gradient */
-    return p + PP__R8(pp__inb(c, e->first, s)) +
-           (uint32_t)(part >> 1) * pp__off(c, e->first, s, e->first[s + 1]) + pp__off(c, e->first, s, l);
+    if (part == 3) l = e->first[s + 1]; /* after every output and output gradient */
+    return p + PP__R8(pp__inb(c, e->first, s)) + (uint32_t)(part >> 1) * pp__off(c, e->first, s, e->first[s + 1]) +
+           pp__off(c, e->first, s, l);
 }
 
 /* Input (which 0) or output (1) or output gradient (2) of layer l of slot k, as a tensor;
    3: the stage's input gradient (l = first[s] - 1). */
-static void pp__lt(const pp_exec *e, mb_tensor *t, int k, int which, int l) {
+static void pp__lt(const pp_exec *e, mb_tensor *t, int k, int which, int l)
+{
     int s = (int)((e->slot[k] >> 8) & 0xffu);
     const pp_exec_cfg *c = e->cfg;
     uint32_t n;
-    if (!which && l == e->first[s]) n = pp__inb(c, e->first, s);  /* the stage input */
+    if (!which && l == e->first[s])
+        n = pp__inb(c, e->first, s); /* the stage input */
     else {
-        if (!which) { which = 1; l--; }                            /* layer l-1's output */
+        if (!which) {
+            which = 1;
+            l--;
+        } /* layer l-1's output */
         n = c->layers[l].act_bytes;
     }
     PP_MEMSET(t, 0, sizeof *t);
-    t->data = pp__at(e, k, which, l); t->dtype = (mb_dtype)c->dtype; t->ndim = 2;
-    t->shape[0] = c->rows; t->shape[1] = (int32_t)(n / (uint32_t)c->rows / pp__es[c->dtype]);
-    t->stride[0] = t->shape[1]; t->stride[1] = 1;
+    t->data = pp__at(e, k, which, l);
+    t->dtype = (mb_dtype)c->dtype;
+    t->ndim = 2;
+    t->shape[0] = c->rows;
+    t->shape[1] = (int32_t)(n / (uint32_t)c->rows / pp__es[c->dtype]);
+    t->stride[0] = t->shape[1];
+    t->stride[1] = 1;
 }
 
 /* Move slot k's boundary data in pieces of the port's max_msg, each waiting at most tmo ms:
@@ -1820,18 +2158,19 @@ static void pp__lt(const pp_exec *e, mb_tensor *t, int k, int which, int l) {
    s-1; *done counts the bytes moved (a timed-out move resumes there). k < 0: only probe
    whether the first piece arrived. The tag names the receiving stage, the microbatch and
    the direction. */
-#ifndef PP_NO_TAKEIN   /* each wait its own timeout (pp__move's slices) */
-#define PP__SEND(g, r, tag, p, n, tmo) pg_send_timeout(g, r, tag, p, n, tmo)
+#ifndef PP_NO_TAKEIN /* each wait its own timeout (pp__move's slices) */
+#define PP__SEND(g, r, tag, p, n, tmo)      pg_send_timeout(g, r, tag, p, n, tmo)
 #define PP__RECV(g, r, tag, p, n, got, tmo) pg_recv_timeout(g, r, tag, p, n, got, tmo)
-#else                  /* tmo is the group's timeout */
-#define PP__SEND(g, r, tag, p, n, tmo) ((void)(tmo), pg_send(g, r, tag, p, n))
+#else /* tmo is the group's timeout */
+#define PP__SEND(g, r, tag, p, n, tmo)      ((void)(tmo), pg_send(g, r, tag, p, n))
 #define PP__RECV(g, r, tag, p, n, got, tmo) ((void)(tmo), pg_recv(g, r, tag, p, n, got))
 #endif
-static int pp__xfer(pp_exec *e, int k, pp_action a, int part, uint32_t tmo, uint32_t *done) {
+static int pp__xfer(pp_exec *e, int k, pp_action a, int part, uint32_t tmo, uint32_t *done)
+{
     int s = a.stage, send = part & 1, ps = s + ((part + 1) & 2) - 1, rc = PP_OK;
     int peer = e->t->stage_rank[ps];
-    int tag = (int)((((uint32_t)a.mb * e->t->nstages + (uint32_t)(send ? ps : s)) * 2u +
-                     (uint32_t)(part >> 1)) & 0xffffu);
+    int tag =
+        (int)((((uint32_t)a.mb * e->t->nstages + (uint32_t)(send ? ps : s)) * 2u + (uint32_t)(part >> 1)) & 0xffffu);
     uint32_t n = pp__inb(e->cfg, e->first, ps > s ? ps : s);
     size_t max = e->g->max_msg, c, got = 0;
     unsigned char *p;
@@ -1850,13 +2189,16 @@ static int pp__xfer(pp_exec *e, int k, pp_action a, int part, uint32_t tmo, uint
         rc = send ? PP__SEND(e->g, peer, tag, p, c, tmo) : PP__RECV(e->g, peer, tag, p, c, &got, tmo);
         if (rc >= 0 && !send && got != c) rc = PG_ERR_MISMATCH;
         if (rc < 0) break;
-        p += c; n -= (uint32_t)c; *done += (uint32_t)c;
+        p += c;
+        n -= (uint32_t)c;
+        *done += (uint32_t)c;
     }
     return rc < 0 ? rc : PP_OK;
 }
 
 /* A free slot for (s, m), or PP_ERR_TOO_SMALL. */
-static int pp__alloc(pp_exec *e, int s, int m) {
+static int pp__alloc(pp_exec *e, int s, int m)
+{
     int k;
     for (k = 0; k < e->nslots && e->slot[k]; k++) {}
     if (k == e->nslots) return PP_ERR_TOO_SMALL;
@@ -1872,7 +2214,8 @@ static int pp__alloc(pp_exec *e, int s, int m) {
    into its microbatch's slot. Then a peer waiting to send to this rank goes on, so two
    ranks that each send more than a mailbox holds before receiving do not wait on each
    other (pp_simulate's buffered sends). 1 if it took any, 0 if not, or an error. */
-static int pp__takein(pp_exec *e) {
+static int pp__takein(pp_exec *e)
+{
     const pp_table *t = e->t;
     int i, k, ps, f, need = 0, got = 0, rc;
     for (k = 0; k < e->nslots; k++) need += e->slot[k] != 0;
@@ -1883,8 +2226,8 @@ static int pp__takein(pp_exec *e) {
         f = a.type == PP_F;
         if (!f && a.type != PP_B && a.type != PP_I) continue;
         k = pp__find(e, a.stage, a.mb);
-        if (f && k < 0 && need++ >= e->nslots) continue;  /* no slot to spare for this F's input */
-        ps = a.stage + (f ? -1 : 1);                        /* the stage its data comes from */
+        if (f && k < 0 && need++ >= e->nslots) continue; /* no slot to spare for this F's input */
+        ps = a.stage + (f ? -1 : 1);                     /* the stage its data comes from */
         from_peer = ps >= 0 && ps < t->nstages && t->stage_rank[ps] != t->rank;
         /* F: its slot exists only once the input is in; I/B: the slot (from F) must exist
            and its output gradient not be in yet */
@@ -1902,7 +2245,8 @@ static int pp__takein(pp_exec *e) {
 
 /* pp__xfer within the group's timeout, waiting in slices (1 ms, doubling up to 64 ms);
    between them the rank takes in what arrived ahead (pp__takein). */
-static int pp__move(pp_exec *e, int k, pp_action a, int part) {
+static int pp__move(pp_exec *e, int k, pp_action a, int part)
+{
     uint32_t done = 0, tmo = e->g->timeout_ms, waited = 0, slice = 1, w;
     int rc;
     for (;;) {
@@ -1910,19 +2254,23 @@ static int pp__move(pp_exec *e, int k, pp_action a, int part) {
         rc = pp__xfer(e, k, a, part, w, &done);
         if (rc != PG_ERR_TIMEOUT || (waited += w) >= tmo) return rc;
         if ((rc = pp__takein(e)) < 0) return rc;
-        if (rc) waited = 0, slice = 1;
-        else if (slice < 64) slice <<= 1;
+        if (rc)
+            waited = 0, slice = 1;
+        else if (slice < 64)
+            slice <<= 1;
     }
 }
 #else
-static int pp__move(pp_exec *e, int k, pp_action a, int part) {
+static int pp__move(pp_exec *e, int k, pp_action a, int part)
+{
     uint32_t done = 0;
     return pp__xfer(e, k, a, part, e->g->timeout_ms, &done);
 }
 #endif
 
 /* Run layers first[s] .. upto-1 of slot k. */
-static int pp__fwd(pp_exec *e, int k, int s, int upto) {
+static int pp__fwd(pp_exec *e, int k, int s, int upto)
+{
     int l, rc;
     for (l = e->first[s]; l < upto; l++) {
         mb_tensor x, y;
@@ -1934,21 +2282,23 @@ static int pp__fwd(pp_exec *e, int k, int s, int upto) {
     return PP_OK;
 }
 
-static void pp__release(pp_exec *e, int k) {
+static void pp__release(pp_exec *e, int k)
+{
     if ((e->slot[k] & PP__WDONE) && !(e->slot[k] & PP__SENDB)) e->slot[k] = 0;
 }
 
-static int pp__action(pp_exec *e, pp_action a) {
+static int pp__action(pp_exec *e, pp_action a)
+{
     const pp_exec_cfg *c = e->cfg;
     const pp_table *t = e->t;
     int s = a.stage, m = a.mb, k, j, l, rc = 0, last = s == t->nstages - 1, train = c->loss != NULL;
-    int hi = e->first[s + 1] - 1;      /* the stage's last layer */
+    int hi = e->first[s + 1] - 1; /* the stage's last layer */
     mb_tensor x, y;
     if ((1u << a.type) & (1u << PP_IDLE | 1u << PP_RECV_F | 1u << PP_RECV_B)) return PP_OK; /* posted */
     if (a.type == PP_F) {
         if ((k = pp__find(e, s, m)) >= 0) {
             if (!PP__GOT(k, PP__GOTX)) return PP_ERR_DUPLICATE;
-            e->slot[k] &= ~(uint32_t)PP__GOTX;   /* its input arrived ahead (pp__takein) */
+            e->slot[k] &= ~(uint32_t)PP__GOTX; /* its input arrived ahead (pp__takein) */
         } else if ((k = pp__alloc(e, s, m)) < 0) {
             return k;
         } else if (!s) {
@@ -1956,16 +2306,16 @@ static int pp__action(pp_exec *e, pp_action a) {
             rc = c->input(c->user, m, &x);
         } else if (t->stage_rank[s - 1] == t->rank) {
             if ((j = pp__find(e, s - 1, m)) < 0) return j;
-            PP_MEMCPY(pp__at(e, k, 0, 0), pp__at(e, j, 1, e->first[s] - 1),
-                      pp__inb(c, e->first, s));
+            PP_MEMCPY(pp__at(e, k, 0, 0), pp__at(e, j, 1, e->first[s] - 1), pp__inb(c, e->first, s));
             if (!train) e->slot[j] = 0;
-        } else rc = pp__move(e, k, a, 0);
+        } else
+            rc = pp__move(e, k, a, 0);
         if (rc < 0 || (rc = pp__fwd(e, k, s, hi + 1)) < 0) return rc;
         pp__lt(e, &y, k, 1, hi);
         if (last && train) {
             mb_tensor dy;
             pp__lt(e, &dy, k, 2, hi);
-            e->losses[m].kind = MB_VALUE_SCALAR;   /* scalar 0 (zeroed by pp_exec_run) */
+            e->losses[m].kind = MB_VALUE_SCALAR; /* scalar 0 (zeroed by pp_exec_run) */
             if ((rc = c->loss(c->user, m, &y, &dy, &e->losses[m].scalar)) < 0) return rc;
         } else if (last) {
             rc = c->output(c->user, m, &y);
@@ -1973,7 +2323,7 @@ static int pp__action(pp_exec *e, pp_action a) {
         }
         /* pp_checkpoint_stop: ALWAYS (0) nmb, EXCEPT_LAST (1) nmb - 1, NEVER (2) 0 */
         if (train && m < (c->checkpoint == PP_CKPT_NEVER ? 0 : t->nmb - c->checkpoint))
-            e->slot[k] |= PP__CKPT;    /* the intermediates are recomputed in I/B */
+            e->slot[k] |= PP__CKPT; /* the intermediates are recomputed in I/B */
         return rc < 0 ? rc : PP_OK;
     }
     if ((k = pp__find(e, s, m)) < 0) return k;
@@ -1988,10 +2338,10 @@ static int pp__action(pp_exec *e, pp_action a) {
         e->slot[k] &= ~(uint32_t)PP__SENDB;
         pp__release(e, k);
         return rc;
-    case PP_B: case PP_I:
+    case PP_B:
+    case PP_I:
         if (e->slot[k] & PP__IDONE) return PP_ERR_DUPLICATE;
-        if (!last && t->stage_rank[s + 1] != t->rank && !PP__GOT(k, PP__GOTDY) &&
-            (rc = pp__move(e, k, a, 2)) < 0)
+        if (!last && t->stage_rank[s + 1] != t->rank && !PP__GOT(k, PP__GOTDY) && (rc = pp__move(e, k, a, 2)) < 0)
             return rc;
         if ((e->slot[k] & PP__CKPT) && (rc = pp__fwd(e, k, s, hi)) < 0) return rc;
         for (l = hi; l >= e->first[s]; l--) {
@@ -1999,13 +2349,13 @@ static int pp__action(pp_exec *e, pp_action a) {
             const pp_layer *L = &c->layers[l];
             pp__lt(e, &x, k, 0, l);
             pp__lt(e, &dy, k, 2, l);
-            int jk = k, part = 2;             /* dx: the previous layer's output gradient */
+            int jk = k, part = 2; /* dx: the previous layer's output gradient */
             if (l == e->first[s]) {
-                if (!s) break;                /* no gradient for the model input */
+                if (!s) break; /* no gradient for the model input */
                 if (t->stage_rank[s - 1] == t->rank) {
-                    if ((jk = pp__find(e, s - 1, m)) < 0) return jk;  /* stage s - 1's slot */
+                    if ((jk = pp__find(e, s - 1, m)) < 0) return jk; /* stage s - 1's slot */
                 } else {
-                    part = 3;                 /* this slot's dx, sent by SEND_B */
+                    part = 3; /* this slot's dx, sent by SEND_B */
                     e->slot[k] |= PP__SENDB;
                 }
             }
@@ -2029,8 +2379,7 @@ static int pp__action(pp_exec *e, pp_action a) {
         e->slot[k] |= PP__WDONE;
         pp__release(e, k);
         return PP_OK;
-    default:
-        return PP_ERR_ACTION;
+    default: return PP_ERR_ACTION;
     }
 }
 
@@ -2043,7 +2392,8 @@ static int pp__action(pp_exec *e, pp_action a) {
    that timed out waiting on a stalled peer returns within 1.5 timeouts of its wait's start;
    without the stalled rank the recover fails, and the world stays aborted until a rerun's
    recover meets it (section 9). */
-static int pp__agree(pp_exec *e, int rc) {
+static int pp__agree(pp_exec *e, int rc)
+{
     const pp_table *t = e->t;
     int me = t->rank, root = t->stage_rank[e->cfg->loss ? 0 : t->nstages - 1], pass, r, x = rc;
     int32_t mine, all;
@@ -2051,13 +2401,12 @@ static int pp__agree(pp_exec *e, int rc) {
     for (pass = 0; pass < 2; pass++)
         for (r = 0; r < t->nranks && x >= 0; r++)
             if (r != me && (me == root || r == root))
-                x = pass == (me == root) ? pg_send(e->g, r, 0xffff, NULL, 0)
-                                         : pg_recv(e->g, r, 0xffff, NULL, 0, NULL);
+                x = pass == (me == root) ? pg_send(e->g, r, 0xffff, NULL, 0) : pg_recv(e->g, r, 0xffff, NULL, 0, NULL);
     if ((e->aborted = x == PG_ERR_ABORTED) == 0 && x >= 0) return PP_OK;
-    mine = e->aborted ? 0 : x;            /* a peer's abort is no root error */
+    mine = e->aborted ? 0 : x; /* a peer's abort is no root error */
     if (mine) pg_abort(e->g, mine);
     all = mine;
-    tmo = e->g->timeout_ms;     /* the recover waits half of it (PG_WAIT_FOREVER stays) */
+    tmo = e->g->timeout_ms; /* the recover waits half of it (PG_WAIT_FOREVER stays) */
     e->g->timeout_ms = tmo / 2u + (tmo & 0x80000000u);
     if ((rc = pg_recover(e->g)) >= 0) rc = pg_all_reduce(e->g, &all, &all, 1, MB_I32, PG_MIN);
     e->g->timeout_ms = tmo;
@@ -2065,11 +2414,13 @@ static int pp__agree(pp_exec *e, int rc) {
     return all ? all : PG_ERR_ABORTED;
 }
 
-static uint32_t pp__now(const pp_exec_cfg *c, uint32_t otherwise) {
+static uint32_t pp__now(const pp_exec_cfg *c, uint32_t otherwise)
+{
     return c->now_us ? c->now_us(c->user) : otherwise;
 }
 
-PP_API int pp_exec_run(pp_exec *e) {
+PP__DEF int pp_exec_run(pp_exec *e)
+{
     int i, rc = 0;
     uint32_t t0;
     if (!e || !e->t) return PP_ERR_NULL;
@@ -2084,14 +2435,17 @@ PP_API int pp_exec_run(pp_exec *e) {
         rc = pp__action(e, a);
         if (e->events && e->nevents < e->max_events && a.type != PP_IDLE) {
             pp_event *v = &e->events[e->nevents++];
-            v->rank = e->t->rank; v->action = a; v->t_start = t0;
+            v->rank = e->t->rank;
+            v->action = a;
+            v->t_start = t0;
             v->t_end = pp__now(e->cfg, t0);
         }
     }
     return pp__agree(e, rc);
 }
 
-PP_API int pp_exec_loss(const pp_exec *e, const mb_spec *spec, double *loss) {
+PP__DEF int pp_exec_loss(const pp_exec *e, const mb_spec *spec, double *loss)
+{
     mb_spec sum = MB_REDUCE(MB_RED_SUM);
     mb_value out;
     int rc;

@@ -100,10 +100,10 @@
 #define PG_API extern
 #endif
 
-#define PG_MIN_INFLIGHT 4            /* messages a port buffers per ordered pair, at least */
-#define PG_WAIT_FOREVER 0xFFFFFFFFu  /* timeout value: never time out */
-#define PG_TAG_MAX 0xFFFF            /* largest user tag */
-#define PG_TAG_PORT_BIT 0x40000000u  /* wire-tag bit reserved for ports (abort, control) */
+#define PG_MIN_INFLIGHT 4           /* messages a port buffers per ordered pair, at least */
+#define PG_WAIT_FOREVER 0xFFFFFFFFu /* timeout value: never time out */
+#define PG_TAG_MAX      0xFFFF      /* largest user tag */
+#define PG_TAG_PORT_BIT 0x40000000u /* wire-tag bit reserved for ports (abort, control) */
 
 #ifdef __cplusplus
 extern "C" {
@@ -112,21 +112,21 @@ extern "C" {
 /* ---- 2. Types, error codes, reductions ------------------------------------------- */
 enum pg_err {
     PG_OK = 0,
-    PG_ERR_NULL = -1,        /* a required pointer is NULL */
-    PG_ERR_RANK = -2,        /* rank or root outside 0..size-1 (or a port's capacity) */
-    PG_ERR_TAG = -3,         /* tag outside 0..PG_TAG_MAX */
-    PG_ERR_SIZE = -4,        /* bad count / size argument, or group size out of range */
-    PG_ERR_TOO_BIG = -5,     /* message larger than a slot, max_msg or the receive buffer */
-    PG_ERR_TIMEOUT = -6,     /* nothing happened within the group's timeout */
-    PG_ERR_ABORTED = -7,     /* some rank called pg_abort() (world stays aborted) */
-    PG_ERR_MISMATCH = -8,    /* peers disagree on sizes/counts of a collective */
-    PG_ERR_DTYPE = -9,       /* unknown dtype, or op undefined for it (AVG on integers) */
-    PG_ERR_OP = -10,         /* unknown reduction op */
-    PG_ERR_CORRUPT = -11,    /* shared state failed validation (port-detected) */
-    PG_ERR_NO_SLOT = -12,    /* no free zero-copy slot / unknown slot pointer */
+    PG_ERR_NULL = -1,         /* a required pointer is NULL */
+    PG_ERR_RANK = -2,         /* rank or root outside 0..size-1 (or a port's capacity) */
+    PG_ERR_TAG = -3,          /* tag outside 0..PG_TAG_MAX */
+    PG_ERR_SIZE = -4,         /* bad count / size argument, or group size out of range */
+    PG_ERR_TOO_BIG = -5,      /* message larger than a slot, max_msg or the receive buffer */
+    PG_ERR_TIMEOUT = -6,      /* nothing happened within the group's timeout */
+    PG_ERR_ABORTED = -7,      /* some rank called pg_abort() (world stays aborted) */
+    PG_ERR_MISMATCH = -8,     /* peers disagree on sizes/counts of a collective */
+    PG_ERR_DTYPE = -9,        /* unknown dtype, or op undefined for it (AVG on integers) */
+    PG_ERR_OP = -10,          /* unknown reduction op */
+    PG_ERR_CORRUPT = -11,     /* shared state failed validation (port-detected) */
+    PG_ERR_NO_SLOT = -12,     /* no free zero-copy slot / unknown slot pointer */
     PG_ERR_UNSUPPORTED = -13, /* the port lacks this operation */
-    PG_ERR_NOT_MEMBER = -14, /* this rank is not in the sub-group (or ranks list invalid) */
-    PG_ERR_PORT = -15        /* the port's underlying system failed (MPI, pthread) */
+    PG_ERR_NOT_MEMBER = -14,  /* this rank is not in the sub-group (or ranks list invalid) */
+    PG_ERR_PORT = -15         /* the port's underlying system failed (MPI, pthread) */
 };
 #define PG_ERR_LAST PG_ERR_PORT
 
@@ -157,8 +157,8 @@ typedef struct pg_ops {
     int (*slot_release)(void *port, int src, const void *ptr);
 
     /* optional control */
-    int (*abort)(void *port, int err);  /* make every blocked call in the world return ABORTED */
-    int (*recover)(void *port);         /* collective over the world: clear abort, drop messages */
+    int (*abort)(void *port, int err); /* make every blocked call in the world return ABORTED */
+    int (*recover)(void *port);        /* collective over the world: clear abort, drop messages */
 
     /* optional native collectives (same meaning as the pg_* functions of section 7) */
     int (*barrier)(struct pg_group *g);
@@ -178,21 +178,21 @@ typedef struct pg_ops {
 /* A group: the world a port creates, or a sub-group. Caller storage; treat as opaque. */
 typedef struct pg_group {
     const pg_ops *ops;
-    void *port;                    /* the port's state for this rank */
-    int32_t rank, size;            /* in this group */
+    void *port;         /* the port's state for this rank */
+    int32_t rank, size; /* in this group */
     int32_t world_rank, world_size;
-    int32_t ranks[PG_MAX_RANKS];   /* group rank -> world rank */
-    uint32_t context;              /* 0 for the world, 1..255 for sub-groups */
-    uint32_t next_context;         /* sub-group ids handed out by this group */
-    uint32_t seq;                  /* collective sequence number */
+    int32_t ranks[PG_MAX_RANKS]; /* group rank -> world rank */
+    uint32_t context;            /* 0 for the world, 1..255 for sub-groups */
+    uint32_t next_context;       /* sub-group ids handed out by this group */
+    uint32_t seq;                /* collective sequence number */
     uint32_t timeout_ms;
-    size_t max_msg;                /* largest single message of the port */
-    unsigned char *scratch;        /* reduction scratch (user's or the built-in one) */
+    size_t max_msg;         /* largest single message of the port */
+    unsigned char *scratch; /* reduction scratch (user's or the built-in one) */
     size_t scratch_bytes;
-    void *fallback_slot;           /* copying-slot fallback: the one outstanding slot */
+    void *fallback_slot; /* copying-slot fallback: the one outstanding slot */
     size_t fallback_bytes;
     int32_t fallback_peer;
-    int32_t fallback_dir;          /* 1 acquired for send, 2 peeked for receive */
+    int32_t fallback_dir; /* 1 acquired for send, 2 peeked for receive */
     uint64_t builtin_scratch[(PG_SCRATCH_BYTES + 7) / 8];
 } pg_group;
 
@@ -204,9 +204,8 @@ PG_API uint32_t pg_wire_tag(uint32_t context, uint32_t kind, uint32_t low16);
 
 /* ---- 4. Groups and point-to-point -------------------------------------------------
    Ports call pg_group_init() from their own init (e.g. pg_pthread_group()); users rarely do. */
-PG_API int pg_group_init(pg_group *g, const pg_ops *ops, void *port, int world_rank, int world_size,
-                         size_t max_msg);
-PG_API int pg_rank(const pg_group *g);       /* < 0 on a NULL group */
+PG_API int pg_group_init(pg_group *g, const pg_ops *ops, void *port, int world_rank, int world_size, size_t max_msg);
+PG_API int pg_rank(const pg_group *g); /* < 0 on a NULL group */
 PG_API int pg_size(const pg_group *g);
 PG_API int pg_world_rank(const pg_group *g, int group_rank); /* PG_ERR_RANK when out of range */
 PG_API int pg_set_timeout(pg_group *g, uint32_t timeout_ms); /* for every blocking call of g */
@@ -226,8 +225,7 @@ PG_API int pg_send_timeout(pg_group *g, int dst, int tag, const void *buf, size_
 /* Receives into buf[0..cap); *got (may be NULL) = the message size. */
 PG_API int pg_recv(pg_group *g, int src, int tag, void *buf, size_t cap, size_t *got);
 /* As pg_recv with an explicit timeout (0 = try once, never block). */
-PG_API int pg_recv_timeout(pg_group *g, int src, int tag, void *buf, size_t cap, size_t *got,
-                           uint32_t timeout_ms);
+PG_API int pg_recv_timeout(pg_group *g, int src, int tag, void *buf, size_t cap, size_t *got, uint32_t timeout_ms);
 /* Non-blocking test: 1 (and *bytes) if a message (src, tag) is waiting, 0 if not. */
 PG_API int pg_probe(pg_group *g, int src, int tag, size_t *bytes);
 
@@ -280,23 +278,19 @@ PG_API int pg_all_reduce(pg_group *g, const void *send, void *recv, size_t count
 PG_API int pg_all_gather(pg_group *g, const void *send, void *recv, size_t count, mb_dtype dt);
 PG_API int pg_all_gatherv(pg_group *g, const void *send, void *recv, const size_t *counts, mb_dtype dt);
 /* send holds size blocks of count; recv = op over ranks of block `rank`. */
-PG_API int pg_reduce_scatter(pg_group *g, const void *send, void *recv, size_t count, mb_dtype dt,
-                             pg_red op);
+PG_API int pg_reduce_scatter(pg_group *g, const void *send, void *recv, size_t count, mb_dtype dt, pg_red op);
 /* send holds blocks of counts[0..size) packed; recv = reduced block `rank` (counts[rank]). */
-PG_API int pg_reduce_scatterv(pg_group *g, const void *send, void *recv, const size_t *counts,
-                              mb_dtype dt, pg_red op);
+PG_API int pg_reduce_scatterv(pg_group *g, const void *send, void *recv, const size_t *counts, mb_dtype dt, pg_red op);
 /* Block j of send (count each) goes to rank j; block i of recv comes from rank i. */
 PG_API int pg_all_to_all(pg_group *g, const void *send, void *recv, size_t count, mb_dtype dt);
 PG_API int pg_all_to_allv(pg_group *g, const void *send, const size_t *send_counts, void *recv,
                           const size_t *recv_counts, mb_dtype dt);
 /* Root's recv = every rank's send in rank order; recv is ignored (may be NULL) elsewhere. */
 PG_API int pg_gather(pg_group *g, const void *send, void *recv, size_t count, mb_dtype dt, int root);
-PG_API int pg_gatherv(pg_group *g, const void *send, void *recv, const size_t *counts, mb_dtype dt,
-                      int root);
+PG_API int pg_gatherv(pg_group *g, const void *send, void *recv, const size_t *counts, mb_dtype dt, int root);
 /* Rank i's recv = block i of root's send; send is ignored (may be NULL) off the root. */
 PG_API int pg_scatter(pg_group *g, const void *send, void *recv, size_t count, mb_dtype dt, int root);
-PG_API int pg_scatterv(pg_group *g, const void *send, void *recv, const size_t *counts, mb_dtype dt,
-                       int root);
+PG_API int pg_scatterv(pg_group *g, const void *send, void *recv, const size_t *counts, mb_dtype dt, int root);
 
 /* Reduce `n` elements: acc[i] = op(acc[i], in[i]) (the combine step every port shares; acc
    and in are the same buffer or do not overlap). */
@@ -350,15 +344,36 @@ extern "C" {
 #endif
 
 /* collective kinds folded into wire tags (kind 0 = user p2p) */
-enum { PG__K_USER = 0, PG__K_BARRIER = 1, PG__K_BCAST, PG__K_ALLREDUCE, PG__K_ALLGATHER, PG__K_RSCATTER,
-       PG__K_ALLTOALL, PG__K_GATHER, PG__K_SCATTER };
+enum {
+    PG__K_USER = 0,
+    PG__K_BARRIER = 1,
+    PG__K_BCAST,
+    PG__K_ALLREDUCE,
+    PG__K_ALLGATHER,
+    PG__K_RSCATTER,
+    PG__K_ALLTOALL,
+    PG__K_GATHER,
+    PG__K_SCATTER
+};
 
 PG__DEF const char *pg_strerror(int err)
 {
-    static const char *const msg[] = {"ok", "null pointer", "rank out of range", "tag out of range",
-        "bad size or count", "message too big", "timeout", "aborted", "peers disagree (mismatch)",
-        "bad dtype for this op", "unknown reduction op", "corrupt shared state", "no free slot",
-        "unsupported by this port", "not a member of the group", "port system error"};
+    static const char *const msg[] = {"ok",
+                                      "null pointer",
+                                      "rank out of range",
+                                      "tag out of range",
+                                      "bad size or count",
+                                      "message too big",
+                                      "timeout",
+                                      "aborted",
+                                      "peers disagree (mismatch)",
+                                      "bad dtype for this op",
+                                      "unknown reduction op",
+                                      "corrupt shared state",
+                                      "no free slot",
+                                      "unsupported by this port",
+                                      "not a member of the group",
+                                      "port system error"};
     if (err > 0 || err < PG_ERR_LAST) return "unknown error";
     return msg[-err];
 }
@@ -374,8 +389,7 @@ PG__DEF uint32_t pg_wire_tag(uint32_t context, uint32_t kind, uint32_t low16)
     return ((context & 0xFFu) << 22) | ((kind & 0x3Fu) << 16) | (low16 & 0xFFFFu);
 }
 
-PG__DEF int pg_group_init(pg_group *g, const pg_ops *ops, void *port, int world_rank, int world_size,
-                          size_t max_msg)
+PG__DEF int pg_group_init(pg_group *g, const pg_ops *ops, void *port, int world_rank, int world_size, size_t max_msg)
 {
     int i;
     if (!g || !ops || !ops->send || !ops->recv || !ops->probe) return PG_ERR_NULL;
@@ -407,8 +421,16 @@ static int pg__ok(const pg_group *g)
     return PG_OK;
 }
 
-PG__DEF int pg_rank(const pg_group *g) { int rc = pg__ok(g); return rc < 0 ? rc : g->rank; }
-PG__DEF int pg_size(const pg_group *g) { int rc = pg__ok(g); return rc < 0 ? rc : g->size; }
+PG__DEF int pg_rank(const pg_group *g)
+{
+    int rc = pg__ok(g);
+    return rc < 0 ? rc : g->rank;
+}
+PG__DEF int pg_size(const pg_group *g)
+{
+    int rc = pg__ok(g);
+    return rc < 0 ? rc : g->size;
+}
 PG__DEF int pg_world_rank(const pg_group *g, int r)
 {
     int rc = pg__ok(g);
@@ -421,9 +443,18 @@ PG__DEF int pg_set_timeout(pg_group *g, uint32_t timeout_ms)
     g->timeout_ms = timeout_ms;
     return PG_OK;
 }
-PG__DEF uint32_t pg_timeout(const pg_group *g) { return g ? g->timeout_ms : 0u; }
-PG__DEF size_t pg_max_msg(const pg_group *g) { return g ? g->max_msg : 0u; }
-PG__DEF size_t pg_scratch_bytes(const pg_group *g) { return g ? g->max_msg : 0u; }
+PG__DEF uint32_t pg_timeout(const pg_group *g)
+{
+    return g ? g->timeout_ms : 0u;
+}
+PG__DEF size_t pg_max_msg(const pg_group *g)
+{
+    return g ? g->max_msg : 0u;
+}
+PG__DEF size_t pg_scratch_bytes(const pg_group *g)
+{
+    return g ? g->max_msg : 0u;
+}
 
 PG__DEF int pg_group_set_scratch(pg_group *g, void *buf, size_t bytes)
 {
@@ -624,40 +655,50 @@ PG__DEF int pg_subgroup_init(pg_group *sub, pg_group *parent, const int *ranks, 
    same buffer or disjoint. Elsewhere (Cortex-M, ...) the plain loop keeps the code small. */
 #if defined(__SSE2__) || defined(__ARM_NEON) || defined(__ALTIVEC__) || defined(__riscv_vector)
 #define PG__K1(T, EXPR, k) x = a_[i + k], y = b_[i + k], r_[k] = (T)(EXPR)
-#define PG__KERNEL_WIDE(T, EXPR)                                                                   \
-    for (; i + 8 <= n; i += 8) {                                                                   \
-        T r_[8];                                                                                   \
-        PG__K1(T, EXPR, 0); PG__K1(T, EXPR, 1); PG__K1(T, EXPR, 2); PG__K1(T, EXPR, 3);            \
-        PG__K1(T, EXPR, 4); PG__K1(T, EXPR, 5); PG__K1(T, EXPR, 6); PG__K1(T, EXPR, 7);            \
-        o_[i] = r_[0], o_[i + 1] = r_[1], o_[i + 2] = r_[2], o_[i + 3] = r_[3];                    \
-        o_[i + 4] = r_[4], o_[i + 5] = r_[5], o_[i + 6] = r_[6], o_[i + 7] = r_[7];                \
+#define PG__KERNEL_WIDE(T, EXPR)                                                    \
+    for (; i + 8 <= n; i += 8) {                                                    \
+        T r_[8];                                                                    \
+        PG__K1(T, EXPR, 0);                                                         \
+        PG__K1(T, EXPR, 1);                                                         \
+        PG__K1(T, EXPR, 2);                                                         \
+        PG__K1(T, EXPR, 3);                                                         \
+        PG__K1(T, EXPR, 4);                                                         \
+        PG__K1(T, EXPR, 5);                                                         \
+        PG__K1(T, EXPR, 6);                                                         \
+        PG__K1(T, EXPR, 7);                                                         \
+        o_[i] = r_[0], o_[i + 1] = r_[1], o_[i + 2] = r_[2], o_[i + 3] = r_[3];     \
+        o_[i + 4] = r_[4], o_[i + 5] = r_[5], o_[i + 6] = r_[6], o_[i + 7] = r_[7]; \
     }
 #else
 #define PG__KERNEL_WIDE(T, EXPR)
 #endif
-#define PG__KERNEL(T, EXPR)                                  \
-    do {                                                     \
-        T *o_ = (T *)out, x, y;                              \
-        const T *a_ = (const T *)a, *b_ = (const T *)b;      \
-        i = 0;                                               \
-        PG__KERNEL_WIDE(T, EXPR)                             \
-        for (; i < n; i++) { x = a_[i], y = b_[i]; o_[i] = (T)(EXPR); } \
+#define PG__KERNEL(T, EXPR)                             \
+    do {                                                \
+        T *o_ = (T *)out, x, y;                         \
+        const T *a_ = (const T *)a, *b_ = (const T *)b; \
+        i = 0;                                          \
+        PG__KERNEL_WIDE(T, EXPR)                        \
+        for (; i < n; i++) {                            \
+            x = a_[i], y = b_[i];                       \
+            o_[i] = (T)(EXPR);                          \
+        }                                               \
     } while (0)
-#define PG__INT_OPS(T)                                                                      \
-    switch (op) {                                                                           \
-    case PG_SUM: PG__KERNEL(T, (uint32_t)x + (uint32_t)y); break;                           \
-    case PG_PROD: PG__KERNEL(T, (uint32_t)x * (uint32_t)y); break;                          \
-    case PG_MAX: PG__KERNEL(T, x > y ? x : y); break;                                       \
-    case PG_MIN: PG__KERNEL(T, x < y ? x : y); break;                                       \
-    default: return PG_ERR_DTYPE;                                                           \
+#define PG__INT_OPS(T)                                            \
+    switch (op) {                                                 \
+    case PG_SUM: PG__KERNEL(T, (uint32_t)x + (uint32_t)y); break; \
+    case PG_PROD: PG__KERNEL(T, (uint32_t)x *(uint32_t)y); break; \
+    case PG_MAX: PG__KERNEL(T, x > y ? x : y); break;             \
+    case PG_MIN: PG__KERNEL(T, x < y ? x : y); break;             \
+    default: return PG_ERR_DTYPE;                                 \
     }
-#define PG__FLT_OPS(T)                                                                      \
-    switch (op) {                                                                           \
-    case PG_SUM: case PG_AVG: PG__KERNEL(T, x + y); break;                                  \
-    case PG_PROD: PG__KERNEL(T, x * y); break;                                              \
-    case PG_MAX: PG__KERNEL(T, x > y ? x : y); break;                                       \
-    case PG_MIN: PG__KERNEL(T, x < y ? x : y); break;                                       \
-    default: return PG_ERR_OP;                                                              \
+#define PG__FLT_OPS(T)                                \
+    switch (op) {                                     \
+    case PG_SUM:                                      \
+    case PG_AVG: PG__KERNEL(T, x + y); break;         \
+    case PG_PROD: PG__KERNEL(T, x *y); break;         \
+    case PG_MAX: PG__KERNEL(T, x > y ? x : y); break; \
+    case PG_MIN: PG__KERNEL(T, x < y ? x : y); break; \
+    default: return PG_ERR_OP;                        \
     }
 
 static int pg__op_check(mb_dtype dt, pg_red op)
@@ -718,7 +759,10 @@ static size_t pg__piece(const pg_group *g, size_t esize)
     p -= p % esize;
     return p ? p : esize;
 }
-static size_t pg__npieces(size_t bytes, size_t piece) { return (bytes + piece - 1) / piece; }
+static size_t pg__npieces(size_t bytes, size_t piece)
+{
+    return (bytes + piece - 1) / piece;
+}
 static size_t pg__piece_len(size_t bytes, size_t piece, size_t k)
 {
     size_t off = k * piece;
@@ -747,8 +791,8 @@ static int pg__recv_exact(pg_group *g, int src, uint32_t tag, void *buf, size_t 
 }
 
 /* Receive `bytes` from src and combine: out = op(in_msg, own) (in_msg is the left operand). */
-static int pg__recv_combine(pg_group *g, int src, uint32_t tag, void *out, const void *own, size_t bytes,
-                            mb_dtype dt, pg_red op)
+static int pg__recv_combine(pg_group *g, int src, uint32_t tag, void *out, const void *own, size_t bytes, mb_dtype dt,
+                            pg_red op)
 {
     size_t es = pg_dtype_size(dt), got = 0;
     int rc;
@@ -1017,8 +1061,7 @@ static int pg__even(const pg_group *g, size_t count, mb_dtype dt, size_t *counts
     if (rc < 0) return rc;
     if (!es) return PG_ERR_DTYPE;
     /* es * size <= 8 * PG_MAX_RANKS: the division only for counts that large */
-    if (count > ((size_t)-1) / (8u * PG_MAX_RANKS) && count > ((size_t)-1) / (es * (size_t)g->size))
-        return PG_ERR_SIZE;
+    if (count > ((size_t)-1) / (8u * PG_MAX_RANKS) && count > ((size_t)-1) / (es * (size_t)g->size)) return PG_ERR_SIZE;
     for (i = 0; counts && i < g->size; i++) counts[i] = count;
     return PG_OK;
 }
@@ -1083,8 +1126,7 @@ PG__DEF int pg_all_gather(pg_group *g, const void *send, void *recv, size_t coun
     return pg_all_gatherv(g, send, recv, counts, dt);
 }
 
-PG__DEF int pg_reduce_scatterv(pg_group *g, const void *send, void *recv, const size_t *counts, mb_dtype dt,
-                               pg_red op)
+PG__DEF int pg_reduce_scatterv(pg_group *g, const void *send, void *recv, const size_t *counts, mb_dtype dt, pg_red op)
 {
     size_t es = pg_dtype_size(dt), total;
     uint32_t tag;
@@ -1200,7 +1242,8 @@ static int pg__rootedv(pg_group *g, int gather, const void *send, void *recv, co
     if ((counts[g->rank] && !(gather ? send : (const void *)recv)) || (g->rank == root && total && !root_buf))
         return PG_ERR_NULL;
     if (gather ? g->ops->gatherv != 0 : g->ops->scatterv != 0) {
-        rc = gather ? g->ops->gatherv(g, send, recv, counts, dt, root) : g->ops->scatterv(g, send, recv, counts, dt, root);
+        rc = gather ? g->ops->gatherv(g, send, recv, counts, dt, root)
+                    : g->ops->scatterv(g, send, recv, counts, dt, root);
         if (rc != PG_ERR_UNSUPPORTED) return rc;
     }
     tag = pg__coll_tag(g, gather ? PG__K_GATHER : PG__K_SCATTER);
@@ -1211,8 +1254,11 @@ static int pg__rootedv(pg_group *g, int gather, const void *send, void *recv, co
     for (i = 0; i < g->size; i++) {
         unsigned char *blk = (unsigned char *)root_buf + pg__offset(counts, i) * es;
         size_t n = counts[i] * es;
-        if (i == root) rc = gather ? (pg__copy(blk, send, n), PG_OK) : (pg__copy(recv, blk, n), PG_OK);
-        else rc = gather ? pg__sendrecv(g, tag, -1, 0, 0, i, blk, n, piece) : pg__sendrecv(g, tag, i, blk, n, -1, 0, 0, piece);
+        if (i == root)
+            rc = gather ? (pg__copy(blk, send, n), PG_OK) : (pg__copy(recv, blk, n), PG_OK);
+        else
+            rc = gather ? pg__sendrecv(g, tag, -1, 0, 0, i, blk, n, piece)
+                        : pg__sendrecv(g, tag, i, blk, n, -1, 0, 0, piece);
         if (rc < 0) return rc;
     }
     return PG_OK;

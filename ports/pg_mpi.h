@@ -119,25 +119,25 @@
 #endif
 
 #define PG_MPI_ABORT_TAG ((int)(PG_TAG_PORT_BIT | 1u)) /* reserved: abort messages */
-#define PG_MPI_COLL_TAG ((int)(PG_TAG_PORT_BIT | 2u))  /* reserved: collective exchanges */
+#define PG_MPI_COLL_TAG  ((int)(PG_TAG_PORT_BIT | 2u)) /* reserved: collective exchanges */
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 typedef struct pg_mpi_port {
-    MPI_Comm parent;      /* private duplicate of the user's communicator (coll is re-made from it) */
-    MPI_Comm p2p;         /* private duplicate for point-to-point */
-    MPI_Comm coll;        /* private duplicate for native collectives */
+    MPI_Comm parent; /* private duplicate of the user's communicator (coll is re-made from it) */
+    MPI_Comm p2p;    /* private duplicate for point-to-point */
+    MPI_Comm coll;   /* private duplicate for native collectives */
     int rank, size;
     int aborted, abort_err, coll_broken;
     MPI_Request recover_bar; /* pg_recover's Ibarrier in progress */
     int recover_stage;
-    int check_args;       /* compare arguments before large native collectives (PG_MPI_CHECK_ARGS) */
-    int blocking;         /* large native collectives are blocking MPI calls (PG_MPI_BLOCKING):
+    int check_args; /* compare arguments before large native collectives (PG_MPI_CHECK_ARGS) */
+    int blocking;   /* large native collectives are blocking MPI calls (PG_MPI_BLOCKING):
                              fast, but no timeout/abort once entered (after the check) */
     MPI_Request send_req[PG_MPI_SEND_SLOTS];
-    int next_slot;        /* where post looks for a free send slot first (round robin) */
+    int next_slot; /* where post looks for a free send slot first (round robin) */
     MPI_Request abort_req[PG_MAX_RANKS];
     int abort_msg;
     int icounts[2][PG_MAX_RANKS], idispls[2][PG_MAX_RANKS]; /* size_t counts as MPI ints */
@@ -146,11 +146,11 @@ typedef struct pg_mpi_port {
     uint64_t send_buf[PG_MPI_SEND_SLOTS][(PG_MPI_MAX_MSG + 7) / 8];
     uint64_t drain_buf[(PG_MPI_MAX_MSG + 7) / 8];
     uint64_t stage[PG_MPI_SMALL_RANKS][(64 + PG_MPI_EXCHANGE) / 8]; /* exchange receives, by rank */
-    MPI_Request first[PG_MPI_SMALL_RANKS]; /* persistent receives of every peer's first exchange
+    MPI_Request first[PG_MPI_SMALL_RANKS];                         /* persistent receives of every peer's first exchange
                                               message into stage[peer], in rank order, self left out */
     uint64_t xbuf[2][PG_MPI_SMALL_RANKS][(64 + PG_MPI_SMALL) / 8]; /* our first exchange messages,
                                               by exchange parity and peer (pg_mpi__send_first) */
-    int xpar;             /* parity of the exchange in progress */
+    int xpar;                                                      /* parity of the exchange in progress */
     pg_group world;
 } pg_mpi_port;
 
@@ -248,7 +248,7 @@ static int pg_mpi__complete(pg_mpi_port *p, MPI_Request *req, uint32_t timeout_m
     }
 }
 
-#define PG_MPI__HDR 64           /* an exchange header's bytes (see pg_mpi__header) */
+#define PG_MPI__HDR   64         /* an exchange header's bytes (see pg_mpi__header) */
 #define PG_MPI__MAGIC 0x70670000 /* + the collective: word 0 of every exchange header */
 
 /* Buffered send of buf[0..bytes) as one message: copied into a free send slot (pg_mpi__post
@@ -260,8 +260,7 @@ static int pg_mpi__slot_send(pg_mpi_port *p, int i, int dst, int tag, const void
     unsigned char *d = (unsigned char *)p->send_buf[i];
     if (bytes) memcpy(d, buf, bytes);
     p->next_slot = (i + 1) % PG_MPI_SEND_SLOTS;
-    return MPI_Isend(d, (int)bytes, MPI_BYTE, dst, tag, p->p2p, &p->send_req[i]) == MPI_SUCCESS ? PG_OK
-                                                                                                 : PG_ERR_PORT;
+    return MPI_Isend(d, (int)bytes, MPI_BYTE, dst, tag, p->p2p, &p->send_req[i]) == MPI_SUCCESS ? PG_OK : PG_ERR_PORT;
 }
 
 static int pg_mpi__post(pg_mpi_port *p, int dst, int tag, const void *buf, size_t bytes, uint32_t timeout_ms)
@@ -308,8 +307,10 @@ static int pg_mpi__recv(void *port, int src, uint32_t tag, void *buf, size_t cap
     if (got) *got = (size_t)n;
     if ((size_t)n > cap || n > PG_MPI_MAX_MSG) { /* consume it, report */
         void *sink = (size_t)n <= sizeof p->drain_buf ? (void *)p->drain_buf : (void *)0;
-        if (sink) MPI_Recv(sink, n, MPI_BYTE, src, (int)tag, p->p2p, MPI_STATUS_IGNORE);
-        else MPI_Recv(p->drain_buf, 0, MPI_BYTE, src, (int)tag, p->p2p, MPI_STATUS_IGNORE); /* truncates */
+        if (sink)
+            MPI_Recv(sink, n, MPI_BYTE, src, (int)tag, p->p2p, MPI_STATUS_IGNORE);
+        else
+            MPI_Recv(p->drain_buf, 0, MPI_BYTE, src, (int)tag, p->p2p, MPI_STATUS_IGNORE); /* truncates */
         return PG_ERR_TOO_BIG;
     }
     if (MPI_Recv(buf, n, MPI_BYTE, src, (int)tag, p->p2p, MPI_STATUS_IGNORE) != MPI_SUCCESS) return PG_ERR_PORT;
@@ -339,8 +340,7 @@ static int pg_mpi__abort(void *port, int err)
     p->abort_err = err;
     p->abort_msg = err;
     for (r = 0; r < p->size; r++)
-        if (r != p->rank)
-            MPI_Isend(&p->abort_msg, 1, MPI_INT, r, PG_MPI_ABORT_TAG, p->p2p, &p->abort_req[r]);
+        if (r != p->rank) MPI_Isend(&p->abort_msg, 1, MPI_INT, r, PG_MPI_ABORT_TAG, p->p2p, &p->abort_req[r]);
     return PG_OK;
 }
 
@@ -367,8 +367,7 @@ static int pg_mpi__drain_round(pg_mpi_port *p)
 {
     pg_mpi__wait w;
     int done = 0, all, i, d;
-    if (p->recover_bar == MPI_REQUEST_NULL && MPI_Ibarrier(p->p2p, &p->recover_bar) != MPI_SUCCESS)
-        return PG_ERR_PORT;
+    if (p->recover_bar == MPI_REQUEST_NULL && MPI_Ibarrier(p->p2p, &p->recover_bar) != MPI_SUCCESS) return PG_ERR_PORT;
     pg_mpi__wait_init(&w, p->world.timeout_ms);
     for (;;) {
         pg_mpi__drain(p);
@@ -601,10 +600,10 @@ static int pg_mpi__exchange(pg_mpi_port *p, uint32_t timeout_ms, int64_t *hdr, c
             rc = pg_mpi__send_first(p, j, hdr, out[j], ob[j] < PG_MPI_SMALL ? ob[j] : PG_MPI_SMALL);
         }
     if (rc == PG_OK && n && pg_mpi__start_first(p, n) < 0) return PG_ERR_PORT; /* 2. see above */
-    for (j = 0; j < p->size && rc == PG_OK; j++) /* 3. the rest of ours */
+    for (j = 0; j < p->size && rc == PG_OK; j++)                               /* 3. the rest of ours */
         for (at = PG_MPI_SMALL; j != me && rc == PG_OK && at < ob[j]; at += PG_MPI_SMALL)
-            rc = pg_mpi__post(p, j, PG_MPI_COLL_TAG, out[j] + at,
-                              ob[j] - at < PG_MPI_SMALL ? ob[j] - at : PG_MPI_SMALL, timeout_ms);
+            rc = pg_mpi__post(p, j, PG_MPI_COLL_TAG, out[j] + at, ob[j] - at < PG_MPI_SMALL ? ob[j] - at : PG_MPI_SMALL,
+                              timeout_ms);
     if (rc == PG_OK && cn && cd != cs) memmove(cd, cs, cn); /* the caller's local copy, while ours travel */
     pg_mpi__wait_init(&w, timeout_ms == 0 ? 1u : timeout_ms);
     if (rc == PG_OK && n) rc = pg_mpi__wait_all(p, &w, n, p->first);
@@ -618,8 +617,8 @@ static int pg_mpi__exchange(pg_mpi_port *p, uint32_t timeout_ms, int64_t *hdr, c
 /* The exchange of an all_gather of b <= PG_MPI_SMALL bytes a rank: one message each way
    (the same messages as pg_mpi__exchange's), every peer's block copied from its stage to
    its place in recv as it is checked; pg_mpi__rest sorts out any disagreement. */
-static int pg_mpi__gather_even(pg_mpi_port *p, uint32_t timeout_ms, int64_t *hdr, const void *send,
-                               unsigned char *recv, size_t b)
+static int pg_mpi__gather_even(pg_mpi_port *p, uint32_t timeout_ms, int64_t *hdr, const void *send, unsigned char *recv,
+                               size_t b)
 {
     size_t ib[PG_MPI_SMALL_RANKS];
     pg_mpi__wait w;
@@ -746,8 +745,8 @@ static int pg_mpi__small(pg_mpi_port *p, pg_group *g, int *rc, int64_t *hdr, con
 
 /* Blocking mode: the blocking MPI call. Otherwise the non-blocking one (which sets req),
    polled within the timeout; AVG divides afterwards. */
-#define PG_MPI__RUN(p, g, BLOCKING, NONBLOCKING)                                            \
-    ((p)->blocking ? ((BLOCKING) == MPI_SUCCESS ? PG_OK : PG_ERR_PORT)                      \
+#define PG_MPI__RUN(p, g, BLOCKING, NONBLOCKING)                       \
+    ((p)->blocking ? ((BLOCKING) == MPI_SUCCESS ? PG_OK : PG_ERR_PORT) \
                    : ((NONBLOCKING) == MPI_SUCCESS ? pg_mpi__finish((p), &req, (g)->timeout_ms) : PG_ERR_PORT))
 
 static int pg_mpi__barrier(pg_group *g)
@@ -909,16 +908,30 @@ static int pg_mpi__reduce_scatter(pg_group *g, const void *send, void *recv, siz
 
 /* all_to_allv, gatherv, scatterv: pg.h's generic versions over the buffered p2p (their
    argument checks come for free from exact-size receives). */
-static const pg_ops pg_mpi__ops = {
-    pg_mpi__send, pg_mpi__recv, pg_mpi__probe,
-    0, 0, 0, 0, /* no shared memory: pg.h's copying slots */
-    pg_mpi__abort, pg_mpi__recover,
-    pg_mpi__barrier, pg_mpi__broadcast, pg_mpi__all_reduce, pg_mpi__all_gather, pg_mpi__all_gatherv,
-    pg_mpi__reduce_scatter, pg_mpi__reduce_scatterv,
-    0, 0, 0
-};
+static const pg_ops pg_mpi__ops = {pg_mpi__send,
+                                   pg_mpi__recv,
+                                   pg_mpi__probe,
+                                   0,
+                                   0,
+                                   0,
+                                   0, /* no shared memory: pg.h's copying slots */
+                                   pg_mpi__abort,
+                                   pg_mpi__recover,
+                                   pg_mpi__barrier,
+                                   pg_mpi__broadcast,
+                                   pg_mpi__all_reduce,
+                                   pg_mpi__all_gather,
+                                   pg_mpi__all_gatherv,
+                                   pg_mpi__reduce_scatter,
+                                   pg_mpi__reduce_scatterv,
+                                   0,
+                                   0,
+                                   0};
 
-PG_MPI__DEF const pg_ops *pg_mpi_ops(void) { return &pg_mpi__ops; }
+PG_MPI__DEF const pg_ops *pg_mpi_ops(void)
+{
+    return &pg_mpi__ops;
+}
 
 PG_MPI__DEF int pg_mpi_init(pg_mpi_port *p, MPI_Comm comm)
 {
@@ -928,8 +941,7 @@ PG_MPI__DEF int pg_mpi_init(pg_mpi_port *p, MPI_Comm comm)
     if (MPI_Comm_dup(comm, &p->parent) != MPI_SUCCESS) return PG_ERR_PORT;
     p->check_args = PG_MPI_CHECK_ARGS;
     p->blocking = PG_MPI_BLOCKING;
-    if (MPI_Comm_dup(comm, &p->p2p) != MPI_SUCCESS || MPI_Comm_dup(comm, &p->coll) != MPI_SUCCESS)
-        return PG_ERR_PORT;
+    if (MPI_Comm_dup(comm, &p->p2p) != MPI_SUCCESS || MPI_Comm_dup(comm, &p->coll) != MPI_SUCCESS) return PG_ERR_PORT;
     MPI_Comm_set_errhandler(p->p2p, MPI_ERRORS_RETURN);
     MPI_Comm_set_errhandler(p->coll, MPI_ERRORS_RETURN);
     MPI_Comm_rank(p->p2p, &p->rank);
@@ -940,8 +952,8 @@ PG_MPI__DEF int pg_mpi_init(pg_mpi_port *p, MPI_Comm comm)
     for (i = 0; i < PG_MAX_RANKS; i++) p->abort_req[i] = MPI_REQUEST_NULL;
     p->recover_bar = MPI_REQUEST_NULL;
     for (i = 0, j = 0; i < p->size && p->size <= PG_MPI_SMALL_RANKS; i++)
-        if (i != p->rank && MPI_Recv_init(p->stage[i], PG_MPI__HDR + PG_MPI_SMALL, MPI_BYTE, i, PG_MPI_COLL_TAG,
-                                          p->p2p, &p->first[j++]) != MPI_SUCCESS)
+        if (i != p->rank && MPI_Recv_init(p->stage[i], PG_MPI__HDR + PG_MPI_SMALL, MPI_BYTE, i, PG_MPI_COLL_TAG, p->p2p,
+                                          &p->first[j++]) != MPI_SUCCESS)
             return PG_ERR_PORT;
     if (MPI_Op_create(pg_mpi__user_sum, 1, &p->int_sum) != MPI_SUCCESS ||
         MPI_Op_create(pg_mpi__user_prod, 1, &p->int_prod) != MPI_SUCCESS)
@@ -950,7 +962,10 @@ PG_MPI__DEF int pg_mpi_init(pg_mpi_port *p, MPI_Comm comm)
     return rc;
 }
 
-PG_MPI__DEF pg_group *pg_mpi_group(pg_mpi_port *p) { return p ? &p->world : (pg_group *)0; }
+PG_MPI__DEF pg_group *pg_mpi_group(pg_mpi_port *p)
+{
+    return p ? &p->world : (pg_group *)0;
+}
 
 PG_MPI__DEF int pg_mpi_finalize(pg_mpi_port *p)
 {

@@ -93,10 +93,10 @@ typedef struct pg_pthread_slot {
     uint64_t seq;                             /* deposit order (FIFO per pair and tag) */
     size_t bytes;
     uint32_t tag;
-    uint32_t state;                           /* 0 free, 1 acquired, 2 full, 3 peeked */
+    uint32_t state; /* 0 free, 1 acquired, 2 full, 3 peeked */
 } pg_pthread_slot;
 
-typedef struct pg_pthread_box {               /* messages src -> dst */
+typedef struct pg_pthread_box { /* messages src -> dst */
     pg_pthread_slot slot[PG_PTHREAD_SLOTS];
     pthread_mutex_t mu;
     uint64_t next_seq;
@@ -118,7 +118,7 @@ typedef struct pg_pthread_rank {
 typedef struct pg_pthread_args {
     const void *send;
     void *recv;
-    uint64_t counts;                          /* hash of the per-rank counts */
+    uint64_t counts; /* hash of the per-rank counts */
     size_t count;
     int32_t dt, op, root, kind;
 } pg_pthread_args;
@@ -127,20 +127,20 @@ typedef struct pg_pthread_args {
    a collective's arguments and the epoch reached share one cache line (on 64-bit hosts),
    so the line a peer spins on also brings the arguments; ranks share no line. */
 typedef struct pg_pthread_half {
-    pg_pthread_args a;                        /* arguments of the collective meeting at it */
-    volatile uint64_t arrive;                 /* latest barrier epoch reached of this parity */
+    pg_pthread_args a;        /* arguments of the collective meeting at it */
+    volatile uint64_t arrive; /* latest barrier epoch reached of this parity */
 } PG_PTHREAD__LINE pg_pthread_half;
 
 typedef struct pg_pthread_pub {
-    pg_pthread_half h[2];                     /* [epoch & 1] */
-    uint64_t epoch PG_PTHREAD__LINE;          /* own barrier epoch (written by its rank only) */
+    pg_pthread_half h[2];            /* [epoch & 1] */
+    uint64_t epoch PG_PTHREAD__LINE; /* own barrier epoch (written by its rank only) */
 } PG_PTHREAD__LINE pg_pthread_pub;
 
 typedef struct pg_pthread_world {
     pg_pthread_box box[PG_PTHREAD_MAX_RANKS][PG_PTHREAD_MAX_RANKS]; /* [src][dst] */
     pg_pthread_pub pub[PG_PTHREAD_MAX_RANKS] PG_PTHREAD__LINE;
-    uint64_t small[2][PG_PTHREAD_MAX_RANKS][PG_PTHREAD_SMALL / 8]; /* small collectives' inputs, by parity */
-    volatile uint32_t bell[PG_PTHREAD_MAX_RANKS * 16] PG_PTHREAD__LINE; /* rank r's at [r * 16] */
+    uint64_t small[2][PG_PTHREAD_MAX_RANKS][PG_PTHREAD_SMALL / 8];          /* small collectives' inputs, by parity */
+    volatile uint32_t bell[PG_PTHREAD_MAX_RANKS * 16] PG_PTHREAD__LINE;     /* rank r's at [r * 16] */
     volatile uint32_t sleepers[PG_PTHREAD_MAX_RANKS * 16] PG_PTHREAD__LINE; /* rank r asleep */
     pthread_mutex_t sleep_mu[PG_PTHREAD_MAX_RANKS];
     pthread_cond_t sleep_cv[PG_PTHREAD_MAX_RANKS];
@@ -148,8 +148,8 @@ typedef struct pg_pthread_world {
     volatile int32_t abort_err;
     volatile uint32_t recover_count, recover_gen;
     int32_t size;
-    uint32_t spin_ns;      /* PG_PTHREAD_SPIN_NS, or 0 when ranks outnumber the CPUs */
-    uint32_t yield_ns;     /* PG_PTHREAD_YIELD_NS, or 1/100 of it then */
+    uint32_t spin_ns;  /* PG_PTHREAD_SPIN_NS, or 0 when ranks outnumber the CPUs */
+    uint32_t yield_ns; /* PG_PTHREAD_YIELD_NS, or 1/100 of it then */
     pg_pthread_rank ctx[PG_PTHREAD_MAX_RANKS];
     pg_group group[PG_PTHREAD_MAX_RANKS];
     /* pg_pthread_run's bookkeeping */
@@ -193,7 +193,7 @@ extern "C" {
 #define PG_PTHREAD__DEF
 #endif
 
-#define PG_PTHREAD__LOAD(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define PG_PTHREAD__LOAD(p)     __atomic_load_n((p), __ATOMIC_ACQUIRE)
 #define PG_PTHREAD__STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
 
 static void pg_pthread__wake(pg_pthread_world *w, int r);
@@ -215,7 +215,7 @@ static void pg_pthread__ring(pg_pthread_world *w, int r)
    seen). The clock starts at the first unsuccessful check: a wait that succeeds at once
    reads none. */
 typedef struct pg_pthread__wait {
-    uint64_t start;              /* ns at the first wait, 0 before */
+    uint64_t start; /* ns at the first wait, 0 before */
     uint32_t timeout;
 } pg_pthread__wait;
 
@@ -282,7 +282,10 @@ static int pg_pthread__wait_bell(pg_pthread_world *w, int me, uint32_t seen, pg_
     return PG_OK;
 }
 
-static pg_pthread_box *pg_pthread__box(pg_pthread_world *w, int src, int dst) { return &w->box[src][dst]; }
+static pg_pthread_box *pg_pthread__box(pg_pthread_world *w, int src, int dst)
+{
+    return &w->box[src][dst];
+}
 
 /* Reserve a free slot in src->dst (waits); returns its index or < 0. */
 static int pg_pthread__reserve(pg_pthread_rank *me, int dst, uint32_t timeout_ms)
@@ -376,16 +379,17 @@ static void pg_pthread__free(pg_pthread_rank *me, int src, int i)
     pg_pthread__ring(me->w, src); /* the sender may be waiting for space */
 }
 
-static int pg_pthread__recv(void *port, int src, uint32_t tag, void *buf, size_t cap, size_t *got,
-                            uint32_t timeout_ms)
+static int pg_pthread__recv(void *port, int src, uint32_t tag, void *buf, size_t cap, size_t *got, uint32_t timeout_ms)
 {
     pg_pthread_rank *me = (pg_pthread_rank *)port;
     pg_pthread_slot *s;
     int i = pg_pthread__take(me, src, tag, timeout_ms), rc = PG_OK;
     if (i < 0) return i;
     s = &me->w->box[src][me->rank].slot[i];
-    if (s->bytes > cap) rc = PG_ERR_TOO_BIG;
-    else if (s->bytes) memcpy(buf, s->data, s->bytes);
+    if (s->bytes > cap)
+        rc = PG_ERR_TOO_BIG;
+    else if (s->bytes)
+        memcpy(buf, s->data, s->bytes);
     if (got) *got = s->bytes;
     pg_pthread__free(me, src, i);
     return rc;
@@ -580,14 +584,17 @@ static int pg_pthread__barrier(pg_group *g)
 enum { PG_PTHREAD__AR = 1, PG_PTHREAD__AG, PG_PTHREAD__RS, PG_PTHREAD__BC };
 
 /* The argument slot (and staging buffer) of this rank's coming barrier: its epoch's parity. */
-static int pg_pthread__parity(const pg_pthread_world *w, int me) { return (int)((w->pub[me].epoch + 1u) & 1u); }
+static int pg_pthread__parity(const pg_pthread_world *w, int me)
+{
+    return (int)((w->pub[me].epoch + 1u) & 1u);
+}
 
 /* Publish this rank's arguments in the slot of the coming barrier, meet, check every rank
    agrees. Returns that slot (0 or 1), or < 0. Slots alternate, so a rank that leaves a
    one-barrier collective early and publishes the next one never overwrites what a slower
    rank still checks; the counts are compared by hash (the arrays may be gone by then). */
-static int pg_pthread__enter(pg_group *g, int kind, const void *send, void *recv, size_t count,
-                             const size_t *counts, int dt, int op, int root)
+static int pg_pthread__enter(pg_group *g, int kind, const void *send, void *recv, size_t count, const size_t *counts,
+                             int dt, int op, int root)
 {
     pg_pthread_world *w = ((pg_pthread_rank *)g->port)->w;
     int s = pg_pthread__parity(w, g->rank), r, rc, bad = 0;
@@ -642,8 +649,8 @@ static void pg_pthread__sources(const pg_pthread_world *w, int s, int staged, si
 {
     int r;
     for (r = 0; r < w->size; r++)
-        src[r] = (staged ? (const unsigned char *)w->small[s][r] : (const unsigned char *)w->pub[r].h[s].a.send) +
-                 off_bytes;
+        src[r] =
+            (staged ? (const unsigned char *)w->small[s][r] : (const unsigned char *)w->pub[r].h[s].a.send) + off_bytes;
 }
 
 static size_t pg_pthread__share(size_t count, int n, int r)
@@ -718,8 +725,8 @@ static int pg_pthread__all_gather(pg_group *g, const void *send, void *recv, siz
     return pg_pthread__all_gatherv(g, send, recv, counts, dt);
 }
 
-static int pg_pthread__reduce_scatterv(pg_group *g, const void *send, void *recv, const size_t *counts,
-                                       mb_dtype dt, pg_red op)
+static int pg_pthread__reduce_scatterv(pg_group *g, const void *send, void *recv, const size_t *counts, mb_dtype dt,
+                                       pg_red op)
 {
     pg_pthread_world *w = pg_pthread__native(g);
     const unsigned char *src[PG_PTHREAD_MAX_RANKS];
@@ -741,8 +748,7 @@ static int pg_pthread__reduce_scatterv(pg_group *g, const void *send, void *recv
     return small ? PG_OK : pg_pthread__barrier_w(w, g->rank, g->timeout_ms);
 }
 
-static int pg_pthread__reduce_scatter(pg_group *g, const void *send, void *recv, size_t count, mb_dtype dt,
-                                      pg_red op)
+static int pg_pthread__reduce_scatter(pg_group *g, const void *send, void *recv, size_t count, mb_dtype dt, pg_red op)
 {
     size_t counts[PG_MAX_RANKS];
     int r;
@@ -766,15 +772,31 @@ static int pg_pthread__broadcast(pg_group *g, void *buf, size_t count, mb_dtype 
 }
 
 static const pg_ops pg_pthread__ops = {
-    pg_pthread__send, pg_pthread__recv, pg_pthread__probe,
-    pg_pthread__slot_acquire, pg_pthread__slot_commit, pg_pthread__slot_peek, pg_pthread__slot_release,
-    pg_pthread__abort, pg_pthread__recover,
-    pg_pthread__barrier, pg_pthread__broadcast, pg_pthread__all_reduce, pg_pthread__all_gather,
-    pg_pthread__all_gatherv, pg_pthread__reduce_scatter, pg_pthread__reduce_scatterv,
-    0, 0, 0 /* all_to_allv, gatherv, scatterv: pg.h's generic ones over the mailboxes */
+    pg_pthread__send,
+    pg_pthread__recv,
+    pg_pthread__probe,
+    pg_pthread__slot_acquire,
+    pg_pthread__slot_commit,
+    pg_pthread__slot_peek,
+    pg_pthread__slot_release,
+    pg_pthread__abort,
+    pg_pthread__recover,
+    pg_pthread__barrier,
+    pg_pthread__broadcast,
+    pg_pthread__all_reduce,
+    pg_pthread__all_gather,
+    pg_pthread__all_gatherv,
+    pg_pthread__reduce_scatter,
+    pg_pthread__reduce_scatterv,
+    0,
+    0,
+    0 /* all_to_allv, gatherv, scatterv: pg.h's generic ones over the mailboxes */
 };
 
-PG_PTHREAD__DEF const pg_ops *pg_pthread_ops(void) { return &pg_pthread__ops; }
+PG_PTHREAD__DEF const pg_ops *pg_pthread_ops(void)
+{
+    return &pg_pthread__ops;
+}
 
 PG_PTHREAD__DEF int pg_pthread_world_init(pg_pthread_world *w, int n)
 {
@@ -799,7 +821,7 @@ PG_PTHREAD__DEF int pg_pthread_world_init(pg_pthread_world *w, int n)
             return PG_ERR_PORT;
     w->initialized = 1;
     w->size = n;
-    {   /* oversubscribed: more ranks than the CPUs this process may run on (its affinity
+    { /* oversubscribed: more ranks than the CPUs this process may run on (its affinity
            mask where <sched.h> declares CPU_COUNT, i.e. with _GNU_SOURCE on glibc; else the
            online CPUs). Then a waiting rank shares its CPU with a rank that has work, so it
            does not spin (that only delays the peer it waits for): it yields a while, then

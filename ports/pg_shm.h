@@ -124,34 +124,33 @@ typedef struct pg_shm_hooks {
 } pg_shm_hooks;
 
 /* ---- 3. Region, init, group --------------------------------------------------------- */
-#define PG_SHM__UP(x) ((((size_t)(x)) + PG_SHM_LINE - 1) / PG_SHM_LINE * PG_SHM_LINE)
+#define PG_SHM__UP(x)              ((((size_t)(x)) + PG_SHM_LINE - 1) / PG_SHM_LINE * PG_SHM_LINE)
 /* Bytes of one slot with `payload` bytes, of one ring, and of the region for `cores`. */
 #define PG_SHM_SLOT_BYTES(payload) PG_SHM__UP(payload)
 #define PG_SHM_RING_BYTES(slots, payload) \
-    (2u * PG_SHM_LINE + PG_SHM__UP(16u * (size_t)(slots)) + (size_t)(slots) * PG_SHM_SLOT_BYTES(payload))
+    (2u * PG_SHM_LINE + PG_SHM__UP(16u * (size_t)(slots)) + (size_t)(slots)*PG_SHM_SLOT_BYTES(payload))
 #define PG_SHM_REGION_BYTES(cores, slots, payload) \
-    ((1u + (size_t)(cores)) * PG_SHM_LINE + \
-     (size_t)(cores) * (size_t)(cores) * PG_SHM_RING_BYTES(slots, payload))
+    ((1u + (size_t)(cores)) * PG_SHM_LINE + (size_t)(cores) * (size_t)(cores)*PG_SHM_RING_BYTES(slots, payload))
 
 /* One core's state (core-local memory). Treat as opaque. */
 typedef struct pg_shm {
     volatile uint32_t *region;
     int32_t rank, cores;
     uint32_t slots, payload, slot_words;
-    uint32_t epoch, recovers;         /* barrier and recover counters */
-    uint32_t bit, len;                /* the message the last receive found: place, bytes, */
-    void *msg;                        /* payload */
+    uint32_t epoch, recovers; /* barrier and recover counters */
+    uint32_t bit, len;        /* the message the last receive found: place, bytes, */
+    void *msg;                /* payload */
     pg_shm_hooks hooks;
     volatile uint32_t *out[PG_SHM_MAX_CORES]; /* ring[rank][d] */
     volatile uint32_t *in[PG_SHM_MAX_CORES];  /* ring[s][rank] */
-    uint32_t head[PG_SHM_MAX_CORES];  /* next write index into ring[rank][d] */
-    uint32_t ptail[PG_SHM_MAX_CORES]; /* last read index seen of ring[rank][d] */
-    uint32_t tail[PG_SHM_MAX_CORES];  /* next read index of ring[s][rank] */
-    uint32_t seen[PG_SHM_MAX_CORES];  /* last write index read (validated) of ring[s][rank] */
-    uint32_t done[PG_SHM_MAX_CORES];  /* consumed beyond tail (bit i = tail + i) */
-    uint32_t busy[PG_SHM_MAX_CORES];  /* peeked, not released */
-    void *acquired[PG_SHM_MAX_CORES]; /* the acquired payload of ring[rank][d] or 0 */
-    pg_group group;                   /* the world group of this core (last: short offsets above) */
+    uint32_t head[PG_SHM_MAX_CORES];          /* next write index into ring[rank][d] */
+    uint32_t ptail[PG_SHM_MAX_CORES];         /* last read index seen of ring[rank][d] */
+    uint32_t tail[PG_SHM_MAX_CORES];          /* next read index of ring[s][rank] */
+    uint32_t seen[PG_SHM_MAX_CORES];          /* last write index read (validated) of ring[s][rank] */
+    uint32_t done[PG_SHM_MAX_CORES];          /* consumed beyond tail (bit i = tail + i) */
+    uint32_t busy[PG_SHM_MAX_CORES];          /* peeked, not released */
+    void *acquired[PG_SHM_MAX_CORES];         /* the acquired payload of ring[rank][d] or 0 */
+    pg_group group;                           /* the world group of this core (last: short offsets above) */
 } pg_shm;
 
 /* Lay out a zeroed region for `cores` cores, `slots` (power of two, 1..32) slots of
@@ -180,11 +179,11 @@ PG_SHM_API const pg_ops *pg_shm_ops(void);
 #ifndef PG_SHM_FENCE_ACQ
 #define PG_SHM_FENCE_ACQ() __atomic_thread_fence(__ATOMIC_ACQUIRE)
 #define PG_SHM_FENCE_REL() __atomic_thread_fence(__ATOMIC_RELEASE)
-#define PG_SHM_FENCE() __atomic_thread_fence(__ATOMIC_SEQ_CST)
+#define PG_SHM_FENCE()     __atomic_thread_fence(__ATOMIC_SEQ_CST)
 /* GCC/clang: published words are __atomic acquire loads / release stores (the same ldr+dmb /
    dmb+str on Cortex-M0+), which ThreadSanitizer sees as synchronisation; a plain access
    next to a fence is a data race in C11 terms. */
-#define PG_SHM__ATOMIC 1
+#define PG_SHM__ATOMIC     1
 #endif
 #ifndef PG_SHM__CBAR /* a compiler barrier (where fence_others orders the cores) */
 #if defined(__GNUC__) || defined(__clang__)
@@ -214,10 +213,19 @@ extern "C" {
 #endif
 #define PG_SHM__MAGIC 0x53484D31u /* "SHM1": the region header */
 #define PG_SHM__CHECK 0x5A5A5A5Au /* folded into every slot header's check word */
-#define PG_SHM__LW (PG_SHM_LINE / 4)
+#define PG_SHM__LW    (PG_SHM_LINE / 4)
 /* control-line words (per core) */
-enum { PG_SHM__ABORT = 0, PG_SHM__EPOCH, PG_SHM__PTR0, PG_SHM__PTR1, PG_SHM__PTR2,
-       PG_SHM__PTR3, PG_SHM__META, PG_SHM__RECOVER, PG_SHM__WAIT };
+enum {
+    PG_SHM__ABORT = 0,
+    PG_SHM__EPOCH,
+    PG_SHM__PTR0,
+    PG_SHM__PTR1,
+    PG_SHM__PTR2,
+    PG_SHM__PTR3,
+    PG_SHM__META,
+    PG_SHM__RECOVER,
+    PG_SHM__WAIT
+};
 
 typedef int (*pg_shm__poll)(pg_shm *s, int a, uint32_t b);
 
@@ -316,7 +324,8 @@ static int pg_shm__wait_loop(pg_shm *s, pg_shm__poll poll, int a, uint32_t b, ui
         if (timeout_ms && ++spins < PG_SHM_SPIN) continue;
         if (check_abort && (rc = pg_shm__aborted(s)) != 0) break;
         now = s->hooks.now_us ? s->hooks.now_us(s->hooks.ctx) : 0; /* no clock: never expires */
-        if (spins == PG_SHM_SPIN) t0 = now; /* the clock starts after the spins */
+        if (spins == PG_SHM_SPIN)
+            t0 = now; /* the clock starts after the spins */
         else if (timeout_ms != PG_WAIT_FOREVER && now - t0 >= limit) {
             rc = PG_ERR_TIMEOUT;
             break;
@@ -326,7 +335,7 @@ static int pg_shm__wait_loop(pg_shm *s, pg_shm__poll poll, int a, uint32_t b, ui
             if (now - t0 < s->hooks.spin_us) continue;
             flag = pg_shm__ctl(s, s->rank) + PG_SHM__WAIT;
             pg_shm__store(s, flag, 1); /* STEP announce */
-            PG_SHM_FENCE(); /* announce before the poll; with fence_others, the senders' too */
+            PG_SHM_FENCE();            /* announce before the poll; with fence_others, the senders' too */
             if (s->hooks.fence_others) s->hooks.fence_others(s->hooks.ctx);
             continue; /* poll once more: a sender that missed the announcement published first */
         }
@@ -338,7 +347,8 @@ static int pg_shm__wait_loop(pg_shm *s, pg_shm__poll poll, int a, uint32_t b, ui
 
 /* The first poll apart, where send/recv inline it (no wait loop set up for a ready slot). */
 #if (defined(__GNUC__) || defined(__clang__)) && !defined(__OPTIMIZE_SIZE__)
-static PG_SHM__HOT int pg_shm__wait(pg_shm *s, pg_shm__poll poll, int a, uint32_t b, uint32_t timeout_ms, int check_abort)
+static PG_SHM__HOT int pg_shm__wait(pg_shm *s, pg_shm__poll poll, int a, uint32_t b, uint32_t timeout_ms,
+                                    int check_abort)
 {
     int rc = poll(s, a, b);
     if (rc) return rc < 0 ? rc : PG_OK;
@@ -353,10 +363,12 @@ static PG_SHM__HOT int pg_shm__wait(pg_shm *s, pg_shm__poll poll, int a, uint32_
 static PG_SHM__HOT void pg_shm__wake(const pg_shm *s, int core)
 {
     if (!s->hooks.notify) return;
-    if (s->hooks.fence_others) PG_SHM__CBAR(); /* the waiter's fence_others orders this core */
-    else PG_SHM_FENCE(); /* the index before the look at the waiter's word (store -> load) */
+    if (s->hooks.fence_others)
+        PG_SHM__CBAR(); /* the waiter's fence_others orders this core */
+    else
+        PG_SHM_FENCE(); /* the index before the look at the waiter's word (store -> load) */
     if (pg_shm__load(s, pg_shm__ctl(s, core) + PG_SHM__WAIT)) /* STEP check_waiting */
-        s->hooks.notify(s->hooks.ctx, core);                   /* STEP notify */
+        s->hooks.notify(s->hooks.ctx, core);                  /* STEP notify */
 }
 
 /* The one validation of a peer-written ring index (at w): its distance from this core's
@@ -460,9 +472,11 @@ static PG_SHM__HOT int pg_shm__find(pg_shm *s, int src, uint32_t tag)
         if ((s->done[src] | s->busy[src]) >> i & 1u) continue;
         sl = pg_shm__slot(s, r, t + i);
         pg_shm__inval(s, sl, 16);
-        w[0] = sl[0]; w[1] = sl[1]; w[2] = sl[2]; w[3] = sl[3]; /* STEP check_header */
-        if (w[0] != t + i || w[2] > s->payload || w[3] != (w[0] ^ w[1] ^ w[2] ^ PG_SHM__CHECK))
-            return PG_ERR_CORRUPT;
+        w[0] = sl[0];
+        w[1] = sl[1];
+        w[2] = sl[2];
+        w[3] = sl[3]; /* STEP check_header */
+        if (w[0] != t + i || w[2] > s->payload || w[3] != (w[0] ^ w[1] ^ w[2] ^ PG_SHM__CHECK)) return PG_ERR_CORRUPT;
         if (w[1] == tag) {
             s->bit = i;
             s->len = w[2];
@@ -501,15 +515,16 @@ static PG_SHM__HOT void pg_shm__consume(pg_shm *s, int src, uint32_t bit)
     if (t != s->tail[src]) pg_shm__advance(s, src, t);
 }
 
-static int pg_shm__recv(void *port, int src, uint32_t tag, void *buf, size_t cap, size_t *got,
-                        uint32_t timeout_ms)
+static int pg_shm__recv(void *port, int src, uint32_t tag, void *buf, size_t cap, size_t *got, uint32_t timeout_ms)
 {
     pg_shm *s = (pg_shm *)port;
     int rc = pg_shm__take(s, src, tag, buf || !cap, timeout_ms);
     if (rc) return rc;
     if (got) *got = s->len;
-    if (s->len > cap) rc = PG_ERR_TOO_BIG; /* consumed and reported */
-    else if (s->len) memcpy(buf, s->msg, s->len); /* STEP read_payload */
+    if (s->len > cap)
+        rc = PG_ERR_TOO_BIG; /* consumed and reported */
+    else if (s->len)
+        memcpy(buf, s->msg, s->len); /* STEP read_payload */
     pg_shm__consume(s, src, s->bit);
     return rc;
 }
@@ -523,8 +538,7 @@ static int pg_shm__probe(void *port, int src, uint32_t tag, size_t *bytes)
     return 1;
 }
 
-static int pg_shm__peek(void *port, int src, uint32_t tag, const void **ptr, size_t *bytes,
-                        uint32_t timeout_ms)
+static int pg_shm__peek(void *port, int src, uint32_t tag, const void **ptr, size_t *bytes, uint32_t timeout_ms)
 {
     pg_shm *s = (pg_shm *)port;
     int rc = pg_shm__take(s, src, tag, ptr != 0, timeout_ms);
@@ -643,8 +657,8 @@ static unsigned char *pg_shm__peer(const pg_shm *s, int core, int which)
     return (unsigned char *)a;
 }
 
-static int pg_shm__coll(pg_group *g, const void *send, void *recv, size_t count, const size_t *counts,
-                        mb_dtype dt, int op)
+static int pg_shm__coll(pg_group *g, const void *send, void *recv, size_t count, const size_t *counts, mb_dtype dt,
+                        int op)
 {
     pg_shm *s = (pg_shm *)g->port;
     volatile uint32_t *w = pg_shm__ctl(s, s->rank);
@@ -689,8 +703,10 @@ static int pg_shm__coll(pg_group *g, const void *send, void *recv, size_t count,
             dst = out + off[j] * es;
             if (in == dst) continue; /* already in place */
             pg_shm__inval(s, in, len[j] * es);
-            if (p || k == 0) memmove(dst, in, len[j] * es);
-            else pg_reduce_local(dst, in, len[j], dt, op == PG_AVG ? PG_SUM : (pg_red)op);
+            if (p || k == 0)
+                memmove(dst, in, len[j] * es);
+            else
+                pg_reduce_local(dst, in, len[j], dt, op == PG_AVG ? PG_SUM : (pg_red)op);
         }
         if (p == 0) {
             if (op == PG_AVG) pg_scale_local(out + off[me] * es, len[me], dt, n);
@@ -720,21 +736,42 @@ static int pg_shm__broadcast(pg_group *g, void *buf, size_t count, mb_dtype dt, 
 }
 #endif /* PG_SHM_NATIVE_COLLECTIVES */
 
-static const pg_ops pg_shm__ops = {
-    pg_shm__send, pg_shm__recv, pg_shm__probe,
-    pg_shm__acquire, pg_shm__commit, pg_shm__peek, pg_shm__release,
-    pg_shm__abort, pg_shm__recover, pg_shm__barrier,
+static const pg_ops pg_shm__ops = {pg_shm__send,
+                                   pg_shm__recv,
+                                   pg_shm__probe,
+                                   pg_shm__acquire,
+                                   pg_shm__commit,
+                                   pg_shm__peek,
+                                   pg_shm__release,
+                                   pg_shm__abort,
+                                   pg_shm__recover,
+                                   pg_shm__barrier,
 #ifdef PG_SHM_NATIVE_COLLECTIVES /* all_gather: pg.h makes it an all_gatherv with even counts */
-    pg_shm__broadcast, pg_shm__all_reduce, 0, pg_shm__all_gatherv,
+                                   pg_shm__broadcast,
+                                   pg_shm__all_reduce,
+                                   0,
+                                   pg_shm__all_gatherv,
 #else
-    0, 0, 0, 0,
+                                   0,
+                                   0,
+                                   0,
+                                   0,
 #endif
-    0, 0, 0, 0, 0
-};
+                                   0,
+                                   0,
+                                   0,
+                                   0,
+                                   0};
 
-PG_SHM_API const pg_ops *pg_shm_ops(void) { return &pg_shm__ops; }
+PG_SHM_API const pg_ops *pg_shm_ops(void)
+{
+    return &pg_shm__ops;
+}
 
-PG_SHM_API pg_group *pg_shm_group(pg_shm *s) { return s ? &s->group : 0; }
+PG_SHM_API pg_group *pg_shm_group(pg_shm *s)
+{
+    return s ? &s->group : 0;
+}
 
 /* Region bytes for a layout, 0 when out of range. */
 static size_t pg_shm__bytes(uint32_t cores, uint32_t slots, uint32_t payload)

@@ -15,8 +15,8 @@
 #ifndef DTENSOR_CONFORMANCE_H
 #define DTENSOR_CONFORMANCE_H
 
-#define DTC_RANKS 4
-#define DTC_ELEMS 256    /* largest global tensor of the suite, elements */
+#define DTC_RANKS   4
+#define DTC_ELEMS   256  /* largest global tensor of the suite, elements */
 #define DTC_SCRATCH 8192 /* bytes of scratch per rank */
 
 #define DTC_CHECK(c)               \
@@ -147,18 +147,17 @@ static int dtc_transition(pg_group *g, const dt_placement *sp, const dt_placemen
     return 0;
 }
 
-#define R_ DT_REPLICATE()
-#define S0_ DT_SHARD(0)
-#define S1_ DT_SHARD(1)
+#define R_     DT_REPLICATE()
+#define S0_    DT_SHARD(0)
+#define S1_    DT_SHARD(1)
 #define P_(op) DT_PARTIAL(op)
 
 /* ---- every transition on the 1-D mesh of 4, even, uneven and empty shards ---- */
 static int dtc_transitions_1d_body(pg_group *g, void *arg)
 {
     static const int32_t rows[] = {13, 12, 14, 3, 2, 1, 0};
-    static const dt_placement R[1] = {R_}, S0[1] = {S0_}, S1[1] = {S1_}, PSUM[1] = {P_(DT_SUM)},
-                              PAVG[1] = {P_(DT_AVG)}, PMAX[1] = {P_(DT_MAX)}, PMIN[1] = {P_(DT_MIN)},
-                              PPROD[1] = {P_(DT_PROD)};
+    static const dt_placement R[1] = {R_}, S0[1] = {S0_}, S1[1] = {S1_}, PSUM[1] = {P_(DT_SUM)}, PAVG[1] = {P_(DT_AVG)},
+                              PMAX[1] = {P_(DT_MAX)}, PMIN[1] = {P_(DT_MIN)}, PPROD[1] = {P_(DT_PROD)};
     int k, me = dtc_me(g);
     (void)arg;
     DTC_SUB(dtc_setup(g, 1));
@@ -220,15 +219,15 @@ static int dtc_ones_body(pg_group *g, void *arg)
 static int dtc_transitions_2d_body(pg_group *g, void *arg)
 {
     static const dt_placement pairs[][2][2] = {
-        {{S0_, S1_}, {S0_, S0_}}, {{S0_, S1_}, {S1_, S0_}}, {{S0_, S0_}, {S1_, S1_}},
-        {{S0_, S0_}, {R_, R_}},   {{S0_, S1_}, {R_, R_}},   {{R_, R_}, {S0_, S1_}},
-        {{R_, R_}, {S0_, S0_}},   {{S0_, R_}, {R_, S0_}},   {{S1_, S0_}, {S0_, S1_}},
-        {{S0_, S0_}, {S0_, R_}},  {{R_, S0_}, {S0_, S0_}},  {{S0_, S0_}, {R_, S0_}},
+        {{S0_, S1_}, {S0_, S0_}}, {{S0_, S1_}, {S1_, S0_}}, {{S0_, S0_}, {S1_, S1_}}, {{S0_, S0_}, {R_, R_}},
+        {{S0_, S1_}, {R_, R_}},   {{R_, R_}, {S0_, S1_}},   {{R_, R_}, {S0_, S0_}},   {{S0_, R_}, {R_, S0_}},
+        {{S1_, S0_}, {S0_, S1_}}, {{S0_, S0_}, {S0_, R_}},  {{R_, S0_}, {S0_, S0_}},  {{S0_, S0_}, {R_, S0_}},
         {{S1_, S1_}, {S0_, S0_}}, {{S0_, R_}, {S1_, R_}},   {{R_, S1_}, {R_, S0_}}};
     static const int ncoll[] = {1, 2, 2, 2, 2, 0, 0, 1, 2, 1, 1, 2, 2, 1, 1};
-    static const dt_placement partial[][2][2] = {
-        {{P_(DT_SUM), S0_}, {R_, R_}}, {{P_(DT_SUM), P_(DT_SUM)}, {S0_, S1_}}, {{S0_, P_(DT_SUM)}, {S0_, S0_}},
-        {{P_(DT_SUM), R_}, {S1_, S0_}}};
+    static const dt_placement partial[][2][2] = {{{P_(DT_SUM), S0_}, {R_, R_}},
+                                                 {{P_(DT_SUM), P_(DT_SUM)}, {S0_, S1_}},
+                                                 {{S0_, P_(DT_SUM)}, {S0_, S0_}},
+                                                 {{P_(DT_SUM), R_}, {S1_, S0_}}};
     static const int32_t shapes[][2] = {{5, 7}, {13, 3}, {3, 14}, {8, 8}, {1, 2}};
     int k, s;
     (void)arg;
@@ -464,8 +463,8 @@ static int dtc_regressions_body(pg_group *g, void *arg)
    written; a correct call afterwards still works (no stray messages) ---- */
 static int dtc_bad_input_body(pg_group *g, void *arg)
 {
-    static const dt_placement S0[1] = {S0_}, S1[1] = {S1_}, S2[1] = {DT_SHARD(2)}, R[1] = {R_},
-                              PSUM[1] = {P_(DT_SUM)}, PMAX[1] = {P_(DT_MAX)}, PAVG[1] = {P_(DT_AVG)};
+    static const dt_placement S0[1] = {S0_}, S1[1] = {S1_}, S2[1] = {DT_SHARD(2)}, R[1] = {R_}, PSUM[1] = {P_(DT_SUM)},
+                              PMAX[1] = {P_(DT_MAX)}, PAVG[1] = {P_(DT_AVG)};
     static const int32_t shape[2] = {13, 3}, four[1] = {4};
     int me = dtc_me(g), i;
     dt_spec s0, s1, r, ps, pm, pa;

@@ -36,19 +36,19 @@
 #define PGC_BUF_BYTES ((size_t)PGC_BIG * 8u * PGC_MAX_RANKS)
 
 /* A failed check returns its line; the wrappers report it. */
-#define PGC_CHECK(c)                \
-    do {                            \
-        if (!(c)) return __LINE__;  \
+#define PGC_CHECK(c)               \
+    do {                           \
+        if (!(c)) return __LINE__; \
     } while (0)
-#define PGC_RC(expr, want)                 \
-    do {                                   \
-        int pgc_rc_ = (expr);              \
+#define PGC_RC(expr, want)                      \
+    do {                                        \
+        int pgc_rc_ = (expr);                   \
         if (pgc_rc_ != (want)) return __LINE__; \
     } while (0)
 #define PGC_OK(expr) PGC_RC((expr), PG_OK)
-#define PGC_SUB(expr)                     \
-    do {                                  \
-        int pgc_sub_ = (expr);            \
+#define PGC_SUB(expr)                       \
+    do {                                    \
+        int pgc_sub_ = (expr);              \
         if (pgc_sub_ != 0) return pgc_sub_; \
     } while (0)
 
@@ -130,10 +130,14 @@ static void pgc_reference(void *out, mb_dtype dt, pg_red op, size_t i0, size_t c
         for (r = 1; r < n; r++) {
             int64_t v = pgc_wrap(dt, pgc_val(r, i0 + i, salt));
             double fv = (double)v;
-            if (op == PG_SUM || op == PG_AVG) acc += v, facc += fv;
-            else if (op == PG_PROD) acc *= v, facc *= fv;
-            else if (op == PG_MAX) acc = v > acc ? v : acc, facc = fv > facc ? fv : facc;
-            else acc = v < acc ? v : acc, facc = fv < facc ? fv : facc;
+            if (op == PG_SUM || op == PG_AVG)
+                acc += v, facc += fv;
+            else if (op == PG_PROD)
+                acc *= v, facc *= fv;
+            else if (op == PG_MAX)
+                acc = v > acc ? v : acc, facc = fv > facc ? fv : facc;
+            else
+                acc = v < acc ? v : acc, facc = fv < facc ? fv : facc;
         }
         if (dt == MB_F32) {
             float f = (float)facc;
@@ -146,7 +150,10 @@ static void pgc_reference(void *out, mb_dtype dt, pg_red op, size_t i0, size_t c
     }
 }
 
-static int pgc_op_valid(mb_dtype dt, pg_red op) { return op != PG_AVG || dt == MB_F32 || dt == MB_F64; }
+static int pgc_op_valid(mb_dtype dt, pg_red op)
+{
+    return op != PG_AVG || dt == MB_F32 || dt == MB_F64;
+}
 
 static const size_t pgc_counts[] = {0, 1, 5, 67, PGC_BIG};
 #define PGC_NCOUNTS 5
@@ -408,8 +415,8 @@ static int pgc_all_gather_body(pg_group *g, void *arg)
             PGC_OK(pg_all_gatherv(g, pgc_a[me], pgc_b[me], counts, dt));
             for (r = 0; r < n; r++) {
                 pgc_fill(pgc_c[me], dt, counts[r], r, d + shift);
-                PGC_CHECK(pgc_bytes_eq((unsigned char *)pgc_b[me] + pgc_sum(counts, r) * es, pgc_c[me],
-                                       counts[r] * es));
+                PGC_CHECK(
+                    pgc_bytes_eq((unsigned char *)pgc_b[me] + pgc_sum(counts, r) * es, pgc_c[me], counts[r] * es));
             }
         }
     }
@@ -459,7 +466,10 @@ static int pgc_reduce_scatter_body(pg_group *g, void *arg)
 }
 
 /* all_to_allv: rank i sends f(i, j) elements to rank j, values pgc_val(i * 16 + j, k, 5) */
-static size_t pgc_a2a_count(int i, int j, size_t scale) { return (size_t)((i * 2 + j * 3 + 1) % 4) * scale; }
+static size_t pgc_a2a_count(int i, int j, size_t scale)
+{
+    return (size_t)((i * 2 + j * 3 + 1) % 4) * scale;
+}
 
 static int pgc_all_to_all_body(pg_group *g, void *arg)
 {
@@ -483,7 +493,8 @@ static int pgc_all_to_all_body(pg_group *g, void *arg)
                 PGC_CHECK(pgc_bytes_eq((unsigned char *)pgc_b[me] + pgc_sum(rc, j) * es, pgc_c[me], rc[j] * es));
             }
             /* even variant */
-            for (j = 0; j < n; j++) pgc_fill((unsigned char *)pgc_a[me] + (size_t)j * scale * es, dt, scale, me * 16 + j, d);
+            for (j = 0; j < n; j++)
+                pgc_fill((unsigned char *)pgc_a[me] + (size_t)j * scale * es, dt, scale, me * 16 + j, d);
             PGC_OK(pg_all_to_all(g, pgc_a[me], pgc_b[me], scale, dt));
             for (j = 0; j < n; j++) {
                 pgc_fill(pgc_c[me], dt, scale, j * 16 + me, d);
@@ -506,8 +517,10 @@ static int pgc_rooted_body(pg_group *g, void *arg)
                 es = pg_dtype_size(dt);
                 cnt = s == 0 ? 0 : s == 1 ? 3 : PGC_BIG;
                 /* broadcast from every root */
-                if (me == root) pgc_fill(pgc_a[me], dt, cnt, root, 11 + d);
-                else pgc_fill(pgc_a[me], dt, cnt, root + 1, 12);
+                if (me == root)
+                    pgc_fill(pgc_a[me], dt, cnt, root, 11 + d);
+                else
+                    pgc_fill(pgc_a[me], dt, cnt, root + 1, 12);
                 PGC_OK(pg_broadcast(g, pgc_a[me], cnt, dt, root));
                 pgc_fill(pgc_c[me], dt, cnt, root, 11 + d);
                 PGC_CHECK(pgc_bytes_eq(pgc_a[me], pgc_c[me], cnt * es));
@@ -722,7 +735,10 @@ static int pgc_mismatch_body(pg_group *g, void *arg)
 static long pgc_stress_received[PGC_MAX_RANKS];
 
 /* messages each rank receives in the stress test of an n-rank world */
-static long pgc_stress_per_rank(int n) { return ((PGC_STRESS_MESSAGES + n - 1) / n + 2) / 3 * 3; }
+static long pgc_stress_per_rank(int n)
+{
+    return ((PGC_STRESS_MESSAGES + n - 1) / n + 2) / 3 * 3;
+}
 
 static uint32_t pgc_hash(uint32_t x)
 {
@@ -777,10 +793,10 @@ static int pgc_stress_body(pg_group *g, void *arg)
 }
 
 /* ---- cmocka wrappers ---- */
-#define PGC_TEST(name)                                 \
-    static void pgc_test_##name(void **state)          \
-    {                                                  \
-        (void)state;                                   \
+#define PGC_TEST(name)                                      \
+    static void pgc_test_##name(void **state)               \
+    {                                                       \
+        (void)state;                                        \
         assert_int_equal(pgc_run(pgc_##name##_body, 0), 0); \
     }
 PGC_TEST(p2p)
@@ -799,13 +815,13 @@ PGC_TEST(mismatch)
 PGC_TEST(stress)
 
 static const struct CMUnitTest pgc_tests[] = {
-    cmocka_unit_test(pgc_test_p2p),         cmocka_unit_test(pgc_test_tags),
-    cmocka_unit_test(pgc_test_slots),       cmocka_unit_test(pgc_test_timeout),
-    cmocka_unit_test(pgc_test_bad_input),   cmocka_unit_test(pgc_test_all_reduce),
-    cmocka_unit_test(pgc_test_all_gather),  cmocka_unit_test(pgc_test_reduce_scatter),
-    cmocka_unit_test(pgc_test_all_to_all),  cmocka_unit_test(pgc_test_rooted),
-    cmocka_unit_test(pgc_test_subgroup),    cmocka_unit_test(pgc_test_abort),
-    cmocka_unit_test(pgc_test_mismatch),    cmocka_unit_test(pgc_test_stress),
+    cmocka_unit_test(pgc_test_p2p),        cmocka_unit_test(pgc_test_tags),
+    cmocka_unit_test(pgc_test_slots),      cmocka_unit_test(pgc_test_timeout),
+    cmocka_unit_test(pgc_test_bad_input),  cmocka_unit_test(pgc_test_all_reduce),
+    cmocka_unit_test(pgc_test_all_gather), cmocka_unit_test(pgc_test_reduce_scatter),
+    cmocka_unit_test(pgc_test_all_to_all), cmocka_unit_test(pgc_test_rooted),
+    cmocka_unit_test(pgc_test_subgroup),   cmocka_unit_test(pgc_test_abort),
+    cmocka_unit_test(pgc_test_mismatch),   cmocka_unit_test(pgc_test_stress),
 };
 
 #endif /* PG_CONFORMANCE_H */

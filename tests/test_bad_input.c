@@ -36,8 +36,11 @@
 
 /* ---- outputs: one canary area every row's outputs point into ------------------------- */
 #define CANARY 0xA5
-static union { uint64_t align; unsigned char b[65536]; } out_area;
-#define OUT(type) ((type *)(void *)out_area.b)
+static union {
+    uint64_t align;
+    unsigned char b[65536];
+} out_area;
+#define OUT(type)         ((type *)(void *)out_area.b)
 #define OUT_AT(type, off) ((type *)(void *)(out_area.b + (off)))
 
 /* ---- inputs: valid fixtures and invalid variants (never checked for changes) --------- */
@@ -45,8 +48,8 @@ static float fx[8][4];
 static int32_t shape84[2] = {8, 4}, shape_neg[2] = {8, -1}, shape44[2] = {4, 4};
 static mb_tensor t84, t_ndim7, t_negshape, t_dtype, t_neg_stride;
 static mb_value args[2], args_bad_kind[1], chunks4[4];
-static mb_spec spec_split5 = MB_SPLIT(5), spec_bad_kind = {99, 0, 0, 0}, spec_custom_null = {MB_SPEC_REDUCE, 0,
-                                                                                               MB_RED_CUSTOM, 0};
+static mb_spec spec_split5 = MB_SPLIT(5), spec_bad_kind = {99, 0, 0, 0},
+               spec_custom_null = {MB_SPEC_REDUCE, 0, MB_RED_CUSTOM, 0};
 static mb_spec spec_concat0 = MB_CONCAT(0);
 
 static pp_plan sched, lowered;
@@ -64,7 +67,8 @@ static size_t needed;
 
 static dt_mesh mesh2, mesh3;
 static dt_spec sp_shard0, sp_shard1, sp_repl, sp_partial, sp_other_shape, sp_other_mesh;
-static dt_placement pl_shard0[1] = {DT_SHARD(0)}, pl_shard1[1] = {DT_SHARD(1)}, pl_repl[1] = {DT_REPLICATE()}, pl_partial[1] = {DT_PARTIAL(DT_SUM)};
+static dt_placement pl_shard0[1] = {DT_SHARD(0)}, pl_shard1[1] = {DT_SHARD(1)}, pl_repl[1] = {DT_REPLICATE()},
+                    pl_partial[1] = {DT_PARTIAL(DT_SUM)};
 static dt_placement pl_bad_kind[1] = {{7, 0}}, pl_shard9[1] = {DT_SHARD(9)}, pl_partial_bad[1] = {DT_PARTIAL(9)};
 static dt_plan dplan;
 static dt_cache_entry centries[2];
@@ -98,7 +102,12 @@ static dt_gplan gp_empty;
 static dt_op_attrs ga_dim5;
 /* ports: pg_pthread_run's rank function; pg_shm regions are PG_SHM_LINE-aligned places in
    the canary area */
-static int noop_rank(pg_group *g, void *arg) { (void)g; (void)arg; return 0; }
+static int noop_rank(pg_group *g, void *arg)
+{
+    (void)g;
+    (void)arg;
+    return 0;
+}
 #define SHM_BYTES PG_SHM_REGION_BYTES(2, 4, 64)
 static pg_shm_hooks shm_hooks;
 static void *shm_out(size_t misalign)
@@ -112,7 +121,8 @@ static dt_tensor dq_a_s1, dq_b_s0, dq_b_s0wrong;
 /* ops (section 10): specs, attrs, local tensors and plain / mixed / in-place argument lists */
 static dt_spec sp_i32_4;
 static dt_dispatch ddisp;
-static const dt_spec *ops_repl[2] = {&sp_repl, &sp_repl}, *ops_s1[1] = {&sp_shard1}, *ops_loss[2] = {&sp_repl, &sp_i32_4};
+static const dt_spec *ops_repl[2] = {&sp_repl, &sp_repl}, *ops_s1[1] = {&sp_shard1},
+                     *ops_loss[2] = {&sp_repl, &sp_i32_4};
 static const dt_op_attrs at_view15 = {0, 0, 0, 0, 0, 1, {15}, 0.0f}, at_view16 = {0, 0, 0, 0, 0, 1, {16}, 0.0f},
                          at_t2 = {0, 2, 0, 0, 0, 0, {0}, 0.0f}, at_red3 = {0, 0, 0, 3, 0, 0, {0}, 0.0f},
                          at_none = {0, 0, 0, 0, -100, 0, {0}, 0.0f};
@@ -145,699 +155,781 @@ static size_t counts2[2] = {2, 2}, counts_big[2] = {(size_t)-1 / 2, 2};
 /* ---- the table ------------------------------------------------------------------------
    ROW(id, header, function, case, expected code, call): `call` runs with every output in
    the canary area. The expected code is written by name, so the document shows it. */
-#define BAD_INPUT_TABLE(ROW) \
-    ROW(mb1, "microbatch.h", "mb_dtype_size", "unknown dtype", 0, (int)mb_dtype_size((mb_dtype)99)) \
-    ROW(mb2, "microbatch.h", "mb_strerror", "unknown code (returns \"unknown error\", never NULL)", 0, \
-        mb_strerror(12345) == NULL) \
-    ROW(mb3, "microbatch.h", "mb_tensor_init", "NULL tensor", MB_ERR_NULL, mb_tensor_init(NULL, fx, MB_F32, 2, shape84)) \
-    ROW(mb4, "microbatch.h", "mb_tensor_init", "NULL data", MB_ERR_NULL, \
-        mb_tensor_init(OUT(mb_tensor), NULL, MB_F32, 2, shape84)) \
-    ROW(mb5, "microbatch.h", "mb_tensor_init", "ndim > MB_MAX_DIMS", MB_ERR_NDIM, \
-        mb_tensor_init(OUT(mb_tensor), fx, MB_F32, MB_MAX_DIMS + 1, shape84)) \
-    ROW(mb6, "microbatch.h", "mb_tensor_init", "ndim < 0", MB_ERR_NDIM, mb_tensor_init(OUT(mb_tensor), fx, MB_F32, -1, shape84)) \
-    ROW(mb7, "microbatch.h", "mb_tensor_init", "unknown dtype", MB_ERR_DTYPE, \
-        mb_tensor_init(OUT(mb_tensor), fx, (mb_dtype)99, 2, shape84)) \
-    ROW(mb8, "microbatch.h", "mb_tensor_init", "negative size", MB_ERR_SHAPE, \
-        mb_tensor_init(OUT(mb_tensor), fx, MB_F32, 2, shape_neg)) \
-    ROW(mb9, "microbatch.h", "mb_tensor_check", "NULL", MB_ERR_NULL, mb_tensor_check(NULL)) \
-    ROW(mb10, "microbatch.h", "mb_tensor_check", "ndim > MB_MAX_DIMS", MB_ERR_NDIM, mb_tensor_check(&t_ndim7)) \
-    ROW(mb11, "microbatch.h", "mb_tensor_check", "negative size", MB_ERR_SHAPE, mb_tensor_check(&t_negshape)) \
-    ROW(mb12, "microbatch.h", "mb_tensor_check", "negative stride", MB_ERR_SHAPE, mb_tensor_check(&t_neg_stride)) \
-    ROW(mb13, "microbatch.h", "mb_tensor_check", "unknown dtype", MB_ERR_DTYPE, mb_tensor_check(&t_dtype)) \
-    ROW(mb14, "microbatch.h", "mb_numel", "NULL", MB_ERR_NULL, (int)mb_numel(NULL)) \
-    ROW(mb15, "microbatch.h", "mb_numel", "negative size", MB_ERR_SHAPE, (int)mb_numel(&t_negshape)) \
-    ROW(mb15b, "microbatch.h", "mb_numel", "ndim > MB_MAX_DIMS", MB_ERR_NDIM, (int)mb_numel(&t_ndim7)) \
-    ROW(mb16, "microbatch.h", "mb_is_contiguous", "NULL", MB_ERR_NULL, mb_is_contiguous(NULL)) \
-    ROW(mb17, "microbatch.h", "mb_normalize_dim", "dim >= ndim", MB_ERR_DIM, mb_normalize_dim(2, 2)) \
-    ROW(mb18, "microbatch.h", "mb_normalize_dim", "dim < -ndim", MB_ERR_DIM, mb_normalize_dim(-3, 2)) \
-    ROW(mb19, "microbatch.h", "mb_normalize_dim", "ndim 0 (no dim exists)", MB_ERR_DIM, mb_normalize_dim(0, 0)) \
-    ROW(mb20, "microbatch.h", "mb_narrow", "NULL out", MB_ERR_NULL, mb_narrow(&t84, 0, 0, 1, NULL)) \
-    ROW(mb21, "microbatch.h", "mb_narrow", "dim out of range", MB_ERR_DIM, mb_narrow(&t84, 2, 0, 1, OUT(mb_tensor))) \
-    ROW(mb22, "microbatch.h", "mb_narrow", "start + length > size", MB_ERR_RANGE, \
-        mb_narrow(&t84, 0, 6, 3, OUT(mb_tensor))) \
+#define BAD_INPUT_TABLE(ROW)                                                                                           \
+    ROW(mb1, "microbatch.h", "mb_dtype_size", "unknown dtype", 0, (int)mb_dtype_size((mb_dtype)99))                    \
+    ROW(mb2, "microbatch.h", "mb_strerror", "unknown code (returns \"unknown error\", never NULL)", 0,                 \
+        mb_strerror(12345) == NULL)                                                                                    \
+    ROW(mb3, "microbatch.h", "mb_tensor_init", "NULL tensor", MB_ERR_NULL,                                             \
+        mb_tensor_init(NULL, fx, MB_F32, 2, shape84))                                                                  \
+    ROW(mb4, "microbatch.h", "mb_tensor_init", "NULL data", MB_ERR_NULL,                                               \
+        mb_tensor_init(OUT(mb_tensor), NULL, MB_F32, 2, shape84))                                                      \
+    ROW(mb5, "microbatch.h", "mb_tensor_init", "ndim > MB_MAX_DIMS", MB_ERR_NDIM,                                      \
+        mb_tensor_init(OUT(mb_tensor), fx, MB_F32, MB_MAX_DIMS + 1, shape84))                                          \
+    ROW(mb6, "microbatch.h", "mb_tensor_init", "ndim < 0", MB_ERR_NDIM,                                                \
+        mb_tensor_init(OUT(mb_tensor), fx, MB_F32, -1, shape84))                                                       \
+    ROW(mb7, "microbatch.h", "mb_tensor_init", "unknown dtype", MB_ERR_DTYPE,                                          \
+        mb_tensor_init(OUT(mb_tensor), fx, (mb_dtype)99, 2, shape84))                                                  \
+    ROW(mb8, "microbatch.h", "mb_tensor_init", "negative size", MB_ERR_SHAPE,                                          \
+        mb_tensor_init(OUT(mb_tensor), fx, MB_F32, 2, shape_neg))                                                      \
+    ROW(mb9, "microbatch.h", "mb_tensor_check", "NULL", MB_ERR_NULL, mb_tensor_check(NULL))                            \
+    ROW(mb10, "microbatch.h", "mb_tensor_check", "ndim > MB_MAX_DIMS", MB_ERR_NDIM, mb_tensor_check(&t_ndim7))         \
+    ROW(mb11, "microbatch.h", "mb_tensor_check", "negative size", MB_ERR_SHAPE, mb_tensor_check(&t_negshape))          \
+    ROW(mb12, "microbatch.h", "mb_tensor_check", "negative stride", MB_ERR_SHAPE, mb_tensor_check(&t_neg_stride))      \
+    ROW(mb13, "microbatch.h", "mb_tensor_check", "unknown dtype", MB_ERR_DTYPE, mb_tensor_check(&t_dtype))             \
+    ROW(mb14, "microbatch.h", "mb_numel", "NULL", MB_ERR_NULL, (int)mb_numel(NULL))                                    \
+    ROW(mb15, "microbatch.h", "mb_numel", "negative size", MB_ERR_SHAPE, (int)mb_numel(&t_negshape))                   \
+    ROW(mb15b, "microbatch.h", "mb_numel", "ndim > MB_MAX_DIMS", MB_ERR_NDIM, (int)mb_numel(&t_ndim7))                 \
+    ROW(mb16, "microbatch.h", "mb_is_contiguous", "NULL", MB_ERR_NULL, mb_is_contiguous(NULL))                         \
+    ROW(mb17, "microbatch.h", "mb_normalize_dim", "dim >= ndim", MB_ERR_DIM, mb_normalize_dim(2, 2))                   \
+    ROW(mb18, "microbatch.h", "mb_normalize_dim", "dim < -ndim", MB_ERR_DIM, mb_normalize_dim(-3, 2))                  \
+    ROW(mb19, "microbatch.h", "mb_normalize_dim", "ndim 0 (no dim exists)", MB_ERR_DIM, mb_normalize_dim(0, 0))        \
+    ROW(mb20, "microbatch.h", "mb_narrow", "NULL out", MB_ERR_NULL, mb_narrow(&t84, 0, 0, 1, NULL))                    \
+    ROW(mb21, "microbatch.h", "mb_narrow", "dim out of range", MB_ERR_DIM, mb_narrow(&t84, 2, 0, 1, OUT(mb_tensor)))   \
+    ROW(mb22, "microbatch.h", "mb_narrow", "start + length > size", MB_ERR_RANGE,                                      \
+        mb_narrow(&t84, 0, 6, 3, OUT(mb_tensor)))                                                                      \
     ROW(mb23, "microbatch.h", "mb_narrow", "negative length", MB_ERR_RANGE, mb_narrow(&t84, 0, 0, -1, OUT(mb_tensor))) \
-    ROW(mb24, "microbatch.h", "mb_narrow", "invalid tensor", MB_ERR_SHAPE, mb_narrow(&t_negshape, 0, 0, 1, OUT(mb_tensor))) \
-    ROW(mb25, "microbatch.h", "mb_copy", "NULL dst", MB_ERR_NULL, mb_copy(NULL, &t84)) \
-    ROW(mb26, "microbatch.h", "mb_copy", "shapes differ", MB_ERR_SHAPE, mb_copy(out_tensor(MB_F32, 4, 4), &t84)) \
-    ROW(mb27, "microbatch.h", "mb_copy", "dtypes differ", MB_ERR_DTYPE, mb_copy(out_tensor(MB_I32, 8, 4), &t84)) \
-    ROW(mb28, "microbatch.h", "mb_zero", "NULL", MB_ERR_NULL, mb_zero(NULL)) \
-    ROW(mb29, "microbatch.h", "mb_zero", "invalid tensor", MB_ERR_SHAPE, mb_zero(&t_negshape)) \
-    ROW(mb30, "microbatch.h", "mb_split_sizes", "chunks <= 0", MB_ERR_CHUNKS, \
-        mb_split_sizes(8, 0, MB_BALANCED, OUT(int32_t), 4)) \
-    ROW(mb31, "microbatch.h", "mb_split_sizes", "negative size", MB_ERR_SHAPE, \
-        mb_split_sizes(-1, 2, MB_BALANCED, OUT(int32_t), 4)) \
-    ROW(mb32, "microbatch.h", "mb_split_sizes", "sizes[] shorter than the chunk count", MB_ERR_TOO_SMALL, \
-        mb_split_sizes(8, 4, MB_BALANCED, OUT(int32_t), 3)) \
-    ROW(mb33, "microbatch.h", "mb_split", "NULL args", MB_ERR_NULL, mb_split(NULL, NULL, 1, 2, 0, OUT(mb_value), 4, NULL)) \
-    ROW(mb34, "microbatch.h", "mb_split", "NULL out", MB_ERR_NULL, mb_split(args, NULL, 2, 2, 0, NULL, 4, NULL)) \
-    ROW(mb35, "microbatch.h", "mb_split", "chunks <= 0", MB_ERR_CHUNKS, mb_split(args, NULL, 2, 0, 0, OUT(mb_value), 4, NULL)) \
-    ROW(mb36, "microbatch.h", "mb_split", "out[] smaller than chunks x nargs", MB_ERR_TOO_SMALL, \
-        mb_split(args, NULL, 2, 4, 0, OUT(mb_value), 3, NULL)) \
-    ROW(mb37, "microbatch.h", "mb_split", "split dim out of range", MB_ERR_DIM, \
-        mb_split(args, &spec_split5, 1, 2, 0, OUT(mb_value), 4, NULL)) \
-    ROW(mb38, "microbatch.h", "mb_split", "unknown spec kind", MB_ERR_SPEC, \
-        mb_split(args, &spec_bad_kind, 1, 2, 0, OUT(mb_value), 4, NULL)) \
-    ROW(mb39, "microbatch.h", "mb_split", "unknown value kind", MB_ERR_SPEC, \
-        mb_split(args_bad_kind, NULL, 1, 2, 0, OUT(mb_value), 4, NULL)) \
-    ROW(mb40, "microbatch.h", "mb_split", "MB_STRICT and split dim < chunks", MB_ERR_SPLIT_SIZE, \
-        mb_split(args, NULL, 1, 9, MB_STRICT, OUT(mb_value), 32, NULL)) \
-    ROW(mb41, "microbatch.h", "mb_split_masked_bytes", "NULL bytes", MB_ERR_NULL, \
-        mb_split_masked_bytes(args, NULL, 1, 2, 0, NULL)) \
-    ROW(mb42, "microbatch.h", "mb_split_masked", "storage too small", MB_ERR_TOO_SMALL, \
-        mb_split_masked(args, NULL, 1, 2, 0, OUT(mb_value), 4, OUT_AT(void, 4096), 8, NULL)) \
-    ROW(mb43, "microbatch.h", "mb_split_masked", "storage not 8-byte aligned", MB_ERR_ALIGN, \
-        mb_split_masked(args, NULL, 1, 2, 0, OUT(mb_value), 4, OUT_AT(void, 4097), 4096, NULL)) \
-    ROW(mb44, "microbatch.h", "mb_merge", "NULL chunks", MB_ERR_NULL, mb_merge(NULL, 2, 1, NULL, 0, OUT(mb_value))) \
-    ROW(mb45, "microbatch.h", "mb_merge", "nchunks <= 0", MB_ERR_CHUNKS, mb_merge(chunks4, 0, 1, NULL, 0, out_value(8, 4))) \
-    ROW(mb46, "microbatch.h", "mb_merge", "output shape != merged shape", MB_ERR_SHAPE, \
-        mb_merge(chunks4, 4, 1, NULL, 0, out_value(4, 4))) \
-    ROW(mb47, "microbatch.h", "mb_merge", "concat dim out of range", MB_ERR_DIM, \
-        mb_merge(chunks4, 4, 1, &spec_split5, 0, out_value(8, 4))) \
-    ROW(mb48, "microbatch.h", "mb_merge", "custom reduce without a reducer", MB_ERR_SPEC, \
-        mb_merge(chunks4, 4, 1, &spec_custom_null, 0, out_value(2, 4))) \
-    ROW(mb49, "microbatch.h", "mb_merge", "output dtype differs", MB_ERR_DTYPE, \
-        mb_merge(chunks4, 4, 1, &spec_concat0, 0, out_value_dt(MB_I32, 8, 4))) \
-    \
-    ROW(pp1, "pipeline.h", "pp_strerror", "unknown code (returns a string, never NULL)", 0, pp_strerror(12345) == NULL) \
-    ROW(pp2, "pipeline.h", "pp_balance_check", "NULL balance", PP_ERR_NULL, pp_balance_check(NULL, 2, 2, 2, 1, 0, NULL)) \
-    ROW(pp3, "pipeline.h", "pp_balance_check", "sum != layers", PP_ERR_BALANCE_SUM, pp_balance_check(bal2, 2, 3, 2, 1, 0, NULL)) \
-    ROW(pp4, "pipeline.h", "pp_balance_check", "an entry <= 0", PP_ERR_BALANCE_NONPOSITIVE, \
-        pp_balance_check(bal_bad, 2, 2, 2, 1, 0, NULL)) \
-    ROW(pp5, "pipeline.h", "pp_balance_check", "more partitions than ranks", PP_ERR_PARTITIONS, \
-        pp_balance_check(bal2, 2, 2, 1, 1, 0, NULL)) \
-    ROW(pp6, "pipeline.h", "pp_balance_check", "chunks <= 0", PP_ERR_CHUNKS, pp_balance_check(bal2, 2, 2, 2, 0, 0, NULL)) \
-    ROW(pp7, "pipeline.h", "pp_balance_check", "unknown checkpoint mode", PP_ERR_CHECKPOINT, \
-        pp_balance_check(bal2, 2, 2, 2, 1, 7, NULL)) \
-    ROW(pp8, "pipeline.h", "pp_balance_by_cost", "NULL cost", PP_ERR_NULL, pp_balance_by_cost(NULL, 3, 2, OUT(int32_t), NULL)) \
-    ROW(pp9, "pipeline.h", "pp_balance_by_cost", "more parts than layers", PP_ERR_LAYERS, \
-        pp_balance_by_cost(costs3, 3, 4, OUT(int32_t), OUT_AT(uint64_t, 64))) \
-    ROW(pp10, "pipeline.h", "pp_balance_by_cost", "nparts <= 0", PP_ERR_ARG, \
-        pp_balance_by_cost(costs3, 3, 0, OUT(int32_t), OUT_AT(uint64_t, 64))) \
-    ROW(pp11, "pipeline.h", "pp_balance_layers", "unknown criterion", PP_ERR_ARG, \
-        pp_balance_layers(layers2, 2, 2, 9, 1, OUT(int32_t), NULL)) \
-    ROW(pp12, "pipeline.h", "pp_balance_layers", "NULL layers", PP_ERR_NULL, \
-        pp_balance_layers(NULL, 2, 2, PP_BY_COST, 1, OUT(int32_t), NULL)) \
-    ROW(pp13, "pipeline.h", "pp_checkpoint_stop", "unknown mode", PP_ERR_CHECKPOINT, pp_checkpoint_stop(9, 4)) \
+    ROW(mb24, "microbatch.h", "mb_narrow", "invalid tensor", MB_ERR_SHAPE,                                             \
+        mb_narrow(&t_negshape, 0, 0, 1, OUT(mb_tensor)))                                                               \
+    ROW(mb25, "microbatch.h", "mb_copy", "NULL dst", MB_ERR_NULL, mb_copy(NULL, &t84))                                 \
+    ROW(mb26, "microbatch.h", "mb_copy", "shapes differ", MB_ERR_SHAPE, mb_copy(out_tensor(MB_F32, 4, 4), &t84))       \
+    ROW(mb27, "microbatch.h", "mb_copy", "dtypes differ", MB_ERR_DTYPE, mb_copy(out_tensor(MB_I32, 8, 4), &t84))       \
+    ROW(mb28, "microbatch.h", "mb_zero", "NULL", MB_ERR_NULL, mb_zero(NULL))                                           \
+    ROW(mb29, "microbatch.h", "mb_zero", "invalid tensor", MB_ERR_SHAPE, mb_zero(&t_negshape))                         \
+    ROW(mb30, "microbatch.h", "mb_split_sizes", "chunks <= 0", MB_ERR_CHUNKS,                                          \
+        mb_split_sizes(8, 0, MB_BALANCED, OUT(int32_t), 4))                                                            \
+    ROW(mb31, "microbatch.h", "mb_split_sizes", "negative size", MB_ERR_SHAPE,                                         \
+        mb_split_sizes(-1, 2, MB_BALANCED, OUT(int32_t), 4))                                                           \
+    ROW(mb32, "microbatch.h", "mb_split_sizes", "sizes[] shorter than the chunk count", MB_ERR_TOO_SMALL,              \
+        mb_split_sizes(8, 4, MB_BALANCED, OUT(int32_t), 3))                                                            \
+    ROW(mb33, "microbatch.h", "mb_split", "NULL args", MB_ERR_NULL,                                                    \
+        mb_split(NULL, NULL, 1, 2, 0, OUT(mb_value), 4, NULL))                                                         \
+    ROW(mb34, "microbatch.h", "mb_split", "NULL out", MB_ERR_NULL, mb_split(args, NULL, 2, 2, 0, NULL, 4, NULL))       \
+    ROW(mb35, "microbatch.h", "mb_split", "chunks <= 0", MB_ERR_CHUNKS,                                                \
+        mb_split(args, NULL, 2, 0, 0, OUT(mb_value), 4, NULL))                                                         \
+    ROW(mb36, "microbatch.h", "mb_split", "out[] smaller than chunks x nargs", MB_ERR_TOO_SMALL,                       \
+        mb_split(args, NULL, 2, 4, 0, OUT(mb_value), 3, NULL))                                                         \
+    ROW(mb37, "microbatch.h", "mb_split", "split dim out of range", MB_ERR_DIM,                                        \
+        mb_split(args, &spec_split5, 1, 2, 0, OUT(mb_value), 4, NULL))                                                 \
+    ROW(mb38, "microbatch.h", "mb_split", "unknown spec kind", MB_ERR_SPEC,                                            \
+        mb_split(args, &spec_bad_kind, 1, 2, 0, OUT(mb_value), 4, NULL))                                               \
+    ROW(mb39, "microbatch.h", "mb_split", "unknown value kind", MB_ERR_SPEC,                                           \
+        mb_split(args_bad_kind, NULL, 1, 2, 0, OUT(mb_value), 4, NULL))                                                \
+    ROW(mb40, "microbatch.h", "mb_split", "MB_STRICT and split dim < chunks", MB_ERR_SPLIT_SIZE,                       \
+        mb_split(args, NULL, 1, 9, MB_STRICT, OUT(mb_value), 32, NULL))                                                \
+    ROW(mb41, "microbatch.h", "mb_split_masked_bytes", "NULL bytes", MB_ERR_NULL,                                      \
+        mb_split_masked_bytes(args, NULL, 1, 2, 0, NULL))                                                              \
+    ROW(mb42, "microbatch.h", "mb_split_masked", "storage too small", MB_ERR_TOO_SMALL,                                \
+        mb_split_masked(args, NULL, 1, 2, 0, OUT(mb_value), 4, OUT_AT(void, 4096), 8, NULL))                           \
+    ROW(mb43, "microbatch.h", "mb_split_masked", "storage not 8-byte aligned", MB_ERR_ALIGN,                           \
+        mb_split_masked(args, NULL, 1, 2, 0, OUT(mb_value), 4, OUT_AT(void, 4097), 4096, NULL))                        \
+    ROW(mb44, "microbatch.h", "mb_merge", "NULL chunks", MB_ERR_NULL, mb_merge(NULL, 2, 1, NULL, 0, OUT(mb_value)))    \
+    ROW(mb45, "microbatch.h", "mb_merge", "nchunks <= 0", MB_ERR_CHUNKS,                                               \
+        mb_merge(chunks4, 0, 1, NULL, 0, out_value(8, 4)))                                                             \
+    ROW(mb46, "microbatch.h", "mb_merge", "output shape != merged shape", MB_ERR_SHAPE,                                \
+        mb_merge(chunks4, 4, 1, NULL, 0, out_value(4, 4)))                                                             \
+    ROW(mb47, "microbatch.h", "mb_merge", "concat dim out of range", MB_ERR_DIM,                                       \
+        mb_merge(chunks4, 4, 1, &spec_split5, 0, out_value(8, 4)))                                                     \
+    ROW(mb48, "microbatch.h", "mb_merge", "custom reduce without a reducer", MB_ERR_SPEC,                              \
+        mb_merge(chunks4, 4, 1, &spec_custom_null, 0, out_value(2, 4)))                                                \
+    ROW(mb49, "microbatch.h", "mb_merge", "output dtype differs", MB_ERR_DTYPE,                                        \
+        mb_merge(chunks4, 4, 1, &spec_concat0, 0, out_value_dt(MB_I32, 8, 4)))                                         \
+                                                                                                                       \
+    ROW(pp1, "pipeline.h", "pp_strerror", "unknown code (returns a string, never NULL)", 0,                            \
+        pp_strerror(12345) == NULL)                                                                                    \
+    ROW(pp2, "pipeline.h", "pp_balance_check", "NULL balance", PP_ERR_NULL,                                            \
+        pp_balance_check(NULL, 2, 2, 2, 1, 0, NULL))                                                                   \
+    ROW(pp3, "pipeline.h", "pp_balance_check", "sum != layers", PP_ERR_BALANCE_SUM,                                    \
+        pp_balance_check(bal2, 2, 3, 2, 1, 0, NULL))                                                                   \
+    ROW(pp4, "pipeline.h", "pp_balance_check", "an entry <= 0", PP_ERR_BALANCE_NONPOSITIVE,                            \
+        pp_balance_check(bal_bad, 2, 2, 2, 1, 0, NULL))                                                                \
+    ROW(pp5, "pipeline.h", "pp_balance_check", "more partitions than ranks", PP_ERR_PARTITIONS,                        \
+        pp_balance_check(bal2, 2, 2, 1, 1, 0, NULL))                                                                   \
+    ROW(pp6, "pipeline.h", "pp_balance_check", "chunks <= 0", PP_ERR_CHUNKS,                                           \
+        pp_balance_check(bal2, 2, 2, 2, 0, 0, NULL))                                                                   \
+    ROW(pp7, "pipeline.h", "pp_balance_check", "unknown checkpoint mode", PP_ERR_CHECKPOINT,                           \
+        pp_balance_check(bal2, 2, 2, 2, 1, 7, NULL))                                                                   \
+    ROW(pp8, "pipeline.h", "pp_balance_by_cost", "NULL cost", PP_ERR_NULL,                                             \
+        pp_balance_by_cost(NULL, 3, 2, OUT(int32_t), NULL))                                                            \
+    ROW(pp9, "pipeline.h", "pp_balance_by_cost", "more parts than layers", PP_ERR_LAYERS,                              \
+        pp_balance_by_cost(costs3, 3, 4, OUT(int32_t), OUT_AT(uint64_t, 64)))                                          \
+    ROW(pp10, "pipeline.h", "pp_balance_by_cost", "nparts <= 0", PP_ERR_ARG,                                           \
+        pp_balance_by_cost(costs3, 3, 0, OUT(int32_t), OUT_AT(uint64_t, 64)))                                          \
+    ROW(pp11, "pipeline.h", "pp_balance_layers", "unknown criterion", PP_ERR_ARG,                                      \
+        pp_balance_layers(layers2, 2, 2, 9, 1, OUT(int32_t), NULL))                                                    \
+    ROW(pp12, "pipeline.h", "pp_balance_layers", "NULL layers", PP_ERR_NULL,                                           \
+        pp_balance_layers(NULL, 2, 2, PP_BY_COST, 1, OUT(int32_t), NULL))                                              \
+    ROW(pp13, "pipeline.h", "pp_checkpoint_stop", "unknown mode", PP_ERR_CHECKPOINT, pp_checkpoint_stop(9, 4))         \
     ROW(pp14, "pipeline.h", "pp_checkpoint_stop", "chunks <= 0", PP_ERR_CHUNKS, pp_checkpoint_stop(PP_CKPT_ALWAYS, 0)) \
-    ROW(pp15, "pipeline.h", "pp_stage_map", "unknown style", PP_ERR_MAP, pp_stage_map(5, 2, 4, OUT(uint8_t))) \
-    ROW(pp16, "pipeline.h", "pp_stage_map", "\"v\" with stages % ranks != 0", PP_ERR_MAP, \
-        pp_stage_map(PP_MAP_V, 2, 3, OUT(uint8_t))) \
-    ROW(pp17, "pipeline.h", "pp_stage_map", "NULL map", PP_ERR_NULL, pp_stage_map(PP_MAP_LOOP, 2, 4, NULL)) \
-    ROW(pp18, "pipeline.h", "pp_stage_map", "ranks <= 0", PP_ERR_ARG, pp_stage_map(PP_MAP_LOOP, 0, 4, OUT(uint8_t))) \
-    ROW(pp19, "pipeline.h", "pp_schedule_name", "unknown schedule (returns a name, never NULL)", 0, \
-        pp_schedule_name(99) == NULL) \
-    ROW(pp20, "pipeline.h", "pp_schedule_from_name", "unknown name", PP_ERR_SCHEDULE, pp_schedule_from_name("nope")) \
-    ROW(pp21, "pipeline.h", "pp_schedule_from_name", "NULL", PP_ERR_NULL, pp_schedule_from_name(NULL)) \
-    ROW(pp22, "pipeline.h", "pp_schedule_check", "unknown schedule", PP_ERR_SCHEDULE, pp_schedule_check(99, 2, 1, 4)) \
-    ROW(pp23, "pipeline.h", "pp_schedule_check", "ranks > PP_MAX_RANKS", PP_ERR_ARG, \
-        pp_schedule_check(PP_SCHED_1F1B, PP_MAX_RANKS + 1, 1, 64)) \
-    ROW(pp24, "pipeline.h", "pp_schedule_check", "ZBV with 1 stage per rank", PP_ERR_STAGES_PER_RANK, \
-        pp_schedule_check(PP_SCHED_ZBV, 2, 1, 4)) \
-    ROW(pp25, "pipeline.h", "pp_schedule_check", "interleaved: M not a multiple of rounds", PP_ERR_ROUNDS, \
-        pp_schedule_check(PP_SCHED_INTERLEAVED_1F1B, 4, 2, 9)) \
-    ROW(pp26, "pipeline.h", "pp_schedule_check", "microbatches <= 0", PP_ERR_ARG, pp_schedule_check(PP_SCHED_GPIPE, 2, 1, 0)) \
-    ROW(pp27, "pipeline.h", "pp_plan_bytes", "ranks <= 0 (returns 0)", 0, (int)pp_plan_bytes(0, 1, 4)) \
-    ROW(pp28, "pipeline.h", "pp_plan_init", "NULL plan", PP_ERR_NULL, pp_plan_init(NULL, OUT(void), 4096, 2, 2, 4)) \
-    ROW(pp29, "pipeline.h", "pp_plan_init", "storage too small", PP_ERR_TOO_SMALL, \
-        pp_plan_init(OUT_AT(pp_plan, 4096), OUT(void), 4, 2, 2, 4)) \
-    ROW(pp30, "pipeline.h", "pp_plan_init", "stages > PP_MAX_STAGES", PP_ERR_ARG, \
-        pp_plan_init(OUT_AT(pp_plan, 4096), OUT(void), 4096, 2, PP_MAX_STAGES + 1, 4)) \
-    ROW(pp31, "pipeline.h", "pp_plan_init", "misaligned storage", PP_ERR_ARG, \
-        pp_plan_init(OUT_AT(pp_plan, 4096), OUT_AT(void, 1), 4096, 2, 2, 4)) \
-    ROW(pp32, "pipeline.h", "pp_schedule_build", "unknown schedule", PP_ERR_SCHEDULE, \
-        pp_schedule_build(OUT_AT(pp_plan, 4096), 99, 2, 1, 4, OUT(void), 4096, NULL)) \
-    ROW(pp33, "pipeline.h", "pp_schedule_build", "storage too small", PP_ERR_TOO_SMALL, \
-        pp_schedule_build(OUT_AT(pp_plan, 4096), PP_SCHED_1F1B, 2, 1, 4, OUT(void), 8, NULL)) \
-    ROW(pp34, "pipeline.h", "pp_schedule_build", "NULL plan", PP_ERR_NULL, \
-        pp_schedule_build(NULL, PP_SCHED_1F1B, 2, 1, 4, OUT(void), 4096, NULL)) \
-    ROW(pp35, "pipeline.h", "pp_plan_table", "rank out of range", PP_ERR_ARG, pp_plan_table(&lowered, 2, OUT(pp_table))) \
-    ROW(pp36, "pipeline.h", "pp_plan_table", "NULL out", PP_ERR_NULL, pp_plan_table(&lowered, 0, NULL)) \
-    ROW(pp37, "pipeline.h", "pp_peak_inflight", "rank out of range", PP_ERR_ARG, pp_peak_inflight(&sched, 5)) \
-    ROW(pp38, "pipeline.h", "pp_lower", "storage too small (storage is working memory; `out` untouched)", \
-        PP_ERR_TOO_SMALL, pp_lower(&sched, OUT_AT(pp_plan, 4096), lower_work, 8, NULL)) \
-    ROW(pp39, "pipeline.h", "pp_lower", "NULL input plan", PP_ERR_NULL, pp_lower(NULL, OUT_AT(pp_plan, 4096), OUT(void), 4096, NULL)) \
-    ROW(pp40, "pipeline.h", "pp_validate", "NULL", PP_ERR_NULL, pp_validate(NULL, NULL)) \
-    ROW(pp41, "pipeline.h", "pp_sim_bytes", "NULL (returns 0)", 0, (int)pp_sim_bytes(NULL)) \
-    ROW(pp42, "pipeline.h", "pp_simulate", "work too small", PP_ERR_TOO_SMALL, \
-        pp_simulate(&lowered, &costs, work, 8, OUT(pp_sim), OUT_AT(pp_event, 4096), 16, OUT_AT(int, 8192), NULL)) \
-    ROW(pp43, "pipeline.h", "pp_simulate", "NULL costs", PP_ERR_NULL, \
-        pp_simulate(&lowered, NULL, work, sizeof work, OUT(pp_sim), NULL, 0, NULL, NULL)) \
-    ROW(pp44, "pipeline.h", "pp_action_format", "buffer too small", PP_ERR_TOO_SMALL, \
-        pp_action_format(send_f, OUT(char), 2)) \
-    ROW(pp45, "pipeline.h", "pp_action_parse", "malformed", PP_ERR_PARSE, pp_action_parse("0X0", 3, OUT(pp_action))) \
-    ROW(pp46, "pipeline.h", "pp_action_parse", "NULL out", PP_ERR_NULL, pp_action_parse("0F0", 3, NULL)) \
-    ROW(pp47, "pipeline.h", "pp_csv_write", "buffer too small", PP_ERR_TOO_SMALL, \
-        pp_csv_write(&sched, OUT(char), 4, &needed)) \
-    ROW(pp48, "pipeline.h", "pp_csv_read", "more rows than ranks", PP_ERR_RANKS, \
-        pp_csv_read(out_plan(), "0F0\r\n1F0\r\n0B0\r\n", 15, NULL)) \
-    ROW(pp49, "pipeline.h", "pp_csv_read", "malformed cell", PP_ERR_PARSE, pp_csv_read(out_plan(), "0Q0\r\n\r\n", 7, NULL)) \
-    ROW(pp50, "pipeline.h", "pp_emit_c", "buffer too small", PP_ERR_TOO_SMALL, \
-        pp_emit_c(&lowered, "plan", OUT(char), 16, &needed)) \
-    ROW(pp51, "pipeline.h", "pp_emit_c", "NULL name", PP_ERR_NULL, pp_emit_c(&lowered, NULL, OUT(char), 4096, NULL)) \
-    ROW(pp52, "pipeline.h", "pp_timeline", "buffer too small", PP_ERR_TOO_SMALL, \
-        pp_timeline(&sched, OUT(char), 4, &needed)) \
-    ROW(pp53, "pipeline.h", "pp_trace_json", "buffer too small", PP_ERR_TOO_SMALL, \
-        pp_trace_json(events1, 1, OUT(char), 4, &needed)) \
-    ROW(pp54, "pipeline.h", "pp_trace_json", "negative count", PP_ERR_ARG, pp_trace_json(events1, -1, OUT(char), 4096, NULL)) \
-    ROW(pp55, "pipeline.h", "pp_exec_bytes", "NULL table (returns 0)", 0, (int)pp_exec_bytes(&xcfg, NULL)) \
-    ROW(pp56, "pipeline.h", "pp_exec_init", "NULL group", PP_ERR_NULL, \
-        pp_exec_init(OUT(pp_exec), &xcfg, &table0, NULL, OUT_AT(void, 4096), 8192)) \
-    ROW(pp57, "pipeline.h", "pp_exec_init", "storage too small", PP_ERR_TOO_SMALL, \
-        pp_exec_init(OUT(pp_exec), &xcfg, &table0, g0, OUT_AT(void, 4096), 8)) \
-    ROW(pp58, "pipeline.h", "pp_exec_init", "misaligned storage", PP_ERR_ARG, \
-        pp_exec_init(OUT(pp_exec), &xcfg, &table0, g0, OUT_AT(void, 4097), 8192)) \
-    ROW(pp59, "pipeline.h", "pp_exec_init", "group size != table ranks", PP_ERR_RANKS, \
-        pp_exec_init(OUT(pp_exec), &xcfg, &table0, &nomember, OUT_AT(void, 4096), 8192)) \
-    ROW(pp60, "pipeline.h", "pp_exec_init", "balance inconsistent with the layers", PP_ERR_BALANCE_SUM, \
-        pp_exec_init(OUT(pp_exec), xcfg_bad_balance(), &table0, g0, OUT_AT(void, 4096), 8192)) \
-    ROW(pp61, "pipeline.h", "pp_exec_run", "NULL", PP_ERR_NULL, pp_exec_run(NULL)) \
-    ROW(pp62, "pipeline.h", "pp_exec_run", "never initialised (zeroed)", PP_ERR_NULL, pp_exec_run(&xexec_unset)) \
-    ROW(pp63, "pipeline.h", "pp_exec_loss", "NULL loss", PP_ERR_NULL, pp_exec_loss(&xexec_unset, NULL, NULL)) \
-    ROW(pp64, "pipeline.h", "pp_exec_loss", "not the last stage's rank", PP_ERR_ARG, \
-        pp_exec_loss(&xexec_unset, NULL, OUT(double))) \
-    ROW(pp65, "pipeline.h", "pp_mailbox_depth", "NULL plan", PP_ERR_NULL, \
-        pp_mailbox_depth(NULL, 4, work, sizeof work, NULL)) \
-    ROW(pp66, "pipeline.h", "pp_mailbox_depth", "max_depth above 254", PP_ERR_ARG, \
-        pp_mailbox_depth(&lowered, 255, work, sizeof work, NULL)) \
-    ROW(pp67, "pipeline.h", "pp_mailbox_depth", "work too small", PP_ERR_TOO_SMALL, \
-        pp_mailbox_depth(&lowered, 4, work, 8, NULL)) \
-    ROW(pp68, "pipeline.h", "pp_mailbox_depth", "needs a deeper mailbox than max_depth (1F1B: 1; plan unchanged)", \
-        PP_ERR_MAILBOX, pp_mailbox_depth(&lowered, 0, work, sizeof work, NULL)) \
-    \
+    ROW(pp15, "pipeline.h", "pp_stage_map", "unknown style", PP_ERR_MAP, pp_stage_map(5, 2, 4, OUT(uint8_t)))          \
+    ROW(pp16, "pipeline.h", "pp_stage_map", "\"v\" with stages % ranks != 0", PP_ERR_MAP,                              \
+        pp_stage_map(PP_MAP_V, 2, 3, OUT(uint8_t)))                                                                    \
+    ROW(pp17, "pipeline.h", "pp_stage_map", "NULL map", PP_ERR_NULL, pp_stage_map(PP_MAP_LOOP, 2, 4, NULL))            \
+    ROW(pp18, "pipeline.h", "pp_stage_map", "ranks <= 0", PP_ERR_ARG, pp_stage_map(PP_MAP_LOOP, 0, 4, OUT(uint8_t)))   \
+    ROW(pp19, "pipeline.h", "pp_schedule_name", "unknown schedule (returns a name, never NULL)", 0,                    \
+        pp_schedule_name(99) == NULL)                                                                                  \
+    ROW(pp20, "pipeline.h", "pp_schedule_from_name", "unknown name", PP_ERR_SCHEDULE, pp_schedule_from_name("nope"))   \
+    ROW(pp21, "pipeline.h", "pp_schedule_from_name", "NULL", PP_ERR_NULL, pp_schedule_from_name(NULL))                 \
+    ROW(pp22, "pipeline.h", "pp_schedule_check", "unknown schedule", PP_ERR_SCHEDULE, pp_schedule_check(99, 2, 1, 4))  \
+    ROW(pp23, "pipeline.h", "pp_schedule_check", "ranks > PP_MAX_RANKS", PP_ERR_ARG,                                   \
+        pp_schedule_check(PP_SCHED_1F1B, PP_MAX_RANKS + 1, 1, 64))                                                     \
+    ROW(pp24, "pipeline.h", "pp_schedule_check", "ZBV with 1 stage per rank", PP_ERR_STAGES_PER_RANK,                  \
+        pp_schedule_check(PP_SCHED_ZBV, 2, 1, 4))                                                                      \
+    ROW(pp25, "pipeline.h", "pp_schedule_check", "interleaved: M not a multiple of rounds", PP_ERR_ROUNDS,             \
+        pp_schedule_check(PP_SCHED_INTERLEAVED_1F1B, 4, 2, 9))                                                         \
+    ROW(pp26, "pipeline.h", "pp_schedule_check", "microbatches <= 0", PP_ERR_ARG,                                      \
+        pp_schedule_check(PP_SCHED_GPIPE, 2, 1, 0))                                                                    \
+    ROW(pp27, "pipeline.h", "pp_plan_bytes", "ranks <= 0 (returns 0)", 0, (int)pp_plan_bytes(0, 1, 4))                 \
+    ROW(pp28, "pipeline.h", "pp_plan_init", "NULL plan", PP_ERR_NULL, pp_plan_init(NULL, OUT(void), 4096, 2, 2, 4))    \
+    ROW(pp29, "pipeline.h", "pp_plan_init", "storage too small", PP_ERR_TOO_SMALL,                                     \
+        pp_plan_init(OUT_AT(pp_plan, 4096), OUT(void), 4, 2, 2, 4))                                                    \
+    ROW(pp30, "pipeline.h", "pp_plan_init", "stages > PP_MAX_STAGES", PP_ERR_ARG,                                      \
+        pp_plan_init(OUT_AT(pp_plan, 4096), OUT(void), 4096, 2, PP_MAX_STAGES + 1, 4))                                 \
+    ROW(pp31, "pipeline.h", "pp_plan_init", "misaligned storage", PP_ERR_ARG,                                          \
+        pp_plan_init(OUT_AT(pp_plan, 4096), OUT_AT(void, 1), 4096, 2, 2, 4))                                           \
+    ROW(pp32, "pipeline.h", "pp_schedule_build", "unknown schedule", PP_ERR_SCHEDULE,                                  \
+        pp_schedule_build(OUT_AT(pp_plan, 4096), 99, 2, 1, 4, OUT(void), 4096, NULL))                                  \
+    ROW(pp33, "pipeline.h", "pp_schedule_build", "storage too small", PP_ERR_TOO_SMALL,                                \
+        pp_schedule_build(OUT_AT(pp_plan, 4096), PP_SCHED_1F1B, 2, 1, 4, OUT(void), 8, NULL))                          \
+    ROW(pp34, "pipeline.h", "pp_schedule_build", "NULL plan", PP_ERR_NULL,                                             \
+        pp_schedule_build(NULL, PP_SCHED_1F1B, 2, 1, 4, OUT(void), 4096, NULL))                                        \
+    ROW(pp35, "pipeline.h", "pp_plan_table", "rank out of range", PP_ERR_ARG,                                          \
+        pp_plan_table(&lowered, 2, OUT(pp_table)))                                                                     \
+    ROW(pp36, "pipeline.h", "pp_plan_table", "NULL out", PP_ERR_NULL, pp_plan_table(&lowered, 0, NULL))                \
+    ROW(pp37, "pipeline.h", "pp_peak_inflight", "rank out of range", PP_ERR_ARG, pp_peak_inflight(&sched, 5))          \
+    ROW(pp38, "pipeline.h", "pp_lower", "storage too small (storage is working memory; `out` untouched)",              \
+        PP_ERR_TOO_SMALL, pp_lower(&sched, OUT_AT(pp_plan, 4096), lower_work, 8, NULL))                                \
+    ROW(pp39, "pipeline.h", "pp_lower", "NULL input plan", PP_ERR_NULL,                                                \
+        pp_lower(NULL, OUT_AT(pp_plan, 4096), OUT(void), 4096, NULL))                                                  \
+    ROW(pp40, "pipeline.h", "pp_validate", "NULL", PP_ERR_NULL, pp_validate(NULL, NULL))                               \
+    ROW(pp41, "pipeline.h", "pp_sim_bytes", "NULL (returns 0)", 0, (int)pp_sim_bytes(NULL))                            \
+    ROW(pp42, "pipeline.h", "pp_simulate", "work too small", PP_ERR_TOO_SMALL,                                         \
+        pp_simulate(&lowered, &costs, work, 8, OUT(pp_sim), OUT_AT(pp_event, 4096), 16, OUT_AT(int, 8192), NULL))      \
+    ROW(pp43, "pipeline.h", "pp_simulate", "NULL costs", PP_ERR_NULL,                                                  \
+        pp_simulate(&lowered, NULL, work, sizeof work, OUT(pp_sim), NULL, 0, NULL, NULL))                              \
+    ROW(pp44, "pipeline.h", "pp_action_format", "buffer too small", PP_ERR_TOO_SMALL,                                  \
+        pp_action_format(send_f, OUT(char), 2))                                                                        \
+    ROW(pp45, "pipeline.h", "pp_action_parse", "malformed", PP_ERR_PARSE, pp_action_parse("0X0", 3, OUT(pp_action)))   \
+    ROW(pp46, "pipeline.h", "pp_action_parse", "NULL out", PP_ERR_NULL, pp_action_parse("0F0", 3, NULL))               \
+    ROW(pp47, "pipeline.h", "pp_csv_write", "buffer too small", PP_ERR_TOO_SMALL,                                      \
+        pp_csv_write(&sched, OUT(char), 4, &needed))                                                                   \
+    ROW(pp48, "pipeline.h", "pp_csv_read", "more rows than ranks", PP_ERR_RANKS,                                       \
+        pp_csv_read(out_plan(), "0F0\r\n1F0\r\n0B0\r\n", 15, NULL))                                                    \
+    ROW(pp49, "pipeline.h", "pp_csv_read", "malformed cell", PP_ERR_PARSE,                                             \
+        pp_csv_read(out_plan(), "0Q0\r\n\r\n", 7, NULL))                                                               \
+    ROW(pp50, "pipeline.h", "pp_emit_c", "buffer too small", PP_ERR_TOO_SMALL,                                         \
+        pp_emit_c(&lowered, "plan", OUT(char), 16, &needed))                                                           \
+    ROW(pp51, "pipeline.h", "pp_emit_c", "NULL name", PP_ERR_NULL, pp_emit_c(&lowered, NULL, OUT(char), 4096, NULL))   \
+    ROW(pp52, "pipeline.h", "pp_timeline", "buffer too small", PP_ERR_TOO_SMALL,                                       \
+        pp_timeline(&sched, OUT(char), 4, &needed))                                                                    \
+    ROW(pp53, "pipeline.h", "pp_trace_json", "buffer too small", PP_ERR_TOO_SMALL,                                     \
+        pp_trace_json(events1, 1, OUT(char), 4, &needed))                                                              \
+    ROW(pp54, "pipeline.h", "pp_trace_json", "negative count", PP_ERR_ARG,                                             \
+        pp_trace_json(events1, -1, OUT(char), 4096, NULL))                                                             \
+    ROW(pp55, "pipeline.h", "pp_exec_bytes", "NULL table (returns 0)", 0, (int)pp_exec_bytes(&xcfg, NULL))             \
+    ROW(pp56, "pipeline.h", "pp_exec_init", "NULL group", PP_ERR_NULL,                                                 \
+        pp_exec_init(OUT(pp_exec), &xcfg, &table0, NULL, OUT_AT(void, 4096), 8192))                                    \
+    ROW(pp57, "pipeline.h", "pp_exec_init", "storage too small", PP_ERR_TOO_SMALL,                                     \
+        pp_exec_init(OUT(pp_exec), &xcfg, &table0, g0, OUT_AT(void, 4096), 8))                                         \
+    ROW(pp58, "pipeline.h", "pp_exec_init", "misaligned storage", PP_ERR_ARG,                                          \
+        pp_exec_init(OUT(pp_exec), &xcfg, &table0, g0, OUT_AT(void, 4097), 8192))                                      \
+    ROW(pp59, "pipeline.h", "pp_exec_init", "group size != table ranks", PP_ERR_RANKS,                                 \
+        pp_exec_init(OUT(pp_exec), &xcfg, &table0, &nomember, OUT_AT(void, 4096), 8192))                               \
+    ROW(pp60, "pipeline.h", "pp_exec_init", "balance inconsistent with the layers", PP_ERR_BALANCE_SUM,                \
+        pp_exec_init(OUT(pp_exec), xcfg_bad_balance(), &table0, g0, OUT_AT(void, 4096), 8192))                         \
+    ROW(pp61, "pipeline.h", "pp_exec_run", "NULL", PP_ERR_NULL, pp_exec_run(NULL))                                     \
+    ROW(pp62, "pipeline.h", "pp_exec_run", "never initialised (zeroed)", PP_ERR_NULL, pp_exec_run(&xexec_unset))       \
+    ROW(pp63, "pipeline.h", "pp_exec_loss", "NULL loss", PP_ERR_NULL, pp_exec_loss(&xexec_unset, NULL, NULL))          \
+    ROW(pp64, "pipeline.h", "pp_exec_loss", "not the last stage's rank", PP_ERR_ARG,                                   \
+        pp_exec_loss(&xexec_unset, NULL, OUT(double)))                                                                 \
+    ROW(pp65, "pipeline.h", "pp_mailbox_depth", "NULL plan", PP_ERR_NULL,                                              \
+        pp_mailbox_depth(NULL, 4, work, sizeof work, NULL))                                                            \
+    ROW(pp66, "pipeline.h", "pp_mailbox_depth", "max_depth above 254", PP_ERR_ARG,                                     \
+        pp_mailbox_depth(&lowered, 255, work, sizeof work, NULL))                                                      \
+    ROW(pp67, "pipeline.h", "pp_mailbox_depth", "work too small", PP_ERR_TOO_SMALL,                                    \
+        pp_mailbox_depth(&lowered, 4, work, 8, NULL))                                                                  \
+    ROW(pp68, "pipeline.h", "pp_mailbox_depth", "needs a deeper mailbox than max_depth (1F1B: 1; plan unchanged)",     \
+        PP_ERR_MAILBOX, pp_mailbox_depth(&lowered, 0, work, sizeof work, NULL))                                        \
+                                                                                                                       \
     ROW(dt1, "dtensor.h", "dt_strerror", "unknown code (returns a string, never NULL)", 0, dt_strerror(12345) == NULL) \
-    ROW(dt2, "dtensor.h", "dt_mesh_init", "NULL mesh", DT_ERR_NULL, dt_mesh_init(NULL, 1, shape_m2, NULL, 0)) \
-    ROW(dt3, "dtensor.h", "dt_mesh_init", "ndim > DT_MAX_MESH_DIMS", DT_ERR_MESH, \
-        dt_mesh_init(OUT(dt_mesh), DT_MAX_MESH_DIMS + 1, shape84, NULL, 0)) \
-    ROW(dt4, "dtensor.h", "dt_mesh_init", "a mesh size < 1", DT_ERR_MESH, dt_mesh_init(OUT(dt_mesh), 1, shape_m0, NULL, 0)) \
-    ROW(dt5, "dtensor.h", "dt_mesh_init", "repeated rank", DT_ERR_RANK, dt_mesh_init(OUT(dt_mesh), 1, shape_m2, ranks_dup, 0)) \
-    ROW(dt6, "dtensor.h", "dt_mesh_init", "negative rank", DT_ERR_RANK, dt_mesh_init(OUT(dt_mesh), 1, shape_m2, ranks_neg, 0)) \
-    ROW(dt7, "dtensor.h", "dt_mesh_init", "negative own rank", DT_ERR_RANK, dt_mesh_init(OUT(dt_mesh), 1, shape_m2, NULL, -1)) \
-    ROW(dt8, "dtensor.h", "dt_mesh_coord", "rank not in the mesh", DT_ERR_NOT_MEMBER, dt_mesh_coord(&mesh2, 7, OUT(int32_t))) \
-    ROW(dt9, "dtensor.h", "dt_mesh_coord", "NULL coord", DT_ERR_NULL, dt_mesh_coord(&mesh2, 0, NULL)) \
-    ROW(dt10, "dtensor.h", "dt_mesh_dim_size", "mesh dim out of range", DT_ERR_MESH_DIM, dt_mesh_dim_size(&mesh2, 1)) \
-    ROW(dt11, "dtensor.h", "dt_mesh_group", "cap too small", DT_ERR_TOO_SMALL, dt_mesh_group(&mesh2, 0, 0, OUT(int32_t), 1)) \
-    ROW(dt12, "dtensor.h", "dt_mesh_group", "mesh dim out of range", DT_ERR_MESH_DIM, \
-        dt_mesh_group(&mesh2, 0, 3, OUT(int32_t), 8)) \
-    ROW(dt13, "dtensor.h", "dt_spec_init", "placement count != mesh ndim", DT_ERR_PLACEMENT_COUNT, \
-        dt_spec_init(OUT(dt_spec), &mesh2, pl_shard0, 2, MB_F32, 2, shape44, NULL)) \
-    ROW(dt14, "dtensor.h", "dt_spec_init", "unknown placement kind", DT_ERR_PLACEMENT, \
-        dt_spec_init(OUT(dt_spec), &mesh2, pl_bad_kind, 1, MB_F32, 2, shape44, NULL)) \
-    ROW(dt15, "dtensor.h", "dt_spec_init", "Partial with an unknown op", DT_ERR_PLACEMENT, \
-        dt_spec_init(OUT(dt_spec), &mesh2, pl_partial_bad, 1, MB_F32, 2, shape44, NULL)) \
-    ROW(dt16, "dtensor.h", "dt_spec_init", "shard dim out of range", DT_ERR_DIM, \
-        dt_spec_init(OUT(dt_spec), &mesh2, pl_shard9, 1, MB_F32, 2, shape44, NULL)) \
-    ROW(dt17, "dtensor.h", "dt_spec_init", "unknown dtype", DT_ERR_DTYPE, \
-        dt_spec_init(OUT(dt_spec), &mesh2, pl_shard0, 1, (mb_dtype)99, 2, shape44, NULL)) \
-    ROW(dt18, "dtensor.h", "dt_spec_init", "negative size", DT_ERR_SHAPE, \
-        dt_spec_init(OUT(dt_spec), &mesh2, pl_shard0, 1, MB_F32, 2, shape_neg, NULL)) \
-    ROW(dt19, "dtensor.h", "dt_spec_init", "NULL mesh", DT_ERR_NULL, \
-        dt_spec_init(OUT(dt_spec), NULL, pl_shard0, 1, MB_F32, 2, shape44, NULL)) \
-    ROW(dt20, "dtensor.h", "dt_spec_check", "NULL", DT_ERR_NULL, dt_spec_check(NULL)) \
-    ROW(dt21, "dtensor.h", "dt_spec_is_replicated", "NULL", DT_ERR_NULL, dt_spec_is_replicated(NULL)) \
-    ROW(dt22, "dtensor.h", "dt_spec_num_shards", "NULL", DT_ERR_NULL, dt_spec_num_shards(NULL)) \
-    ROW(dt23, "dtensor.h", "dt_chunk", "k <= 0", DT_ERR_MESH, dt_chunk(5, 0, 0, OUT(int32_t))) \
-    ROW(dt23b, "dtensor.h", "dt_chunk", "i outside 0..k-1", DT_ERR_RANK, dt_chunk(5, 2, 2, OUT(int32_t))) \
-    ROW(dt23c, "dtensor.h", "dt_chunk", "n < 0", DT_ERR_SHAPE, dt_chunk(-5, 2, 0, OUT(int32_t))) \
-    ROW(dt24, "dtensor.h", "dt_local_shape", "rank not in the mesh", DT_ERR_NOT_MEMBER, \
-        dt_local_shape(&sp_shard0, 9, OUT(int32_t), OUT_AT(int32_t, 64))) \
-    ROW(dt25, "dtensor.h", "dt_local_shape", "NULL shape", DT_ERR_NULL, dt_local_shape(&sp_shard0, 0, NULL, NULL)) \
-    ROW(dt26, "dtensor.h", "dt_local_bytes", "NULL bytes", DT_ERR_NULL, dt_local_bytes(&sp_shard0, 0, NULL)) \
-    ROW(dt27, "dtensor.h", "dt_local_view", "global does not match the spec", DT_ERR_MISMATCH, \
-        dt_local_view(&sp_shard0, 0, &t84, OUT(mb_tensor))) \
-    ROW(dt28, "dtensor.h", "dt_plan_redistribute", "specs on different meshes", DT_ERR_MISMATCH, \
-        dt_plan_redistribute(&sp_shard0, &sp_other_mesh, 0, OUT(dt_plan))) \
-    ROW(dt29, "dtensor.h", "dt_plan_redistribute", "global shapes differ", DT_ERR_MISMATCH, \
-        dt_plan_redistribute(&sp_shard0, &sp_other_shape, 0, OUT(dt_plan))) \
-    ROW(dt30, "dtensor.h", "dt_plan_redistribute", "to Partial (public redistribute)", DT_ERR_PARTIAL, \
-        dt_plan_redistribute(&sp_repl, &sp_partial, 0, OUT(dt_plan))) \
-    ROW(dt31, "dtensor.h", "dt_plan_redistribute", "NULL plan", DT_ERR_NULL, dt_plan_redistribute(&sp_repl, &sp_shard0, 0, NULL)) \
-    ROW(dt32, "dtensor.h", "dt_plan_scratch_bytes", "NULL (returns 0)", 0, (int)dt_plan_scratch_bytes(NULL)) \
-    ROW(dt33, "dtensor.h", "dt_plan_cost_ns", "NULL ns", DT_ERR_NULL, dt_plan_cost_ns(&dplan, NULL, NULL)) \
-    ROW(dt34, "dtensor.h", "dt_plan_cache_init", "capacity <= 0", DT_ERR_TOO_SMALL, \
-        dt_plan_cache_init(OUT(dt_plan_cache), centries, 0)) \
-    ROW(dt35, "dtensor.h", "dt_plan_cache_init", "NULL storage", DT_ERR_NULL, dt_plan_cache_init(OUT(dt_plan_cache), NULL, 2)) \
-    ROW(dt36, "dtensor.h", "dt_plan_cache_clear", "NULL", DT_ERR_NULL, dt_plan_cache_clear(NULL)) \
-    ROW(dt37, "dtensor.h", "dt_plan_cached", "failing plan (inconsistent specs)", DT_ERR_MISMATCH, \
-        dt_plan_cached(&cache, &sp_shard0, &sp_other_shape, 0, OUT(const dt_plan *))) \
-    ROW(dt38, "dtensor.h", "dt_comm_init", "NULL parent", DT_ERR_NULL, dt_comm_init(OUT(dt_comm), &mesh2, NULL)) \
-    ROW(dt39, "dtensor.h", "dt_comm_init", "mesh rank != parent's rank", DT_ERR_MISMATCH, \
-        dt_comm_init(OUT(dt_comm), &mesh2, g1)) \
-    ROW(dt40, "dtensor.h", "dt_comm_init", "mesh rank not in parent", DT_ERR_RANK, dt_comm_init(OUT(dt_comm), &mesh3, g0)) \
-    ROW(dt41, "dtensor.h", "dt_comm_group", "mesh dim out of range (returns NULL)", 0, dt_comm_group(&dcomm, 2) != NULL) \
-    ROW(dt42, "dtensor.h", "dt_from_local", "local shape wrong for the spec", DT_ERR_MISMATCH, \
-        dt_from_local(OUT(dt_tensor), &mesh2, pl_shard0, 1, &t84, shape44)) \
-    ROW(dt43, "dtensor.h", "dt_from_local", "placement count != mesh ndim", DT_ERR_PLACEMENT_COUNT, \
-        dt_from_local(OUT(dt_tensor), &mesh2, pl_shard0, 2, &t84, NULL)) \
-    ROW(dt44, "dtensor.h", "dt_to_local", "NULL local", DT_ERR_NULL, dt_to_local(&dtt, NULL)) \
-    ROW(dt45, "dtensor.h", "dt_redistribute", "in does not match src's local shape", DT_ERR_MISMATCH, \
-        dt_redistribute(&dcomm, NULL, &sp_shard0, &t84, &sp_repl, 0, out_tensor(MB_F32, 4, 4), \
-                        OUT_AT(void, 8192), 4096)) \
-    ROW(dt46, "dtensor.h", "dt_redistribute", "scratch too small", DT_ERR_TOO_SMALL, \
-        dt_redistribute(&dcomm, NULL, &sp_shard1, in_local(4, 2), &sp_repl, 0, out_tensor(MB_F32, 4, 4), \
-                        OUT_AT(void, 8192), 8)) \
-    ROW(dt46b, "dtensor.h", "dt_redistribute_scratch_bytes", "NULL plan (returns 0)", 0, \
-        (int)dt_redistribute_scratch_bytes(NULL, &t84, &t84)) \
-    ROW(dt47, "dtensor.h", "dt_redistribute", "to Partial", DT_ERR_PARTIAL, \
-        dt_redistribute(&dcomm, NULL, &sp_repl, in_local(4, 4), &sp_partial, 0, out_tensor(MB_F32, 4, 4), \
-                        OUT_AT(void, 8192), 4096)) \
-    ROW(dt48, "dtensor.h", "dt_full_tensor", "global has the wrong shape", DT_ERR_MISMATCH, \
-        dt_full_tensor(&dcomm, NULL, &sp_shard0, in_local(2, 4), out_tensor(MB_F32, 8, 4), OUT_AT(void, 8192), 4096)) \
-    ROW(dt49, "dtensor.h", "dt_full_tensor_scratch_bytes", "NULL bytes", DT_ERR_NULL, \
-        dt_full_tensor_scratch_bytes(&sp_shard0, NULL)) \
-    ROW(dt50, "dtensor.h", "dt_distribute", "Partial placement", DT_ERR_PARTIAL, \
-        dt_distribute(&dcomm, &sp_partial, in_local(4, 4), 0, out_tensor(MB_F32, 4, 4), OUT_AT(void, 8192), 4096)) \
-    ROW(dt51, "dtensor.h", "dt_distribute", "src_rank not in the mesh", DT_ERR_NOT_MEMBER, \
-        dt_distribute(&dcomm, &sp_shard0, in_local(4, 4), 5, out_tensor(MB_F32, 2, 4), OUT_AT(void, 8192), 4096)) \
-    ROW(dt52, "dtensor.h", "dt_distribute_scratch_bytes", "NULL bytes", DT_ERR_NULL, \
-        dt_distribute_scratch_bytes(&sp_shard0, 0, NULL)) \
-    ROW(dq1, "dtensor.h", "dt_quantize_multiplier", "NaN", DT_ERR_VALUE, dt_quantize_multiplier(0.0 / 0.0, OUT(dt_qmul))) \
-    ROW(dq2, "dtensor.h", "dt_quantize_multiplier", "negative", DT_ERR_VALUE, dt_quantize_multiplier(-0.5, OUT(dt_qmul))) \
-    ROW(dq3, "dtensor.h", "dt_quantize_multiplier", ">= 2^30", DT_ERR_VALUE, \
-        dt_quantize_multiplier(1073741824.0, OUT(dt_qmul))) \
-    ROW(dq4, "dtensor.h", "dt_quantize_multiplier", "NULL q", DT_ERR_NULL, dt_quantize_multiplier(0.5, NULL)) \
-    ROW(dq5, "dtensor.h", "dt_q8_scale", "negative amax", DT_ERR_VALUE, dt_q8_scale(-1.0f, OUT(float))) \
-    ROW(dq6, "dtensor.h", "dt_q8_scale", "infinite amax", DT_ERR_VALUE, dt_q8_scale(1.0f / 0.0f, OUT(float))) \
-    ROW(dq7, "dtensor.h", "dt_quantize_tensor", "a NaN element", DT_ERR_VALUE, \
-        dt_quantize_tensor(&t_nan, 1, OUT(float), out_tensor(MB_I8, 4, 4))) \
-    ROW(dq8, "dtensor.h", "dt_quantize_tensor", "channel_dim >= ndim", DT_ERR_DIM, \
-        dt_quantize_tensor(in_local(4, 4), 2, OUT(float), out_tensor(MB_I8, 4, 4))) \
-    ROW(dq9, "dtensor.h", "dt_quantize_tensor", "int8 output of another shape", DT_ERR_MISMATCH, \
-        dt_quantize_tensor(in_local(4, 4), -1, OUT(float), out_tensor(MB_I8, 2, 4))) \
-    ROW(dq10, "dtensor.h", "dt_quantize_tensor", "output not int8", DT_ERR_DTYPE, \
-        dt_quantize_tensor(in_local(4, 4), -1, OUT(float), out_tensor(MB_I32, 4, 4))) \
-    ROW(dq11, "dtensor.h", "dt_qmm_multipliers", "output scale 0 (infinite multiplier)", DT_ERR_VALUE, \
-        dt_qmm_multipliers(0.5f, scales4, 4, 0.0f, OUT(dt_qmul))) \
-    ROW(dq12, "dtensor.h", "dt_qmm_multipliers", "no scales", DT_ERR_SHAPE, \
-        dt_qmm_multipliers(0.5f, scales4, 0, 1.0f, OUT(dt_qmul))) \
-    ROW(dq13, "dtensor.h", "dt_qmm_acc", "inner sizes differ", DT_ERR_SHAPE, \
-        dt_qmm_acc(i8_local(4, 4), i8_local(2, 4), out_tensor(MB_I32, 4, 4))) \
-    ROW(dq14, "dtensor.h", "dt_qmm_acc", "accumulator not int32", DT_ERR_DTYPE, \
-        dt_qmm_acc(i8_local(4, 4), i8_local(4, 4), out_tensor(MB_F32, 4, 4))) \
-    ROW(dq15, "dtensor.h", "dt_qmm_acc", "K > DT_QMM_MAX_K", DT_ERR_SHAPE, \
-        dt_qmm_acc(&t_i8_wide, &t_i8_tall, out_tensor(MB_I32, 1, 1))) \
-    ROW(dq16, "dtensor.h", "dt_requant_tensor", "fewer multipliers than channels", DT_ERR_SHAPE, \
-        dt_requant_tensor(&t_acc44, qm4, 4, 1, 1, out_tensor(MB_I8, 4, 4))) \
-    ROW(dq17, "dtensor.h", "dt_requant_tensor", "qdim out of range", DT_ERR_DIM, \
-        dt_requant_tensor(&t_acc44, qm4, 4, 0, 2, out_tensor(MB_I8, 4, 4))) \
-    ROW(dq18, "dtensor.h", "dt_qmm_ref", "accumulator scratch too small", DT_ERR_TOO_SMALL, \
-        dt_qmm_ref(i8_local(4, 4), i8_local(4, 4), qm4, 4, out_tensor(MB_I8, 4, 4), OUT_AT(void, 8192), 63)) \
-    ROW(dq19, "dtensor.h", "dt_qmm_propagate", "S(0) x S(0): no strategy", DT_ERR_NO_STRATEGY, \
-        dt_qmm_propagate(&sp_i8_s0, &sp_i8_s0, OUT(dt_spec), OUT_AT(uint32_t, 4096))) \
-    ROW(dq20, "dtensor.h", "dt_qmm_propagate", "f32 operand", DT_ERR_DTYPE, \
-        dt_qmm_propagate(&sp_repl, &sp_i8_r, OUT(dt_spec), OUT_AT(uint32_t, 4096))) \
-    ROW(dq21, "dtensor.h", "dt_qmm_scratch_bytes", "NULL bytes", DT_ERR_NULL, \
-        dt_qmm_scratch_bytes(&sp_i8_r, &sp_i8_r, 0, NULL)) \
-    ROW(dq22, "dtensor.h", "dt_qmm", "scratch too small (S(1) x S(0): nothing reduced)", DT_ERR_TOO_SMALL, \
-        dt_qmm(&dcomm, &dq_a_s1, &dq_b_s0, qm4, 4, OUT(dt_tensor), OUT_AT(void, 8192), 16, OUT_AT(void, 12288), 63)) \
-    ROW(dq23, "dtensor.h", "dt_qmm", "local tensor does not fit its spec", DT_ERR_MISMATCH, \
-        dt_qmm(&dcomm, &dq_a_s1, &dq_b_s0wrong, qm4, 1, OUT(dt_tensor), OUT_AT(void, 8192), 16, OUT_AT(void, 12288), 64)) \
-    ROW(dq24, "dtensor.h", "dt_qmm", "multiplier count neither 1 nor N", DT_ERR_SHAPE, \
-        dt_qmm(&dcomm, &dq_a_s1, &dq_b_s0, qm4, 3, OUT(dt_tensor), OUT_AT(void, 8192), 16, OUT_AT(void, 12288), 64)) \
-    ROW(dq25, "dtensor.h", "dt_quantize_i8", "NaN (returns 0)", 0, dt_quantize_i8(0.0f / 0.0f, 0.1f)) \
-    ROW(dq26, "dtensor.h", "dt_quantize_tensor", "NULL scales", DT_ERR_NULL, \
-        dt_quantize_tensor(in_local(4, 4), -1, NULL, out_tensor(MB_I8, 4, 4))) \
-    ROW(dq27, "dtensor.h", "dt_requant_tensor", "accumulator not int32", DT_ERR_DTYPE, \
-        dt_requant_tensor(in_local(4, 4), qm4, 4, 0, 1, out_tensor(MB_I8, 4, 4))) \
-    ROW(dq28, "dtensor.h", "dt_requant_tensor", "output of another shape", DT_ERR_MISMATCH, \
-        dt_requant_tensor(&t_acc44, qm4, 4, 0, 1, out_tensor(MB_I8, 2, 4))) \
-    ROW(dq29, "dtensor.h", "dt_qmm_ref", "output not int8", DT_ERR_DTYPE, \
-        dt_qmm_ref(i8_local(4, 4), i8_local(4, 4), qm4, 4, out_tensor(MB_F32, 4, 4), OUT_AT(void, 8192), 64)) \
-    ROW(dq30, "dtensor.h", "dt_qmm_scratch_bytes", "rank not in the mesh", DT_ERR_NOT_MEMBER, \
-        dt_qmm_scratch_bytes(&sp_i8_r, &sp_i8_r, 7, OUT(size_t))) \
-    ROW(dq31, "dtensor.h", "dt_qmm", "NULL multipliers", DT_ERR_NULL, \
-        dt_qmm(&dcomm, &dq_a_s1, &dq_b_s0, NULL, 1, OUT(dt_tensor), OUT_AT(void, 8192), 16, OUT_AT(void, 12288), 64)) \
-    ROW(dq32, "dtensor.h", "dt_qmm_acc", "f32 operand", DT_ERR_DTYPE, \
-        dt_qmm_acc(in_local(4, 4), i8_local(4, 4), out_tensor(MB_I32, 4, 4))) \
-    ROW(dr1, "dtensor.h", "dt_rng_offsets", "rank not in the mesh", DT_ERR_NOT_MEMBER, \
-        dt_rng_offsets(&sp_shard0, 5, OUT(uint64_t), OUT_AT(uint64_t, 64))) \
-    ROW(dr2, "dtensor.h", "dt_rand", "unknown flag", DT_ERR_VALUE, dt_rand(OUT(dt_rng), &sp_shard0, out_tensor(MB_F32, 2, 4), 2)) \
-    ROW(dr3, "dtensor.h", "dt_rand", "local tensor of another shape", DT_ERR_MISMATCH, \
-        dt_rand(OUT(dt_rng), &sp_shard0, out_tensor(MB_F32, 4, 4), 0)) \
-    ROW(dr4, "dtensor.h", "dt_rand", "int8 spec", DT_ERR_DTYPE, dt_rand(OUT(dt_rng), &sp_i8_s0, out_tensor(MB_I8, 2, 4), 0)) \
-    ROW(dr5, "dtensor.h", "dt_dropout", "p > 1", DT_ERR_VALUE, \
-        dt_dropout(OUT(dt_rng), &sp_shard0, in_local(2, 4), out_tensor(MB_F32, 2, 4), 1.5f, 0)) \
-    ROW(dr6, "dtensor.h", "dt_dropout", "p NaN", DT_ERR_VALUE, \
-        dt_dropout(OUT(dt_rng), &sp_shard0, in_local(2, 4), out_tensor(MB_F32, 2, 4), 0.0f / 0.0f, 0)) \
-    ROW(do1, "dtensor.h", "dt_propagate", "view to a shape of another element count", DT_ERR_SHAPE, \
-        dt_propagate(NULL, DT_ATEN_VIEW, &at_view15, ops_repl, 1, OUT(dt_op_strategy))) \
-    ROW(do2, "dtensor.h", "dt_propagate", "view flattening a sharded non-leftmost dim", DT_ERR_NO_STRATEGY, \
-        dt_propagate(NULL, DT_ATEN_VIEW, &at_view16, ops_s1, 1, OUT(dt_op_strategy))) \
-    ROW(do3, "dtensor.h", "dt_propagate", "transpose dim out of range", DT_ERR_DIM, \
-        dt_propagate(NULL, DT_ATEN_TRANSPOSE, &at_t2, ops_repl, 1, OUT(dt_op_strategy))) \
-    ROW(do4, "dtensor.h", "dt_propagate", "embedding with f32 indices", DT_ERR_DTYPE, \
-        dt_propagate(NULL, DT_ATEN_EMBEDDING, NULL, ops_repl, 2, OUT(dt_op_strategy))) \
-    ROW(do5, "dtensor.h", "dt_propagate", "nll_loss reduction 3", DT_ERR_SHAPE, \
-        dt_propagate(NULL, DT_ATEN_NLL_LOSS, &at_red3, ops_loss, 2, OUT(dt_op_strategy))) \
-    ROW(do6, "dtensor.h", "dt_propagate", "found_inf op (a custom handler only)", DT_ERR_UNSUPPORTED, \
-        dt_propagate(NULL, DT_ATEN_AMP_UNSCALE, NULL, ops_repl, 2, OUT(dt_op_strategy))) \
-    ROW(do7, "dtensor.h", "dt_kernel_ref", "embedding index >= rows", DT_ERR_RANK, \
-        dt_kernel_ref(DT_ATEN_EMBEDDING, NULL, out_tensor(MB_F32, 2, 4), emb_in, 2)) \
-    ROW(do8, "dtensor.h", "dt_kernel_ref", "nll_loss target >= classes", DT_ERR_RANK, \
-        dt_kernel_ref(DT_ATEN_NLL_LOSS, &at_none, out_vec(4), loss_in, 2)) \
-    ROW(do9, "dtensor.h", "dt_op", "NULL out", DT_ERR_NULL, \
-        dt_op(&ddisp, DT_ATEN_ADD, NULL, ops_mixed, 2, NULL, OUT_AT(void, 8192), 4096)) \
-    ROW(do10, "dtensor.h", "dt_op", "unknown op", DT_ERR_PLACEMENT_COUNT, \
-        dt_op(&ddisp, DT_ATEN_COUNT, NULL, ops_mixed, 2, OUT(dt_tensor), OUT_AT(void, 8192), 4096)) \
-    ROW(do11, "dtensor.h", "dt_op", "no distributed argument (every one plain)", DT_ERR_MISMATCH, \
-        dt_op(&ddisp, DT_ATEN_ADD, NULL, ops_plain, 2, OUT(dt_tensor), OUT_AT(void, 8192), 4096)) \
-    ROW(do12, "dtensor.h", "dt_op", "a plain tensor of 16 elements without implicit replication", DT_ERR_MISMATCH, \
-        dt_op(&ddisp, DT_ATEN_ADD, NULL, ops_mixed, 2, OUT(dt_tensor), OUT_AT(void, 8192), 4096)) \
-    ROW(do13, "dtensor.h", "dt_op", "in place changing self's placement (R += S(0))", DT_ERR_NO_STRATEGY, \
-        dt_op(&ddisp, DT_ATEN_ADD, NULL, ops_inplace, 2, OUT(dt_tensor), ops_inplace[0].local.data, 0)) \
-    ROW(do14, "dtensor.h", "dt_op", "found_inf handler without attrs (inv_scale)", DT_ERR_NULL, \
-        dt_op(&ddisp, DT_ATEN_AMP_UNSCALE, NULL, ops_inplace, 2, OUT(dt_tensor), NULL, 0)) \
-    ROW(do15, "dtensor.h", "dt_op_cache_init", "NULL storage", DT_ERR_NULL, dt_op_cache_init(OUT(dt_op_cache), NULL, 2)) \
-    ROW(do16, "dtensor.h", "dt_op_cache_init", "capacity < 1", DT_ERR_TOO_SMALL, \
-        dt_op_cache_init(OUT(dt_op_cache), ocentries, 0)) \
-    ROW(do17, "dtensor.h", "dt_op_name", "unknown op (returns NULL)", 0, dt_op_name(DT_ATEN_COUNT) != NULL) \
-    ROW(tp1, "dtensor.h", "dt_tp_colwise", "NULL style", DT_ERR_NULL, dt_tp_colwise(NULL, DT_TP_LINEAR, pl_repl[0])) \
-    ROW(tp2, "dtensor.h", "dt_tp_colwise", "unknown module", DT_ERR_PLACEMENT, dt_tp_colwise(OUT(dt_tp_style), 2, pl_repl[0])) \
-    ROW(tp3, "dtensor.h", "dt_tp_colwise", "Partial output layout", DT_ERR_PLACEMENT, \
-        dt_tp_colwise(OUT(dt_tp_style), DT_TP_LINEAR, pl_partial[0])) \
-    ROW(tp4, "dtensor.h", "dt_tp_rowwise", "NULL style", DT_ERR_NULL, dt_tp_rowwise(NULL, DT_TP_EMBEDDING, pl_repl[0])) \
-    ROW(tp5, "dtensor.h", "dt_tp_rowwise", "unknown module", DT_ERR_PLACEMENT, dt_tp_rowwise(OUT(dt_tp_style), -1, pl_repl[0])) \
-    ROW(tp6, "dtensor.h", "dt_tp_rowwise", "output layout of an unknown kind", DT_ERR_PLACEMENT, \
-        dt_tp_rowwise(OUT(dt_tp_style), DT_TP_LINEAR, pl_bad_kind[0])) \
-    ROW(tp7, "dtensor.h", "dt_tp_sequence", "NULL style", DT_ERR_NULL, dt_tp_sequence(NULL, 1)) \
-    ROW(tp8, "dtensor.h", "dt_tp_redistribute", "mesh dim out of range", DT_ERR_MESH_DIM, \
-        dt_tp_redistribute(&ddisp, &dtt, 1, pl_repl[0], OUT(dt_tensor), OUT_AT(void, 8192), 4096)) \
-    ROW(tp9, "dtensor.h", "dt_tp_redistribute", "Partial target", DT_ERR_PARTIAL, \
-        dt_tp_redistribute(&ddisp, &dtt, 0, pl_partial[0], OUT(dt_tensor), OUT_AT(void, 8192), 4096)) \
-    ROW(tp10, "dtensor.h", "dt_tp_redistribute", "Shard of a dim out of range", DT_ERR_DIM, \
-        dt_tp_redistribute(&ddisp, &dtt, 0, pl_shard9[0], OUT(dt_tensor), OUT_AT(void, 8192), 4096)) \
-    ROW(tp11, "dtensor.h", "dt_tp_redistribute", "data too small for the result (nothing sent)", DT_ERR_TOO_SMALL, \
-        dt_tp_redistribute(&ddisp, &dtt, 0, pl_repl[0], OUT(dt_tensor), OUT_AT(void, 8192), 8)) \
-    ROW(tp12, "dtensor.h", "dt_tp_redistribute", "NULL out", DT_ERR_NULL, \
-        dt_tp_redistribute(&ddisp, &dtt, 0, pl_repl[0], NULL, OUT_AT(void, 8192), 4096)) \
-    \
-    ROW(op1, "dtensor.h", "dt_propagate", "reduction dim out of range", DT_ERR_DIM, \
-        dt_propagate(NULL, DT_ATEN_SUM, &at_dim2, op_x, 1, OUT(dt_op_strategy))) \
-    ROW(op2, "dtensor.h", "dt_propagate", "softmax dim out of range (negative)", DT_ERR_DIM, \
-        dt_propagate(NULL, DT_ATEN_SOFTMAX, &at_dimm3, op_x, 1, OUT(dt_op_strategy))) \
-    ROW(op3, "dtensor.h", "dt_propagate", "normalized_shape not the input's last dims", DT_ERR_SHAPE, \
-        dt_propagate(NULL, DT_ATEN_RMS_NORM, &at_norm3, op_xw, 2, OUT(dt_op_strategy))) \
-    ROW(op4, "dtensor.h", "dt_propagate", "gelu approximate neither 0 (none) nor 1 (tanh)", DT_ERR_SHAPE, \
-        dt_propagate(NULL, DT_ATEN_GELU, &at_gelu2, op_x, 1, OUT(dt_op_strategy))) \
-    ROW(op5, "dtensor.h", "dt_kernel_ref", "softmax dim out of range", DT_ERR_DIM, \
-        dt_kernel_ref(DT_ATEN_SOFTMAX, &at_dim2, out_tensor(MB_F32, 4, 4), op_in, 1)) \
-    ROW(op6, "dtensor.h", "dt_kernel_ref", "norm weight of another size", DT_ERR_SHAPE, \
-        dt_kernel_ref(DT_ATEN_RMS_NORM, &at_norm3, out_tensor(MB_F32, 4, 4), op_in, 2)) \
-    \
-    ROW(cv1, "dtensor.h", "dt_conv2d_ref", "NULL params", DT_ERR_NULL, dt_conv2d_ref(NULL, &cx, &cwt, NULL, out4(MB_F32, 2, 4))) \
-    ROW(cv2, "dtensor.h", "dt_conv2d_ref", "stride 0", DT_ERR_SHAPE, dt_conv2d_ref(&cp_stride0, &cx, &cwt, NULL, out4(MB_F32, 2, 4))) \
-    ROW(cv3, "dtensor.h", "dt_conv2d_ref", "groups do not divide the channels", DT_ERR_SHAPE, \
-        dt_conv2d_ref(&cp_groups3, &cx, &cwt, NULL, out4(MB_F32, 2, 4))) \
-    ROW(cv4, "dtensor.h", "dt_conv2d_ref", "weight's C_in * groups != input channels", DT_ERR_SHAPE, \
-        dt_conv2d_ref(&cp, &cx, &cwt_bad, NULL, out4(MB_F32, 2, 4))) \
-    ROW(cv5, "dtensor.h", "dt_conv2d_ref", "output of the wrong shape", DT_ERR_MISMATCH, \
-        dt_conv2d_ref(&cp, &cx, &cwt, NULL, out4(MB_F32, 2, 3))) \
-    ROW(cv6, "dtensor.h", "dt_conv2d_ref", "int8 input (f32 only)", DT_ERR_DTYPE, \
-        dt_conv2d_ref(&cp, &cx_i8, &cwt, NULL, out4(MB_F32, 2, 4))) \
-    ROW(cv7, "dtensor.h", "dt_conv2d_out_shape", "kernel taller than the padded input", DT_ERR_SHAPE, \
-        dt_conv2d_out_shape(&cp, cxs, cws_big, OUT(int32_t))) \
-    ROW(cv8, "dtensor.h", "dt_conv2d_backward", "grad_w of the wrong shape", DT_ERR_MISMATCH, \
-        dt_conv2d_backward(&cp, &cx, &cwt, &cx, NULL, out4(MB_F32, 2, 4), NULL)) \
-    ROW(cv9, "dtensor.h", "dt_maxpool2d_ref", "padding > half the window", DT_ERR_SHAPE, \
-        dt_maxpool2d_ref(&cpool_pad, &cx, out4(MB_F32, 2, 4))) \
-    ROW(cv10, "dtensor.h", "dt_maxpool2d_backward", "int8 input (f32 only)", DT_ERR_DTYPE, \
-        dt_maxpool2d_backward(&cpool_pad, &cx_i8, &cx, out4(MB_F32, 2, 4))) \
-    ROW(cv11, "dtensor.h", "dt_conv2d_rows", "part out of range", DT_ERR_RANK, dt_conv2d_rows(&cp, 4, 3, 2, 2, OUT(int32_t))) \
-    ROW(cv12, "dtensor.h", "dt_conv2d_out_spec", "input Shard(W) (no strategy)", DT_ERR_NO_STRATEGY, \
-        dt_conv2d_out_spec(&cp, &sp_cx_w, &sp_cw, OUT(dt_spec))) \
-    ROW(cv13, "dtensor.h", "dt_conv2d_scratch_bytes", "input Partial (no strategy)", DT_ERR_NO_STRATEGY, \
-        dt_conv2d_scratch_bytes(&cp, &sp_cx_p, &sp_cw, OUT(size_t))) \
-    ROW(cv14, "dtensor.h", "dt_conv2d", "scratch too small for the halo (nothing sent)", DT_ERR_TOO_SMALL, \
-        dt_conv2d(&dcomm, &cp, &dcx_h, &dcw, NULL, OUT_AT(dt_spec, 8192), out4(MB_F32, 2, 2), OUT(void), 8)) \
-    ROW(cv15, "dtensor.h", "dt_conv2d", "local input not the spec's local shape", DT_ERR_MISMATCH, \
-        dt_conv2d(&dcomm, &cp, &dcx_bad, &dcw, NULL, OUT_AT(dt_spec, 8192), out4(MB_F32, 2, 4), OUT(void), 8192)) \
-    ROW(cv16, "dtensor.h", "dt_maxpool2d", "NULL output", DT_ERR_NULL, \
-        dt_maxpool2d(&dcomm, &cp, &dcx_h, OUT_AT(dt_spec, 8192), NULL, OUT(void), 8192)) \
-    ROW(cv17, "dtensor.h", "dt_conv2d_q8_ref", "nq neither 1 nor C_out", DT_ERR_SHAPE, \
-        dt_conv2d_q8_ref(&cp, &cx_i8, &cwt_i8, NULL, cq, 3, 0, out4(MB_I8, 2, 4))) \
-    ROW(cv18, "dtensor.h", "dt_conv2d_q8_ref", "f32 tensors", DT_ERR_DTYPE, \
-        dt_conv2d_q8_ref(&cp, &cx, &cwt, NULL, cq, 1, 0, out4(MB_I8, 2, 4))) \
-    ROW(cv19, "dtensor.h", "dt_conv2d_q8", "NULL multipliers", DT_ERR_NULL, \
-        dt_conv2d_q8(&dcomm, &cp, &dcx_h, &dcw, NULL, NULL, 1, 0, OUT_AT(dt_spec, 8192), out4(MB_I8, 2, 4), OUT(void), 8192)) \
-    ROW(cv20, "dtensor.h", "dt_conv2d_backward_scratch_bytes", "input Partial (no strategy)", DT_ERR_NO_STRATEGY, \
-        dt_conv2d_backward_scratch_bytes(&cp, &sp_cx_p, &sp_cw, OUT(size_t))) \
-    ROW(cv21, "dtensor.h", "dt_conv2d_sharded_backward", "grad_out not in dt_conv2d's output spec (nothing sent)", \
-        DT_ERR_MISMATCH, dt_conv2d_sharded_backward(&dcomm, &cp, &dcx_h, &dcw, &dgy_part, out4(MB_F32, 2, 2), NULL, NULL, \
-                                                    OUT_AT(dt_spec, 8192), OUT(void), 8192)) \
-    ROW(cv22, "dtensor.h", "dt_conv2d_sharded_backward", "scratch too small for the halo (nothing sent)", DT_ERR_TOO_SMALL, \
-        dt_conv2d_sharded_backward(&dcomm, &cp, &dcx_h, &dcw, &dgy_h, out4(MB_F32, 2, 2), NULL, NULL, \
-                                   OUT_AT(dt_spec, 8192), OUT(void), 8)) \
-    ROW(cv23, "dtensor.h", "dt_conv2d_ref", "dilation 0", DT_ERR_SHAPE, dt_conv2d_ref(&cp_dil0, &cx, &cwt, NULL, out4(MB_F32, 2, 4))) \
-    ROW(cv24, "dtensor.h", "dt_conv2d_ref", "negative padding", DT_ERR_SHAPE, \
-        dt_conv2d_ref(&cp_padneg, &cx, &cwt, NULL, out4(MB_F32, 2, 4))) \
-    ROW(cv25, "dtensor.h", "dt_conv2d_ref", "unknown layout", DT_ERR_SHAPE, \
-        dt_conv2d_ref(&cp_layout9, &cx, &cwt, NULL, out4(MB_F32, 2, 4))) \
-    ROW(cv26, "dtensor.h", "dt_conv2d_ref", "groups 0", DT_ERR_SHAPE, dt_conv2d_ref(&cp_groups0, &cx, &cwt, NULL, out4(MB_F32, 2, 4))) \
-    ROW(cv27, "dtensor.h", "dt_conv2d_ref", "NHWC: the last dim is not the weight's C_in * groups", DT_ERR_SHAPE, \
-        dt_conv2d_ref(&cp_nhwc, &cx, &cwt, NULL, out4(MB_F32, 2, 4))) \
-    ROW(cv28, "dtensor.h", "dt_conv2d_ref", "bias of another size than C_out", DT_ERR_MISMATCH, \
-        dt_conv2d_ref(&cp, &cx, &cwt, &cbias3, out4(MB_F32, 2, 4))) \
-    ROW(cv29, "dtensor.h", "dt_conv2d_ref", "2-D input", DT_ERR_SHAPE, dt_conv2d_ref(&cp, &t84, &cwt, NULL, out4(MB_F32, 2, 4))) \
-    ROW(cv30, "dtensor.h", "dt_conv2d_ref", "NULL weight", DT_ERR_NULL, dt_conv2d_ref(&cp, &cx, NULL, NULL, out4(MB_F32, 2, 4))) \
-    ROW(cv31, "dtensor.h", "dt_conv2d_ref", "NULL output", DT_ERR_NULL, dt_conv2d_ref(&cp, &cx, &cwt, NULL, NULL)) \
-    ROW(cv32, "dtensor.h", "dt_conv2d_out_shape", "NULL input shape", DT_ERR_NULL, \
-        dt_conv2d_out_shape(&cp, NULL, cws, OUT(int32_t))) \
-    ROW(cv33, "dtensor.h", "dt_conv2d_out_shape", "negative size", DT_ERR_SHAPE, \
-        dt_conv2d_out_shape(&cp, cxs_neg, cws, OUT(int32_t))) \
-    ROW(cv34, "dtensor.h", "dt_conv2d_out_shape", "max pool (no weight) with window 0", DT_ERR_SHAPE, \
-        dt_conv2d_out_shape(&cpool_k0, cxs, NULL, OUT(int32_t))) \
-    ROW(cv35, "dtensor.h", "dt_conv2d_backward", "grad_out of the wrong shape", DT_ERR_MISMATCH, \
-        dt_conv2d_backward(&cp, &cx, &cwt, out4(MB_F32, 2, 3), NULL, NULL, NULL)) \
-    ROW(cv36, "dtensor.h", "dt_conv2d_backward", "grad_in of the wrong shape", DT_ERR_MISMATCH, \
-        dt_conv2d_backward(&cp, &cx, &cwt, &cx, out4(MB_F32, 2, 3), NULL, NULL)) \
-    ROW(cv37, "dtensor.h", "dt_conv2d_backward", "int8 weight (f32 only)", DT_ERR_DTYPE, \
-        dt_conv2d_backward(&cp, &cx, &cwt_i8, &cx, out4(MB_F32, 2, 4), NULL, NULL)) \
-    ROW(cv38, "dtensor.h", "dt_conv2d_backward", "grad_b of another size than C_out", DT_ERR_MISMATCH, \
-        dt_conv2d_backward(&cp, &cx, &cwt, &cx, NULL, NULL, out_vec(3))) \
-    ROW(cv39, "dtensor.h", "dt_maxpool2d_ref", "window 0", DT_ERR_SHAPE, dt_maxpool2d_ref(&cpool_k0, &cx, out4(MB_F32, 2, 4))) \
-    ROW(cv40, "dtensor.h", "dt_maxpool2d_ref", "stride 0", DT_ERR_SHAPE, dt_maxpool2d_ref(&cpool_s0, &cx, out4(MB_F32, 2, 2))) \
-    ROW(cv41, "dtensor.h", "dt_maxpool2d_ref", "output dtype differs from the input's", DT_ERR_DTYPE, \
-        dt_maxpool2d_ref(&cpool, &cx, out4(MB_I8, 2, 2))) \
-    ROW(cv42, "dtensor.h", "dt_maxpool2d_ref", "output of the wrong shape", DT_ERR_MISMATCH, \
-        dt_maxpool2d_ref(&cpool, &cx, out4(MB_F32, 2, 4))) \
-    ROW(cv43, "dtensor.h", "dt_maxpool2d_backward", "grad_in of the wrong shape", DT_ERR_MISMATCH, \
-        dt_maxpool2d_backward(&cpool, &cx, out4(MB_F32, 2, 2), out4(MB_F32, 2, 2))) \
-    ROW(cv44, "dtensor.h", "dt_conv2d_rows", "parts 0", DT_ERR_RANK, dt_conv2d_rows(&cp, 4, 3, 0, 0, OUT(int32_t))) \
-    ROW(cv45, "dtensor.h", "dt_conv2d_rows", "height 0", DT_ERR_SHAPE, dt_conv2d_rows(&cp, 0, 3, 2, 0, OUT(int32_t))) \
-    ROW(cv46, "dtensor.h", "dt_conv2d_rows", "stride 0", DT_ERR_SHAPE, dt_conv2d_rows(&cp_stride0, 4, 3, 2, 0, OUT(int32_t))) \
-    ROW(cv47, "dtensor.h", "dt_conv2d_out_spec", "input and weight on different meshes", DT_ERR_MISMATCH, \
-        dt_conv2d_out_spec(&cp, &sp_cx_h, &sp_cw3, OUT(dt_spec))) \
-    ROW(cv48, "dtensor.h", "dt_conv2d_out_spec", "dilation 0", DT_ERR_SHAPE, \
-        dt_conv2d_out_spec(&cp_dil0, &sp_cx_h, &sp_cw, OUT(dt_spec))) \
-    ROW(cv49, "dtensor.h", "dt_conv2d_scratch_bytes", "NULL bytes", DT_ERR_NULL, \
-        dt_conv2d_scratch_bytes(&cp, &sp_cx_h, &sp_cw, NULL)) \
-    ROW(cv50, "dtensor.h", "dt_maxpool2d", "input Partial (no strategy)", DT_ERR_NO_STRATEGY, \
-        dt_maxpool2d(&dcomm, &cpool, &dgy_part, OUT_AT(dt_spec, 8192), out4(MB_F32, 2, 2), OUT(void), 8192)) \
-    ROW(cv51, "dtensor.h", "dt_conv2d", "stride 0", DT_ERR_SHAPE, \
-        dt_conv2d(&dcomm, &cp_stride0, &dcx_h, &dcw, NULL, OUT_AT(dt_spec, 8192), out4(MB_F32, 2, 2), OUT(void), 8192)) \
-    ROW(cv52, "dtensor.h", "dt_conv2d", "bias of another size than the local C_out", DT_ERR_MISMATCH, \
-        dt_conv2d(&dcomm, &cp, &dcx_h, &dcw, &cbias3, OUT_AT(dt_spec, 8192), out4(MB_F32, 2, 2), OUT(void), 8192)) \
-    ROW(cv53, "dtensor.h", "dt_conv2d_q8_ref", "f32 bias (int32 expected)", DT_ERR_DTYPE, \
-        dt_conv2d_q8_ref(&cp, &cx_i8, &cwt_i8, &cbias2, cq, 1, 0, out4(MB_I8, 2, 4))) \
-    ROW(cv54, "dtensor.h", "dt_conv2d_q8_ref", "groups do not divide the channels", DT_ERR_SHAPE, \
-        dt_conv2d_q8_ref(&cp_groups3, &cx_i8, &cwt_i8, NULL, cq, 1, 0, out4(MB_I8, 2, 4))) \
-    ROW(cv55, "dtensor.h", "dt_conv2d_q8", "f32 tensors", DT_ERR_DTYPE, \
-        dt_conv2d_q8(&dcomm, &cp, &dcx_h, &dcw, NULL, cq, 1, 0, OUT_AT(dt_spec, 8192), out4(MB_I8, 2, 2), OUT(void), 8192)) \
-    ROW(cv56, "dtensor.h", "dt_conv2d_sharded_backward", "NULL params (nothing sent)", DT_ERR_NULL, \
-        dt_conv2d_sharded_backward(&dcomm, NULL, &dcx_h, &dcw, &dgy_h, out4(MB_F32, 2, 2), NULL, NULL, \
-                                   OUT_AT(dt_spec, 8192), OUT(void), 8192)) \
+    ROW(dt2, "dtensor.h", "dt_mesh_init", "NULL mesh", DT_ERR_NULL, dt_mesh_init(NULL, 1, shape_m2, NULL, 0))          \
+    ROW(dt3, "dtensor.h", "dt_mesh_init", "ndim > DT_MAX_MESH_DIMS", DT_ERR_MESH,                                      \
+        dt_mesh_init(OUT(dt_mesh), DT_MAX_MESH_DIMS + 1, shape84, NULL, 0))                                            \
+    ROW(dt4, "dtensor.h", "dt_mesh_init", "a mesh size < 1", DT_ERR_MESH,                                              \
+        dt_mesh_init(OUT(dt_mesh), 1, shape_m0, NULL, 0))                                                              \
+    ROW(dt5, "dtensor.h", "dt_mesh_init", "repeated rank", DT_ERR_RANK,                                                \
+        dt_mesh_init(OUT(dt_mesh), 1, shape_m2, ranks_dup, 0))                                                         \
+    ROW(dt6, "dtensor.h", "dt_mesh_init", "negative rank", DT_ERR_RANK,                                                \
+        dt_mesh_init(OUT(dt_mesh), 1, shape_m2, ranks_neg, 0))                                                         \
+    ROW(dt7, "dtensor.h", "dt_mesh_init", "negative own rank", DT_ERR_RANK,                                            \
+        dt_mesh_init(OUT(dt_mesh), 1, shape_m2, NULL, -1))                                                             \
+    ROW(dt8, "dtensor.h", "dt_mesh_coord", "rank not in the mesh", DT_ERR_NOT_MEMBER,                                  \
+        dt_mesh_coord(&mesh2, 7, OUT(int32_t)))                                                                        \
+    ROW(dt9, "dtensor.h", "dt_mesh_coord", "NULL coord", DT_ERR_NULL, dt_mesh_coord(&mesh2, 0, NULL))                  \
+    ROW(dt10, "dtensor.h", "dt_mesh_dim_size", "mesh dim out of range", DT_ERR_MESH_DIM, dt_mesh_dim_size(&mesh2, 1))  \
+    ROW(dt11, "dtensor.h", "dt_mesh_group", "cap too small", DT_ERR_TOO_SMALL,                                         \
+        dt_mesh_group(&mesh2, 0, 0, OUT(int32_t), 1))                                                                  \
+    ROW(dt12, "dtensor.h", "dt_mesh_group", "mesh dim out of range", DT_ERR_MESH_DIM,                                  \
+        dt_mesh_group(&mesh2, 0, 3, OUT(int32_t), 8))                                                                  \
+    ROW(dt13, "dtensor.h", "dt_spec_init", "placement count != mesh ndim", DT_ERR_PLACEMENT_COUNT,                     \
+        dt_spec_init(OUT(dt_spec), &mesh2, pl_shard0, 2, MB_F32, 2, shape44, NULL))                                    \
+    ROW(dt14, "dtensor.h", "dt_spec_init", "unknown placement kind", DT_ERR_PLACEMENT,                                 \
+        dt_spec_init(OUT(dt_spec), &mesh2, pl_bad_kind, 1, MB_F32, 2, shape44, NULL))                                  \
+    ROW(dt15, "dtensor.h", "dt_spec_init", "Partial with an unknown op", DT_ERR_PLACEMENT,                             \
+        dt_spec_init(OUT(dt_spec), &mesh2, pl_partial_bad, 1, MB_F32, 2, shape44, NULL))                               \
+    ROW(dt16, "dtensor.h", "dt_spec_init", "shard dim out of range", DT_ERR_DIM,                                       \
+        dt_spec_init(OUT(dt_spec), &mesh2, pl_shard9, 1, MB_F32, 2, shape44, NULL))                                    \
+    ROW(dt17, "dtensor.h", "dt_spec_init", "unknown dtype", DT_ERR_DTYPE,                                              \
+        dt_spec_init(OUT(dt_spec), &mesh2, pl_shard0, 1, (mb_dtype)99, 2, shape44, NULL))                              \
+    ROW(dt18, "dtensor.h", "dt_spec_init", "negative size", DT_ERR_SHAPE,                                              \
+        dt_spec_init(OUT(dt_spec), &mesh2, pl_shard0, 1, MB_F32, 2, shape_neg, NULL))                                  \
+    ROW(dt19, "dtensor.h", "dt_spec_init", "NULL mesh", DT_ERR_NULL,                                                   \
+        dt_spec_init(OUT(dt_spec), NULL, pl_shard0, 1, MB_F32, 2, shape44, NULL))                                      \
+    ROW(dt20, "dtensor.h", "dt_spec_check", "NULL", DT_ERR_NULL, dt_spec_check(NULL))                                  \
+    ROW(dt21, "dtensor.h", "dt_spec_is_replicated", "NULL", DT_ERR_NULL, dt_spec_is_replicated(NULL))                  \
+    ROW(dt22, "dtensor.h", "dt_spec_num_shards", "NULL", DT_ERR_NULL, dt_spec_num_shards(NULL))                        \
+    ROW(dt23, "dtensor.h", "dt_chunk", "k <= 0", DT_ERR_MESH, dt_chunk(5, 0, 0, OUT(int32_t)))                         \
+    ROW(dt23b, "dtensor.h", "dt_chunk", "i outside 0..k-1", DT_ERR_RANK, dt_chunk(5, 2, 2, OUT(int32_t)))              \
+    ROW(dt23c, "dtensor.h", "dt_chunk", "n < 0", DT_ERR_SHAPE, dt_chunk(-5, 2, 0, OUT(int32_t)))                       \
+    ROW(dt24, "dtensor.h", "dt_local_shape", "rank not in the mesh", DT_ERR_NOT_MEMBER,                                \
+        dt_local_shape(&sp_shard0, 9, OUT(int32_t), OUT_AT(int32_t, 64)))                                              \
+    ROW(dt25, "dtensor.h", "dt_local_shape", "NULL shape", DT_ERR_NULL, dt_local_shape(&sp_shard0, 0, NULL, NULL))     \
+    ROW(dt26, "dtensor.h", "dt_local_bytes", "NULL bytes", DT_ERR_NULL, dt_local_bytes(&sp_shard0, 0, NULL))           \
+    ROW(dt27, "dtensor.h", "dt_local_view", "global does not match the spec", DT_ERR_MISMATCH,                         \
+        dt_local_view(&sp_shard0, 0, &t84, OUT(mb_tensor)))                                                            \
+    ROW(dt28, "dtensor.h", "dt_plan_redistribute", "specs on different meshes", DT_ERR_MISMATCH,                       \
+        dt_plan_redistribute(&sp_shard0, &sp_other_mesh, 0, OUT(dt_plan)))                                             \
+    ROW(dt29, "dtensor.h", "dt_plan_redistribute", "global shapes differ", DT_ERR_MISMATCH,                            \
+        dt_plan_redistribute(&sp_shard0, &sp_other_shape, 0, OUT(dt_plan)))                                            \
+    ROW(dt30, "dtensor.h", "dt_plan_redistribute", "to Partial (public redistribute)", DT_ERR_PARTIAL,                 \
+        dt_plan_redistribute(&sp_repl, &sp_partial, 0, OUT(dt_plan)))                                                  \
+    ROW(dt31, "dtensor.h", "dt_plan_redistribute", "NULL plan", DT_ERR_NULL,                                           \
+        dt_plan_redistribute(&sp_repl, &sp_shard0, 0, NULL))                                                           \
+    ROW(dt32, "dtensor.h", "dt_plan_scratch_bytes", "NULL (returns 0)", 0, (int)dt_plan_scratch_bytes(NULL))           \
+    ROW(dt33, "dtensor.h", "dt_plan_cost_ns", "NULL ns", DT_ERR_NULL, dt_plan_cost_ns(&dplan, NULL, NULL))             \
+    ROW(dt34, "dtensor.h", "dt_plan_cache_init", "capacity <= 0", DT_ERR_TOO_SMALL,                                    \
+        dt_plan_cache_init(OUT(dt_plan_cache), centries, 0))                                                           \
+    ROW(dt35, "dtensor.h", "dt_plan_cache_init", "NULL storage", DT_ERR_NULL,                                          \
+        dt_plan_cache_init(OUT(dt_plan_cache), NULL, 2))                                                               \
+    ROW(dt36, "dtensor.h", "dt_plan_cache_clear", "NULL", DT_ERR_NULL, dt_plan_cache_clear(NULL))                      \
+    ROW(dt37, "dtensor.h", "dt_plan_cached", "failing plan (inconsistent specs)", DT_ERR_MISMATCH,                     \
+        dt_plan_cached(&cache, &sp_shard0, &sp_other_shape, 0, OUT(const dt_plan *)))                                  \
+    ROW(dt38, "dtensor.h", "dt_comm_init", "NULL parent", DT_ERR_NULL, dt_comm_init(OUT(dt_comm), &mesh2, NULL))       \
+    ROW(dt39, "dtensor.h", "dt_comm_init", "mesh rank != parent's rank", DT_ERR_MISMATCH,                              \
+        dt_comm_init(OUT(dt_comm), &mesh2, g1))                                                                        \
+    ROW(dt40, "dtensor.h", "dt_comm_init", "mesh rank not in parent", DT_ERR_RANK,                                     \
+        dt_comm_init(OUT(dt_comm), &mesh3, g0))                                                                        \
+    ROW(dt41, "dtensor.h", "dt_comm_group", "mesh dim out of range (returns NULL)", 0,                                 \
+        dt_comm_group(&dcomm, 2) != NULL)                                                                              \
+    ROW(dt42, "dtensor.h", "dt_from_local", "local shape wrong for the spec", DT_ERR_MISMATCH,                         \
+        dt_from_local(OUT(dt_tensor), &mesh2, pl_shard0, 1, &t84, shape44))                                            \
+    ROW(dt43, "dtensor.h", "dt_from_local", "placement count != mesh ndim", DT_ERR_PLACEMENT_COUNT,                    \
+        dt_from_local(OUT(dt_tensor), &mesh2, pl_shard0, 2, &t84, NULL))                                               \
+    ROW(dt44, "dtensor.h", "dt_to_local", "NULL local", DT_ERR_NULL, dt_to_local(&dtt, NULL))                          \
+    ROW(dt45, "dtensor.h", "dt_redistribute", "in does not match src's local shape", DT_ERR_MISMATCH,                  \
+        dt_redistribute(&dcomm, NULL, &sp_shard0, &t84, &sp_repl, 0, out_tensor(MB_F32, 4, 4), OUT_AT(void, 8192),     \
+                        4096))                                                                                         \
+    ROW(dt46, "dtensor.h", "dt_redistribute", "scratch too small", DT_ERR_TOO_SMALL,                                   \
+        dt_redistribute(&dcomm, NULL, &sp_shard1, in_local(4, 2), &sp_repl, 0, out_tensor(MB_F32, 4, 4),               \
+                        OUT_AT(void, 8192), 8))                                                                        \
+    ROW(dt46b, "dtensor.h", "dt_redistribute_scratch_bytes", "NULL plan (returns 0)", 0,                               \
+        (int)dt_redistribute_scratch_bytes(NULL, &t84, &t84))                                                          \
+    ROW(dt47, "dtensor.h", "dt_redistribute", "to Partial", DT_ERR_PARTIAL,                                            \
+        dt_redistribute(&dcomm, NULL, &sp_repl, in_local(4, 4), &sp_partial, 0, out_tensor(MB_F32, 4, 4),              \
+                        OUT_AT(void, 8192), 4096))                                                                     \
+    ROW(dt48, "dtensor.h", "dt_full_tensor", "global has the wrong shape", DT_ERR_MISMATCH,                            \
+        dt_full_tensor(&dcomm, NULL, &sp_shard0, in_local(2, 4), out_tensor(MB_F32, 8, 4), OUT_AT(void, 8192), 4096))  \
+    ROW(dt49, "dtensor.h", "dt_full_tensor_scratch_bytes", "NULL bytes", DT_ERR_NULL,                                  \
+        dt_full_tensor_scratch_bytes(&sp_shard0, NULL))                                                                \
+    ROW(dt50, "dtensor.h", "dt_distribute", "Partial placement", DT_ERR_PARTIAL,                                       \
+        dt_distribute(&dcomm, &sp_partial, in_local(4, 4), 0, out_tensor(MB_F32, 4, 4), OUT_AT(void, 8192), 4096))     \
+    ROW(dt51, "dtensor.h", "dt_distribute", "src_rank not in the mesh", DT_ERR_NOT_MEMBER,                             \
+        dt_distribute(&dcomm, &sp_shard0, in_local(4, 4), 5, out_tensor(MB_F32, 2, 4), OUT_AT(void, 8192), 4096))      \
+    ROW(dt52, "dtensor.h", "dt_distribute_scratch_bytes", "NULL bytes", DT_ERR_NULL,                                   \
+        dt_distribute_scratch_bytes(&sp_shard0, 0, NULL))                                                              \
+    ROW(dq1, "dtensor.h", "dt_quantize_multiplier", "NaN", DT_ERR_VALUE,                                               \
+        dt_quantize_multiplier(0.0 / 0.0, OUT(dt_qmul)))                                                               \
+    ROW(dq2, "dtensor.h", "dt_quantize_multiplier", "negative", DT_ERR_VALUE,                                          \
+        dt_quantize_multiplier(-0.5, OUT(dt_qmul)))                                                                    \
+    ROW(dq3, "dtensor.h", "dt_quantize_multiplier", ">= 2^30", DT_ERR_VALUE,                                           \
+        dt_quantize_multiplier(1073741824.0, OUT(dt_qmul)))                                                            \
+    ROW(dq4, "dtensor.h", "dt_quantize_multiplier", "NULL q", DT_ERR_NULL, dt_quantize_multiplier(0.5, NULL))          \
+    ROW(dq5, "dtensor.h", "dt_q8_scale", "negative amax", DT_ERR_VALUE, dt_q8_scale(-1.0f, OUT(float)))                \
+    ROW(dq6, "dtensor.h", "dt_q8_scale", "infinite amax", DT_ERR_VALUE, dt_q8_scale(1.0f / 0.0f, OUT(float)))          \
+    ROW(dq7, "dtensor.h", "dt_quantize_tensor", "a NaN element", DT_ERR_VALUE,                                         \
+        dt_quantize_tensor(&t_nan, 1, OUT(float), out_tensor(MB_I8, 4, 4)))                                            \
+    ROW(dq8, "dtensor.h", "dt_quantize_tensor", "channel_dim >= ndim", DT_ERR_DIM,                                     \
+        dt_quantize_tensor(in_local(4, 4), 2, OUT(float), out_tensor(MB_I8, 4, 4)))                                    \
+    ROW(dq9, "dtensor.h", "dt_quantize_tensor", "int8 output of another shape", DT_ERR_MISMATCH,                       \
+        dt_quantize_tensor(in_local(4, 4), -1, OUT(float), out_tensor(MB_I8, 2, 4)))                                   \
+    ROW(dq10, "dtensor.h", "dt_quantize_tensor", "output not int8", DT_ERR_DTYPE,                                      \
+        dt_quantize_tensor(in_local(4, 4), -1, OUT(float), out_tensor(MB_I32, 4, 4)))                                  \
+    ROW(dq11, "dtensor.h", "dt_qmm_multipliers", "output scale 0 (infinite multiplier)", DT_ERR_VALUE,                 \
+        dt_qmm_multipliers(0.5f, scales4, 4, 0.0f, OUT(dt_qmul)))                                                      \
+    ROW(dq12, "dtensor.h", "dt_qmm_multipliers", "no scales", DT_ERR_SHAPE,                                            \
+        dt_qmm_multipliers(0.5f, scales4, 0, 1.0f, OUT(dt_qmul)))                                                      \
+    ROW(dq13, "dtensor.h", "dt_qmm_acc", "inner sizes differ", DT_ERR_SHAPE,                                           \
+        dt_qmm_acc(i8_local(4, 4), i8_local(2, 4), out_tensor(MB_I32, 4, 4)))                                          \
+    ROW(dq14, "dtensor.h", "dt_qmm_acc", "accumulator not int32", DT_ERR_DTYPE,                                        \
+        dt_qmm_acc(i8_local(4, 4), i8_local(4, 4), out_tensor(MB_F32, 4, 4)))                                          \
+    ROW(dq15, "dtensor.h", "dt_qmm_acc", "K > DT_QMM_MAX_K", DT_ERR_SHAPE,                                             \
+        dt_qmm_acc(&t_i8_wide, &t_i8_tall, out_tensor(MB_I32, 1, 1)))                                                  \
+    ROW(dq16, "dtensor.h", "dt_requant_tensor", "fewer multipliers than channels", DT_ERR_SHAPE,                       \
+        dt_requant_tensor(&t_acc44, qm4, 4, 1, 1, out_tensor(MB_I8, 4, 4)))                                            \
+    ROW(dq17, "dtensor.h", "dt_requant_tensor", "qdim out of range", DT_ERR_DIM,                                       \
+        dt_requant_tensor(&t_acc44, qm4, 4, 0, 2, out_tensor(MB_I8, 4, 4)))                                            \
+    ROW(dq18, "dtensor.h", "dt_qmm_ref", "accumulator scratch too small", DT_ERR_TOO_SMALL,                            \
+        dt_qmm_ref(i8_local(4, 4), i8_local(4, 4), qm4, 4, out_tensor(MB_I8, 4, 4), OUT_AT(void, 8192), 63))           \
+    ROW(dq19, "dtensor.h", "dt_qmm_propagate", "S(0) x S(0): no strategy", DT_ERR_NO_STRATEGY,                         \
+        dt_qmm_propagate(&sp_i8_s0, &sp_i8_s0, OUT(dt_spec), OUT_AT(uint32_t, 4096)))                                  \
+    ROW(dq20, "dtensor.h", "dt_qmm_propagate", "f32 operand", DT_ERR_DTYPE,                                            \
+        dt_qmm_propagate(&sp_repl, &sp_i8_r, OUT(dt_spec), OUT_AT(uint32_t, 4096)))                                    \
+    ROW(dq21, "dtensor.h", "dt_qmm_scratch_bytes", "NULL bytes", DT_ERR_NULL,                                          \
+        dt_qmm_scratch_bytes(&sp_i8_r, &sp_i8_r, 0, NULL))                                                             \
+    ROW(dq22, "dtensor.h", "dt_qmm", "scratch too small (S(1) x S(0): nothing reduced)", DT_ERR_TOO_SMALL,             \
+        dt_qmm(&dcomm, &dq_a_s1, &dq_b_s0, qm4, 4, OUT(dt_tensor), OUT_AT(void, 8192), 16, OUT_AT(void, 12288), 63))   \
+    ROW(dq23, "dtensor.h", "dt_qmm", "local tensor does not fit its spec", DT_ERR_MISMATCH,                            \
+        dt_qmm(&dcomm, &dq_a_s1, &dq_b_s0wrong, qm4, 1, OUT(dt_tensor), OUT_AT(void, 8192), 16, OUT_AT(void, 12288),   \
+               64))                                                                                                    \
+    ROW(dq24, "dtensor.h", "dt_qmm", "multiplier count neither 1 nor N", DT_ERR_SHAPE,                                 \
+        dt_qmm(&dcomm, &dq_a_s1, &dq_b_s0, qm4, 3, OUT(dt_tensor), OUT_AT(void, 8192), 16, OUT_AT(void, 12288), 64))   \
+    ROW(dq25, "dtensor.h", "dt_quantize_i8", "NaN (returns 0)", 0, dt_quantize_i8(0.0f / 0.0f, 0.1f))                  \
+    ROW(dq26, "dtensor.h", "dt_quantize_tensor", "NULL scales", DT_ERR_NULL,                                           \
+        dt_quantize_tensor(in_local(4, 4), -1, NULL, out_tensor(MB_I8, 4, 4)))                                         \
+    ROW(dq27, "dtensor.h", "dt_requant_tensor", "accumulator not int32", DT_ERR_DTYPE,                                 \
+        dt_requant_tensor(in_local(4, 4), qm4, 4, 0, 1, out_tensor(MB_I8, 4, 4)))                                      \
+    ROW(dq28, "dtensor.h", "dt_requant_tensor", "output of another shape", DT_ERR_MISMATCH,                            \
+        dt_requant_tensor(&t_acc44, qm4, 4, 0, 1, out_tensor(MB_I8, 2, 4)))                                            \
+    ROW(dq29, "dtensor.h", "dt_qmm_ref", "output not int8", DT_ERR_DTYPE,                                              \
+        dt_qmm_ref(i8_local(4, 4), i8_local(4, 4), qm4, 4, out_tensor(MB_F32, 4, 4), OUT_AT(void, 8192), 64))          \
+    ROW(dq30, "dtensor.h", "dt_qmm_scratch_bytes", "rank not in the mesh", DT_ERR_NOT_MEMBER,                          \
+        dt_qmm_scratch_bytes(&sp_i8_r, &sp_i8_r, 7, OUT(size_t)))                                                      \
+    ROW(dq31, "dtensor.h", "dt_qmm", "NULL multipliers", DT_ERR_NULL,                                                  \
+        dt_qmm(&dcomm, &dq_a_s1, &dq_b_s0, NULL, 1, OUT(dt_tensor), OUT_AT(void, 8192), 16, OUT_AT(void, 12288), 64))  \
+    ROW(dq32, "dtensor.h", "dt_qmm_acc", "f32 operand", DT_ERR_DTYPE,                                                  \
+        dt_qmm_acc(in_local(4, 4), i8_local(4, 4), out_tensor(MB_I32, 4, 4)))                                          \
+    ROW(dr1, "dtensor.h", "dt_rng_offsets", "rank not in the mesh", DT_ERR_NOT_MEMBER,                                 \
+        dt_rng_offsets(&sp_shard0, 5, OUT(uint64_t), OUT_AT(uint64_t, 64)))                                            \
+    ROW(dr2, "dtensor.h", "dt_rand", "unknown flag", DT_ERR_VALUE,                                                     \
+        dt_rand(OUT(dt_rng), &sp_shard0, out_tensor(MB_F32, 2, 4), 2))                                                 \
+    ROW(dr3, "dtensor.h", "dt_rand", "local tensor of another shape", DT_ERR_MISMATCH,                                 \
+        dt_rand(OUT(dt_rng), &sp_shard0, out_tensor(MB_F32, 4, 4), 0))                                                 \
+    ROW(dr4, "dtensor.h", "dt_rand", "int8 spec", DT_ERR_DTYPE,                                                        \
+        dt_rand(OUT(dt_rng), &sp_i8_s0, out_tensor(MB_I8, 2, 4), 0))                                                   \
+    ROW(dr5, "dtensor.h", "dt_dropout", "p > 1", DT_ERR_VALUE,                                                         \
+        dt_dropout(OUT(dt_rng), &sp_shard0, in_local(2, 4), out_tensor(MB_F32, 2, 4), 1.5f, 0))                        \
+    ROW(dr6, "dtensor.h", "dt_dropout", "p NaN", DT_ERR_VALUE,                                                         \
+        dt_dropout(OUT(dt_rng), &sp_shard0, in_local(2, 4), out_tensor(MB_F32, 2, 4), 0.0f / 0.0f, 0))                 \
+    ROW(do1, "dtensor.h", "dt_propagate", "view to a shape of another element count", DT_ERR_SHAPE,                    \
+        dt_propagate(NULL, DT_ATEN_VIEW, &at_view15, ops_repl, 1, OUT(dt_op_strategy)))                                \
+    ROW(do2, "dtensor.h", "dt_propagate", "view flattening a sharded non-leftmost dim", DT_ERR_NO_STRATEGY,            \
+        dt_propagate(NULL, DT_ATEN_VIEW, &at_view16, ops_s1, 1, OUT(dt_op_strategy)))                                  \
+    ROW(do3, "dtensor.h", "dt_propagate", "transpose dim out of range", DT_ERR_DIM,                                    \
+        dt_propagate(NULL, DT_ATEN_TRANSPOSE, &at_t2, ops_repl, 1, OUT(dt_op_strategy)))                               \
+    ROW(do4, "dtensor.h", "dt_propagate", "embedding with f32 indices", DT_ERR_DTYPE,                                  \
+        dt_propagate(NULL, DT_ATEN_EMBEDDING, NULL, ops_repl, 2, OUT(dt_op_strategy)))                                 \
+    ROW(do5, "dtensor.h", "dt_propagate", "nll_loss reduction 3", DT_ERR_SHAPE,                                        \
+        dt_propagate(NULL, DT_ATEN_NLL_LOSS, &at_red3, ops_loss, 2, OUT(dt_op_strategy)))                              \
+    ROW(do6, "dtensor.h", "dt_propagate", "found_inf op (a custom handler only)", DT_ERR_UNSUPPORTED,                  \
+        dt_propagate(NULL, DT_ATEN_AMP_UNSCALE, NULL, ops_repl, 2, OUT(dt_op_strategy)))                               \
+    ROW(do7, "dtensor.h", "dt_kernel_ref", "embedding index >= rows", DT_ERR_RANK,                                     \
+        dt_kernel_ref(DT_ATEN_EMBEDDING, NULL, out_tensor(MB_F32, 2, 4), emb_in, 2))                                   \
+    ROW(do8, "dtensor.h", "dt_kernel_ref", "nll_loss target >= classes", DT_ERR_RANK,                                  \
+        dt_kernel_ref(DT_ATEN_NLL_LOSS, &at_none, out_vec(4), loss_in, 2))                                             \
+    ROW(do9, "dtensor.h", "dt_op", "NULL out", DT_ERR_NULL,                                                            \
+        dt_op(&ddisp, DT_ATEN_ADD, NULL, ops_mixed, 2, NULL, OUT_AT(void, 8192), 4096))                                \
+    ROW(do10, "dtensor.h", "dt_op", "unknown op", DT_ERR_PLACEMENT_COUNT,                                              \
+        dt_op(&ddisp, DT_ATEN_COUNT, NULL, ops_mixed, 2, OUT(dt_tensor), OUT_AT(void, 8192), 4096))                    \
+    ROW(do11, "dtensor.h", "dt_op", "no distributed argument (every one plain)", DT_ERR_MISMATCH,                      \
+        dt_op(&ddisp, DT_ATEN_ADD, NULL, ops_plain, 2, OUT(dt_tensor), OUT_AT(void, 8192), 4096))                      \
+    ROW(do12, "dtensor.h", "dt_op", "a plain tensor of 16 elements without implicit replication", DT_ERR_MISMATCH,     \
+        dt_op(&ddisp, DT_ATEN_ADD, NULL, ops_mixed, 2, OUT(dt_tensor), OUT_AT(void, 8192), 4096))                      \
+    ROW(do13, "dtensor.h", "dt_op", "in place changing self's placement (R += S(0))", DT_ERR_NO_STRATEGY,              \
+        dt_op(&ddisp, DT_ATEN_ADD, NULL, ops_inplace, 2, OUT(dt_tensor), ops_inplace[0].local.data, 0))                \
+    ROW(do14, "dtensor.h", "dt_op", "found_inf handler without attrs (inv_scale)", DT_ERR_NULL,                        \
+        dt_op(&ddisp, DT_ATEN_AMP_UNSCALE, NULL, ops_inplace, 2, OUT(dt_tensor), NULL, 0))                             \
+    ROW(do15, "dtensor.h", "dt_op_cache_init", "NULL storage", DT_ERR_NULL,                                            \
+        dt_op_cache_init(OUT(dt_op_cache), NULL, 2))                                                                   \
+    ROW(do16, "dtensor.h", "dt_op_cache_init", "capacity < 1", DT_ERR_TOO_SMALL,                                       \
+        dt_op_cache_init(OUT(dt_op_cache), ocentries, 0))                                                              \
+    ROW(do17, "dtensor.h", "dt_op_name", "unknown op (returns NULL)", 0, dt_op_name(DT_ATEN_COUNT) != NULL)            \
+    ROW(tp1, "dtensor.h", "dt_tp_colwise", "NULL style", DT_ERR_NULL, dt_tp_colwise(NULL, DT_TP_LINEAR, pl_repl[0]))   \
+    ROW(tp2, "dtensor.h", "dt_tp_colwise", "unknown module", DT_ERR_PLACEMENT,                                         \
+        dt_tp_colwise(OUT(dt_tp_style), 2, pl_repl[0]))                                                                \
+    ROW(tp3, "dtensor.h", "dt_tp_colwise", "Partial output layout", DT_ERR_PLACEMENT,                                  \
+        dt_tp_colwise(OUT(dt_tp_style), DT_TP_LINEAR, pl_partial[0]))                                                  \
+    ROW(tp4, "dtensor.h", "dt_tp_rowwise", "NULL style", DT_ERR_NULL,                                                  \
+        dt_tp_rowwise(NULL, DT_TP_EMBEDDING, pl_repl[0]))                                                              \
+    ROW(tp5, "dtensor.h", "dt_tp_rowwise", "unknown module", DT_ERR_PLACEMENT,                                         \
+        dt_tp_rowwise(OUT(dt_tp_style), -1, pl_repl[0]))                                                               \
+    ROW(tp6, "dtensor.h", "dt_tp_rowwise", "output layout of an unknown kind", DT_ERR_PLACEMENT,                       \
+        dt_tp_rowwise(OUT(dt_tp_style), DT_TP_LINEAR, pl_bad_kind[0]))                                                 \
+    ROW(tp7, "dtensor.h", "dt_tp_sequence", "NULL style", DT_ERR_NULL, dt_tp_sequence(NULL, 1))                        \
+    ROW(tp8, "dtensor.h", "dt_tp_redistribute", "mesh dim out of range", DT_ERR_MESH_DIM,                              \
+        dt_tp_redistribute(&ddisp, &dtt, 1, pl_repl[0], OUT(dt_tensor), OUT_AT(void, 8192), 4096))                     \
+    ROW(tp9, "dtensor.h", "dt_tp_redistribute", "Partial target", DT_ERR_PARTIAL,                                      \
+        dt_tp_redistribute(&ddisp, &dtt, 0, pl_partial[0], OUT(dt_tensor), OUT_AT(void, 8192), 4096))                  \
+    ROW(tp10, "dtensor.h", "dt_tp_redistribute", "Shard of a dim out of range", DT_ERR_DIM,                            \
+        dt_tp_redistribute(&ddisp, &dtt, 0, pl_shard9[0], OUT(dt_tensor), OUT_AT(void, 8192), 4096))                   \
+    ROW(tp11, "dtensor.h", "dt_tp_redistribute", "data too small for the result (nothing sent)", DT_ERR_TOO_SMALL,     \
+        dt_tp_redistribute(&ddisp, &dtt, 0, pl_repl[0], OUT(dt_tensor), OUT_AT(void, 8192), 8))                        \
+    ROW(tp12, "dtensor.h", "dt_tp_redistribute", "NULL out", DT_ERR_NULL,                                              \
+        dt_tp_redistribute(&ddisp, &dtt, 0, pl_repl[0], NULL, OUT_AT(void, 8192), 4096))                               \
+                                                                                                                       \
+    ROW(op1, "dtensor.h", "dt_propagate", "reduction dim out of range", DT_ERR_DIM,                                    \
+        dt_propagate(NULL, DT_ATEN_SUM, &at_dim2, op_x, 1, OUT(dt_op_strategy)))                                       \
+    ROW(op2, "dtensor.h", "dt_propagate", "softmax dim out of range (negative)", DT_ERR_DIM,                           \
+        dt_propagate(NULL, DT_ATEN_SOFTMAX, &at_dimm3, op_x, 1, OUT(dt_op_strategy)))                                  \
+    ROW(op3, "dtensor.h", "dt_propagate", "normalized_shape not the input's last dims", DT_ERR_SHAPE,                  \
+        dt_propagate(NULL, DT_ATEN_RMS_NORM, &at_norm3, op_xw, 2, OUT(dt_op_strategy)))                                \
+    ROW(op4, "dtensor.h", "dt_propagate", "gelu approximate neither 0 (none) nor 1 (tanh)", DT_ERR_SHAPE,              \
+        dt_propagate(NULL, DT_ATEN_GELU, &at_gelu2, op_x, 1, OUT(dt_op_strategy)))                                     \
+    ROW(op5, "dtensor.h", "dt_kernel_ref", "softmax dim out of range", DT_ERR_DIM,                                     \
+        dt_kernel_ref(DT_ATEN_SOFTMAX, &at_dim2, out_tensor(MB_F32, 4, 4), op_in, 1))                                  \
+    ROW(op6, "dtensor.h", "dt_kernel_ref", "norm weight of another size", DT_ERR_SHAPE,                                \
+        dt_kernel_ref(DT_ATEN_RMS_NORM, &at_norm3, out_tensor(MB_F32, 4, 4), op_in, 2))                                \
+                                                                                                                       \
+    ROW(cv1, "dtensor.h", "dt_conv2d_ref", "NULL params", DT_ERR_NULL,                                                 \
+        dt_conv2d_ref(NULL, &cx, &cwt, NULL, out4(MB_F32, 2, 4)))                                                      \
+    ROW(cv2, "dtensor.h", "dt_conv2d_ref", "stride 0", DT_ERR_SHAPE,                                                   \
+        dt_conv2d_ref(&cp_stride0, &cx, &cwt, NULL, out4(MB_F32, 2, 4)))                                               \
+    ROW(cv3, "dtensor.h", "dt_conv2d_ref", "groups do not divide the channels", DT_ERR_SHAPE,                          \
+        dt_conv2d_ref(&cp_groups3, &cx, &cwt, NULL, out4(MB_F32, 2, 4)))                                               \
+    ROW(cv4, "dtensor.h", "dt_conv2d_ref", "weight's C_in * groups != input channels", DT_ERR_SHAPE,                   \
+        dt_conv2d_ref(&cp, &cx, &cwt_bad, NULL, out4(MB_F32, 2, 4)))                                                   \
+    ROW(cv5, "dtensor.h", "dt_conv2d_ref", "output of the wrong shape", DT_ERR_MISMATCH,                               \
+        dt_conv2d_ref(&cp, &cx, &cwt, NULL, out4(MB_F32, 2, 3)))                                                       \
+    ROW(cv6, "dtensor.h", "dt_conv2d_ref", "int8 input (f32 only)", DT_ERR_DTYPE,                                      \
+        dt_conv2d_ref(&cp, &cx_i8, &cwt, NULL, out4(MB_F32, 2, 4)))                                                    \
+    ROW(cv7, "dtensor.h", "dt_conv2d_out_shape", "kernel taller than the padded input", DT_ERR_SHAPE,                  \
+        dt_conv2d_out_shape(&cp, cxs, cws_big, OUT(int32_t)))                                                          \
+    ROW(cv8, "dtensor.h", "dt_conv2d_backward", "grad_w of the wrong shape", DT_ERR_MISMATCH,                          \
+        dt_conv2d_backward(&cp, &cx, &cwt, &cx, NULL, out4(MB_F32, 2, 4), NULL))                                       \
+    ROW(cv9, "dtensor.h", "dt_maxpool2d_ref", "padding > half the window", DT_ERR_SHAPE,                               \
+        dt_maxpool2d_ref(&cpool_pad, &cx, out4(MB_F32, 2, 4)))                                                         \
+    ROW(cv10, "dtensor.h", "dt_maxpool2d_backward", "int8 input (f32 only)", DT_ERR_DTYPE,                             \
+        dt_maxpool2d_backward(&cpool_pad, &cx_i8, &cx, out4(MB_F32, 2, 4)))                                            \
+    ROW(cv11, "dtensor.h", "dt_conv2d_rows", "part out of range", DT_ERR_RANK,                                         \
+        dt_conv2d_rows(&cp, 4, 3, 2, 2, OUT(int32_t)))                                                                 \
+    ROW(cv12, "dtensor.h", "dt_conv2d_out_spec", "input Shard(W) (no strategy)", DT_ERR_NO_STRATEGY,                   \
+        dt_conv2d_out_spec(&cp, &sp_cx_w, &sp_cw, OUT(dt_spec)))                                                       \
+    ROW(cv13, "dtensor.h", "dt_conv2d_scratch_bytes", "input Partial (no strategy)", DT_ERR_NO_STRATEGY,               \
+        dt_conv2d_scratch_bytes(&cp, &sp_cx_p, &sp_cw, OUT(size_t)))                                                   \
+    ROW(cv14, "dtensor.h", "dt_conv2d", "scratch too small for the halo (nothing sent)", DT_ERR_TOO_SMALL,             \
+        dt_conv2d(&dcomm, &cp, &dcx_h, &dcw, NULL, OUT_AT(dt_spec, 8192), out4(MB_F32, 2, 2), OUT(void), 8))           \
+    ROW(cv15, "dtensor.h", "dt_conv2d", "local input not the spec's local shape", DT_ERR_MISMATCH,                     \
+        dt_conv2d(&dcomm, &cp, &dcx_bad, &dcw, NULL, OUT_AT(dt_spec, 8192), out4(MB_F32, 2, 4), OUT(void), 8192))      \
+    ROW(cv16, "dtensor.h", "dt_maxpool2d", "NULL output", DT_ERR_NULL,                                                 \
+        dt_maxpool2d(&dcomm, &cp, &dcx_h, OUT_AT(dt_spec, 8192), NULL, OUT(void), 8192))                               \
+    ROW(cv17, "dtensor.h", "dt_conv2d_q8_ref", "nq neither 1 nor C_out", DT_ERR_SHAPE,                                 \
+        dt_conv2d_q8_ref(&cp, &cx_i8, &cwt_i8, NULL, cq, 3, 0, out4(MB_I8, 2, 4)))                                     \
+    ROW(cv18, "dtensor.h", "dt_conv2d_q8_ref", "f32 tensors", DT_ERR_DTYPE,                                            \
+        dt_conv2d_q8_ref(&cp, &cx, &cwt, NULL, cq, 1, 0, out4(MB_I8, 2, 4)))                                           \
+    ROW(cv19, "dtensor.h", "dt_conv2d_q8", "NULL multipliers", DT_ERR_NULL,                                            \
+        dt_conv2d_q8(&dcomm, &cp, &dcx_h, &dcw, NULL, NULL, 1, 0, OUT_AT(dt_spec, 8192), out4(MB_I8, 2, 4), OUT(void), \
+                     8192))                                                                                            \
+    ROW(cv20, "dtensor.h", "dt_conv2d_backward_scratch_bytes", "input Partial (no strategy)", DT_ERR_NO_STRATEGY,      \
+        dt_conv2d_backward_scratch_bytes(&cp, &sp_cx_p, &sp_cw, OUT(size_t)))                                          \
+    ROW(cv21, "dtensor.h", "dt_conv2d_sharded_backward", "grad_out not in dt_conv2d's output spec (nothing sent)",     \
+        DT_ERR_MISMATCH,                                                                                               \
+        dt_conv2d_sharded_backward(&dcomm, &cp, &dcx_h, &dcw, &dgy_part, out4(MB_F32, 2, 2), NULL, NULL,               \
+                                   OUT_AT(dt_spec, 8192), OUT(void), 8192))                                            \
+    ROW(cv22, "dtensor.h", "dt_conv2d_sharded_backward", "scratch too small for the halo (nothing sent)",              \
+        DT_ERR_TOO_SMALL,                                                                                              \
+        dt_conv2d_sharded_backward(&dcomm, &cp, &dcx_h, &dcw, &dgy_h, out4(MB_F32, 2, 2), NULL, NULL,                  \
+                                   OUT_AT(dt_spec, 8192), OUT(void), 8))                                               \
+    ROW(cv23, "dtensor.h", "dt_conv2d_ref", "dilation 0", DT_ERR_SHAPE,                                                \
+        dt_conv2d_ref(&cp_dil0, &cx, &cwt, NULL, out4(MB_F32, 2, 4)))                                                  \
+    ROW(cv24, "dtensor.h", "dt_conv2d_ref", "negative padding", DT_ERR_SHAPE,                                          \
+        dt_conv2d_ref(&cp_padneg, &cx, &cwt, NULL, out4(MB_F32, 2, 4)))                                                \
+    ROW(cv25, "dtensor.h", "dt_conv2d_ref", "unknown layout", DT_ERR_SHAPE,                                            \
+        dt_conv2d_ref(&cp_layout9, &cx, &cwt, NULL, out4(MB_F32, 2, 4)))                                               \
+    ROW(cv26, "dtensor.h", "dt_conv2d_ref", "groups 0", DT_ERR_SHAPE,                                                  \
+        dt_conv2d_ref(&cp_groups0, &cx, &cwt, NULL, out4(MB_F32, 2, 4)))                                               \
+    ROW(cv27, "dtensor.h", "dt_conv2d_ref", "NHWC: the last dim is not the weight's C_in * groups", DT_ERR_SHAPE,      \
+        dt_conv2d_ref(&cp_nhwc, &cx, &cwt, NULL, out4(MB_F32, 2, 4)))                                                  \
+    ROW(cv28, "dtensor.h", "dt_conv2d_ref", "bias of another size than C_out", DT_ERR_MISMATCH,                        \
+        dt_conv2d_ref(&cp, &cx, &cwt, &cbias3, out4(MB_F32, 2, 4)))                                                    \
+    ROW(cv29, "dtensor.h", "dt_conv2d_ref", "2-D input", DT_ERR_SHAPE,                                                 \
+        dt_conv2d_ref(&cp, &t84, &cwt, NULL, out4(MB_F32, 2, 4)))                                                      \
+    ROW(cv30, "dtensor.h", "dt_conv2d_ref", "NULL weight", DT_ERR_NULL,                                                \
+        dt_conv2d_ref(&cp, &cx, NULL, NULL, out4(MB_F32, 2, 4)))                                                       \
+    ROW(cv31, "dtensor.h", "dt_conv2d_ref", "NULL output", DT_ERR_NULL, dt_conv2d_ref(&cp, &cx, &cwt, NULL, NULL))     \
+    ROW(cv32, "dtensor.h", "dt_conv2d_out_shape", "NULL input shape", DT_ERR_NULL,                                     \
+        dt_conv2d_out_shape(&cp, NULL, cws, OUT(int32_t)))                                                             \
+    ROW(cv33, "dtensor.h", "dt_conv2d_out_shape", "negative size", DT_ERR_SHAPE,                                       \
+        dt_conv2d_out_shape(&cp, cxs_neg, cws, OUT(int32_t)))                                                          \
+    ROW(cv34, "dtensor.h", "dt_conv2d_out_shape", "max pool (no weight) with window 0", DT_ERR_SHAPE,                  \
+        dt_conv2d_out_shape(&cpool_k0, cxs, NULL, OUT(int32_t)))                                                       \
+    ROW(cv35, "dtensor.h", "dt_conv2d_backward", "grad_out of the wrong shape", DT_ERR_MISMATCH,                       \
+        dt_conv2d_backward(&cp, &cx, &cwt, out4(MB_F32, 2, 3), NULL, NULL, NULL))                                      \
+    ROW(cv36, "dtensor.h", "dt_conv2d_backward", "grad_in of the wrong shape", DT_ERR_MISMATCH,                        \
+        dt_conv2d_backward(&cp, &cx, &cwt, &cx, out4(MB_F32, 2, 3), NULL, NULL))                                       \
+    ROW(cv37, "dtensor.h", "dt_conv2d_backward", "int8 weight (f32 only)", DT_ERR_DTYPE,                               \
+        dt_conv2d_backward(&cp, &cx, &cwt_i8, &cx, out4(MB_F32, 2, 4), NULL, NULL))                                    \
+    ROW(cv38, "dtensor.h", "dt_conv2d_backward", "grad_b of another size than C_out", DT_ERR_MISMATCH,                 \
+        dt_conv2d_backward(&cp, &cx, &cwt, &cx, NULL, NULL, out_vec(3)))                                               \
+    ROW(cv39, "dtensor.h", "dt_maxpool2d_ref", "window 0", DT_ERR_SHAPE,                                               \
+        dt_maxpool2d_ref(&cpool_k0, &cx, out4(MB_F32, 2, 4)))                                                          \
+    ROW(cv40, "dtensor.h", "dt_maxpool2d_ref", "stride 0", DT_ERR_SHAPE,                                               \
+        dt_maxpool2d_ref(&cpool_s0, &cx, out4(MB_F32, 2, 2)))                                                          \
+    ROW(cv41, "dtensor.h", "dt_maxpool2d_ref", "output dtype differs from the input's", DT_ERR_DTYPE,                  \
+        dt_maxpool2d_ref(&cpool, &cx, out4(MB_I8, 2, 2)))                                                              \
+    ROW(cv42, "dtensor.h", "dt_maxpool2d_ref", "output of the wrong shape", DT_ERR_MISMATCH,                           \
+        dt_maxpool2d_ref(&cpool, &cx, out4(MB_F32, 2, 4)))                                                             \
+    ROW(cv43, "dtensor.h", "dt_maxpool2d_backward", "grad_in of the wrong shape", DT_ERR_MISMATCH,                     \
+        dt_maxpool2d_backward(&cpool, &cx, out4(MB_F32, 2, 2), out4(MB_F32, 2, 2)))                                    \
+    ROW(cv44, "dtensor.h", "dt_conv2d_rows", "parts 0", DT_ERR_RANK, dt_conv2d_rows(&cp, 4, 3, 0, 0, OUT(int32_t)))    \
+    ROW(cv45, "dtensor.h", "dt_conv2d_rows", "height 0", DT_ERR_SHAPE, dt_conv2d_rows(&cp, 0, 3, 2, 0, OUT(int32_t)))  \
+    ROW(cv46, "dtensor.h", "dt_conv2d_rows", "stride 0", DT_ERR_SHAPE,                                                 \
+        dt_conv2d_rows(&cp_stride0, 4, 3, 2, 0, OUT(int32_t)))                                                         \
+    ROW(cv47, "dtensor.h", "dt_conv2d_out_spec", "input and weight on different meshes", DT_ERR_MISMATCH,              \
+        dt_conv2d_out_spec(&cp, &sp_cx_h, &sp_cw3, OUT(dt_spec)))                                                      \
+    ROW(cv48, "dtensor.h", "dt_conv2d_out_spec", "dilation 0", DT_ERR_SHAPE,                                           \
+        dt_conv2d_out_spec(&cp_dil0, &sp_cx_h, &sp_cw, OUT(dt_spec)))                                                  \
+    ROW(cv49, "dtensor.h", "dt_conv2d_scratch_bytes", "NULL bytes", DT_ERR_NULL,                                       \
+        dt_conv2d_scratch_bytes(&cp, &sp_cx_h, &sp_cw, NULL))                                                          \
+    ROW(cv50, "dtensor.h", "dt_maxpool2d", "input Partial (no strategy)", DT_ERR_NO_STRATEGY,                          \
+        dt_maxpool2d(&dcomm, &cpool, &dgy_part, OUT_AT(dt_spec, 8192), out4(MB_F32, 2, 2), OUT(void), 8192))           \
+    ROW(cv51, "dtensor.h", "dt_conv2d", "stride 0", DT_ERR_SHAPE,                                                      \
+        dt_conv2d(&dcomm, &cp_stride0, &dcx_h, &dcw, NULL, OUT_AT(dt_spec, 8192), out4(MB_F32, 2, 2), OUT(void),       \
+                  8192))                                                                                               \
+    ROW(cv52, "dtensor.h", "dt_conv2d", "bias of another size than the local C_out", DT_ERR_MISMATCH,                  \
+        dt_conv2d(&dcomm, &cp, &dcx_h, &dcw, &cbias3, OUT_AT(dt_spec, 8192), out4(MB_F32, 2, 2), OUT(void), 8192))     \
+    ROW(cv53, "dtensor.h", "dt_conv2d_q8_ref", "f32 bias (int32 expected)", DT_ERR_DTYPE,                              \
+        dt_conv2d_q8_ref(&cp, &cx_i8, &cwt_i8, &cbias2, cq, 1, 0, out4(MB_I8, 2, 4)))                                  \
+    ROW(cv54, "dtensor.h", "dt_conv2d_q8_ref", "groups do not divide the channels", DT_ERR_SHAPE,                      \
+        dt_conv2d_q8_ref(&cp_groups3, &cx_i8, &cwt_i8, NULL, cq, 1, 0, out4(MB_I8, 2, 4)))                             \
+    ROW(cv55, "dtensor.h", "dt_conv2d_q8", "f32 tensors", DT_ERR_DTYPE,                                                \
+        dt_conv2d_q8(&dcomm, &cp, &dcx_h, &dcw, NULL, cq, 1, 0, OUT_AT(dt_spec, 8192), out4(MB_I8, 2, 2), OUT(void),   \
+                     8192))                                                                                            \
+    ROW(cv56, "dtensor.h", "dt_conv2d_sharded_backward", "NULL params (nothing sent)", DT_ERR_NULL,                    \
+        dt_conv2d_sharded_backward(&dcomm, NULL, &dcx_h, &dcw, &dgy_h, out4(MB_F32, 2, 2), NULL, NULL,                 \
+                                   OUT_AT(dt_spec, 8192), OUT(void), 8192))                                            \
     ROW(cv57, "dtensor.h", "dt_conv2d_sharded_backward", "grad_in of the wrong shape (nothing sent)", DT_ERR_MISMATCH, \
-        dt_conv2d_sharded_backward(&dcomm, &cp, &dcx_h, &dcw, &dgy_h, out4(MB_F32, 2, 4), NULL, NULL, \
-                                   OUT_AT(dt_spec, 8192), OUT(void), 8192)) \
-    ROW(cv58, "dtensor.h", "dt_conv2d_backward_scratch_bytes", "int8 input (f32 only)", DT_ERR_DTYPE, \
-        dt_conv2d_backward_scratch_bytes(&cp, &sp_cx_i8, &sp_cw, OUT(size_t))) \
-    ROW(gr1, "dtensor.h", "dt_graph_bytes", "negative capacity (returns 0)", 0, (int)dt_graph_bytes(-1)) \
-    ROW(gr2, "dtensor.h", "dt_graph_init", "capacity 0", DT_ERR_TOO_SMALL, dt_graph_init(OUT(dt_graph), gnodes, 0)) \
-    ROW(gr3, "dtensor.h", "dt_graph_init", "NULL storage", DT_ERR_NULL, dt_graph_init(OUT(dt_graph), NULL, 4)) \
-    ROW(gr4, "dtensor.h", "dt_graph_add", "operand id not an earlier node", DT_ERR_NODE, \
-        dt_graph_add(&gg_out, DT_ATEN_RELU, NULL, gin_01, 1)) \
-    ROW(gr5, "dtensor.h", "dt_graph_add", "op the graph does not run", DT_ERR_UNSUPPORTED, \
-        dt_graph_add(&gg_out, DT_ATEN_SOFTMAX, NULL, gin_01, 1)) \
-    ROW(gr6, "dtensor.h", "dt_graph_add", "wrong operand count", DT_ERR_PLACEMENT_COUNT, \
-        dt_graph_add(&gg_out, DT_ATEN_MM, NULL, gin_01, 1)) \
-    ROW(gr7, "dtensor.h", "dt_graph_add", "placeholder with a size < 1", DT_ERR_SHAPE, \
-        dt_graph_add(&gg_out, DT_G_INPUT, &ga_bad, NULL, 0)) \
-    ROW(gr8, "dtensor.h", "dt_graph_add", "NULL operand ids, nin > 0", DT_ERR_NULL, \
-        dt_graph_add(&gg_out, DT_ATEN_RELU, NULL, NULL, 1)) \
-    ROW(gr9, "dtensor.h", "dt_graph_add", "capacity full", DT_ERR_TOO_SMALL, \
-        dt_graph_add(&gg_full, DT_G_INPUT, &ga_43, NULL, 0)) \
-    ROW(gr10, "dtensor.h", "dt_graph_add", "mm of mismatched shapes", DT_ERR_SHAPE, \
-        dt_graph_add(&gg, DT_ATEN_MM, NULL, gin_00, 2)) \
-    ROW(gr11, "dtensor.h", "dt_graph_analyze", "inputs with different batch sizes", DT_ERR_BATCH, \
-        dt_graph_analyze(&gg_batch)) \
-    ROW(gr12, "dtensor.h", "dt_graph_plan", "rank >= world", DT_ERR_RANK, \
-        dt_graph_plan(&gg, 2, 2, DT_SUM, OUT(dt_gplan), OUT_AT(dt_gstep, 1024), 4)) \
-    ROW(gr13, "dtensor.h", "dt_graph_plan", "gradient reduce op not sum/avg", DT_ERR_PLACEMENT, \
-        dt_graph_plan(&gg, 1, 0, DT_MAX, OUT(dt_gplan), OUT_AT(dt_gstep, 1024), 4)) \
-    ROW(gr14, "dtensor.h", "dt_graph_plan", "cap < node count", DT_ERR_TOO_SMALL, \
-        dt_graph_plan(&gg, 1, 0, DT_SUM, OUT(dt_gplan), OUT_AT(dt_gstep, 1024), 2)) \
-    ROW(gr15, "dtensor.h", "dt_graph_plan", "inputs with different batch sizes", DT_ERR_BATCH, \
-        dt_graph_plan(&gg_batch, 1, 0, DT_SUM, OUT(dt_gplan), OUT_AT(dt_gstep, 1024), 4)) \
-    ROW(gr16, "dtensor.h", "dt_gplan_tensor", "step out of range", DT_ERR_NODE, \
-        dt_gplan_tensor(&gp, OUT_AT(void, 8192), 3, OUT(mb_tensor))) \
-    ROW(gr17, "dtensor.h", "dt_gplan_run", "operand not an earlier step", DT_ERR_NODE, \
-        dt_gplan_run(&gp_badstep, OUT_AT(void, 8192), 4096, NULL)) \
-    ROW(gr18, "dtensor.h", "dt_gplan_run", "arena smaller than the plan's", DT_ERR_TOO_SMALL, \
-        dt_gplan_run(&gp, OUT_AT(void, 8192), 8, NULL)) \
-    ROW(gr19, "dtensor.h", "dt_gplan_run", "world 2 without a group", DT_ERR_MISMATCH, \
-        dt_gplan_run(&gp_world2, OUT_AT(void, 8192), 4096, NULL)) \
-    ROW(gr20, "dtensor.h", "dt_gplan_emit_c", "buffer too small", DT_ERR_TOO_SMALL, \
-        dt_gplan_emit_c(&gp, "plan", OUT(char), 16, OUT_AT(size_t, 4096))) \
-    ROW(gr21, "dtensor.h", "dt_gplan_emit_c", "name not a C identifier", DT_ERR_MISMATCH, \
-        dt_gplan_emit_c(&gp, "a-b", OUT(char), 4096, OUT_AT(size_t, 4096))) \
-    ROW(gr22, "dtensor.h", "dt_gplan_emit_c", "NULL len", DT_ERR_NULL, dt_gplan_emit_c(&gp, "plan", OUT(char), 4096, NULL)) \
-    ROW(gr23, "dtensor.h", "dt_graph_dist_placements", "mesh ndim 0", DT_ERR_MESH, \
-        dt_graph_dist_placements(&gg, 0, OUT(dt_placement), 16)) \
-    ROW(gr24, "dtensor.h", "dt_graph_dist_placements", "cap < node count", DT_ERR_TOO_SMALL, \
-        dt_graph_dist_placements(&gg, 1, OUT(dt_placement), 1)) \
-    ROW(gr25, "dtensor.h", "dt_graph_dist_init", "NULL dispatcher", DT_ERR_NULL, \
-        dt_graph_dist_init(&gg, NULL, NULL, OUT(dt_gvalue), 4, NULL, 0, OUT_AT(size_t, 4096), OUT_AT(size_t, 4104))) \
-    ROW(gr26, "dtensor.h", "dt_graph_dist_run", "dispatcher without a comm", DT_ERR_NULL, \
-        dt_graph_dist_run(&gg, &gd_nocomm, OUT(dt_gvalue))) \
-    ROW(gr27, "dtensor.h", "dt_graph_dist_run", "values not set up for the dispatcher's mesh", DT_ERR_MISMATCH, \
-        dt_graph_dist_run(&gg, &ddisp, OUT(dt_gvalue))) \
-    ROW(gr28, "dtensor.h", "dt_gplan_emit_c", "empty plan", DT_ERR_NODE, \
-        dt_gplan_emit_c(&gp_empty, "plan", OUT(char), 4096, OUT_AT(size_t, 4096))) \
-    ROW(gr29, "dtensor.h", "dt_graph_init", "NULL graph", DT_ERR_NULL, dt_graph_init(NULL, OUT(dt_gnode), 4)) \
-    ROW(gr30, "dtensor.h", "dt_graph_add", "dim out of range", DT_ERR_DIM, dt_graph_add(&gg, DT_ATEN_SUM, &ga_dim5, gin_00, 1)) \
-    \
-    ROW(pg1, "ports/pg.h", "pg_strerror", "unknown code (returns \"unknown error\")", 0, pg_strerror(12345) == NULL) \
-    ROW(pg2, "ports/pg.h", "pg_dtype_size", "unknown dtype (returns 0)", 0, (int)pg_dtype_size((mb_dtype)99)) \
-    ROW(pg2b, "ports/pg.h", "pg_wire_tag", "context, kind, low beyond their bits (masked: bits 30-31 stay 0)", 0, \
-        (int)(pg_wire_tag(0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu) >> 30)) \
-    ROW(pg3, "ports/pg.h", "pg_group_init", "NULL ops", PG_ERR_NULL, pg_group_init(OUT(pg_group), NULL, NULL, 0, 2, 64)) \
-    ROW(pg4, "ports/pg.h", "pg_group_init", "ops without send", PG_ERR_NULL, \
-        pg_group_init(OUT(pg_group), &ops_nosend, NULL, 0, 2, 64)) \
-    ROW(pg5, "ports/pg.h", "pg_group_init", "world size > PG_MAX_RANKS", PG_ERR_SIZE, \
-        pg_group_init(OUT(pg_group), pg_pthread_ops(), NULL, 0, PG_MAX_RANKS + 1, 64)) \
-    ROW(pg6, "ports/pg.h", "pg_group_init", "max_msg 0", PG_ERR_SIZE, pg_group_init(OUT(pg_group), pg_pthread_ops(), NULL, 0, 2, 0)) \
-    ROW(pg7, "ports/pg.h", "pg_group_init", "rank >= size", PG_ERR_RANK, \
-        pg_group_init(OUT(pg_group), pg_pthread_ops(), NULL, 2, 2, 64)) \
-    ROW(pg8, "ports/pg.h", "pg_rank", "NULL", PG_ERR_NULL, pg_rank(NULL)) \
-    ROW(pg9, "ports/pg.h", "pg_rank", "not a member", PG_ERR_NOT_MEMBER, pg_rank(&nomember)) \
-    ROW(pg10, "ports/pg.h", "pg_size", "NULL", PG_ERR_NULL, pg_size(NULL)) \
-    ROW(pg11, "ports/pg.h", "pg_world_rank", "rank out of range", PG_ERR_RANK, pg_world_rank(g0, 2)) \
-    ROW(pg12, "ports/pg.h", "pg_set_timeout", "NULL", PG_ERR_NULL, pg_set_timeout(NULL, 1)) \
-    ROW(pg13, "ports/pg.h", "pg_timeout", "NULL (returns 0)", 0, (int)pg_timeout(NULL)) \
-    ROW(pg14, "ports/pg.h", "pg_group_set_scratch", "fewer than 8 bytes", PG_ERR_SIZE, pg_group_set_scratch(g0, OUT(void), 4)) \
-    ROW(pg15, "ports/pg.h", "pg_group_set_scratch", "NULL group", PG_ERR_NULL, pg_group_set_scratch(NULL, OUT(void), 64)) \
-    ROW(pg16, "ports/pg.h", "pg_scratch_bytes", "NULL (returns 0)", 0, (int)pg_scratch_bytes(NULL)) \
-    ROW(pg17, "ports/pg.h", "pg_max_msg", "NULL (returns 0)", 0, (int)pg_max_msg(NULL)) \
-    ROW(pg18, "ports/pg.h", "pg_send", "dst out of range", PG_ERR_RANK, pg_send(g0, 2, 0, pin, 4)) \
-    ROW(pg19, "ports/pg.h", "pg_send", "negative dst", PG_ERR_RANK, pg_send(g0, -1, 0, pin, 4)) \
-    ROW(pg20, "ports/pg.h", "pg_send", "tag > PG_TAG_MAX", PG_ERR_TAG, pg_send(g0, 1, PG_TAG_MAX + 1, pin, 4)) \
-    ROW(pg21, "ports/pg.h", "pg_send", "negative tag", PG_ERR_TAG, pg_send(g0, 1, -1, pin, 4)) \
-    ROW(pg22, "ports/pg.h", "pg_send", "NULL buffer, bytes > 0", PG_ERR_NULL, pg_send(g0, 1, 0, NULL, 4)) \
-    ROW(pg23, "ports/pg.h", "pg_send", "bytes > max_msg", PG_ERR_TOO_BIG, pg_send(g0, 1, 0, out_area.b, pg_max_msg(g0) + 1)) \
-    ROW(pg24, "ports/pg.h", "pg_send", "not a member", PG_ERR_NOT_MEMBER, pg_send(&nomember, 0, 0, pin, 4)) \
-    ROW(pg25, "ports/pg.h", "pg_recv", "src out of range", PG_ERR_RANK, pg_recv(g0, 5, 0, OUT(void), 64, OUT_AT(size_t, 4096))) \
-    ROW(pg26, "ports/pg.h", "pg_recv", "NULL buffer, cap > 0", PG_ERR_NULL, pg_recv(g0, 1, 0, NULL, 64, OUT_AT(size_t, 4096))) \
-    ROW(pg27, "ports/pg.h", "pg_recv", "NULL group", PG_ERR_NULL, pg_recv(NULL, 1, 0, OUT(void), 64, NULL)) \
-    ROW(pg28, "ports/pg.h", "pg_recv_timeout", "tag out of range", PG_ERR_TAG, \
-        pg_recv_timeout(g0, 1, 70000, OUT(void), 64, OUT_AT(size_t, 4096), 0)) \
-    ROW(pg29, "ports/pg.h", "pg_recv_timeout", "nothing sent, timeout 0", PG_ERR_TIMEOUT, \
-        pg_recv_timeout(g0, 1, 3, OUT(void), 64, OUT_AT(size_t, 4096), 0)) \
-    ROW(pg78, "ports/pg.h", "pg_send_timeout", "tag out of range", PG_ERR_TAG, \
-        pg_send_timeout(g0, 1, 70000, pin, 4, 0)) \
-    ROW(pg79, "ports/pg.h", "pg_send_timeout", "NULL group", PG_ERR_NULL, pg_send_timeout(NULL, 1, 0, pin, 4, 0)) \
-    ROW(pg30, "ports/pg.h", "pg_probe", "src out of range", PG_ERR_RANK, pg_probe(g0, 2, 0, OUT(size_t))) \
-    ROW(pg31, "ports/pg.h", "pg_abort", "NULL", PG_ERR_NULL, pg_abort(NULL, -1)) \
-    ROW(pg32, "ports/pg.h", "pg_recover", "NULL", PG_ERR_NULL, pg_recover(NULL)) \
-    ROW(pg33, "ports/pg.h", "pg_slot_acquire", "NULL ptr", PG_ERR_NULL, pg_slot_acquire(g0, 1, 8, NULL)) \
-    ROW(pg34, "ports/pg.h", "pg_slot_acquire", "bytes > max_msg", PG_ERR_TOO_BIG, \
-        pg_slot_acquire(g0, 1, pg_max_msg(g0) + 1, OUT(void *))) \
-    ROW(pg35, "ports/pg.h", "pg_slot_acquire", "dst out of range", PG_ERR_RANK, pg_slot_acquire(g0, 3, 8, OUT(void *))) \
-    ROW(pg36, "ports/pg.h", "pg_slot_commit", "pointer never acquired", PG_ERR_NO_SLOT, pg_slot_commit(g0, 1, 0, pin, 8)) \
-    ROW(pg37, "ports/pg.h", "pg_slot_commit", "NULL pointer", PG_ERR_NULL, pg_slot_commit(g0, 1, 0, NULL, 8)) \
-    ROW(pg38, "ports/pg.h", "pg_slot_peek", "NULL ptr", PG_ERR_NULL, pg_slot_peek(g0, 1, 0, NULL, OUT(size_t))) \
-    ROW(pg39, "ports/pg.h", "pg_slot_peek", "tag out of range", PG_ERR_TAG, \
-        pg_slot_peek(g0, 1, -5, OUT(const void *), OUT_AT(size_t, 64))) \
-    ROW(pg40, "ports/pg.h", "pg_slot_release", "pointer never peeked", PG_ERR_NO_SLOT, pg_slot_release(g0, 1, pin)) \
-    ROW(pg41, "ports/pg.h", "pg_subgroup_init", "sub == parent", PG_ERR_SIZE, pg_subgroup_init(g0, g0, ranks_dup, 1)) \
-    ROW(pg42, "ports/pg.h", "pg_subgroup_init", "repeated rank", PG_ERR_RANK, \
-        pg_subgroup_init(OUT(pg_group), g0, ranks_dup, 2)) \
-    ROW(pg43, "ports/pg.h", "pg_subgroup_init", "rank outside the parent", PG_ERR_RANK, \
-        pg_subgroup_init(OUT(pg_group), g0, ranks_neg, 2)) \
-    ROW(pg44, "ports/pg.h", "pg_subgroup_init", "n <= 0", PG_ERR_SIZE, pg_subgroup_init(OUT(pg_group), g0, ranks_dup, 0)) \
-    ROW(pg45, "ports/pg.h", "pg_barrier", "NULL", PG_ERR_NULL, pg_barrier(NULL)) \
-    ROW(pg46, "ports/pg.h", "pg_barrier", "not a member", PG_ERR_NOT_MEMBER, pg_barrier(&nomember)) \
-    ROW(pg47, "ports/pg.h", "pg_broadcast", "root out of range", PG_ERR_RANK, pg_broadcast(g0, OUT(void), 4, MB_F32, 2)) \
-    ROW(pg48, "ports/pg.h", "pg_broadcast", "unknown dtype", PG_ERR_DTYPE, pg_broadcast(g0, OUT(void), 4, (mb_dtype)99, 0)) \
-    ROW(pg49, "ports/pg.h", "pg_broadcast", "NULL buffer, count > 0", PG_ERR_NULL, pg_broadcast(g0, NULL, 4, MB_F32, 0)) \
-    ROW(pg50, "ports/pg.h", "pg_all_reduce", "unknown op", PG_ERR_OP, pg_all_reduce(g0, pin, OUT(void), 4, MB_F32, (pg_red)9)) \
-    ROW(pg51, "ports/pg.h", "pg_all_reduce", "AVG on integers", PG_ERR_DTYPE, pg_all_reduce(g0, pin, OUT(void), 4, MB_I32, PG_AVG)) \
-    ROW(pg52, "ports/pg.h", "pg_all_reduce", "unknown dtype", PG_ERR_DTYPE, \
-        pg_all_reduce(g0, pin, OUT(void), 4, (mb_dtype)99, PG_SUM)) \
-    ROW(pg53, "ports/pg.h", "pg_all_reduce", "count overflows bytes", PG_ERR_SIZE, \
-        pg_all_reduce(g0, pin, OUT(void), (size_t)-1 / 2, MB_F32, PG_SUM)) \
-    ROW(pg54, "ports/pg.h", "pg_all_reduce", "NULL recv", PG_ERR_NULL, pg_all_reduce(g0, pin, NULL, 4, MB_F32, PG_SUM)) \
-    ROW(pg55, "ports/pg.h", "pg_all_gather", "NULL send", PG_ERR_NULL, pg_all_gather(g0, NULL, OUT(void), 4, MB_F32)) \
-    ROW(pg56, "ports/pg.h", "pg_all_gather", "count x size overflows", PG_ERR_SIZE, \
-        pg_all_gather(g0, pin, OUT(void), (size_t)-1 / 4, MB_F32)) \
-    ROW(pg57, "ports/pg.h", "pg_all_gatherv", "NULL counts", PG_ERR_NULL, pg_all_gatherv(g0, pin, OUT(void), NULL, MB_F32)) \
-    ROW(pg58, "ports/pg.h", "pg_all_gatherv", "counts sum overflows", PG_ERR_SIZE, \
-        pg_all_gatherv(g0, pin, OUT(void), counts_big, MB_F32)) \
-    ROW(pg59, "ports/pg.h", "pg_reduce_scatter", "unknown op", PG_ERR_OP, \
-        pg_reduce_scatter(g0, pin, OUT(void), 2, MB_F32, (pg_red)-1)) \
-    ROW(pg60, "ports/pg.h", "pg_reduce_scatter", "NULL group", PG_ERR_NULL, pg_reduce_scatter(NULL, pin, OUT(void), 2, MB_F32, PG_SUM)) \
-    ROW(pg61, "ports/pg.h", "pg_reduce_scatterv", "AVG on integers", PG_ERR_DTYPE, \
-        pg_reduce_scatterv(g0, pin, OUT(void), counts2, MB_I8, PG_AVG)) \
-    ROW(pg62, "ports/pg.h", "pg_reduce_scatterv", "NULL counts", PG_ERR_NULL, \
-        pg_reduce_scatterv(g0, pin, OUT(void), NULL, MB_F32, PG_SUM)) \
-    ROW(pg63, "ports/pg.h", "pg_all_to_all", "in place (send == recv)", PG_ERR_SIZE, \
-        pg_all_to_all(g0, OUT(void), OUT(void), 2, MB_F32)) \
-    ROW(pg64, "ports/pg.h", "pg_all_to_all", "unknown dtype", PG_ERR_DTYPE, pg_all_to_all(g0, pin, OUT(void), 2, (mb_dtype)-1)) \
-    ROW(pg65, "ports/pg.h", "pg_all_to_allv", "NULL recv counts", PG_ERR_NULL, \
-        pg_all_to_allv(g0, pin, counts2, OUT(void), NULL, MB_F32)) \
-    ROW(pg66, "ports/pg.h", "pg_all_to_allv", "NULL send, counts > 0", PG_ERR_NULL, \
-        pg_all_to_allv(g0, NULL, counts2, OUT(void), counts2, MB_F32)) \
-    ROW(pg67, "ports/pg.h", "pg_gather", "root out of range", PG_ERR_RANK, pg_gather(g0, pin, OUT(void), 2, MB_F32, -1)) \
+        dt_conv2d_sharded_backward(&dcomm, &cp, &dcx_h, &dcw, &dgy_h, out4(MB_F32, 2, 4), NULL, NULL,                  \
+                                   OUT_AT(dt_spec, 8192), OUT(void), 8192))                                            \
+    ROW(cv58, "dtensor.h", "dt_conv2d_backward_scratch_bytes", "int8 input (f32 only)", DT_ERR_DTYPE,                  \
+        dt_conv2d_backward_scratch_bytes(&cp, &sp_cx_i8, &sp_cw, OUT(size_t)))                                         \
+    ROW(gr1, "dtensor.h", "dt_graph_bytes", "negative capacity (returns 0)", 0, (int)dt_graph_bytes(-1))               \
+    ROW(gr2, "dtensor.h", "dt_graph_init", "capacity 0", DT_ERR_TOO_SMALL, dt_graph_init(OUT(dt_graph), gnodes, 0))    \
+    ROW(gr3, "dtensor.h", "dt_graph_init", "NULL storage", DT_ERR_NULL, dt_graph_init(OUT(dt_graph), NULL, 4))         \
+    ROW(gr4, "dtensor.h", "dt_graph_add", "operand id not an earlier node", DT_ERR_NODE,                               \
+        dt_graph_add(&gg_out, DT_ATEN_RELU, NULL, gin_01, 1))                                                          \
+    ROW(gr5, "dtensor.h", "dt_graph_add", "op the graph does not run", DT_ERR_UNSUPPORTED,                             \
+        dt_graph_add(&gg_out, DT_ATEN_SOFTMAX, NULL, gin_01, 1))                                                       \
+    ROW(gr6, "dtensor.h", "dt_graph_add", "wrong operand count", DT_ERR_PLACEMENT_COUNT,                               \
+        dt_graph_add(&gg_out, DT_ATEN_MM, NULL, gin_01, 1))                                                            \
+    ROW(gr7, "dtensor.h", "dt_graph_add", "placeholder with a size < 1", DT_ERR_SHAPE,                                 \
+        dt_graph_add(&gg_out, DT_G_INPUT, &ga_bad, NULL, 0))                                                           \
+    ROW(gr8, "dtensor.h", "dt_graph_add", "NULL operand ids, nin > 0", DT_ERR_NULL,                                    \
+        dt_graph_add(&gg_out, DT_ATEN_RELU, NULL, NULL, 1))                                                            \
+    ROW(gr9, "dtensor.h", "dt_graph_add", "capacity full", DT_ERR_TOO_SMALL,                                           \
+        dt_graph_add(&gg_full, DT_G_INPUT, &ga_43, NULL, 0))                                                           \
+    ROW(gr10, "dtensor.h", "dt_graph_add", "mm of mismatched shapes", DT_ERR_SHAPE,                                    \
+        dt_graph_add(&gg, DT_ATEN_MM, NULL, gin_00, 2))                                                                \
+    ROW(gr11, "dtensor.h", "dt_graph_analyze", "inputs with different batch sizes", DT_ERR_BATCH,                      \
+        dt_graph_analyze(&gg_batch))                                                                                   \
+    ROW(gr12, "dtensor.h", "dt_graph_plan", "rank >= world", DT_ERR_RANK,                                              \
+        dt_graph_plan(&gg, 2, 2, DT_SUM, OUT(dt_gplan), OUT_AT(dt_gstep, 1024), 4))                                    \
+    ROW(gr13, "dtensor.h", "dt_graph_plan", "gradient reduce op not sum/avg", DT_ERR_PLACEMENT,                        \
+        dt_graph_plan(&gg, 1, 0, DT_MAX, OUT(dt_gplan), OUT_AT(dt_gstep, 1024), 4))                                    \
+    ROW(gr14, "dtensor.h", "dt_graph_plan", "cap < node count", DT_ERR_TOO_SMALL,                                      \
+        dt_graph_plan(&gg, 1, 0, DT_SUM, OUT(dt_gplan), OUT_AT(dt_gstep, 1024), 2))                                    \
+    ROW(gr15, "dtensor.h", "dt_graph_plan", "inputs with different batch sizes", DT_ERR_BATCH,                         \
+        dt_graph_plan(&gg_batch, 1, 0, DT_SUM, OUT(dt_gplan), OUT_AT(dt_gstep, 1024), 4))                              \
+    ROW(gr16, "dtensor.h", "dt_gplan_tensor", "step out of range", DT_ERR_NODE,                                        \
+        dt_gplan_tensor(&gp, OUT_AT(void, 8192), 3, OUT(mb_tensor)))                                                   \
+    ROW(gr17, "dtensor.h", "dt_gplan_run", "operand not an earlier step", DT_ERR_NODE,                                 \
+        dt_gplan_run(&gp_badstep, OUT_AT(void, 8192), 4096, NULL))                                                     \
+    ROW(gr18, "dtensor.h", "dt_gplan_run", "arena smaller than the plan's", DT_ERR_TOO_SMALL,                          \
+        dt_gplan_run(&gp, OUT_AT(void, 8192), 8, NULL))                                                                \
+    ROW(gr19, "dtensor.h", "dt_gplan_run", "world 2 without a group", DT_ERR_MISMATCH,                                 \
+        dt_gplan_run(&gp_world2, OUT_AT(void, 8192), 4096, NULL))                                                      \
+    ROW(gr20, "dtensor.h", "dt_gplan_emit_c", "buffer too small", DT_ERR_TOO_SMALL,                                    \
+        dt_gplan_emit_c(&gp, "plan", OUT(char), 16, OUT_AT(size_t, 4096)))                                             \
+    ROW(gr21, "dtensor.h", "dt_gplan_emit_c", "name not a C identifier", DT_ERR_MISMATCH,                              \
+        dt_gplan_emit_c(&gp, "a-b", OUT(char), 4096, OUT_AT(size_t, 4096)))                                            \
+    ROW(gr22, "dtensor.h", "dt_gplan_emit_c", "NULL len", DT_ERR_NULL,                                                 \
+        dt_gplan_emit_c(&gp, "plan", OUT(char), 4096, NULL))                                                           \
+    ROW(gr23, "dtensor.h", "dt_graph_dist_placements", "mesh ndim 0", DT_ERR_MESH,                                     \
+        dt_graph_dist_placements(&gg, 0, OUT(dt_placement), 16))                                                       \
+    ROW(gr24, "dtensor.h", "dt_graph_dist_placements", "cap < node count", DT_ERR_TOO_SMALL,                           \
+        dt_graph_dist_placements(&gg, 1, OUT(dt_placement), 1))                                                        \
+    ROW(gr25, "dtensor.h", "dt_graph_dist_init", "NULL dispatcher", DT_ERR_NULL,                                       \
+        dt_graph_dist_init(&gg, NULL, NULL, OUT(dt_gvalue), 4, NULL, 0, OUT_AT(size_t, 4096), OUT_AT(size_t, 4104)))   \
+    ROW(gr26, "dtensor.h", "dt_graph_dist_run", "dispatcher without a comm", DT_ERR_NULL,                              \
+        dt_graph_dist_run(&gg, &gd_nocomm, OUT(dt_gvalue)))                                                            \
+    ROW(gr27, "dtensor.h", "dt_graph_dist_run", "values not set up for the dispatcher's mesh", DT_ERR_MISMATCH,        \
+        dt_graph_dist_run(&gg, &ddisp, OUT(dt_gvalue)))                                                                \
+    ROW(gr28, "dtensor.h", "dt_gplan_emit_c", "empty plan", DT_ERR_NODE,                                               \
+        dt_gplan_emit_c(&gp_empty, "plan", OUT(char), 4096, OUT_AT(size_t, 4096)))                                     \
+    ROW(gr29, "dtensor.h", "dt_graph_init", "NULL graph", DT_ERR_NULL, dt_graph_init(NULL, OUT(dt_gnode), 4))          \
+    ROW(gr30, "dtensor.h", "dt_graph_add", "dim out of range", DT_ERR_DIM,                                             \
+        dt_graph_add(&gg, DT_ATEN_SUM, &ga_dim5, gin_00, 1))                                                           \
+                                                                                                                       \
+    ROW(pg1, "ports/pg.h", "pg_strerror", "unknown code (returns \"unknown error\")", 0, pg_strerror(12345) == NULL)   \
+    ROW(pg2, "ports/pg.h", "pg_dtype_size", "unknown dtype (returns 0)", 0, (int)pg_dtype_size((mb_dtype)99))          \
+    ROW(pg2b, "ports/pg.h", "pg_wire_tag", "context, kind, low beyond their bits (masked: bits 30-31 stay 0)", 0,      \
+        (int)(pg_wire_tag(0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu) >> 30))                                               \
+    ROW(pg3, "ports/pg.h", "pg_group_init", "NULL ops", PG_ERR_NULL,                                                   \
+        pg_group_init(OUT(pg_group), NULL, NULL, 0, 2, 64))                                                            \
+    ROW(pg4, "ports/pg.h", "pg_group_init", "ops without send", PG_ERR_NULL,                                           \
+        pg_group_init(OUT(pg_group), &ops_nosend, NULL, 0, 2, 64))                                                     \
+    ROW(pg5, "ports/pg.h", "pg_group_init", "world size > PG_MAX_RANKS", PG_ERR_SIZE,                                  \
+        pg_group_init(OUT(pg_group), pg_pthread_ops(), NULL, 0, PG_MAX_RANKS + 1, 64))                                 \
+    ROW(pg6, "ports/pg.h", "pg_group_init", "max_msg 0", PG_ERR_SIZE,                                                  \
+        pg_group_init(OUT(pg_group), pg_pthread_ops(), NULL, 0, 2, 0))                                                 \
+    ROW(pg7, "ports/pg.h", "pg_group_init", "rank >= size", PG_ERR_RANK,                                               \
+        pg_group_init(OUT(pg_group), pg_pthread_ops(), NULL, 2, 2, 64))                                                \
+    ROW(pg8, "ports/pg.h", "pg_rank", "NULL", PG_ERR_NULL, pg_rank(NULL))                                              \
+    ROW(pg9, "ports/pg.h", "pg_rank", "not a member", PG_ERR_NOT_MEMBER, pg_rank(&nomember))                           \
+    ROW(pg10, "ports/pg.h", "pg_size", "NULL", PG_ERR_NULL, pg_size(NULL))                                             \
+    ROW(pg11, "ports/pg.h", "pg_world_rank", "rank out of range", PG_ERR_RANK, pg_world_rank(g0, 2))                   \
+    ROW(pg12, "ports/pg.h", "pg_set_timeout", "NULL", PG_ERR_NULL, pg_set_timeout(NULL, 1))                            \
+    ROW(pg13, "ports/pg.h", "pg_timeout", "NULL (returns 0)", 0, (int)pg_timeout(NULL))                                \
+    ROW(pg14, "ports/pg.h", "pg_group_set_scratch", "fewer than 8 bytes", PG_ERR_SIZE,                                 \
+        pg_group_set_scratch(g0, OUT(void), 4))                                                                        \
+    ROW(pg15, "ports/pg.h", "pg_group_set_scratch", "NULL group", PG_ERR_NULL,                                         \
+        pg_group_set_scratch(NULL, OUT(void), 64))                                                                     \
+    ROW(pg16, "ports/pg.h", "pg_scratch_bytes", "NULL (returns 0)", 0, (int)pg_scratch_bytes(NULL))                    \
+    ROW(pg17, "ports/pg.h", "pg_max_msg", "NULL (returns 0)", 0, (int)pg_max_msg(NULL))                                \
+    ROW(pg18, "ports/pg.h", "pg_send", "dst out of range", PG_ERR_RANK, pg_send(g0, 2, 0, pin, 4))                     \
+    ROW(pg19, "ports/pg.h", "pg_send", "negative dst", PG_ERR_RANK, pg_send(g0, -1, 0, pin, 4))                        \
+    ROW(pg20, "ports/pg.h", "pg_send", "tag > PG_TAG_MAX", PG_ERR_TAG, pg_send(g0, 1, PG_TAG_MAX + 1, pin, 4))         \
+    ROW(pg21, "ports/pg.h", "pg_send", "negative tag", PG_ERR_TAG, pg_send(g0, 1, -1, pin, 4))                         \
+    ROW(pg22, "ports/pg.h", "pg_send", "NULL buffer, bytes > 0", PG_ERR_NULL, pg_send(g0, 1, 0, NULL, 4))              \
+    ROW(pg23, "ports/pg.h", "pg_send", "bytes > max_msg", PG_ERR_TOO_BIG,                                              \
+        pg_send(g0, 1, 0, out_area.b, pg_max_msg(g0) + 1))                                                             \
+    ROW(pg24, "ports/pg.h", "pg_send", "not a member", PG_ERR_NOT_MEMBER, pg_send(&nomember, 0, 0, pin, 4))            \
+    ROW(pg25, "ports/pg.h", "pg_recv", "src out of range", PG_ERR_RANK,                                                \
+        pg_recv(g0, 5, 0, OUT(void), 64, OUT_AT(size_t, 4096)))                                                        \
+    ROW(pg26, "ports/pg.h", "pg_recv", "NULL buffer, cap > 0", PG_ERR_NULL,                                            \
+        pg_recv(g0, 1, 0, NULL, 64, OUT_AT(size_t, 4096)))                                                             \
+    ROW(pg27, "ports/pg.h", "pg_recv", "NULL group", PG_ERR_NULL, pg_recv(NULL, 1, 0, OUT(void), 64, NULL))            \
+    ROW(pg28, "ports/pg.h", "pg_recv_timeout", "tag out of range", PG_ERR_TAG,                                         \
+        pg_recv_timeout(g0, 1, 70000, OUT(void), 64, OUT_AT(size_t, 4096), 0))                                         \
+    ROW(pg29, "ports/pg.h", "pg_recv_timeout", "nothing sent, timeout 0", PG_ERR_TIMEOUT,                              \
+        pg_recv_timeout(g0, 1, 3, OUT(void), 64, OUT_AT(size_t, 4096), 0))                                             \
+    ROW(pg78, "ports/pg.h", "pg_send_timeout", "tag out of range", PG_ERR_TAG,                                         \
+        pg_send_timeout(g0, 1, 70000, pin, 4, 0))                                                                      \
+    ROW(pg79, "ports/pg.h", "pg_send_timeout", "NULL group", PG_ERR_NULL, pg_send_timeout(NULL, 1, 0, pin, 4, 0))      \
+    ROW(pg30, "ports/pg.h", "pg_probe", "src out of range", PG_ERR_RANK, pg_probe(g0, 2, 0, OUT(size_t)))              \
+    ROW(pg31, "ports/pg.h", "pg_abort", "NULL", PG_ERR_NULL, pg_abort(NULL, -1))                                       \
+    ROW(pg32, "ports/pg.h", "pg_recover", "NULL", PG_ERR_NULL, pg_recover(NULL))                                       \
+    ROW(pg33, "ports/pg.h", "pg_slot_acquire", "NULL ptr", PG_ERR_NULL, pg_slot_acquire(g0, 1, 8, NULL))               \
+    ROW(pg34, "ports/pg.h", "pg_slot_acquire", "bytes > max_msg", PG_ERR_TOO_BIG,                                      \
+        pg_slot_acquire(g0, 1, pg_max_msg(g0) + 1, OUT(void *)))                                                       \
+    ROW(pg35, "ports/pg.h", "pg_slot_acquire", "dst out of range", PG_ERR_RANK,                                        \
+        pg_slot_acquire(g0, 3, 8, OUT(void *)))                                                                        \
+    ROW(pg36, "ports/pg.h", "pg_slot_commit", "pointer never acquired", PG_ERR_NO_SLOT,                                \
+        pg_slot_commit(g0, 1, 0, pin, 8))                                                                              \
+    ROW(pg37, "ports/pg.h", "pg_slot_commit", "NULL pointer", PG_ERR_NULL, pg_slot_commit(g0, 1, 0, NULL, 8))          \
+    ROW(pg38, "ports/pg.h", "pg_slot_peek", "NULL ptr", PG_ERR_NULL, pg_slot_peek(g0, 1, 0, NULL, OUT(size_t)))        \
+    ROW(pg39, "ports/pg.h", "pg_slot_peek", "tag out of range", PG_ERR_TAG,                                            \
+        pg_slot_peek(g0, 1, -5, OUT(const void *), OUT_AT(size_t, 64)))                                                \
+    ROW(pg40, "ports/pg.h", "pg_slot_release", "pointer never peeked", PG_ERR_NO_SLOT, pg_slot_release(g0, 1, pin))    \
+    ROW(pg41, "ports/pg.h", "pg_subgroup_init", "sub == parent", PG_ERR_SIZE, pg_subgroup_init(g0, g0, ranks_dup, 1))  \
+    ROW(pg42, "ports/pg.h", "pg_subgroup_init", "repeated rank", PG_ERR_RANK,                                          \
+        pg_subgroup_init(OUT(pg_group), g0, ranks_dup, 2))                                                             \
+    ROW(pg43, "ports/pg.h", "pg_subgroup_init", "rank outside the parent", PG_ERR_RANK,                                \
+        pg_subgroup_init(OUT(pg_group), g0, ranks_neg, 2))                                                             \
+    ROW(pg44, "ports/pg.h", "pg_subgroup_init", "n <= 0", PG_ERR_SIZE,                                                 \
+        pg_subgroup_init(OUT(pg_group), g0, ranks_dup, 0))                                                             \
+    ROW(pg45, "ports/pg.h", "pg_barrier", "NULL", PG_ERR_NULL, pg_barrier(NULL))                                       \
+    ROW(pg46, "ports/pg.h", "pg_barrier", "not a member", PG_ERR_NOT_MEMBER, pg_barrier(&nomember))                    \
+    ROW(pg47, "ports/pg.h", "pg_broadcast", "root out of range", PG_ERR_RANK,                                          \
+        pg_broadcast(g0, OUT(void), 4, MB_F32, 2))                                                                     \
+    ROW(pg48, "ports/pg.h", "pg_broadcast", "unknown dtype", PG_ERR_DTYPE,                                             \
+        pg_broadcast(g0, OUT(void), 4, (mb_dtype)99, 0))                                                               \
+    ROW(pg49, "ports/pg.h", "pg_broadcast", "NULL buffer, count > 0", PG_ERR_NULL,                                     \
+        pg_broadcast(g0, NULL, 4, MB_F32, 0))                                                                          \
+    ROW(pg50, "ports/pg.h", "pg_all_reduce", "unknown op", PG_ERR_OP,                                                  \
+        pg_all_reduce(g0, pin, OUT(void), 4, MB_F32, (pg_red)9))                                                       \
+    ROW(pg51, "ports/pg.h", "pg_all_reduce", "AVG on integers", PG_ERR_DTYPE,                                          \
+        pg_all_reduce(g0, pin, OUT(void), 4, MB_I32, PG_AVG))                                                          \
+    ROW(pg52, "ports/pg.h", "pg_all_reduce", "unknown dtype", PG_ERR_DTYPE,                                            \
+        pg_all_reduce(g0, pin, OUT(void), 4, (mb_dtype)99, PG_SUM))                                                    \
+    ROW(pg53, "ports/pg.h", "pg_all_reduce", "count overflows bytes", PG_ERR_SIZE,                                     \
+        pg_all_reduce(g0, pin, OUT(void), (size_t)-1 / 2, MB_F32, PG_SUM))                                             \
+    ROW(pg54, "ports/pg.h", "pg_all_reduce", "NULL recv", PG_ERR_NULL,                                                 \
+        pg_all_reduce(g0, pin, NULL, 4, MB_F32, PG_SUM))                                                               \
+    ROW(pg55, "ports/pg.h", "pg_all_gather", "NULL send", PG_ERR_NULL, pg_all_gather(g0, NULL, OUT(void), 4, MB_F32))  \
+    ROW(pg56, "ports/pg.h", "pg_all_gather", "count x size overflows", PG_ERR_SIZE,                                    \
+        pg_all_gather(g0, pin, OUT(void), (size_t)-1 / 4, MB_F32))                                                     \
+    ROW(pg57, "ports/pg.h", "pg_all_gatherv", "NULL counts", PG_ERR_NULL,                                              \
+        pg_all_gatherv(g0, pin, OUT(void), NULL, MB_F32))                                                              \
+    ROW(pg58, "ports/pg.h", "pg_all_gatherv", "counts sum overflows", PG_ERR_SIZE,                                     \
+        pg_all_gatherv(g0, pin, OUT(void), counts_big, MB_F32))                                                        \
+    ROW(pg59, "ports/pg.h", "pg_reduce_scatter", "unknown op", PG_ERR_OP,                                              \
+        pg_reduce_scatter(g0, pin, OUT(void), 2, MB_F32, (pg_red)-1))                                                  \
+    ROW(pg60, "ports/pg.h", "pg_reduce_scatter", "NULL group", PG_ERR_NULL,                                            \
+        pg_reduce_scatter(NULL, pin, OUT(void), 2, MB_F32, PG_SUM))                                                    \
+    ROW(pg61, "ports/pg.h", "pg_reduce_scatterv", "AVG on integers", PG_ERR_DTYPE,                                     \
+        pg_reduce_scatterv(g0, pin, OUT(void), counts2, MB_I8, PG_AVG))                                                \
+    ROW(pg62, "ports/pg.h", "pg_reduce_scatterv", "NULL counts", PG_ERR_NULL,                                          \
+        pg_reduce_scatterv(g0, pin, OUT(void), NULL, MB_F32, PG_SUM))                                                  \
+    ROW(pg63, "ports/pg.h", "pg_all_to_all", "in place (send == recv)", PG_ERR_SIZE,                                   \
+        pg_all_to_all(g0, OUT(void), OUT(void), 2, MB_F32))                                                            \
+    ROW(pg64, "ports/pg.h", "pg_all_to_all", "unknown dtype", PG_ERR_DTYPE,                                            \
+        pg_all_to_all(g0, pin, OUT(void), 2, (mb_dtype)-1))                                                            \
+    ROW(pg65, "ports/pg.h", "pg_all_to_allv", "NULL recv counts", PG_ERR_NULL,                                         \
+        pg_all_to_allv(g0, pin, counts2, OUT(void), NULL, MB_F32))                                                     \
+    ROW(pg66, "ports/pg.h", "pg_all_to_allv", "NULL send, counts > 0", PG_ERR_NULL,                                    \
+        pg_all_to_allv(g0, NULL, counts2, OUT(void), counts2, MB_F32))                                                 \
+    ROW(pg67, "ports/pg.h", "pg_gather", "root out of range", PG_ERR_RANK,                                             \
+        pg_gather(g0, pin, OUT(void), 2, MB_F32, -1))                                                                  \
     ROW(pg68, "ports/pg.h", "pg_gather", "NULL recv on the root", PG_ERR_NULL, pg_gather(g0, pin, NULL, 2, MB_F32, 0)) \
-    ROW(pg69, "ports/pg.h", "pg_gatherv", "unknown dtype", PG_ERR_DTYPE, pg_gatherv(g0, pin, OUT(void), counts2, (mb_dtype)77, 0)) \
-    ROW(pg70, "ports/pg.h", "pg_scatter", "root out of range", PG_ERR_RANK, pg_scatter(g0, pin, OUT(void), 2, MB_F32, 2)) \
-    ROW(pg71, "ports/pg.h", "pg_scatterv", "NULL recv, count > 0", PG_ERR_NULL, pg_scatterv(g0, pin, NULL, counts2, MB_F32, 1)) \
-    ROW(pg72, "ports/pg.h", "pg_reduce_local", "unknown op", PG_ERR_OP, pg_reduce_local(OUT(void), pin, 4, MB_F32, (pg_red)9)) \
-    ROW(pg73, "ports/pg.h", "pg_reduce_local", "AVG on integers", PG_ERR_DTYPE, pg_reduce_local(OUT(void), pin, 4, MB_I16, PG_AVG)) \
-    ROW(pg76, "ports/pg.h", "pg_reduce_into", "NULL second input", PG_ERR_NULL, \
-        pg_reduce_into(OUT(void), pin, NULL, 4, MB_F32, PG_SUM)) \
-    ROW(pg77, "ports/pg.h", "pg_reduce_into", "unknown dtype", PG_ERR_DTYPE, \
-        pg_reduce_into(OUT(void), pin, pin, 4, (mb_dtype)99, PG_MAX)) \
-    ROW(pg74, "ports/pg.h", "pg_scale_local", "integer dtype", PG_ERR_DTYPE, pg_scale_local(OUT(void), 4, MB_I32, 2)) \
-    ROW(pg75, "ports/pg.h", "pg_scale_local", "divisor <= 0", PG_ERR_SIZE, pg_scale_local(OUT(void), 4, MB_F32, 0)) \
-    \
+    ROW(pg69, "ports/pg.h", "pg_gatherv", "unknown dtype", PG_ERR_DTYPE,                                               \
+        pg_gatherv(g0, pin, OUT(void), counts2, (mb_dtype)77, 0))                                                      \
+    ROW(pg70, "ports/pg.h", "pg_scatter", "root out of range", PG_ERR_RANK,                                            \
+        pg_scatter(g0, pin, OUT(void), 2, MB_F32, 2))                                                                  \
+    ROW(pg71, "ports/pg.h", "pg_scatterv", "NULL recv, count > 0", PG_ERR_NULL,                                        \
+        pg_scatterv(g0, pin, NULL, counts2, MB_F32, 1))                                                                \
+    ROW(pg72, "ports/pg.h", "pg_reduce_local", "unknown op", PG_ERR_OP,                                                \
+        pg_reduce_local(OUT(void), pin, 4, MB_F32, (pg_red)9))                                                         \
+    ROW(pg73, "ports/pg.h", "pg_reduce_local", "AVG on integers", PG_ERR_DTYPE,                                        \
+        pg_reduce_local(OUT(void), pin, 4, MB_I16, PG_AVG))                                                            \
+    ROW(pg76, "ports/pg.h", "pg_reduce_into", "NULL second input", PG_ERR_NULL,                                        \
+        pg_reduce_into(OUT(void), pin, NULL, 4, MB_F32, PG_SUM))                                                       \
+    ROW(pg77, "ports/pg.h", "pg_reduce_into", "unknown dtype", PG_ERR_DTYPE,                                           \
+        pg_reduce_into(OUT(void), pin, pin, 4, (mb_dtype)99, PG_MAX))                                                  \
+    ROW(pg74, "ports/pg.h", "pg_scale_local", "integer dtype", PG_ERR_DTYPE, pg_scale_local(OUT(void), 4, MB_I32, 2))  \
+    ROW(pg75, "ports/pg.h", "pg_scale_local", "divisor <= 0", PG_ERR_SIZE, pg_scale_local(OUT(void), 4, MB_F32, 0))    \
+                                                                                                                       \
     ROW(pt1, "ports/pg_pthread.h", "pg_pthread_world_init", "NULL world", PG_ERR_NULL, pg_pthread_world_init(NULL, 2)) \
-    ROW(pt2, "ports/pg_pthread.h", "pg_pthread_world_init", "n 0", PG_ERR_SIZE, pg_pthread_world_init(OUT(pg_pthread_world), 0)) \
-    ROW(pt3, "ports/pg_pthread.h", "pg_pthread_world_init", "n > PG_PTHREAD_MAX_RANKS", PG_ERR_SIZE, \
-        pg_pthread_world_init(OUT(pg_pthread_world), PG_PTHREAD_MAX_RANKS + 1)) \
-    ROW(pt4, "ports/pg_pthread.h", "pg_pthread_run", "NULL fn (no thread started)", PG_ERR_NULL, \
-        pg_pthread_run(OUT(pg_pthread_world), 2, NULL, NULL)) \
-    ROW(pt5, "ports/pg_pthread.h", "pg_pthread_run", "n < 1 (no thread started)", PG_ERR_SIZE, \
-        pg_pthread_run(OUT(pg_pthread_world), -1, noop_rank, NULL)) \
-    \
-    ROW(ps1, "ports/pg_shm.h", "pg_shm_format", "NULL region", PG_ERR_NULL, pg_shm_format(NULL, SHM_BYTES, 2, 4, 64)) \
-    ROW(ps2, "ports/pg_shm.h", "pg_shm_format", "bytes smaller than the layout", PG_ERR_SIZE, \
-        pg_shm_format(shm_out(0), SHM_BYTES - 1, 2, 4, 64)) \
-    ROW(ps3, "ports/pg_shm.h", "pg_shm_format", "cores 0", PG_ERR_SIZE, pg_shm_format(shm_out(0), SHM_BYTES, 0, 4, 64)) \
-    ROW(ps4, "ports/pg_shm.h", "pg_shm_format", "cores > PG_SHM_MAX_CORES", PG_ERR_SIZE, \
-        pg_shm_format(shm_out(0), SHM_BYTES, PG_SHM_MAX_CORES + 1, 4, 64)) \
-    ROW(ps5, "ports/pg_shm.h", "pg_shm_format", "slots not a power of two", PG_ERR_SIZE, \
-        pg_shm_format(shm_out(0), SHM_BYTES, 2, 3, 64)) \
-    ROW(ps6, "ports/pg_shm.h", "pg_shm_format", "slots > 32", PG_ERR_SIZE, pg_shm_format(shm_out(0), SHM_BYTES, 2, 64, 64)) \
-    ROW(ps7, "ports/pg_shm.h", "pg_shm_format", "payload not a multiple of 8", PG_ERR_SIZE, \
-        pg_shm_format(shm_out(0), SHM_BYTES, 2, 4, 60)) \
-    ROW(ps8, "ports/pg_shm.h", "pg_shm_format", "payload 0", PG_ERR_SIZE, pg_shm_format(shm_out(0), SHM_BYTES, 2, 4, 0)) \
-    ROW(ps9, "ports/pg_shm.h", "pg_shm_format", "region not PG_SHM_LINE-aligned", PG_ERR_SIZE, \
-        pg_shm_format(shm_out(8), SHM_BYTES, 2, 4, 64)) \
-    ROW(ps10, "ports/pg_shm.h", "pg_shm_init", "NULL hooks", PG_ERR_NULL, \
-        pg_shm_init(OUT(pg_shm), shm_out(0), SHM_BYTES, 0, NULL)) \
-    ROW(ps11, "ports/pg_shm.h", "pg_shm_init", "NULL region", PG_ERR_NULL, pg_shm_init(OUT(pg_shm), NULL, SHM_BYTES, 0, &shm_hooks)) \
-    ROW(ps12, "ports/pg_shm.h", "pg_shm_init", "region not PG_SHM_LINE-aligned", PG_ERR_SIZE, \
-        pg_shm_init(OUT(pg_shm), shm_out(8), SHM_BYTES, 0, &shm_hooks)) \
-    ROW(ps13, "ports/pg_shm.h", "pg_shm_init", "bytes < PG_SHM_LINE", PG_ERR_SIZE, \
+    ROW(pt2, "ports/pg_pthread.h", "pg_pthread_world_init", "n 0", PG_ERR_SIZE,                                        \
+        pg_pthread_world_init(OUT(pg_pthread_world), 0))                                                               \
+    ROW(pt3, "ports/pg_pthread.h", "pg_pthread_world_init", "n > PG_PTHREAD_MAX_RANKS", PG_ERR_SIZE,                   \
+        pg_pthread_world_init(OUT(pg_pthread_world), PG_PTHREAD_MAX_RANKS + 1))                                        \
+    ROW(pt4, "ports/pg_pthread.h", "pg_pthread_run", "NULL fn (no thread started)", PG_ERR_NULL,                       \
+        pg_pthread_run(OUT(pg_pthread_world), 2, NULL, NULL))                                                          \
+    ROW(pt5, "ports/pg_pthread.h", "pg_pthread_run", "n < 1 (no thread started)", PG_ERR_SIZE,                         \
+        pg_pthread_run(OUT(pg_pthread_world), -1, noop_rank, NULL))                                                    \
+                                                                                                                       \
+    ROW(ps1, "ports/pg_shm.h", "pg_shm_format", "NULL region", PG_ERR_NULL, pg_shm_format(NULL, SHM_BYTES, 2, 4, 64))  \
+    ROW(ps2, "ports/pg_shm.h", "pg_shm_format", "bytes smaller than the layout", PG_ERR_SIZE,                          \
+        pg_shm_format(shm_out(0), SHM_BYTES - 1, 2, 4, 64))                                                            \
+    ROW(ps3, "ports/pg_shm.h", "pg_shm_format", "cores 0", PG_ERR_SIZE,                                                \
+        pg_shm_format(shm_out(0), SHM_BYTES, 0, 4, 64))                                                                \
+    ROW(ps4, "ports/pg_shm.h", "pg_shm_format", "cores > PG_SHM_MAX_CORES", PG_ERR_SIZE,                               \
+        pg_shm_format(shm_out(0), SHM_BYTES, PG_SHM_MAX_CORES + 1, 4, 64))                                             \
+    ROW(ps5, "ports/pg_shm.h", "pg_shm_format", "slots not a power of two", PG_ERR_SIZE,                               \
+        pg_shm_format(shm_out(0), SHM_BYTES, 2, 3, 64))                                                                \
+    ROW(ps6, "ports/pg_shm.h", "pg_shm_format", "slots > 32", PG_ERR_SIZE,                                             \
+        pg_shm_format(shm_out(0), SHM_BYTES, 2, 64, 64))                                                               \
+    ROW(ps7, "ports/pg_shm.h", "pg_shm_format", "payload not a multiple of 8", PG_ERR_SIZE,                            \
+        pg_shm_format(shm_out(0), SHM_BYTES, 2, 4, 60))                                                                \
+    ROW(ps8, "ports/pg_shm.h", "pg_shm_format", "payload 0", PG_ERR_SIZE,                                              \
+        pg_shm_format(shm_out(0), SHM_BYTES, 2, 4, 0))                                                                 \
+    ROW(ps9, "ports/pg_shm.h", "pg_shm_format", "region not PG_SHM_LINE-aligned", PG_ERR_SIZE,                         \
+        pg_shm_format(shm_out(8), SHM_BYTES, 2, 4, 64))                                                                \
+    ROW(ps10, "ports/pg_shm.h", "pg_shm_init", "NULL hooks", PG_ERR_NULL,                                              \
+        pg_shm_init(OUT(pg_shm), shm_out(0), SHM_BYTES, 0, NULL))                                                      \
+    ROW(ps11, "ports/pg_shm.h", "pg_shm_init", "NULL region", PG_ERR_NULL,                                             \
+        pg_shm_init(OUT(pg_shm), NULL, SHM_BYTES, 0, &shm_hooks))                                                      \
+    ROW(ps12, "ports/pg_shm.h", "pg_shm_init", "region not PG_SHM_LINE-aligned", PG_ERR_SIZE,                          \
+        pg_shm_init(OUT(pg_shm), shm_out(8), SHM_BYTES, 0, &shm_hooks))                                                \
+    ROW(ps13, "ports/pg_shm.h", "pg_shm_init", "bytes < PG_SHM_LINE", PG_ERR_SIZE,                                     \
         pg_shm_init(OUT(pg_shm), shm_out(0), PG_SHM_LINE - 1, 0, &shm_hooks))
 
 /* ---- public functions returning an int without a row, and why ---------------------------
@@ -849,12 +941,15 @@ typedef struct no_row {
     const char *header, *function, *why;
 } no_row;
 static const no_row no_rows[] = {
-    {"dtensor.h", "dt_mul_qmul", "cannot fail: every int32 x and multiplier give a value (the left shift "
-                                 "saturates); it returns a product, not a code"},
-    {"dtensor.h", "dt_kernel_cblas", "built only with DT_CBLAS (a BLAS to link); every input it does not take "
-                                     "goes to dt_kernel_ref, whose rows are above"},
-    {"ports/pg_mpi.h", "pg_mpi_init", "needs an MPI build (mpi.h), which this host table is not; NULL port: "
-                                      "PG_ERR_NULL, a failing MPI_Comm_dup: PG_ERR_PORT"},
+    {"dtensor.h", "dt_mul_qmul",
+     "cannot fail: every int32 x and multiplier give a value (the left shift "
+     "saturates); it returns a product, not a code"},
+    {"dtensor.h", "dt_kernel_cblas",
+     "built only with DT_CBLAS (a BLAS to link); every input it does not take "
+     "goes to dt_kernel_ref, whose rows are above"},
+    {"ports/pg_mpi.h", "pg_mpi_init",
+     "needs an MPI build (mpi.h), which this host table is not; NULL port: "
+     "PG_ERR_NULL, a failing MPI_Comm_dup: PG_ERR_PORT"},
     {"ports/pg_mpi.h", "pg_mpi_finalize", "needs an MPI build; NULL port: PG_ERR_NULL"},
 };
 #define NNOROWS ((int)(sizeof no_rows / sizeof no_rows[0]))
@@ -865,7 +960,10 @@ static mb_tensor *out4(mb_dtype dt, int32_t c, int32_t h)
 {
     static mb_tensor t;
     int32_t sh[4];
-    sh[0] = 1; sh[1] = c; sh[2] = h; sh[3] = 4;
+    sh[0] = 1;
+    sh[1] = c;
+    sh[2] = h;
+    sh[3] = 4;
     mb_tensor_init(&t, out_area.b + 16384, dt, 4, sh);
     return &t;
 }
@@ -874,7 +972,8 @@ static mb_tensor *out_tensor(mb_dtype dt, int32_t rows, int32_t cols)
     /* the tensor struct is an input (not in the canary area); its data is */
     static mb_tensor t;
     int32_t sh[2];
-    sh[0] = rows; sh[1] = cols;
+    sh[0] = rows;
+    sh[1] = cols;
     mb_tensor_init(&t, out_area.b + 16384, dt, 2, sh);
     return &t;
 }
@@ -886,7 +985,10 @@ static mb_value *out_value_dt(mb_dtype dt, int32_t rows, int32_t cols)
     v.tensor = *out_tensor(dt, rows, cols);
     return &v;
 }
-static mb_value *out_value(int32_t rows, int32_t cols) { return out_value_dt(MB_F32, rows, cols); }
+static mb_value *out_value(int32_t rows, int32_t cols)
+{
+    return out_value_dt(MB_F32, rows, cols);
+}
 static mb_tensor *out_vec(int32_t n)
 {
     static mb_tensor t;
@@ -899,7 +1001,8 @@ static mb_tensor *in_local(int32_t rows, int32_t cols)
     static float data[64];
     static mb_tensor t;
     int32_t sh[2];
-    sh[0] = rows; sh[1] = cols;
+    sh[0] = rows;
+    sh[1] = cols;
     mb_tensor_init(&t, data, MB_F32, 2, sh);
     return &t;
 }
@@ -908,7 +1011,8 @@ static mb_tensor *i8_local(int32_t rows, int32_t cols) /* two per row: alternate
     static mb_tensor t[2];
     static int k;
     int32_t sh[2];
-    sh[0] = rows; sh[1] = cols;
+    sh[0] = rows;
+    sh[1] = cols;
     k ^= 1;
     mb_tensor_init(&t[k], i8buf, MB_I8, 2, sh);
     return &t[k];
@@ -937,22 +1041,44 @@ typedef struct bad_row {
     int (*call)(void);
 } bad_row;
 
-#define ROW_FN(id, h, f, what, code, call) static int row_##id(void) { return (call); }
+#define ROW_FN(id, h, f, what, code, call) \
+    static int row_##id(void)              \
+    {                                      \
+        return (call);                     \
+    }
 BAD_INPUT_TABLE(ROW_FN)
 #define ROW_ENTRY(id, h, f, what, code, call) {h, f, what, #code, code, row_##id},
 static const bad_row rows[] = {BAD_INPUT_TABLE(ROW_ENTRY)};
 #define NROWS ((int)(sizeof rows / sizeof rows[0]))
 
-static int dummy_fwd(void *self, const mb_tensor *x, mb_tensor *y) { (void)self; (void)x; (void)y; return 0; }
-static int dummy_bi(void *self, const mb_tensor *x, const mb_tensor *dy, mb_tensor *dx)
+static int dummy_fwd(void *self, const mb_tensor *x, mb_tensor *y)
 {
-    (void)self; (void)x; (void)dy; (void)dx;
+    (void)self;
+    (void)x;
+    (void)y;
     return 0;
 }
-static int dummy_input(void *user, int mb, mb_tensor *x) { (void)user; (void)mb; (void)x; return 0; }
+static int dummy_bi(void *self, const mb_tensor *x, const mb_tensor *dy, mb_tensor *dx)
+{
+    (void)self;
+    (void)x;
+    (void)dy;
+    (void)dx;
+    return 0;
+}
+static int dummy_input(void *user, int mb, mb_tensor *x)
+{
+    (void)user;
+    (void)mb;
+    (void)x;
+    return 0;
+}
 static int dummy_loss(void *user, int mb, const mb_tensor *y, mb_tensor *dy, double *loss)
 {
-    (void)user; (void)mb; (void)y; (void)dy;
+    (void)user;
+    (void)mb;
+    (void)y;
+    (void)dy;
     *loss = 0;
     return 0;
 }
@@ -965,15 +1091,22 @@ static void fixtures(void)
     int32_t sh7[MB_MAX_DIMS + 1] = {1, 1, 1, 1, 1, 1, 1};
     (void)sh7;
     mb_tensor_init(&t84, fx, MB_F32, 2, shape84);
-    t_ndim7 = t84; t_ndim7.ndim = MB_MAX_DIMS + 1;
-    t_negshape = t84; t_negshape.shape[1] = -1;
-    t_dtype = t84; t_dtype.dtype = (mb_dtype)99;
-    t_neg_stride = t84; t_neg_stride.stride[0] = -4;
+    t_ndim7 = t84;
+    t_ndim7.ndim = MB_MAX_DIMS + 1;
+    t_negshape = t84;
+    t_negshape.shape[1] = -1;
+    t_dtype = t84;
+    t_dtype.dtype = (mb_dtype)99;
+    t_neg_stride = t84;
+    t_neg_stride.stride[0] = -4;
     memset(args, 0, sizeof args);
-    args[0].kind = MB_VALUE_TENSOR; args[0].tensor = t84;
-    args[1].kind = MB_VALUE_SCALAR; args[1].scalar = 2.0;
+    args[0].kind = MB_VALUE_TENSOR;
+    args[0].tensor = t84;
+    args[1].kind = MB_VALUE_SCALAR;
+    args[1].scalar = 2.0;
     memset(args_bad_kind, 0, sizeof args_bad_kind);
-    args_bad_kind[0].kind = 7; args_bad_kind[0].tensor = t84;
+    args_bad_kind[0].kind = 7;
+    args_bad_kind[0].tensor = t84;
     assert_int_equal(mb_split(args, NULL, 1, 4, MB_BALANCED, chunks4, 4, NULL), 4);
 
     assert_int_equal(pp_schedule_build(&sched, PP_SCHED_1F1B, 2, 1, 4, st[0], sizeof st[0], NULL), 0);
@@ -981,13 +1114,20 @@ static void fixtures(void)
     assert_int_equal(pp_plan_table(&lowered, 0, &table0), 0);
     for (i = 0; i < 2; i++) {
         memset(&layers2[i], 0, sizeof layers2[i]);
-        layers2[i].act_bytes = 32; layers2[i].cost = 1;
-        layers2[i].forward = dummy_fwd; layers2[i].backward_input = dummy_bi;
+        layers2[i].act_bytes = 32;
+        layers2[i].cost = 1;
+        layers2[i].forward = dummy_fwd;
+        layers2[i].backward_input = dummy_bi;
     }
     memset(&costs, 0, sizeof costs);
-    costs.f = 1; costs.b = 2;
+    costs.f = 1;
+    costs.b = 2;
     memset(&xcfg, 0, sizeof xcfg);
-    xcfg.layers = layers2; xcfg.nlayers = 2; xcfg.balance = bal2; xcfg.rows = 2; xcfg.dtype = MB_F32;
+    xcfg.layers = layers2;
+    xcfg.nlayers = 2;
+    xcfg.balance = bal2;
+    xcfg.rows = 2;
+    xcfg.dtype = MB_F32;
     xcfg.in_bytes = 32;
     xcfg.input = dummy_input;
     xcfg.loss = dummy_loss;
@@ -1044,17 +1184,29 @@ static void fixtures(void)
     /* graphs: x (4,3) @ w (3,2); one whose node storage is the canary area (nothing added);
        a full one; inputs of batch 4 and 5 */
     memset(&ga_43, 0, sizeof ga_43);
-    ga_43.ndim = 2; ga_43.shape[0] = 4; ga_43.shape[1] = 3;
-    ga_bad = ga_43; ga_bad.shape[1] = 0;
+    ga_43.ndim = 2;
+    ga_43.shape[0] = 4;
+    ga_43.shape[1] = 3;
+    ga_bad = ga_43;
+    ga_bad.shape[1] = 0;
     assert_int_equal(dt_graph_init(&gg, gnodes, 4), 0);
     assert_int_equal(dt_graph_add(&gg, DT_G_INPUT, &ga_43, NULL, 0), 0);
-    { dt_op_attrs w = ga_43; w.shape[0] = 3; w.shape[1] = 2;
-      assert_int_equal(dt_graph_add(&gg, DT_G_PARAM, &w, NULL, 0), 1); }
+    {
+        dt_op_attrs w = ga_43;
+        w.shape[0] = 3;
+        w.shape[1] = 2;
+        assert_int_equal(dt_graph_add(&gg, DT_G_PARAM, &w, NULL, 0), 1);
+    }
     assert_int_equal(dt_graph_add(&gg, DT_ATEN_MM, NULL, gin_01, 2), 2);
     assert_int_equal(dt_graph_plan(&gg, 1, 0, DT_SUM, &gp, gsteps, 4), 0);
-    gp_badstep = gp; memcpy(gsteps_bad, gsteps, sizeof gsteps); gsteps_bad[2].in[1] = 2; gp_badstep.steps = gsteps_bad;
-    gp_world2 = gp; gp_world2.world = 2;
-    gp_empty = gp; gp_empty.nsteps = 0;
+    gp_badstep = gp;
+    memcpy(gsteps_bad, gsteps, sizeof gsteps);
+    gsteps_bad[2].in[1] = 2;
+    gp_badstep.steps = gsteps_bad;
+    gp_world2 = gp;
+    gp_world2.world = 2;
+    gp_empty = gp;
+    gp_empty.nsteps = 0;
     memset(&ga_dim5, 0, sizeof ga_dim5);
     ga_dim5.dim = 5;
     assert_int_equal(dt_graph_init(&gg_out, OUT(dt_gnode), 4), 0);
@@ -1062,8 +1214,11 @@ static void fixtures(void)
     assert_int_equal(dt_graph_add(&gg_full, DT_G_INPUT, &ga_43, NULL, 0), 0);
     assert_int_equal(dt_graph_init(&gg_batch, gnodes_batch, 2), 0);
     assert_int_equal(dt_graph_add(&gg_batch, DT_G_INPUT, &ga_43, NULL, 0), 0);
-    { dt_op_attrs b = ga_43; b.shape[0] = 5;
-      assert_int_equal(dt_graph_add(&gg_batch, DT_G_INPUT, &b, NULL, 0), 1); }
+    {
+        dt_op_attrs b = ga_43;
+        b.shape[0] = 5;
+        assert_int_equal(dt_graph_add(&gg_batch, DT_G_INPUT, &b, NULL, 0), 1);
+    }
 
     /* a 2-rank pg_pthread world driven from this thread: nothing may block (timeout 0) */
     assert_int_equal(pg_pthread_world_init(&world, 2), 0);
@@ -1134,8 +1289,8 @@ static void test_bad_input_table(void **state)
         rc = rows[i].call();
         changed = first_changed();
         if (rc != rows[i].expected || changed >= 0) {
-            print_error("%s %s (%s): got %d, expected %s = %d%s\n", rows[i].header, rows[i].function, rows[i].what,
-                        rc, rows[i].code_name, rows[i].expected, changed >= 0 ? "; OUTPUT WRITTEN" : "");
+            print_error("%s %s (%s): got %d, expected %s = %d%s\n", rows[i].header, rows[i].function, rows[i].what, rc,
+                        rows[i].code_name, rows[i].expected, changed >= 0 ? "; OUTPUT WRITTEN" : "");
             failures++;
         }
     }
@@ -1162,8 +1317,11 @@ static int markdown(char *buf, size_t cap)
     size_t n = 0;
     int i;
     const char *last = "";
-#define PUT(...) do { int w_ = snprintf(buf + n, n < cap ? cap - n : 0, __VA_ARGS__); \
-    if (w_ > 0) n += (size_t)w_; } while (0)
+#define PUT(...)                                                        \
+    do {                                                                \
+        int w_ = snprintf(buf + n, n < cap ? cap - n : 0, __VA_ARGS__); \
+        if (w_ > 0) n += (size_t)w_;                                    \
+    } while (0)
     PUT("# splitcore error contract\n\n"
         "Generated from the table in `tests/test_bad_input.c` (`build/host/tests/test_bad_input --markdown "
         "docs/error-contract.md`); `scons test` fails when this file and the table differ.\n\n"

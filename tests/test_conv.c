@@ -82,7 +82,10 @@ static dt_conv2d_params params(const ccase *k)
     return p;
 }
 
-static int32_t osz(int32_t in, int32_t k, const ccase *c) { return (in + 2 * c->pad - c->dil * (k - 1) - 1) / c->stride + 1; }
+static int32_t osz(int32_t in, int32_t k, const ccase *c)
+{
+    return (in + 2 * c->pad - c->dil * (k - 1) - 1) / c->stride + 1;
+}
 
 /* Naive forward from the definitions: ynaive (contiguous, layout), canonical out shape co. */
 static void naive_fwd(const ccase *k, int32_t *co)
@@ -102,7 +105,8 @@ static void naive_fwd(const ccase *k, int32_t *co)
                     for (c = 0; c < cpg; c++)
                         for (i = 0; i < k->kh; i++)
                             for (j = 0; j < k->kw; j++) {
-                                int32_t ih = y * k->stride - k->pad + i * k->dil, iw = x * k->stride - k->pad + j * k->dil;
+                                int32_t ih = y * k->stride - k->pad + i * k->dil,
+                                        iw = x * k->stride - k->pad + j * k->dil;
                                 float v;
                                 if (ih < 0 || ih >= k->h || iw < 0 || iw >= k->w) continue;
                                 v = xin[at(k->layout, ci, n, g + c, ih, iw)];
@@ -165,7 +169,7 @@ static void run_ref(const ccase *k, mb_tensor *tx, mb_tensor *tw, mb_tensor *tb,
 
 static const ccase kcases[] = {
     /* layout, n, c, h, w, oc, kh, kw, stride, pad, dil, groups, bias, pool */
-    {DT_NCHW, 2, 3, 9, 7, 4, 3, 3, 1, 1, 1, 1, 1, 0},  {DT_NHWC, 2, 3, 9, 7, 4, 3, 3, 1, 1, 1, 1, 1, 0},
+    {DT_NCHW, 2, 3, 9, 7, 4, 3, 3, 1, 1, 1, 1, 1, 0},   {DT_NHWC, 2, 3, 9, 7, 4, 3, 3, 1, 1, 1, 1, 1, 0},
     {DT_NCHW, 1, 4, 11, 10, 6, 3, 2, 2, 0, 1, 2, 0, 0}, {DT_NHWC, 1, 4, 11, 10, 6, 3, 2, 2, 0, 1, 2, 1, 0},
     {DT_NCHW, 2, 4, 13, 9, 4, 3, 3, 2, 2, 2, 4, 1, 0},  {DT_NHWC, 3, 2, 6, 5, 3, 1, 1, 1, 0, 1, 1, 0, 0},
     {DT_NCHW, 1, 2, 8, 8, 2, 5, 5, 3, 2, 1, 1, 1, 0},   {DT_NCHW, 2, 3, 9, 7, 0, 2, 2, 2, 0, 1, 1, 0, 1},
@@ -271,7 +275,8 @@ static void test_backward(void **state)
                         for (c = 0; c < cpg; c++)
                             for (a = 0; a < k->kh; a++)
                                 for (b = 0; b < k->kw; b++) {
-                                    int32_t ih = y * k->stride - k->pad + a * k->dil, iw = x * k->stride - k->pad + b * k->dil;
+                                    int32_t ih = y * k->stride - k->pad + a * k->dil,
+                                            iw = x * k->stride - k->pad + b * k->dil;
                                     size_t xi, wi = (((size_t)o * cpg + c) * k->kh + a) * k->kw + b;
                                     if (ih < 0 || ih >= k->h || iw < 0 || iw >= k->w) continue;
                                     xi = at(k->layout, ci, n, g0 + c, ih, iw);
@@ -333,7 +338,8 @@ static void test_int8(void **state)
                         for (c = 0; c < cpg; c++)
                             for (a = 0; a < k->kh; a++)
                                 for (b = 0; b < k->kw; b++) {
-                                    int32_t ih = y * k->stride - k->pad + a * k->dil, iw = x * k->stride - k->pad + b * k->dil;
+                                    int32_t ih = y * k->stride - k->pad + a * k->dil,
+                                            iw = x * k->stride - k->pad + b * k->dil;
                                     int32_t xv;
                                     if (ih < 0 || ih >= k->h || iw < 0 || iw >= k->w) continue;
                                     xv = xq[at(k->layout, ci, n, g0 + c, ih, iw)];
@@ -414,7 +420,7 @@ static dt_mesh dm[NR];
 static dt_comm dc[NR];
 static float lx[NR][MAXE], lw[NR][MAXE], ly[NR][MAXE], lb[NR][64]; /* f32 or int8 / int32 */
 static uint64_t scr[NR][MAXE];
-static int cur_kind; /* 0 spatial, 1 batch, 2 output channels, 3 replicate */
+static int cur_kind;         /* 0 spatial, 1 batch, 2 output channels, 3 replicate */
 static int cur_bw_only = -1; /* sharded backward: -1 every gradient, else only grad_in / grad_w / grad_b */
 static const ccase *cur;
 static int32_t cur_co[4];
@@ -438,8 +444,8 @@ static int local_copy(const mb_tensor *v, void *buf, mb_tensor *out)
    ranks and its comm, the layout's global input and output shapes (xs, ys), the input's
    and weight's placements for cur_kind (px, pw), and in: its spec and a contiguous copy
    of this rank's slice of the global input xdata. 0 or the failing line. */
-static int rank_setup(pg_group *g, const ccase *k, mb_dtype dt, void *xdata, int32_t *xs, int32_t *ys,
-                      dt_placement *px, dt_placement *pw, dt_tensor *in)
+static int rank_setup(pg_group *g, const ccase *k, mb_dtype dt, void *xdata, int32_t *xs, int32_t *ys, dt_placement *px,
+                      dt_placement *pw, dt_tensor *in)
 {
     int me = pg_rank(g);
     int32_t ci[4], ms[1];
@@ -515,9 +521,12 @@ static int body(pg_group *g, void *arg)
     CHECK(run_sharded(k, &p, me, &in, &w, bias, &os, &lyv, need) == 0);
     CHECK(os.dtype == dt);
     /* the output spec's placement */
-    if (cur_kind == 3) CHECK(os.placements[0].kind == DT_KIND_REPLICATE);
-    else CHECK(os.placements[0].kind == DT_KIND_SHARD &&
-               os.placements[0].arg == (cur_kind == 0 ? hd : cur_kind == 1 ? 0 : cd));
+    if (cur_kind == 3)
+        CHECK(os.placements[0].kind == DT_KIND_REPLICATE);
+    else
+        CHECK(os.placements[0].kind == DT_KIND_SHARD && os.placements[0].arg == (cur_kind == 0   ? hd
+                                                                                 : cur_kind == 1 ? 0
+                                                                                                 : cd));
     /* every element equals the single-rank result's slice, bit for bit */
     mb_tensor_init(&gy, cur_q8 ? (void *)yq : (void *)yref, dt, 4, ys);
     CHECK(dt_local_view(&os, me, &gy, &v) == 0);
@@ -529,7 +538,7 @@ static int body(pg_group *g, void *arg)
 
 static const ccase scases[] = {
     /* layout, n, c, h, w, oc, kh, kw, stride, pad, dil, groups, bias, pool */
-    {DT_NCHW, 2, 3, 9, 7, 4, 3, 3, 1, 1, 1, 1, 1, 0},   /* uneven H (9 on 2 and 4) */
+    {DT_NCHW, 2, 3, 9, 7, 4, 3, 3, 1, 1, 1, 1, 1, 0}, /* uneven H (9 on 2 and 4) */
     {DT_NHWC, 2, 3, 9, 7, 4, 3, 3, 1, 1, 1, 1, 1, 0},
     {DT_NCHW, 1, 4, 11, 10, 6, 3, 2, 2, 0, 1, 2, 0, 0}, /* stride 2, groups 2 */
     {DT_NHWC, 2, 4, 13, 9, 4, 3, 3, 2, 2, 2, 4, 1, 0},  /* stride 2, dilation 2, pad 2, depthwise */
@@ -550,19 +559,19 @@ static void test_sharded(void **state)
     int kind, nranks;
     (void)state;
     for (cur_q8 = 0; cur_q8 < 2; cur_q8++)
-    for (nranks = 2; nranks <= NR; nranks += 2)
-        for (i = 0; i < sizeof scases / sizeof scases[0]; i++)
-            for (kind = 0; kind < 4; kind++) {
-                mb_tensor tx, tw, tb, ty;
-                cur = &scases[i];
-                cur_kind = kind;
-                fill(cur);
-                run_ref(cur, &tx, &tw, &tb, &ty, cur_co);
-                if (pg_pthread_run(&world, nranks, body, NULL)) {
-                    fprintf(stderr, "case %zu kind %d on %d ranks (int8 %d) failed\n", i, kind, nranks, cur_q8);
-                    fail();
+        for (nranks = 2; nranks <= NR; nranks += 2)
+            for (i = 0; i < sizeof scases / sizeof scases[0]; i++)
+                for (kind = 0; kind < 4; kind++) {
+                    mb_tensor tx, tw, tb, ty;
+                    cur = &scases[i];
+                    cur_kind = kind;
+                    fill(cur);
+                    run_ref(cur, &tx, &tw, &tb, &ty, cur_co);
+                    if (pg_pthread_run(&world, nranks, body, NULL)) {
+                        fprintf(stderr, "case %zu kind %d on %d ranks (int8 %d) failed\n", i, kind, nranks, cur_q8);
+                        fail();
+                    }
                 }
-            }
     cur_q8 = 0;
 }
 
@@ -573,7 +582,10 @@ static float gyb[MAXE], gxr[MAXE], gwr[MAXE], gbr[64];
 static float lgy[NR][MAXE], lgx[NR][MAXE], lgw[NR][MAXE], lgb[NR][64], red[NR][MAXE];
 
 /* |a - b| within f32 rounding of sums of a few hundred terms */
-static int near(float a, float b) { return fabsf(a - b) <= 1e-4f * (1.0f + fabsf(b)); }
+static int near(float a, float b)
+{
+    return fabsf(a - b) <= 1e-4f * (1.0f + fabsf(b));
+}
 
 /* This rank's gradient `t` (spec gs) against the single-rank `ref` (global shape of gs):
    Partial(sum) ones summed over the ranks first (dt_redistribute to Replicate). exact:
@@ -648,7 +660,8 @@ static int bw_body(pg_group *g, void *arg)
     }
     if (cur_bw_only >= 0) { /* one gradient alone: the same values */
         rc = dt_conv2d_sharded_backward(&dc[me], &p, &in, &w, &gy, cur_bw_only == 0 ? &tgx : NULL,
-                                        cur_bw_only == 1 ? &tgw : NULL, cur_bw_only == 2 ? &tgb : NULL, gs, scr[me], need);
+                                        cur_bw_only == 1 ? &tgw : NULL, cur_bw_only == 2 ? &tgb : NULL, gs, scr[me],
+                                        need);
     } else {
         rc = dt_conv2d_sharded_backward(&dc[me], &p, &in, &w, &gy, &tgx, &tgw, &tgb, gs, scr[me], need);
     }
@@ -665,14 +678,19 @@ static int bw_body(pg_group *g, void *arg)
             if (q == me) continue;
             CHECK(dt_conv2d_rows(&p, k->h, k->kh, np, q, r) == 0);
             if (r[5] > r[4] && r[4] < b1 && r[5] > b0) { /* trim the reached rows off either end */
-                if (r[4] <= b0) b0 = r[5] < b1 ? r[5] : b1;
-                else b1 = r[4];
+                if (r[4] <= b0)
+                    b0 = r[5] < b1 ? r[5] : b1;
+                else
+                    b1 = r[4];
             }
         }
     }
-    if (cur_bw_only < 0 || cur_bw_only == 0) CHECK((rc = grad_check(me, &gs[0], &tgx, gxr, cur_kind == 3, cur_kind == 0 ? hd : -1, b0, b1)) == 0);
-    if (cur_bw_only < 0 || cur_bw_only == 1) CHECK((rc = grad_check(me, &gs[1], &tgw, gwr, cur_kind >= 2, -1, -1, -1)) == 0);
-    if (cur_bw_only < 0 || cur_bw_only == 2) CHECK((rc = grad_check(me, &gs[2], &tgb, gbr, cur_kind >= 2, -1, -1, -1)) == 0);
+    if (cur_bw_only < 0 || cur_bw_only == 0)
+        CHECK((rc = grad_check(me, &gs[0], &tgx, gxr, cur_kind == 3, cur_kind == 0 ? hd : -1, b0, b1)) == 0);
+    if (cur_bw_only < 0 || cur_bw_only == 1)
+        CHECK((rc = grad_check(me, &gs[1], &tgw, gwr, cur_kind >= 2, -1, -1, -1)) == 0);
+    if (cur_bw_only < 0 || cur_bw_only == 2)
+        CHECK((rc = grad_check(me, &gs[2], &tgb, gbr, cur_kind >= 2, -1, -1, -1)) == 0);
     /* grad_out not in dt_conv2d's output spec (tp_conv would redistribute it first) */
     if (cur_kind == 0 && me >= 0) {
         dt_tensor bad = gy;
@@ -758,7 +776,7 @@ static void test_errors(void **state)
     q = p, q.layout = 7;
     assert_int_equal(dt_conv2d_ref(&q, &tx, &tw, NULL, &ty), DT_ERR_SHAPE);
     assert_int_equal(dt_conv2d_out_shape(&p, xs, bad, out), DT_ERR_SHAPE); /* channels 3 != 2 */
-    wsh[2] = 5;                                                             /* kernel larger than input */
+    wsh[2] = 5;                                                            /* kernel larger than input */
     assert_int_equal(dt_conv2d_out_shape(&p, xs, wsh, out), DT_ERR_SHAPE);
     wsh[2] = 3;
     ys[3] = 3; /* wrong output shape */
@@ -783,7 +801,8 @@ static void test_sharded_errors(void **state)
     dt_mesh m;
     dt_spec is, ws, os;
     int32_t one[1] = {2}, xs[4] = {1, 2, 4, 4}, wsh[4] = {2, 2, 3, 3};
-    dt_placement sh_w[1] = {DT_SHARD(3)}, sh_c[1] = {DT_SHARD(1)}, part[1] = {DT_PARTIAL(DT_SUM)}, r[1] = {DT_REPLICATE()};
+    dt_placement sh_w[1] = {DT_SHARD(3)}, sh_c[1] = {DT_SHARD(1)}, part[1] = {DT_PARTIAL(DT_SUM)},
+                 r[1] = {DT_REPLICATE()};
     dt_conv2d_params p = DT_CONV2D(DT_NCHW, 1, 1, 1, 1);
     size_t b;
     (void)state;
@@ -808,15 +827,24 @@ static void test_sharded_errors(void **state)
     assert_int_equal(dt_spec_init(&is, &m, r, 1, MB_I8, 4, xs, NULL), 0);
     assert_int_equal(dt_spec_init(&ws, &m, r, 1, MB_I8, 4, wsh, NULL), 0);
     assert_int_equal(dt_conv2d_backward_scratch_bytes(&p, &is, &ws, &b), DT_ERR_DTYPE); /* int8 */
-    assert_int_equal(dt_conv2d_sharded_backward(NULL, &p, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0), DT_ERR_NULL);
+    assert_int_equal(dt_conv2d_sharded_backward(NULL, &p, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0),
+                     DT_ERR_NULL);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_kernels),       cmocka_unit_test(test_known_values), cmocka_unit_test(test_layouts_and_views),
-        cmocka_unit_test(test_backward),      cmocka_unit_test(test_int8), cmocka_unit_test(test_int8_vs_f32),      cmocka_unit_test(test_pool_ties_nan), cmocka_unit_test(test_rows),
-        cmocka_unit_test(test_errors),        cmocka_unit_test(test_sharded_errors), cmocka_unit_test(test_sharded),
+        cmocka_unit_test(test_kernels),
+        cmocka_unit_test(test_known_values),
+        cmocka_unit_test(test_layouts_and_views),
+        cmocka_unit_test(test_backward),
+        cmocka_unit_test(test_int8),
+        cmocka_unit_test(test_int8_vs_f32),
+        cmocka_unit_test(test_pool_ties_nan),
+        cmocka_unit_test(test_rows),
+        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_sharded_errors),
+        cmocka_unit_test(test_sharded),
         cmocka_unit_test(test_sharded_backward),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

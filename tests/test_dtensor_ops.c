@@ -41,9 +41,9 @@ static pg_pthread_world world;
 #define DTO_MESH2 two
 #endif
 
-#define R_ DT_REPLICATE()
-#define S0 DT_SHARD(0)
-#define S1 DT_SHARD(1)
+#define R_   DT_REPLICATE()
+#define S0   DT_SHARD(0)
+#define S1   DT_SHARD(1)
 #define PSUM DT_PARTIAL(DT_SUM)
 
 /* ---- propagation (no communication: rank 0's view) ---- */
@@ -107,8 +107,10 @@ static void linear_case(int xnd, const dt_placement *px, const dt_placement *pw,
     dt_spec x, w, b;
     const dt_spec *args[3] = {&x, &w, &b};
     dt_op_strategy s;
-    if (xnd == 3) spec(&x, &mesh1, px, 3, 4, 8, 12);
-    else spec(&x, &mesh1, px, 2, 8, 12, 0);
+    if (xnd == 3)
+        spec(&x, &mesh1, px, 3, 4, 8, 12);
+    else
+        spec(&x, &mesh1, px, 2, 8, 12, 0);
     spec(&w, &mesh1, pw, 2, 16, 12, 0);
     if (pb) spec(&b, &mesh1, pb, 1, 16, 0, 0);
     assert_int_equal(dt_propagate(NULL, DT_ATEN_LINEAR, NULL, args, pb ? 3 : 2, &s), 0);
@@ -177,10 +179,10 @@ static void test_mm_rules(void **state)
     uint64_t ns;
     (void)state;
     assert_int_equal(dt_mesh_init(&mesh1, 1, one, NULL, 0), 0);
-    mm_case(s0, r, s0, s0, r);  /* S(0) x R -> S(0) */
-    mm_case(r, s1, s1, r, s1);  /* R x S(1) -> S(1) */
+    mm_case(s0, r, s0, s0, r);   /* S(0) x R -> S(0) */
+    mm_case(r, s1, s1, r, s1);   /* R x S(1) -> S(1) */
     mm_case(s1, s0, ps, s1, s0); /* S(1) x S(0) -> P(sum) */
-    mm_case(r, r, r, r, r);     /* R x R -> R */
+    mm_case(r, r, r, r, r);      /* R x R -> R */
     /* S(0) x S(0): the cheapest is gathering the rhs (one all_gather) over an all_to_all */
     mm_case(s0, s0, s0, s0, r);
     spec(&a, &mesh1, s0, 2, 8, 8, 0);
@@ -219,23 +221,23 @@ static void test_pointwise_rules(void **state)
                  pmax[1] = {DT_PARTIAL(DT_MAX)}, pmin[1] = {DT_PARTIAL(DT_MIN)};
     (void)state;
     assert_int_equal(dt_mesh_init(&mesh1, 1, one, NULL, 0), 0);
-    pw_case(DT_ATEN_ADD, ps, ps, ps, ps, ps);    /* P + P -> P (sum) */
-    pw_case(DT_ATEN_SUB, pa, pa, pa, pa, pa);    /* ... and avg */
-    pw_case(DT_ATEN_ADD, ps, r, ps, ps, ps);     /* P(sum) + R: the R is partitioned */
-    pw_case(DT_ATEN_ADD, r, ps, r, r, r);        /* follows the first on ties: all_reduce */
-    pw_case(DT_ATEN_ADD, pmax, pmax, r, r, r);   /* max is not additive: reduce both */
-    pw_case(DT_ATEN_MUL, ps, r, ps, ps, r);      /* P(sum) x R -> P */
-    pw_case(DT_ATEN_MUL, ps, ps, ps, ps, r);     /* only one factor may stay Partial */
-    pw_case(DT_ATEN_DIV, ps, r, ps, ps, r);      /* through the numerator */
-    pw_case(DT_ATEN_DIV, r, ps, r, r, r);        /* not the denominator */
-    pw_case(DT_ATEN_ADD, s0, ps, s0, s0, s0);    /* follows the sharded one: reduce_scatter */
+    pw_case(DT_ATEN_ADD, ps, ps, ps, ps, ps);  /* P + P -> P (sum) */
+    pw_case(DT_ATEN_SUB, pa, pa, pa, pa, pa);  /* ... and avg */
+    pw_case(DT_ATEN_ADD, ps, r, ps, ps, ps);   /* P(sum) + R: the R is partitioned */
+    pw_case(DT_ATEN_ADD, r, ps, r, r, r);      /* follows the first on ties: all_reduce */
+    pw_case(DT_ATEN_ADD, pmax, pmax, r, r, r); /* max is not additive: reduce both */
+    pw_case(DT_ATEN_MUL, ps, r, ps, ps, r);    /* P(sum) x R -> P */
+    pw_case(DT_ATEN_MUL, ps, ps, ps, ps, r);   /* only one factor may stay Partial */
+    pw_case(DT_ATEN_DIV, ps, r, ps, ps, r);    /* through the numerator */
+    pw_case(DT_ATEN_DIV, r, ps, r, r, r);      /* not the denominator */
+    pw_case(DT_ATEN_ADD, s0, ps, s0, s0, s0);  /* follows the sharded one: reduce_scatter */
     pw_case(DT_ATEN_MUL, r, s1, s1, s1, s1);
     pw_case(DT_ATEN_NEG, ps, NULL, ps, ps, NULL);
     pw_case(DT_ATEN_NEG, pmax, NULL, pmin, pmax, NULL); /* neg swaps max and min */
     pw_case(DT_ATEN_NEG, pmin, NULL, pmax, pmin, NULL);
     pw_case(DT_ATEN_RELU, pmax, NULL, pmax, pmax, NULL); /* monotone: keeps max/min */
     pw_case(DT_ATEN_RELU, pmin, NULL, pmin, pmin, NULL);
-    pw_case(DT_ATEN_RELU, ps, NULL, r, r, NULL);  /* not linear: reduce first */
+    pw_case(DT_ATEN_RELU, ps, NULL, r, r, NULL); /* not linear: reduce first */
     pw_case(DT_ATEN_RELU, s0, NULL, s0, s0, NULL);
 }
 
@@ -264,7 +266,7 @@ static void test_cache_and_errors(void **state)
     assert_memory_equal(&s, &s2, sizeof s);
     assert_int_equal(dt_propagate(&c, DT_ATEN_ADD, NULL, args, 2, &s2), 0); /* another op: a miss */
     assert_int_equal(c.misses, 2);
-    spec(&b, &mesh1, r, 2, 8, 4, 0);                                  /* another shape: a miss */
+    spec(&b, &mesh1, r, 2, 8, 4, 0); /* another shape: a miss */
     assert_int_equal(dt_propagate(&c, DT_ATEN_MM, NULL, args, 2, &s2), 0);
     assert_int_equal(c.misses, 3);
     assert_int_equal(s2.out_shape[1], 4);
@@ -328,15 +330,24 @@ static void test_unary_rules(void **state)
         static const struct {
             int op;
             dt_placement in, out;
-        } t[] = {{DT_ATEN_EXP, DT_PARTIAL(DT_MAX), DT_PARTIAL(DT_MAX)},  {DT_ATEN_EXP, DT_PARTIAL(DT_MIN), DT_PARTIAL(DT_MIN)},
-                 {DT_ATEN_EXP, PSUM, R_},                               {DT_ATEN_TANH, DT_PARTIAL(DT_MAX), DT_PARTIAL(DT_MAX)},
-                 {DT_ATEN_TANH, DT_PARTIAL(DT_MIN), DT_PARTIAL(DT_MIN)}, {DT_ATEN_TANH, DT_PARTIAL(DT_AVG), R_},
-                 {DT_ATEN_SIGMOID, DT_PARTIAL(DT_MAX), DT_PARTIAL(DT_MAX)}, {DT_ATEN_SIGMOID, DT_PARTIAL(DT_MIN), DT_PARTIAL(DT_MIN)},
-                 {DT_ATEN_SIGMOID, PSUM, R_},                           {DT_ATEN_SIGMOID, S0, S0},
-                 {DT_ATEN_GELU, DT_PARTIAL(DT_MAX), R_},                {DT_ATEN_GELU, PSUM, R_},
-                 {DT_ATEN_GELU, S1, S1},                                {DT_ATEN_MUL_SCALAR, PSUM, PSUM},
-                 {DT_ATEN_DIV_SCALAR, DT_PARTIAL(DT_AVG), DT_PARTIAL(DT_AVG)}, {DT_ATEN_MUL_SCALAR, DT_PARTIAL(DT_MAX), R_},
-                 {DT_ATEN_ADD_SCALAR, PSUM, R_},                        {DT_ATEN_SUB_SCALAR, DT_PARTIAL(DT_MIN), R_},
+        } t[] = {{DT_ATEN_EXP, DT_PARTIAL(DT_MAX), DT_PARTIAL(DT_MAX)},
+                 {DT_ATEN_EXP, DT_PARTIAL(DT_MIN), DT_PARTIAL(DT_MIN)},
+                 {DT_ATEN_EXP, PSUM, R_},
+                 {DT_ATEN_TANH, DT_PARTIAL(DT_MAX), DT_PARTIAL(DT_MAX)},
+                 {DT_ATEN_TANH, DT_PARTIAL(DT_MIN), DT_PARTIAL(DT_MIN)},
+                 {DT_ATEN_TANH, DT_PARTIAL(DT_AVG), R_},
+                 {DT_ATEN_SIGMOID, DT_PARTIAL(DT_MAX), DT_PARTIAL(DT_MAX)},
+                 {DT_ATEN_SIGMOID, DT_PARTIAL(DT_MIN), DT_PARTIAL(DT_MIN)},
+                 {DT_ATEN_SIGMOID, PSUM, R_},
+                 {DT_ATEN_SIGMOID, S0, S0},
+                 {DT_ATEN_GELU, DT_PARTIAL(DT_MAX), R_},
+                 {DT_ATEN_GELU, PSUM, R_},
+                 {DT_ATEN_GELU, S1, S1},
+                 {DT_ATEN_MUL_SCALAR, PSUM, PSUM},
+                 {DT_ATEN_DIV_SCALAR, DT_PARTIAL(DT_AVG), DT_PARTIAL(DT_AVG)},
+                 {DT_ATEN_MUL_SCALAR, DT_PARTIAL(DT_MAX), R_},
+                 {DT_ATEN_ADD_SCALAR, PSUM, R_},
+                 {DT_ATEN_SUB_SCALAR, DT_PARTIAL(DT_MIN), R_},
                  {DT_ATEN_ADD_SCALAR, S0, S0}};
         for (op = 0; op < (int)(sizeof t / sizeof t[0]); op++) {
             dt_placement want_in = t[op].out.kind == DT_KIND_REPLICATE ? t[op].out : t[op].in;
@@ -416,8 +427,8 @@ static void test_reduce_rules(void **state)
     at.dim = 0;
     one_case(&mesh1, DT_ATEN_MEAN, &at, s0, 3, 12, 8, 8, s0, (dt_placement[1]){DT_PARTIAL(DT_AVG)});
     one_case(&mesh1, DT_ATEN_MEAN, &at, s0, 3, 6, 8, 8, r, r);
-    one_case(&mesh2, DT_ATEN_MEAN, &at, (dt_placement[2]){S0, S0}, 3, 8, 8, 8,
-             (dt_placement[2]){S0, S0}, (dt_placement[2]){DT_PARTIAL(DT_AVG), DT_PARTIAL(DT_AVG)});
+    one_case(&mesh2, DT_ATEN_MEAN, &at, (dt_placement[2]){S0, S0}, 3, 8, 8, 8, (dt_placement[2]){S0, S0},
+             (dt_placement[2]){DT_PARTIAL(DT_AVG), DT_PARTIAL(DT_AVG)});
     one_case(&mesh2, DT_ATEN_MEAN, &at, (dt_placement[2]){S0, S0}, 3, 6, 8, 8, (dt_placement[2]){R_, R_},
              (dt_placement[2]){R_, R_});
     one_case(&mesh1, DT_ATEN_SUM, &at, s0, 3, 6, 8, 8, s0, ps); /* sum does not care */
@@ -576,8 +587,7 @@ static void test_kernel_ops(void **state)
     mb_tensor_init(&ty, y, MB_F32, 1, s6);
     at.dim = 1;
     assert_int_equal(dt_kernel_ref(DT_ATEN_MEAN, &at, &ty, in, 1), 0);
-    for (i = 0; i < 6; i++)
-        assert_true(fabsf(y[i] - (xs[i] + xs[6 + i] + xs[12 + i] + xs[18 + i]) / 4.0f) < 1e-6f);
+    for (i = 0; i < 6; i++) assert_true(fabsf(y[i] - (xs[i] + xs[6 + i] + xs[12 + i] + xs[18 + i]) / 4.0f) < 1e-6f);
     assert_int_equal(dt_kernel_ref(DT_ATEN_MIN, &at, &ty, in, 1), 0);
     for (i = 0; i < 6; i++) {
         float m = xs[i];
@@ -688,7 +698,8 @@ static void test_kernel_mm(void **state)
 static void test_kernel_linear(void **state)
 {
     static float x[3 * 70 * 90], w[80 * 90], y[3 * 35 * 80], bias[80], wt[90 * 80];
-    int32_t sx[2] = {70, 90}, sw[2] = {80, 90}, sy[2] = {70, 80}, sbias[1] = {80}, swt[2] = {90, 80}, sy3[3] = {3, 35, 80};
+    int32_t sx[2] = {70, 90}, sw[2] = {80, 90}, sy[2] = {70, 80}, sbias[1] = {80}, swt[2] = {90, 80},
+            sy3[3] = {3, 35, 80};
     mb_tensor tx, tw, ty, tbias, twt;
     const mb_tensor *in[3];
     int i, j, k, pass, bt;
@@ -764,7 +775,8 @@ static void test_kernel_cblas(void **state)
 {
     static float a[2 * 24 * 20], b[2 * 20 * 30], bias[30], y[2 * 24 * 30];
     int32_t sa[2] = {24, 20}, sb[2] = {20, 30}, sy[2] = {24, 30}, sbias[1] = {30}, sw[2] = {30, 20};
-    int32_t sa3[3] = {2, 24, 20}, sb3[3] = {2, 20, 30}, sy3[3] = {2, 24, 30}, sx3[3] = {2, 12, 20}, sy3l[3] = {2, 12, 30};
+    int32_t sa3[3] = {2, 24, 20}, sb3[3] = {2, 20, 30}, sy3[3] = {2, 24, 30}, sx3[3] = {2, 12, 20},
+            sy3l[3] = {2, 12, 30};
     mb_tensor ta, tb, ty, tbias, t;
     const mb_tensor *in[3];
     int i;
@@ -848,8 +860,8 @@ static void test_tp_styles(void **state)
 
 /* ---- the dispatcher over 4 pg_pthread ranks ---- */
 
-#define NR 4
-#define EL 1536
+#define NR  4
+#define EL  1536
 #define SCR 65536
 
 static dt_mesh dm[NR];
@@ -867,7 +879,7 @@ static int dispatched[NR], nostrategy[NR];
 static int count_kernel(int op, const dt_op_attrs *attrs, mb_tensor *out, const mb_tensor *const *in, int nin)
 {
     (void)op;
-    kcalls[0]++; /* only rank 0 installs it */
+    kcalls[0]++;                                            /* only rank 0 installs it */
     return dt_kernel_ref(DT_ATEN_SUB, attrs, out, in, nin); /* a different op: the override runs */
 }
 
@@ -889,11 +901,13 @@ typedef struct opcase {
 /* Static arguments of the cases below: reductions over dim d (DT_DIM_ALL first) with
    keepdim k as rd[d + 1][k]; gelu's two modes; scalars; softmax dims; norms. */
 static const dt_op_attrs rd[4][2] = {{{.dim = DT_DIM_ALL}, {.dim = DT_DIM_ALL, .keepdim = 1}},
-                                      {{.dim = 0}, {.dim = 0, .keepdim = 1}},
-                                      {{.dim = 1}, {.dim = 1, .keepdim = 1}},
-                                      {{.dim = -1}, {.dim = -1, .keepdim = 1}}};
-static const dt_op_attrs gelu_tanh = {.mode = 1}, scal = {.scalar = -2.5f}, sm[3] = {{.dim = 0}, {.dim = 1}, {.dim = -1}},
-                         ln1 = {.ndim = 1, .shape = {5}, .scalar = 1e-5f}, ln2 = {.ndim = 2, .shape = {6, 5}, .scalar = 1e-6f};
+                                     {{.dim = 0}, {.dim = 0, .keepdim = 1}},
+                                     {{.dim = 1}, {.dim = 1, .keepdim = 1}},
+                                     {{.dim = -1}, {.dim = -1, .keepdim = 1}}};
+static const dt_op_attrs gelu_tanh = {.mode = 1}, scal = {.scalar = -2.5f},
+                         sm[3] = {{.dim = 0}, {.dim = 1}, {.dim = -1}},
+                         ln1 = {.ndim = 1, .shape = {5}, .scalar = 1e-5f},
+                         ln2 = {.ndim = 2, .shape = {6, 5}, .scalar = 1e-6f};
 
 static const opcase cases[] = {
     {DT_ATEN_MM, 2, {2, 2, 0}, {{6, 5, 0}, {5, 7, 0}, {0, 0, 0}}, NULL},
@@ -918,22 +932,43 @@ static const opcase cases[] = {
     {DT_ATEN_SUB_SCALAR, 1, {2, 0, 0}, {{6, 5, 0}, {0, 0, 0}, {0, 0, 0}}, &scal},
     {DT_ATEN_MUL_SCALAR, 1, {2, 0, 0}, {{6, 5, 0}, {0, 0, 0}, {0, 0, 0}}, &scal},
     {DT_ATEN_DIV_SCALAR, 1, {2, 0, 0}, {{6, 5, 0}, {0, 0, 0}, {0, 0, 0}}, &scal},
-    /* reductions on (12,8,8) over each dim and all, keepdim both ways; uneven (6,5,3):
+/* reductions on (12,8,8) over each dim and all, keepdim both ways; uneven (6,5,3):
        mean of an unevenly sharded dim replicates, max of an empty shard is -inf */
+/* clang-format off */
 #define RED(op, d, k, a, b, c) {op, 1, {3, 0, 0}, {{a, b, c}, {0, 0, 0}, {0, 0, 0}}, &rd[(d) + 1][k]}
-    RED(DT_ATEN_SUM, -1, 0, 12, 8, 8), RED(DT_ATEN_SUM, -1, 1, 12, 8, 8), RED(DT_ATEN_SUM, 0, 0, 12, 8, 8),
-    RED(DT_ATEN_SUM, 0, 1, 12, 8, 8), RED(DT_ATEN_SUM, 1, 0, 12, 8, 8), RED(DT_ATEN_SUM, 1, 1, 12, 8, 8),
-    RED(DT_ATEN_SUM, 2, 0, 12, 8, 8), RED(DT_ATEN_SUM, 2, 1, 12, 8, 8),
-    RED(DT_ATEN_MAX, -1, 0, 12, 8, 8), RED(DT_ATEN_MAX, 0, 0, 12, 8, 8), RED(DT_ATEN_MAX, 0, 1, 12, 8, 8),
-    RED(DT_ATEN_MAX, 1, 0, 12, 8, 8), RED(DT_ATEN_MAX, 2, 1, 12, 8, 8),
-    RED(DT_ATEN_MEAN, -1, 0, 12, 8, 8), RED(DT_ATEN_MEAN, 0, 1, 12, 8, 8), RED(DT_ATEN_MEAN, 1, 0, 12, 8, 8),
+    /* clang-format on */
+    RED(DT_ATEN_SUM, -1, 0, 12, 8, 8),
+    RED(DT_ATEN_SUM, -1, 1, 12, 8, 8),
+    RED(DT_ATEN_SUM, 0, 0, 12, 8, 8),
+    RED(DT_ATEN_SUM, 0, 1, 12, 8, 8),
+    RED(DT_ATEN_SUM, 1, 0, 12, 8, 8),
+    RED(DT_ATEN_SUM, 1, 1, 12, 8, 8),
+    RED(DT_ATEN_SUM, 2, 0, 12, 8, 8),
+    RED(DT_ATEN_SUM, 2, 1, 12, 8, 8),
+    RED(DT_ATEN_MAX, -1, 0, 12, 8, 8),
+    RED(DT_ATEN_MAX, 0, 0, 12, 8, 8),
+    RED(DT_ATEN_MAX, 0, 1, 12, 8, 8),
+    RED(DT_ATEN_MAX, 1, 0, 12, 8, 8),
+    RED(DT_ATEN_MAX, 2, 1, 12, 8, 8),
+    RED(DT_ATEN_MEAN, -1, 0, 12, 8, 8),
+    RED(DT_ATEN_MEAN, 0, 1, 12, 8, 8),
+    RED(DT_ATEN_MEAN, 1, 0, 12, 8, 8),
     RED(DT_ATEN_MEAN, 2, 1, 12, 8, 8),
-    RED(DT_ATEN_MIN, -1, 1, 12, 8, 8), RED(DT_ATEN_MIN, 0, 0, 12, 8, 8), RED(DT_ATEN_MIN, 1, 1, 12, 8, 8),
-    RED(DT_ATEN_AMAX, 0, 1, 12, 8, 8), RED(DT_ATEN_AMAX, 2, 0, 12, 8, 8),
-    RED(DT_ATEN_ARGMAX, -1, 0, 12, 8, 8), RED(DT_ATEN_ARGMAX, 0, 0, 12, 8, 8), RED(DT_ATEN_ARGMAX, 1, 1, 12, 8, 8),
+    RED(DT_ATEN_MIN, -1, 1, 12, 8, 8),
+    RED(DT_ATEN_MIN, 0, 0, 12, 8, 8),
+    RED(DT_ATEN_MIN, 1, 1, 12, 8, 8),
+    RED(DT_ATEN_AMAX, 0, 1, 12, 8, 8),
+    RED(DT_ATEN_AMAX, 2, 0, 12, 8, 8),
+    RED(DT_ATEN_ARGMAX, -1, 0, 12, 8, 8),
+    RED(DT_ATEN_ARGMAX, 0, 0, 12, 8, 8),
+    RED(DT_ATEN_ARGMAX, 1, 1, 12, 8, 8),
     RED(DT_ATEN_ARGMAX, 2, 0, 12, 8, 8),
-    RED(DT_ATEN_MEAN, 0, 0, 6, 5, 3), RED(DT_ATEN_MEAN, 1, 1, 6, 5, 3), RED(DT_ATEN_MAX, 0, 0, 6, 5, 3),
-    RED(DT_ATEN_MIN, 0, 1, 6, 5, 3), RED(DT_ATEN_SUM, -1, 0, 6, 5, 3), RED(DT_ATEN_ARGMAX, -1, 1, 6, 5, 3),
+    RED(DT_ATEN_MEAN, 0, 0, 6, 5, 3),
+    RED(DT_ATEN_MEAN, 1, 1, 6, 5, 3),
+    RED(DT_ATEN_MAX, 0, 0, 6, 5, 3),
+    RED(DT_ATEN_MIN, 0, 1, 6, 5, 3),
+    RED(DT_ATEN_SUM, -1, 0, 6, 5, 3),
+    RED(DT_ATEN_ARGMAX, -1, 1, 6, 5, 3),
 #undef RED
     /* softmax on (8,12,16) over each dim */
     {DT_ATEN_SOFTMAX, 1, {3, 0, 0}, {{8, 12, 16}, {0, 0, 0}, {0, 0, 0}}, &sm[0]},
@@ -971,7 +1006,10 @@ static void contribution(const float *g, float *out, int n, const dt_mesh *m, co
         out[i] = g[i];
         for (d = 0; d < m->ndim; d++)
             if (p[d].kind == DT_KIND_PARTIAL)
-                out[i] = zero ? 0.0f : p[d].arg == DT_MAX ? g[i] - (float)off : p[d].arg == DT_MIN ? g[i] + (float)off : g[i];
+                out[i] = zero                 ? 0.0f
+                         : p[d].arg == DT_MAX ? g[i] - (float)off
+                         : p[d].arg == DT_MIN ? g[i] + (float)off
+                                              : g[i];
     }
 }
 
@@ -1082,7 +1120,8 @@ static int body(pg_group *g, void *arg)
         for (i = 0; i < c->nargs; i++) {
             int n = numel(c->ndim[i], c->shape[i]);
             for (j = 0; j < n; j++) /* small integers: exact sums; denominators never 0 */
-                glob[me][i][j] = c->op == DT_ATEN_DIV && i == 1 ? (float)(j % 5 + 1) : (float)((j * 7 + i * 3) % 11 - 5);
+                glob[me][i][j] =
+                    c->op == DT_ATEN_DIV && i == 1 ? (float)(j % 5 + 1) : (float)((j * 7 + i * 3) % 11 - 5);
         }
         slots = c->nargs * ndim;
         for (i = 0; i < slots; i++) {
@@ -1107,8 +1146,8 @@ static int body(pg_group *g, void *arg)
 static void dispatch_all(int ndim)
 {
     assert_int_equal(DTO_RUN(body, &ndim), 0);
-    printf("# %d-D mesh: %d dispatches per rank (%d without a strategy), strategy cache %u hits / %u misses\n",
-           ndim, dispatched[0], nostrategy[0], (unsigned)oc[0].hits, (unsigned)oc[0].misses);
+    printf("# %d-D mesh: %d dispatches per rank (%d without a strategy), strategy cache %u hits / %u misses\n", ndim,
+           dispatched[0], nostrategy[0], (unsigned)oc[0].hits, (unsigned)oc[0].misses);
 }
 
 static void test_dispatch_1d(void **state)
@@ -1130,7 +1169,8 @@ static int rows_kernel(int op, const dt_op_attrs *attrs, mb_tensor *out, const m
 {
     int r;
     for (r = 0; r < NR; r++) /* whose: the piece lies in that rank's glob */
-        if ((const float *)in[0]->data >= glob[r][0] && (const float *)in[0]->data < glob[r][0] + EL) krows[r] = in[0]->shape[0];
+        if ((const float *)in[0]->data >= glob[r][0] && (const float *)in[0]->data < glob[r][0] + EL)
+            krows[r] = in[0]->shape[0];
     return dt_kernel_ref(op, attrs, out, in, nin);
 }
 
@@ -1159,7 +1199,7 @@ static int body_misc(pg_group *g, void *arg)
     d.strategies = &oc[me];
     if (me == 0) d.kernels[DT_ATEN_ADD] = count_kernel;
     /* S(0) + R: the R input is narrowed locally (a view needs scratch for its copy) */
-    CHECK(dt_op(&d, DT_ATEN_ADD, NULL, args, 2, &out, yloc[me], 4) == DT_ERR_TOO_SMALL); /* output */
+    CHECK(dt_op(&d, DT_ATEN_ADD, NULL, args, 2, &out, yloc[me], 4) == DT_ERR_TOO_SMALL);               /* output */
     CHECK(dt_op(&d, DT_ATEN_ADD, NULL, args, 2, &out, yloc[me], sizeof yloc[me]) == DT_ERR_TOO_SMALL); /* scratch */
     d.scratch = scr[me];
     d.scratch_bytes = sizeof scr[me];
@@ -1302,8 +1342,9 @@ static void ispec(dt_spec *s, const dt_mesh *m, const dt_placement *p, int ndim,
 
 static void test_embed_loss_rules(void **state)
 {
-    dt_placement r[1] = {R_}, s0[1] = {S0}, s1[1] = {S1}, ps[1] = {PSUM}, pa[1] = {DT_PARTIAL(DT_AVG)}, rr[2] = {R_, R_},
-                 s0s1[2] = {S0, S1}, s0r[2] = {S0, R_}, pss1[2] = {PSUM, S1}, pmax[1] = {DT_PARTIAL(DT_MAX)};
+    dt_placement r[1] = {R_}, s0[1] = {S0}, s1[1] = {S1}, ps[1] = {PSUM}, pa[1] = {DT_PARTIAL(DT_AVG)},
+                 rr[2] = {R_, R_}, s0s1[2] = {S0, S1}, s0r[2] = {S0, R_}, pss1[2] = {PSUM, S1},
+                 pmax[1] = {DT_PARTIAL(DT_MAX)};
     dt_spec w, ix, x, t;
     const dt_spec *ea[2] = {&w, &ix}, *la[2] = {&x, &t};
     dt_op_strategy s;
@@ -1459,7 +1500,9 @@ typedef struct bcase {
     int32_t shape[2][3];
 } bcase;
 
+/* clang-format off */
 #define BV(op, n, d0, d1, d2, ...) {op, 1, __VA_ARGS__, {n, 0}, {{d0, d1, d2}, {0, 0, 0}}}
+/* clang-format on */
 static const bcase bcases[] = {
     BV(DT_ATEN_VIEW, 2, 4, 6, 0, {0, 0, 0, 0, 0, 1, {24}, 0.0f}),
     BV(DT_ATEN_RESHAPE, 2, 4, 6, 0, {0, 0, 0, 0, 0, 1, {24}, 0.0f}),
@@ -1489,7 +1532,10 @@ static int32_t iglob[NR][EL], iloc[NR][EL];
 static int bviews[NR], bnostrat[NR];
 
 /* Operand i of case c is an index operand. */
-static int is_index(const bcase *c, int i) { return i == 1 && c->nargs == 2; }
+static int is_index(const bcase *c, int i)
+{
+    return i == 1 && c->nargs == 2;
+}
 
 static int run_bcase(int me, const bcase *c, const int *ch, int red)
 {
@@ -1550,8 +1596,8 @@ static int run_bcase(int me, const bcase *c, const int *ch, int red)
     for (i = 0; i < n; i++) {
         float diff = fabsf(yglob[me][i] - ref[me][i]);
         if (!(diff <= 1e-4f * (1.0f + fabsf(ref[me][i])))) {
-            fprintf(stderr, "rank %d: %s element %d: %g != %g (choices", me, dt_op_name(c->op), i,
-                    (double)yglob[me][i], (double)ref[me][i]);
+            fprintf(stderr, "rank %d: %s element %d: %g != %g (choices", me, dt_op_name(c->op), i, (double)yglob[me][i],
+                    (double)ref[me][i]);
             for (md = 0; md < c->nargs * m->ndim; md++) fprintf(stderr, " %d", ch[md]);
             fprintf(stderr, ", red %d)\n", red);
             return __LINE__;
@@ -1578,7 +1624,8 @@ static int body_b(pg_group *g, void *arg)
                 glob[me][i][j] = (float)((j * 7 + i * 3) % 11 - 5) * 0.5f;
                 /* indices: rows of the weight; targets: classes, some ignore_index (2, or
                    none for -100, as a sharded mean averages the shards' means) */
-                iglob[me][j] = c->op == DT_ATEN_EMBEDDING ? (j * 7) % c->shape[0][0] : (j * 3) % c->shape[0][c->ndim[0] > 1];
+                iglob[me][j] =
+                    c->op == DT_ATEN_EMBEDDING ? (j * 7) % c->shape[0][0] : (j * 3) % c->shape[0][c->ndim[0] > 1];
             }
         }
         for (i = 0; i < slots; i++) {
@@ -1821,20 +1868,20 @@ static void test_dispatch_submesh(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_strategy_counts), cmocka_unit_test(test_mm_rules),
-        cmocka_unit_test(test_pointwise_rules), cmocka_unit_test(test_cache_and_errors),
-        cmocka_unit_test(test_linear_rules),    cmocka_unit_test(test_kernel_linear),
-        cmocka_unit_test(test_tp_styles),
-        cmocka_unit_test(test_unary_rules),     cmocka_unit_test(test_reduce_rules),
-        cmocka_unit_test(test_softmax_norm_rules), cmocka_unit_test(test_kernel_ops),
-        cmocka_unit_test(test_kernel_mm),       cmocka_unit_test(test_dispatch_1d),
-        cmocka_unit_test(test_dispatch_2x2),    cmocka_unit_test(test_dispatch_misc),
+        cmocka_unit_test(test_strategy_counts),   cmocka_unit_test(test_mm_rules),
+        cmocka_unit_test(test_pointwise_rules),   cmocka_unit_test(test_cache_and_errors),
+        cmocka_unit_test(test_linear_rules),      cmocka_unit_test(test_kernel_linear),
+        cmocka_unit_test(test_tp_styles),         cmocka_unit_test(test_unary_rules),
+        cmocka_unit_test(test_reduce_rules),      cmocka_unit_test(test_softmax_norm_rules),
+        cmocka_unit_test(test_kernel_ops),        cmocka_unit_test(test_kernel_mm),
+        cmocka_unit_test(test_dispatch_1d),       cmocka_unit_test(test_dispatch_2x2),
+        cmocka_unit_test(test_dispatch_misc),
 #ifdef DT_CBLAS
         cmocka_unit_test(test_kernel_cblas),
 #endif
-        cmocka_unit_test(test_view_rules),      cmocka_unit_test(test_embed_loss_rules),
+        cmocka_unit_test(test_view_rules),        cmocka_unit_test(test_embed_loss_rules),
         cmocka_unit_test(test_kernel_embed_loss), cmocka_unit_test(test_dispatch_b_1d),
-        cmocka_unit_test(test_dispatch_b_2x2),  cmocka_unit_test(test_dispatch_features),
+        cmocka_unit_test(test_dispatch_b_2x2),    cmocka_unit_test(test_dispatch_features),
         cmocka_unit_test(test_dispatch_submesh),
     };
     return cmocka_run_group_tests_name("dtensor ops over pg_pthread (4 ranks)", tests, NULL, NULL);

@@ -41,20 +41,31 @@ static int dto_run(int (*body)(pg_group *g, void *arg), void *arg)
 
 int main(int argc, char **argv)
 {
-    const struct CMUnitTest tests[] = { /* the first fifteen need no communication */
-        cmocka_unit_test(test_strategy_counts), cmocka_unit_test(test_mm_rules),
-        cmocka_unit_test(test_pointwise_rules), cmocka_unit_test(test_cache_and_errors),
-        cmocka_unit_test(test_linear_rules),    cmocka_unit_test(test_kernel_linear),
+    const struct CMUnitTest tests[] = {
+        /* the first fifteen need no communication */
+        cmocka_unit_test(test_strategy_counts),
+        cmocka_unit_test(test_mm_rules),
+        cmocka_unit_test(test_pointwise_rules),
+        cmocka_unit_test(test_cache_and_errors),
+        cmocka_unit_test(test_linear_rules),
+        cmocka_unit_test(test_kernel_linear),
         cmocka_unit_test(test_tp_styles),
-        cmocka_unit_test(test_unary_rules),     cmocka_unit_test(test_reduce_rules),
-        cmocka_unit_test(test_softmax_norm_rules), cmocka_unit_test(test_kernel_ops),
-        cmocka_unit_test(test_kernel_mm),       cmocka_unit_test(test_view_rules),
-        cmocka_unit_test(test_embed_loss_rules), cmocka_unit_test(test_kernel_embed_loss),
+        cmocka_unit_test(test_unary_rules),
+        cmocka_unit_test(test_reduce_rules),
+        cmocka_unit_test(test_softmax_norm_rules),
+        cmocka_unit_test(test_kernel_ops),
+        cmocka_unit_test(test_kernel_mm),
+        cmocka_unit_test(test_view_rules),
+        cmocka_unit_test(test_embed_loss_rules),
+        cmocka_unit_test(test_kernel_embed_loss),
         /* every op family over pg_mpi */
-        cmocka_unit_test(test_dispatch_1d),     cmocka_unit_test(test_dispatch_2x2),
-        cmocka_unit_test(test_dispatch_b_1d),   cmocka_unit_test(test_dispatch_b_2x2),
+        cmocka_unit_test(test_dispatch_1d),
+        cmocka_unit_test(test_dispatch_2x2),
+        cmocka_unit_test(test_dispatch_b_1d),
+        cmocka_unit_test(test_dispatch_b_2x2),
         /* 4 ranks only */
-        cmocka_unit_test(test_dispatch_misc),   cmocka_unit_test(test_dispatch_features),
+        cmocka_unit_test(test_dispatch_misc),
+        cmocka_unit_test(test_dispatch_features),
         cmocka_unit_test(test_dispatch_submesh),
     };
     char name[64];

@@ -30,8 +30,8 @@ static void mesh_or_die(dt_mesh *m, int ndim, int32_t a, int32_t b, int32_t c, i
 }
 
 /* spec on mesh m with placements p0[,p1[,p2]] and a 2-D (or 3-D when d2 > 0) shape */
-static void spec_or_die(dt_spec *s, const dt_mesh *m, dt_placement p0, dt_placement p1, dt_placement p2,
-                        int32_t d0, int32_t d1, int32_t d2)
+static void spec_or_die(dt_spec *s, const dt_mesh *m, dt_placement p0, dt_placement p1, dt_placement p2, int32_t d0,
+                        int32_t d1, int32_t d2)
 {
     dt_placement p[3];
     int32_t shape[3];
@@ -289,9 +289,9 @@ static void test_local_2x2x2(void **state)
     static const int32_t w7[8][2][3] = {{{1, 2}, {0, 0}}, {{1, 2}, {1, 0}}, {{1, 2}, {2, 0}}, {{1, 2}, {3, 0}},
                                         {{1, 2}, {4, 0}}, {{1, 2}, {5, 0}}, {{1, 2}, {6, 0}}, {{0, 2}, {7, 0}}};
     /* (3,5,2) [S0,S1,S2]: rows 2,1; cols 3,2; last 1,1 */
-    static const int32_t w352[8][2][3] = {
-        {{2, 3, 1}, {0, 0, 0}}, {{2, 3, 1}, {0, 0, 1}}, {{2, 2, 1}, {0, 3, 0}}, {{2, 2, 1}, {0, 3, 1}},
-        {{1, 3, 1}, {2, 0, 0}}, {{1, 3, 1}, {2, 0, 1}}, {{1, 2, 1}, {2, 3, 0}}, {{1, 2, 1}, {2, 3, 1}}};
+    static const int32_t w352[8][2][3] = {{{2, 3, 1}, {0, 0, 0}}, {{2, 3, 1}, {0, 0, 1}}, {{2, 2, 1}, {0, 3, 0}},
+                                          {{2, 2, 1}, {0, 3, 1}}, {{1, 3, 1}, {2, 0, 0}}, {{1, 3, 1}, {2, 0, 1}},
+                                          {{1, 2, 1}, {2, 3, 0}}, {{1, 2, 1}, {2, 3, 1}}};
     (void)state;
     mesh_or_die(&m, 3, 2, 2, 2, 0);
     spec_or_die(&s, &m, S0, S0, S0, 7, 2, 0);
@@ -405,13 +405,13 @@ static void test_plan_1d(void **state)
     (void)state;
     mesh_or_die(&m, 1, 4, 0, 0, 3);
     w.mesh_dim = 0;
-#define ONE(a, b, flags, opv, ncoll)                                 \
-    do {                                                             \
-        assert_int_equal(plan1(&m, a, b, flags, &p), DT_OK);         \
-        w.op = opv;                                                  \
-        w.src = a;                                                   \
-        w.dst = b;                                                   \
-        check_plan(&p, ncoll, 1, &w);                                \
+#define ONE(a, b, flags, opv, ncoll)                         \
+    do {                                                     \
+        assert_int_equal(plan1(&m, a, b, flags, &p), DT_OK); \
+        w.op = opv;                                          \
+        w.src = a;                                           \
+        w.dst = b;                                           \
+        check_plan(&p, ncoll, 1, &w);                        \
     } while (0)
     ONE(S0, R, 0, DT_OP_ALL_GATHER, 1);
     ONE(PSUM, R, 0, DT_OP_ALL_REDUCE, 1);
@@ -468,8 +468,8 @@ static void test_plan_partial_errors(void **state)
     }
 }
 
-static int plan2(const dt_mesh *m, dt_placement a0, dt_placement a1, dt_placement b0, dt_placement b1,
-                 int32_t rows, int32_t cols, dt_plan *p)
+static int plan2(const dt_mesh *m, dt_placement a0, dt_placement a1, dt_placement b0, dt_placement b1, int32_t rows,
+                 int32_t cols, dt_plan *p)
 {
     dt_spec s, d;
     spec_or_die(&s, m, a0, a1, R, rows, cols, 0);
@@ -485,57 +485,57 @@ static void test_plan_2x2(void **state)
     (void)state;
     for (r = 0; r < 4; r++) {
         mesh_or_die(&m, 2, 2, 2, 0, r);
-        {   /* [S0,S1] -> [S0,S0]: one all_to_all on mesh dim 1 */
+        { /* [S0,S1] -> [S0,S0]: one all_to_all on mesh dim 1 */
             const struct want_step w[1] = {{1, DT_OP_ALL_TO_ALL, DT_SHARD(1), DT_SHARD(0)}};
             assert_int_equal(plan2(&m, S0, S1, S0, S0, 8, 8, &p), DT_OK);
             check_plan(&p, 1, 1, w);
         }
-        {   /* [S0,S1] -> [S1,S0]: gather dim 1, all_to_all dim 0, narrow dim 1 */
+        { /* [S0,S1] -> [S1,S0]: gather dim 1, all_to_all dim 0, narrow dim 1 */
             const struct want_step w[3] = {{1, DT_OP_ALL_GATHER, DT_SHARD(1), DT_REPLICATE()},
                                            {0, DT_OP_ALL_TO_ALL, DT_SHARD(0), DT_SHARD(1)},
                                            {1, DT_OP_NARROW, DT_REPLICATE(), DT_SHARD(0)}};
             assert_int_equal(plan2(&m, S0, S1, S1, S0, 8, 8, &p), DT_OK);
             check_plan(&p, 2, 3, w);
         }
-        {   /* [S0,S0] -> [S1,S1] */
+        { /* [S0,S0] -> [S1,S1] */
             const struct want_step w[3] = {{1, DT_OP_ALL_GATHER, DT_SHARD(0), DT_REPLICATE()},
                                            {0, DT_OP_ALL_TO_ALL, DT_SHARD(0), DT_SHARD(1)},
                                            {1, DT_OP_NARROW, DT_REPLICATE(), DT_SHARD(1)}};
             assert_int_equal(plan2(&m, S0, S0, S1, S1, 8, 8, &p), DT_OK);
             check_plan(&p, 2, 3, w);
         }
-        {   /* [S0,S0] -> [R,S0]: nested sharding is replicated first (torch's docstring case) */
+        { /* [S0,S0] -> [R,S0]: nested sharding is replicated first (torch's docstring case) */
             const struct want_step w[3] = {{1, DT_OP_ALL_GATHER, DT_SHARD(0), DT_REPLICATE()},
                                            {0, DT_OP_ALL_GATHER, DT_SHARD(0), DT_REPLICATE()},
                                            {1, DT_OP_NARROW, DT_REPLICATE(), DT_SHARD(0)}};
             assert_int_equal(plan2(&m, S0, S0, R, S0, 8, 8, &p), DT_OK);
             check_plan(&p, 2, 3, w);
         }
-        {   /* [S0,S0] -> [R,R]: inner first */
+        { /* [S0,S0] -> [R,R]: inner first */
             const struct want_step w[2] = {{1, DT_OP_ALL_GATHER, DT_SHARD(0), DT_REPLICATE()},
                                            {0, DT_OP_ALL_GATHER, DT_SHARD(0), DT_REPLICATE()}};
             assert_int_equal(plan2(&m, S0, S0, R, R, 5, 3, &p), DT_OK);
             check_plan(&p, 2, 2, w);
         }
-        {   /* [P,P] -> [R,S1]: no Shard in src -> forward pass only */
+        { /* [P,P] -> [R,S1]: no Shard in src -> forward pass only */
             const struct want_step w[2] = {{0, DT_OP_ALL_REDUCE, DT_PARTIAL(DT_SUM), DT_REPLICATE()},
                                            {1, DT_OP_REDUCE_SCATTER, DT_PARTIAL(DT_SUM), DT_SHARD(1)}};
             assert_int_equal(plan2(&m, PSUM, PSUM, R, S1, 5, 3, &p), DT_OK);
             check_plan(&p, 2, 2, w);
         }
-        {   /* [R,S0] -> [S0,S0]: dim 1 gathers first, then both narrow: 1 collective */
+        { /* [R,S0] -> [S0,S0]: dim 1 gathers first, then both narrow: 1 collective */
             const struct want_step w[3] = {{1, DT_OP_ALL_GATHER, DT_SHARD(0), DT_REPLICATE()},
                                            {0, DT_OP_NARROW, DT_REPLICATE(), DT_SHARD(0)},
                                            {1, DT_OP_NARROW, DT_REPLICATE(), DT_SHARD(0)}};
             assert_int_equal(plan2(&m, R, S0, S0, S0, 5, 3, &p), DT_OK);
             check_plan(&p, 1, 3, w);
         }
-        {   /* [S0,P] -> [S0,S0]: reduce_scatter on mesh dim 1 along the same dim */
+        { /* [S0,P] -> [S0,S0]: reduce_scatter on mesh dim 1 along the same dim */
             const struct want_step w[1] = {{1, DT_OP_REDUCE_SCATTER, DT_PARTIAL(DT_SUM), DT_SHARD(0)}};
             assert_int_equal(plan2(&m, S0, PSUM, S0, S0, 5, 3, &p), DT_OK);
             check_plan(&p, 1, 1, w);
         }
-        {   /* [P,S0] -> [S1,S0]: misaligned? no (dim 1 before mesh dim 0: none): RS on dim 0 */
+        { /* [P,S0] -> [S1,S0]: misaligned? no (dim 1 before mesh dim 0: none): RS on dim 0 */
             const struct want_step w[1] = {{0, DT_OP_REDUCE_SCATTER, DT_PARTIAL(DT_SUM), DT_SHARD(1)}};
             assert_int_equal(plan2(&m, PSUM, S0, S1, S0, 5, 3, &p), DT_OK);
             check_plan(&p, 1, 1, w);
@@ -711,7 +711,7 @@ static void test_plan_cost(void **state)
     assert_int_equal(p.scratch, 0);
     assert_int_equal(dt_plan_scratch_bytes(&p), 0);
     assert_int_equal(p.steps[0].stage, 0);
-    {   /* ... unless the output is a strided view: a column-major (16,4) stages the 256 B */
+    { /* ... unless the output is a strided view: a column-major (16,4) stages the 256 B */
         static float buf[64];
         int32_t in_shape[2] = {4, 4}, out_shape[2] = {16, 4};
         mb_tensor in, out;
@@ -876,26 +876,16 @@ static void test_strerror(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_chunk_examples),
-        cmocka_unit_test(test_chunk_property),
-        cmocka_unit_test(test_mesh),
-        cmocka_unit_test(test_mesh_bad),
-        cmocka_unit_test(test_spec),
-        cmocka_unit_test(test_local_1d),
-        cmocka_unit_test(test_local_2x2),
-        cmocka_unit_test(test_local_2x2x2),
-        cmocka_unit_test(test_local_tiles),
-        cmocka_unit_test(test_local_view),
-        cmocka_unit_test(test_plan_1d),
-        cmocka_unit_test(test_plan_partial_errors),
-        cmocka_unit_test(test_plan_2x2),
-        cmocka_unit_test(test_plan_logical_shape),
-        cmocka_unit_test(test_plan_size1),
-        cmocka_unit_test(test_plan_all_pairs),
-        cmocka_unit_test(test_plan_cost),
-        cmocka_unit_test(test_plan_bad),
-        cmocka_unit_test(test_cache),
-        cmocka_unit_test(test_strerror),
+        cmocka_unit_test(test_chunk_examples), cmocka_unit_test(test_chunk_property),
+        cmocka_unit_test(test_mesh),           cmocka_unit_test(test_mesh_bad),
+        cmocka_unit_test(test_spec),           cmocka_unit_test(test_local_1d),
+        cmocka_unit_test(test_local_2x2),      cmocka_unit_test(test_local_2x2x2),
+        cmocka_unit_test(test_local_tiles),    cmocka_unit_test(test_local_view),
+        cmocka_unit_test(test_plan_1d),        cmocka_unit_test(test_plan_partial_errors),
+        cmocka_unit_test(test_plan_2x2),       cmocka_unit_test(test_plan_logical_shape),
+        cmocka_unit_test(test_plan_size1),     cmocka_unit_test(test_plan_all_pairs),
+        cmocka_unit_test(test_plan_cost),      cmocka_unit_test(test_plan_bad),
+        cmocka_unit_test(test_cache),          cmocka_unit_test(test_strerror),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -34,11 +34,23 @@ static uint32_t xs32(void)
    ...GreaterThanOne (positive values). */
 static void test_quantize_multiplier_golden(void **state)
 {
-    static const struct { double v; int32_t q, s; } g[] = {
-        {0.0, 0, 0}, {0.125, 1073741824, -2}, {0.25, 1073741824, -1}, {0.5, 1073741824, 0},
-        {1.0, 1073741824, 1}, {2.0, 1073741824, 2}, {4.0, 1073741824, 3}, {0.75, 1610612736, 0},
-        {1 - 1e-9, 2147483646, 0}, {1.25, 1342177280, 1}, {1.75, 1879048192, 1},
-        {2 - 1e-9, 2147483647, 1}, {2 - 1e-11, 1073741824, 2}, {1e-10, 1717986918, -33 + 0}};
+    static const struct {
+        double v;
+        int32_t q, s;
+    } g[] = {{0.0, 0, 0},
+             {0.125, 1073741824, -2},
+             {0.25, 1073741824, -1},
+             {0.5, 1073741824, 0},
+             {1.0, 1073741824, 1},
+             {2.0, 1073741824, 2},
+             {4.0, 1073741824, 3},
+             {0.75, 1610612736, 0},
+             {1 - 1e-9, 2147483646, 0},
+             {1.25, 1342177280, 1},
+             {1.75, 1879048192, 1},
+             {2 - 1e-9, 2147483647, 1},
+             {2 - 1e-11, 1073741824, 2},
+             {1e-10, 1717986918, -33 + 0}};
     dt_qmul q;
     size_t i;
     (void)state;
@@ -68,13 +80,13 @@ static void test_mul_qmul_by_hand(void **state)
 {
     dt_qmul half = {1073741824, 0}, quarter = {1073741824, -1}, two = {1073741824, 2}, m = {INT32_MIN, 0};
     (void)state;
-    assert_int_equal(dt_mul_qmul(3, half), 2);   /* 1.5 -> 2 */
-    assert_int_equal(dt_mul_qmul(-3, half), -1); /* SRDHM's nudge: -1.5 -> -1 (as TFLite) */
-    assert_int_equal(dt_mul_qmul(6, quarter), 2); /* SRDHM 3, 3/2 = 1.5 -> 2 */
+    assert_int_equal(dt_mul_qmul(3, half), 2);      /* 1.5 -> 2 */
+    assert_int_equal(dt_mul_qmul(-3, half), -1);    /* SRDHM's nudge: -1.5 -> -1 (as TFLite) */
+    assert_int_equal(dt_mul_qmul(6, quarter), 2);   /* SRDHM 3, 3/2 = 1.5 -> 2 */
     assert_int_equal(dt_mul_qmul(-6, quarter), -2); /* SRDHM -3, -1.5 -> -2 */
     assert_int_equal(dt_mul_qmul(5, quarter), 2);   /* SRDHM 2.5 -> 3, 3/2 -> 2: double rounding */
     assert_int_equal(dt_mul_qmul(5, two), 10);
-    assert_int_equal(dt_mul_qmul(1 << 30, two), 1 << 30); /* 2^32 saturates to INT32_MAX, then x 0.5 */
+    assert_int_equal(dt_mul_qmul(1 << 30, two), 1 << 30);   /* 2^32 saturates to INT32_MAX, then x 0.5 */
     assert_int_equal(dt_mul_qmul(INT32_MIN, m), INT32_MAX); /* SRDHM's one overflow */
     assert_int_equal(dt_requant_i8(1000, half), 127);
     assert_int_equal(dt_requant_i8(-1000, half), -128);
@@ -226,7 +238,10 @@ static void test_requant_tensor_dims(void **state)
     mb_tensor_init(&ta, acc, MB_I32, 2, sh);
     mb_tensor_init(&to, out, MB_I8, 2, sh);
     tt = ta; /* acc^T as a view */
-    tt.shape[0] = 5; tt.shape[1] = 3; tt.stride[0] = 1; tt.stride[1] = 5;
+    tt.shape[0] = 5;
+    tt.shape[1] = 3;
+    tt.stride[0] = 1;
+    tt.stride[1] = 5;
     mb_tensor_init(&tot, outt, MB_I8, 2, sht);
     for (qd = 0; qd < 2; qd++) {
         assert_int_equal(dt_requant_tensor(&ta, q, 6, 1, qd, &to), 0);
@@ -253,23 +268,31 @@ static void test_qmm_propagate(void **state)
     uint32_t mask;
     (void)state;
     assert_int_equal(dt_mesh_init(&m, 2, two, NULL, 0), 0);
-    pa[0] = S1; pb[0] = S0; pa[1] = S0; pb[1] = R;
+    pa[0] = S1;
+    pb[0] = S0;
+    pa[1] = S0;
+    pb[1] = R;
     assert_int_equal(dt_spec_init(&a, &m, pa, 2, MB_I8, 2, sa, NULL), 0);
     assert_int_equal(dt_spec_init(&b, &m, pb, 2, MB_I8, 2, sb, NULL), 0);
     assert_int_equal(dt_qmm_propagate(&a, &b, &o, &mask), 0);
     assert_int_equal(mask, 1u);
     assert_true(o.placements[0].kind == DT_KIND_REPLICATE && o.placements[1].kind == DT_KIND_SHARD &&
                 o.placements[1].arg == 0 && o.dtype == MB_I8 && o.shape[0] == 8 && o.shape[1] == 4);
-    pa[0] = R; pb[0] = S1; pa[1] = R; pb[1] = R;
+    pa[0] = R;
+    pb[0] = S1;
+    pa[1] = R;
+    pb[1] = R;
     assert_int_equal(dt_spec_init(&a, &m, pa, 2, MB_I8, 2, sa, NULL), 0);
     assert_int_equal(dt_spec_init(&b, &m, pb, 2, MB_I8, 2, sb, NULL), 0);
     assert_int_equal(dt_qmm_propagate(&a, &b, &o, &mask), 0);
     assert_true(mask == 0 && o.placements[0].kind == DT_KIND_SHARD && o.placements[0].arg == 1);
-    pa[0] = S0; pb[0] = S0; /* not a strategy */
+    pa[0] = S0;
+    pb[0] = S0; /* not a strategy */
     assert_int_equal(dt_spec_init(&a, &m, pa, 2, MB_I8, 2, sa, NULL), 0);
     assert_int_equal(dt_spec_init(&b, &m, pb, 2, MB_I8, 2, sb, NULL), 0);
     assert_int_equal(dt_qmm_propagate(&a, &b, &o, &mask), DT_ERR_NO_STRATEGY);
-    pa[0] = P; pb[0] = R; /* int8 Partial inputs are not accepted */
+    pa[0] = P;
+    pb[0] = R; /* int8 Partial inputs are not accepted */
     assert_int_equal(dt_spec_init(&a, &m, pa, 2, MB_I8, 2, sa, NULL), 0);
     assert_int_equal(dt_qmm_propagate(&a, &b, &o, &mask), DT_ERR_NO_STRATEGY);
     assert_int_equal(dt_spec_init(&a, &m, pa, 2, MB_F32, 2, sa, NULL), 0);
@@ -313,7 +336,12 @@ static int body(pg_group *g, void *arg)
     CHECK(pg_set_timeout(g, 5000) == 0);
     CHECK(dt_mesh_init(&dm[me], qc->nd, qc->ms, NULL, me) == 0);
     CHECK(dt_comm_init(&dc[me], &dm[me], g) == 0);
-    gsa[0] = qc->m; gsa[1] = qc->k; gsb[0] = qc->k; gsb[1] = qc->n; gso[0] = qc->m; gso[1] = qc->n;
+    gsa[0] = qc->m;
+    gsa[1] = qc->k;
+    gsb[0] = qc->k;
+    gsb[1] = qc->n;
+    gso[0] = qc->m;
+    gso[1] = qc->n;
     for (combo = 0; combo < ncombo; combo++)
         for (nq = 0; nq < 2; nq++) {
             dt_tensor a, b, y;
@@ -332,8 +360,8 @@ static int body(pg_group *g, void *arg)
             CHECK(dt_local_view(&a.spec, me, &ta, &a.local) == 0); /* strided views of the globals */
             CHECK(dt_local_view(&b.spec, me, &tb, &b.local) == 0);
             CHECK(dt_qmm_scratch_bytes(&a.spec, &b.spec, me, &need) == 0);
-            CHECK(dt_qmm(&dc[me], &a, &b, gq, nq ? qc->n : 1, &y, yout[me], sizeof yout[me], scr[me], need ? need - 1 : 0) ==
-                  (need ? DT_ERR_TOO_SMALL : 0));
+            CHECK(dt_qmm(&dc[me], &a, &b, gq, nq ? qc->n : 1, &y, yout[me], sizeof yout[me], scr[me],
+                         need ? need - 1 : 0) == (need ? DT_ERR_TOO_SMALL : 0));
             memset(yout[me], 0x7e, sizeof yout[me]);
             CHECK(dt_qmm(&dc[me], &a, &b, gq, nq ? qc->n : 1, &y, yout[me], sizeof yout[me], scr[me], need) == 0);
             CHECK(y.spec.dtype == MB_I8 && y.spec.shape[0] == qc->m && y.spec.shape[1] == qc->n);
@@ -343,7 +371,8 @@ static int body(pg_group *g, void *arg)
             /* bit-exact: the slice of the single-rank result */
             mb_tensor_init(&gy, ref[nq], MB_I8, 2, gso);
             for (i = 0; i < sh[0]; i++)
-                for (j = 0; j < sh[1]; j++) CHECK(yout[me][i * sh[1] + j] == ref[nq][(off[0] + i) * qc->n + off[1] + j]);
+                for (j = 0; j < sh[1]; j++)
+                    CHECK(yout[me][i * sh[1] + j] == ref[nq][(off[0] + i) * qc->n + off[1] + j]);
             ln = sh[0] * sh[1];
             CHECK(ln == (int32_t)sizeof yout[me] || yout[me][ln] == 0x7e); /* nothing past it */
             ncases[me]++;
@@ -366,7 +395,12 @@ static void run_case(int nranks, int nd, int32_t m0, int32_t m1, int32_t m, int3
     qc.m = m;
     qc.k = k;
     qc.n = n;
-    sa[0] = m; sa[1] = k; sb[0] = k; sb[1] = n; sy[0] = m; sy[1] = n;
+    sa[0] = m;
+    sa[1] = k;
+    sb[0] = k;
+    sb[1] = n;
+    sy[0] = m;
+    sy[1] = n;
     for (i = 0; i < m * k; i++) ga[i] = (int8_t)(xs32() & 0xff);
     for (i = 0; i < k * n; i++) gb[i] = (int8_t)(xs32() & 0xff);
     for (i = 0; i < n; i++) sbs[i] = 0.004f + 0.0017f * (float)i;

@@ -19,12 +19,11 @@
 /* Random123 1.14 tests/kat_vectors, the three philox4x32 10 lines: ctr[4] key[2] -> out[4] */
 static void test_philox_kat(void **state)
 {
-    static const uint32_t kat[3][10] = {
-        {0, 0, 0, 0, 0, 0, 0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8},
-        {0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0x408f276d, 0x41c83b0e,
-         0xa20bc7c6, 0x6d5451fd},
-        {0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344, 0xa4093822, 0x299f31d0, 0xd16cfe09, 0x94fdcceb,
-         0x5001e420, 0x24126ea1}};
+    static const uint32_t kat[3][10] = {{0, 0, 0, 0, 0, 0, 0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8},
+                                        {0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff,
+                                         0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd},
+                                        {0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344, 0xa4093822, 0x299f31d0,
+                                         0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}};
     uint32_t out[4];
     int i, j;
     (void)state;
@@ -311,12 +310,9 @@ static void test_random_bad_input(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_philox_kat),
-        cmocka_unit_test(test_philox_stream),
-        cmocka_unit_test(test_offsets_torch),
-        cmocka_unit_test(test_rand_is_the_replicated_slice),
-        cmocka_unit_test(test_dropout_and_moments),
-        cmocka_unit_test(test_random_bad_input),
+        cmocka_unit_test(test_philox_kat),          cmocka_unit_test(test_philox_stream),
+        cmocka_unit_test(test_offsets_torch),       cmocka_unit_test(test_rand_is_the_replicated_slice),
+        cmocka_unit_test(test_dropout_and_moments), cmocka_unit_test(test_random_bad_input),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -40,9 +40,9 @@
 #include "ports/pg_shm.h"
 #include "ports/platform/host_threads.h"
 
-#define N 4               /* ranks */
-#define T_MS 200u         /* the configured timeout of the fault cases */
-#define LONG_MS 20000u    /* "no timeout" for abort cases and recover */
+#define N        4      /* ranks */
+#define T_MS     200u   /* the configured timeout of the fault cases */
+#define LONG_MS  20000u /* "no timeout" for abort cases and recover */
 #define STALL_MS (3u * T_MS)
 
 static uint64_t now_us(void)
@@ -79,21 +79,37 @@ static void *probe_main(void *arg)
         sleep_ms(1);
         late = now_us() - t - 1000u;
         seen = __atomic_load_n(&probe_late, __ATOMIC_RELAXED);
-        while (late > seen && !__atomic_compare_exchange_n(&probe_late, &seen, late, 0, __ATOMIC_RELAXED,
-                                                           __ATOMIC_RELAXED)) {}
+        while (late > seen &&
+               !__atomic_compare_exchange_n(&probe_late, &seen, late, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {}
     }
     return NULL;
 }
 
-static void probe_reset(void) { __atomic_store_n(&probe_late, 0, __ATOMIC_RELAXED); }
-static uint64_t allowance_us(void) { return SCHED_US + __atomic_load_n(&probe_late, __ATOMIC_RELAXED); }
+static void probe_reset(void)
+{
+    __atomic_store_n(&probe_late, 0, __ATOMIC_RELAXED);
+}
+static uint64_t allowance_us(void)
+{
+    return SCHED_US + __atomic_load_n(&probe_late, __ATOMIC_RELAXED);
+}
 
 /* A failed check returns its line number from the rank body. */
-#define CHECK(c) do { if (!(c)) { print_error("rank %d: check failed at line %d\n", pg_rank(g), __LINE__); \
-    return __LINE__; } } while (0)
-#define CHECK_RC(x, want) do { int rc_ = (x); if (rc_ != (want)) { \
-    print_error("rank %d line %d: %d (%s) != %d\n", pg_rank(g), __LINE__, rc_, pg_strerror(rc_), (want)); \
-    return __LINE__; } } while (0)
+#define CHECK(c)                                                                     \
+    do {                                                                             \
+        if (!(c)) {                                                                  \
+            print_error("rank %d: check failed at line %d\n", pg_rank(g), __LINE__); \
+            return __LINE__;                                                         \
+        }                                                                            \
+    } while (0)
+#define CHECK_RC(x, want)                                                                                         \
+    do {                                                                                                          \
+        int rc_ = (x);                                                                                            \
+        if (rc_ != (want)) {                                                                                      \
+            print_error("rank %d line %d: %d (%s) != %d\n", pg_rank(g), __LINE__, rc_, pg_strerror(rc_), (want)); \
+            return __LINE__;                                                                                      \
+        }                                                                                                         \
+    } while (0)
 
 /* ---- running N ranks on a port -------------------------------------------------------- */
 enum { PORT_PTHREAD = 0, PORT_SHM = 1, NPORTS = 2 };
@@ -101,9 +117,9 @@ static const char *const port_name[NPORTS] = {"pg_pthread", "pg_shm"};
 typedef int (*body_fn)(pg_group *g, void *arg);
 
 static pg_pthread_world world;
-#define SHM_SLOTS 8
+#define SHM_SLOTS   8
 #define SHM_PAYLOAD 256
-#define SHM_REGION PG_SHM_REGION_BYTES(N, SHM_SLOTS, SHM_PAYLOAD)
+#define SHM_REGION  PG_SHM_REGION_BYTES(N, SHM_SLOTS, SHM_PAYLOAD)
 static uint32_t shm_region[SHM_REGION / 4 + 16] __attribute__((aligned(64)));
 static pg_shm shm[N];
 static pg_shm_host_bells bells;
@@ -157,10 +173,22 @@ static int recover_and_reuse(pg_group *g)
 }
 
 /* ---- the operations a fault interrupts -------------------------------------------------- */
-enum { OP_RECV, OP_BARRIER, OP_ALLREDUCE, OP_BCAST, OP_ALLGATHER, OP_ALLTOALL, OP_SCATTER,
-       OP_SUB_ALLREDUCE, OP_SUB_ALLGATHER, OP_SUB_BARRIER, OP_COUNT };
-static const char *const op_name[OP_COUNT] = {"recv", "barrier", "all_reduce", "broadcast", "all_gather",
-    "all_to_all", "scatter", "sub all_reduce", "sub all_gather", "sub barrier"};
+enum {
+    OP_RECV,
+    OP_BARRIER,
+    OP_ALLREDUCE,
+    OP_BCAST,
+    OP_ALLGATHER,
+    OP_ALLTOALL,
+    OP_SCATTER,
+    OP_SUB_ALLREDUCE,
+    OP_SUB_ALLGATHER,
+    OP_SUB_BARRIER,
+    OP_COUNT
+};
+static const char *const op_name[OP_COUNT] = {"recv",           "barrier",    "all_reduce", "broadcast",
+                                              "all_gather",     "all_to_all", "scatter",    "sub all_reduce",
+                                              "sub all_gather", "sub barrier"};
 
 #define ELEMS 96 /* > SHM_PAYLOAD / 4: the generic collectives send several pieces */
 static float xs[N][N * ELEMS], ys[N][N * ELEMS];
@@ -218,12 +246,14 @@ static int op_again(pg_group *g, int op, int other)
     for (i = 0; i < ELEMS; i++) {
         float want = 0;
         switch (op) {
-        case OP_ALLREDUCE: case OP_SUB_ALLREDUCE:
+        case OP_ALLREDUCE:
+        case OP_SUB_ALLREDUCE:
             for (r = 0; r < N; r++) want += (float)(r * 1000 + i);
             CHECK(ys[me][i] == want);
             break;
         case OP_BCAST: CHECK(xs[me][i] == (float)(other * 1000 + i)); break;
-        case OP_ALLGATHER: case OP_SUB_ALLGATHER: /* the sub-group orders ranks reversed */
+        case OP_ALLGATHER:
+        case OP_SUB_ALLGATHER: /* the sub-group orders ranks reversed */
             for (r = 0; r < N; r++)
                 CHECK(ys[me][r * ELEMS + i] == (float)((op == OP_ALLGATHER ? r : N - 1 - r) * 1000 + i));
             break;
@@ -238,7 +268,9 @@ static int op_again(pg_group *g, int op, int other)
 }
 
 /* ---- a rank that stalls -------------------------------------------------------------- */
-typedef struct fault_case { int op, faulty, port; } fault_case;
+typedef struct fault_case {
+    int op, faulty, port;
+} fault_case;
 static uint64_t elapsed[N];
 static int seen[N];
 
@@ -262,7 +294,7 @@ static int stall_body(pg_group *g, void *arg)
     uint64_t t0;
     CHECK(start_case(g, fc, T_MS) == 0);
     if (me == fc->faulty) {
-        sleep_ms(STALL_MS);           /* stalls past every peer's timeout, never joins */
+        sleep_ms(STALL_MS); /* stalls past every peer's timeout, never joins */
     } else {
         t0 = now_us();
         seen[me] = do_op(g, fc->op, fc->faulty);
@@ -278,8 +310,8 @@ static int stall_body(pg_group *g, void *arg)
    rank (but the faulty one unless check_faulty) must return `want` within bound_us (+ the
    scheduling allowance) of entering the op. Returns the slowest such return. */
 static uint64_t worst_slack;
-static uint64_t run_fault_cases(body_fn body, int stride, int offset, int want, uint64_t bound_us,
-                                int check_faulty, const char *what)
+static uint64_t run_fault_cases(body_fn body, int stride, int offset, int want, uint64_t bound_us, int check_faulty,
+                                const char *what)
 {
     int port, op, r;
     uint64_t worst = 0;
@@ -299,9 +331,9 @@ static uint64_t run_fault_cases(body_fn body, int stride, int offset, int want, 
                 if (r == fc.faulty && !check_faulty) continue;
                 if (seen[r] != want || elapsed[r] >= bound_us + slack)
                     print_error("%s %s, rank %d %s: rank %d got %d (%s) after %.1f ms (bound %.0f ms + "
-                                "allowance %.1f ms)\n", port_name[port], op_name[op], fc.faulty, what, r, seen[r],
-                                pg_strerror(seen[r]), (double)elapsed[r] / 1000.0, (double)bound_us / 1000.0,
-                                (double)slack / 1000.0);
+                                "allowance %.1f ms)\n",
+                                port_name[port], op_name[op], fc.faulty, what, r, seen[r], pg_strerror(seen[r]),
+                                (double)elapsed[r] / 1000.0, (double)bound_us / 1000.0, (double)slack / 1000.0);
                 assert_int_equal(seen[r], want);
                 assert_true(elapsed[r] < bound_us + slack);
                 if (elapsed[r] > worst) worst = elapsed[r];
@@ -315,8 +347,8 @@ static void test_stalled_rank_times_out(void **state)
     uint64_t worst = run_fault_cases(stall_body, 3, 1, PG_ERR_TIMEOUT, 2u * T_MS * 1000u, 0, "stalls");
     (void)state;
     printf("stall: every peer returned PG_ERR_TIMEOUT; slowest %.1f ms for a %u ms timeout (bound %u ms + "
-           "scheduling allowance, at most %.1f ms)\n", (double)worst / 1000.0, T_MS, 2u * T_MS,
-           (double)worst_slack / 1000.0);
+           "scheduling allowance, at most %.1f ms)\n",
+           (double)worst / 1000.0, T_MS, 2u * T_MS, (double)worst_slack / 1000.0);
 }
 
 /* ---- a rank that aborts mid-collective ----------------------------------------------- */
@@ -330,7 +362,7 @@ static int abort_body(pg_group *g, void *arg)
     uint64_t t0;
     CHECK(start_case(g, fc, LONG_MS) == 0);
     t0 = now_us();
-    if (me == fc->faulty) {           /* peers are blocked inside op by now */
+    if (me == fc->faulty) { /* peers are blocked inside op by now */
         sleep_ms(ABORT_AFTER_MS);
         CHECK_RC(pg_abort(g, -42), 0);
         seen[me] = do_op(g, fc->op, fc->op == OP_RECV ? (me + 1) % N : me); /* fails too */
@@ -347,27 +379,34 @@ static void test_abort_mid_collective(void **state)
     uint64_t worst = run_fault_cases(abort_body, 1, 2, PG_ERR_ABORTED, ABORT_BOUND_MS * 1000u, 1, "aborts");
     (void)state;
     printf("abort: every rank returned PG_ERR_ABORTED; slowest %.1f ms (abort %u ms after the start, "
-           "timeout %u ms)\n", (double)worst / 1000.0, ABORT_AFTER_MS, LONG_MS);
+           "timeout %u ms)\n",
+           (double)worst / 1000.0, ABORT_AFTER_MS, LONG_MS);
 }
 
 /* ---- faults mid-pipeline (pipeline.h's executor) --------------------------------------- */
 /* 4 stages of one layer each; layer s adds s + 1 to every element; [ROWS, COLS] f32. */
 #define ROWS 2
 #define COLS 40 /* 320-byte activations: more than one pg_shm slot, sent in pieces */
-#define NMB 8
+#define NMB  8
 enum { FAULT_NONE, FAULT_ABORT, FAULT_STALL };
-typedef struct pipe_fault { int kind, rank, mb, port, train; } pipe_fault;
-typedef struct stage_layer { int stage; pg_group *g; const pipe_fault *f; } stage_layer;
+typedef struct pipe_fault {
+    int kind, rank, mb, port, train;
+} pipe_fault;
+typedef struct stage_layer {
+    int stage;
+    pg_group *g;
+    const pipe_fault *f;
+} stage_layer;
 
 static pp_action plan_store[2][2048];
-static pp_table tables[2][N];   /* [train][rank] */
+static pp_table tables[2][N]; /* [train][rank] */
 static int32_t balance[N] = {1, 1, 1, 1};
 static uint64_t exec_mem[N][4096];
 static float outputs[NMB][ROWS * COLS];
 static stage_layer layer_self[N];
 static uint64_t stall_from, stall_to; /* the stalled rank's stall (written before the others read) */
 static uint64_t returned[N];          /* when pp_exec_run returned on each rank */
-static pp_layer layers[N][N]; /* per rank: the layer array (self per rank) */
+static pp_layer layers[N][N];         /* per rank: the layer array (self per rank) */
 
 static int add_fwd(void *self, const mb_tensor *x, mb_tensor *y)
 {
@@ -394,7 +433,8 @@ static int add_fwd(void *self, const mb_tensor *x, mb_tensor *y)
 }
 static int add_bi(void *self, const mb_tensor *x, const mb_tensor *dy, mb_tensor *dx)
 {
-    (void)self; (void)x;
+    (void)self;
+    (void)x;
     memcpy(dx->data, dy->data, sizeof(float) * ROWS * COLS);
     return 0;
 }
@@ -427,7 +467,8 @@ static void build_tables(void)
     for (train = 0; train < 2; train++) {
         static pp_action store[2][2][2048];
         assert_int_equal(pp_schedule_build(&sched, train ? PP_SCHED_1F1B : PP_SCHED_FORWARD_ONLY, N, 1, NMB,
-                                           store[train][0], sizeof store[train][0], NULL), 0);
+                                           store[train][0], sizeof store[train][0], NULL),
+                         0);
         assert_int_equal(pp_lower(&sched, &plan, store[train][1], sizeof store[train][1], NULL), 0);
         for (r = 0; r < N; r++) assert_int_equal(pp_plan_table(&plan, r, &tables[train][r]), 0);
     }
@@ -450,10 +491,18 @@ static int pipe_run(pg_group *g, const pipe_fault *f, int *rc_out)
     layer_self[me].g = g;
     layer_self[me].f = f;
     memset(&cfg, 0, sizeof cfg);
-    cfg.layers = layers[me]; cfg.nlayers = N; cfg.balance = balance; cfg.rows = ROWS;
-    cfg.dtype = MB_F32; cfg.in_bytes = ROWS * COLS * 4; cfg.checkpoint = PP_CKPT_NEVER;
+    cfg.layers = layers[me];
+    cfg.nlayers = N;
+    cfg.balance = balance;
+    cfg.rows = ROWS;
+    cfg.dtype = MB_F32;
+    cfg.in_bytes = ROWS * COLS * 4;
+    cfg.checkpoint = PP_CKPT_NEVER;
     cfg.input = in_cb;
-    if (f->train) cfg.loss = loss_cb; else cfg.output = out_cb;
+    if (f->train)
+        cfg.loss = loss_cb;
+    else
+        cfg.output = out_cb;
     CHECK_RC(pp_exec_init(&e, &cfg, &tables[f->train][me], g, exec_mem[me], sizeof exec_mem[me]), 0);
     *rc_out = pp_exec_run(&e);
     return 0;
@@ -480,7 +529,7 @@ static int pipe_body(pg_group *g, void *arg)
     returned[me] = now_us();
     elapsed[me] = returned[me] - elapsed[me];
     none.kind = FAULT_NONE;
-    if (f->kind == FAULT_ABORT) { /* the executor recovered the world on every rank */
+    if (f->kind == FAULT_ABORT) {                            /* the executor recovered the world on every rank */
         if (me == N - 1) memset(outputs, 0, sizeof outputs); /* its own (TSan: every rank raced here) */
         CHECK_RC(pg_barrier(g), 0);
     }
@@ -518,7 +567,7 @@ static void test_fault_mid_pipeline(void **state)
             for (kind = FAULT_ABORT; kind <= FAULT_STALL; kind++) {
                 pipe_fault f;
                 f.kind = kind;
-                f.rank = 1 + train + (kind == FAULT_STALL);  /* a later stage */
+                f.rank = 1 + train + (kind == FAULT_STALL); /* a later stage */
                 f.mb = 3;
                 f.port = port;
                 f.train = train;
@@ -532,35 +581,47 @@ static void test_fault_mid_pipeline(void **state)
                     int stalled = kind == FAULT_STALL && r == f.rank;
                     int ok = kind == FAULT_ABORT ? seen[r] == PG_ERR_ABORTED
                                                  : (seen[r] == PG_ERR_TIMEOUT || seen[r] == PG_ERR_ABORTED);
-                    if (kind == FAULT_ABORT) { took = elapsed[r]; bound = ABORT_BOUND_MS * 1000u; }
-                    else if (stalled) { took = returned[r] - stall_to; bound = 2u * T_MS * 1000u; }
-                    else { took = returned[r] > stall_from ? returned[r] - stall_from : 0; bound = 2u * T_MS * 1000u; }
+                    if (kind == FAULT_ABORT) {
+                        took = elapsed[r];
+                        bound = ABORT_BOUND_MS * 1000u;
+                    } else if (stalled) {
+                        took = returned[r] - stall_to;
+                        bound = 2u * T_MS * 1000u;
+                    } else {
+                        took = returned[r] > stall_from ? returned[r] - stall_from : 0;
+                        bound = 2u * T_MS * 1000u;
+                    }
                     if (!ok || took > bound + slack)
                         print_error("%s %s %s on rank %d: rank %d got %d (%s) %.1f ms after %s (bound %.0f ms + "
-                                    "allowance %.1f ms)\n", port_name[port], train ? "1F1B" : "forward-only",
-                                    kind == FAULT_ABORT ? "abort" : "stall", f.rank, r, seen[r],
-                                    pg_strerror(seen[r]), (double)took / 1000.0,
-                                    kind == FAULT_ABORT ? "its start" : stalled ? "waking" : "the stall began",
+                                    "allowance %.1f ms)\n",
+                                    port_name[port], train ? "1F1B" : "forward-only",
+                                    kind == FAULT_ABORT ? "abort" : "stall", f.rank, r, seen[r], pg_strerror(seen[r]),
+                                    (double)took / 1000.0,
+                                    kind == FAULT_ABORT ? "its start"
+                                    : stalled           ? "waking"
+                                                        : "the stall began",
                                     (double)bound / 1000.0, (double)slack / 1000.0);
                     assert_true(ok);
                     assert_true(took <= bound + slack);
-                    if (stalled) { if (took > worst_stalled) worst_stalled = took; }
-                    else if (took > worst[kind]) worst[kind] = took;
+                    if (stalled) {
+                        if (took > worst_stalled) worst_stalled = took;
+                    } else if (took > worst[kind])
+                        worst[kind] = took;
                 }
             }
     printf("pipeline: abort -> every rank PG_ERR_ABORTED, slowest %.1f ms; stall -> every other rank "
            "TIMEOUT/ABORTED at most %.1f ms after the stall began (bound 2 x %u ms + scheduling allowance, "
            "at most %.1f ms), the stalled rank %.1f ms after waking; reruns then work on the same world\n",
-           (double)worst[FAULT_ABORT] / 1000.0, (double)worst[FAULT_STALL] / 1000.0, T_MS,
-           (double)worst_slack / 1000.0, (double)worst_stalled / 1000.0);
+           (double)worst[FAULT_ABORT] / 1000.0, (double)worst[FAULT_STALL] / 1000.0, T_MS, (double)worst_slack / 1000.0,
+           (double)worst_stalled / 1000.0);
 }
 
 /* ---- pg_shm: corrupted shared state ---------------------------------------------------- */
 /* Two cores driven from one thread (try-once calls): core 0 sends, the test scribbles a
    word that core 1 (or, for the read index, core 0) trusts, then calls every entry. */
-#define C_SLOTS 4
+#define C_SLOTS   4
 #define C_PAYLOAD 64
-#define C_REGION PG_SHM_REGION_BYTES(2, C_SLOTS, C_PAYLOAD)
+#define C_REGION  PG_SHM_REGION_BYTES(2, C_SLOTS, C_PAYLOAD)
 static pg_shm c0, c1;
 
 static void two_cores(int pending)
@@ -589,8 +650,7 @@ static volatile uint32_t *ring_of(const pg_shm *s, int src, int dst)
    keep their canaries beyond what the call may write. */
 static int allowed(int rc)
 {
-    return rc >= 0 || rc == PG_ERR_CORRUPT || rc == PG_ERR_TIMEOUT || rc == PG_ERR_TOO_BIG ||
-           rc == PG_ERR_NO_SLOT;
+    return rc >= 0 || rc == PG_ERR_CORRUPT || rc == PG_ERR_TIMEOUT || rc == PG_ERR_TOO_BIG || rc == PG_ERR_NO_SLOT;
 }
 
 #define CANARY 0xA5
@@ -640,8 +700,9 @@ static void exercise(int *corrupt_seen)
 
 static void test_shm_corrupt_shared_state(void **state)
 {
-    static const uint32_t values[] = {0u, 1u, 2u, 3u, 4u, 5u, 31u, 32u, 33u, 0x7FFFFFFFu, 0x80000000u,
-                                      0xFFFFFFFFu, 0xFFFFFFFEu, 0x10000u, C_PAYLOAD, C_PAYLOAD + 1u};
+    static const uint32_t values[] = {
+        0u,  1u,          2u,          3u,          4u,          5u,       31u,       32u,
+        33u, 0x7FFFFFFFu, 0x80000000u, 0xFFFFFFFFu, 0xFFFFFFFEu, 0x10000u, C_PAYLOAD, C_PAYLOAD + 1u};
     int pending, word, v, cases = 0, corrupt = 0;
     (void)state;
     for (pending = 0; pending <= C_SLOTS; pending++) {
@@ -653,8 +714,10 @@ static void test_shm_corrupt_shared_state(void **state)
                 int seen_corrupt = 0;
                 two_cores(pending);
                 ring = ring_of(&c1, 0, 1);
-                if (word < 2) w = ring + word * (PG_SHM_LINE / 4);
-                else w = ring + 2 * (PG_SHM_LINE / 4) + C_SLOTS * c1.slot_words + (word - 2); /* packed headers */
+                if (word < 2)
+                    w = ring + word * (PG_SHM_LINE / 4);
+                else
+                    w = ring + 2 * (PG_SHM_LINE / 4) + C_SLOTS * c1.slot_words + (word - 2); /* packed headers */
                 *w = word < 2 ? *w + values[v] : values[v]; /* indices: shifted; headers: set */
                 exercise(&seen_corrupt);
                 corrupt += seen_corrupt;
@@ -662,7 +725,8 @@ static void test_shm_corrupt_shared_state(void **state)
             }
     }
     printf("pg_shm corruption: %d corrupted states, every entry returned a code, %d reported "
-           "PG_ERR_CORRUPT, no access outside the region or the buffers (ASan)\n", cases, corrupt);
+           "PG_ERR_CORRUPT, no access outside the region or the buffers (ASan)\n",
+           cases, corrupt);
     assert_true(corrupt > cases / 4);
 }
 
@@ -682,7 +746,7 @@ static int corrupt_body(pg_group *g, void *arg)
         volatile uint32_t *slot = ring_of(s, 0, 1) + 2 * (PG_SHM_LINE / 4) + s->slots * s->slot_words; /* header 0 */
         slot[2] = 0xFFFFFFF0u; /* length far beyond the slot */
         CHECK_RC(pg_recv(g, 0, 5, in, sizeof in, &got), PG_ERR_CORRUPT);
-        slot[1] ^= 0x5u;       /* and the tag, check word no longer matches */
+        slot[1] ^= 0x5u; /* and the tag, check word no longer matches */
         CHECK_RC(pg_recv(g, 0, 5, in, sizeof in, &got), PG_ERR_CORRUPT);
     }
     CHECK(recover_and_reuse(g) == 0);
@@ -703,10 +767,8 @@ static void test_shm_corrupt_then_recover(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_stalled_rank_times_out),
-        cmocka_unit_test(test_abort_mid_collective),
-        cmocka_unit_test(test_fault_mid_pipeline),
-        cmocka_unit_test(test_shm_corrupt_shared_state),
+        cmocka_unit_test(test_stalled_rank_times_out),   cmocka_unit_test(test_abort_mid_collective),
+        cmocka_unit_test(test_fault_mid_pipeline),       cmocka_unit_test(test_shm_corrupt_shared_state),
         cmocka_unit_test(test_shm_corrupt_then_recover),
     };
     pthread_t probe;

@@ -25,7 +25,7 @@
 #define PG_MPI_IMPLEMENTATION
 #include "ports/pg_mpi.h"
 
-#define T_MS 300u
+#define T_MS    300u
 #define LONG_MS 20000u
 
 static pg_mpi_port port;
@@ -53,8 +53,13 @@ static int agree(int mine)
     return worst;
 }
 
-#define FAIL(...) do { fprintf(stderr, "faults_mpi: rank %d line %d: ", me, __LINE__); \
-    fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); return __LINE__; } while (0)
+#define FAIL(...)                                                       \
+    do {                                                                \
+        fprintf(stderr, "faults_mpi: rank %d line %d: ", me, __LINE__); \
+        fprintf(stderr, __VA_ARGS__);                                   \
+        fputc('\n', stderr);                                            \
+        return __LINE__;                                                \
+    } while (0)
 
 static int recover_and_check(pg_group *g, int me, int n)
 {
@@ -133,14 +138,15 @@ int main(int argc, char **argv)
     MPI_Allreduce(MPI_IN_PLACE, &worst_ms, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     if (me == 0 && rc == 0)
         printf("faults_mpi: stall ok: every peer PG_ERR_TIMEOUT within %.1f ms (timeout %u ms, bound %u ms), "
-               "recovered\n", worst_ms, T_MS, 2u * T_MS);
+               "recovered\n",
+               worst_ms, T_MS, 2u * T_MS);
     if (rc) goto out;
     worst_ms = 0;
     rc = agree(abort_phase(g, me, n));
     MPI_Allreduce(MPI_IN_PLACE, &worst_ms, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     if (me == 0 && rc == 0)
-        printf("faults_mpi: abort ok: every rank PG_ERR_ABORTED within %.1f ms (timeout %u ms), recovered\n",
-               worst_ms, LONG_MS);
+        printf("faults_mpi: abort ok: every rank PG_ERR_ABORTED within %.1f ms (timeout %u ms), recovered\n", worst_ms,
+               LONG_MS);
     if (rc) goto out;
     fflush(stdout);
     fflush(stderr);

@@ -28,16 +28,16 @@
 #define PG_PTHREAD_IMPLEMENTATION
 #include "ports/pg_pthread.h"
 
-#define IN 50
-#define HID 32
-#define OUT 8
+#define IN   50
+#define HID  32
+#define OUT  8
 #define MAXB 128
-#define CAP 64
+#define CAP  64
 
 /* ---- the train step graph ---- */
 typedef struct mlp {
     int x, y, w1, b1, w2, b2, t1, a1, h, t2, a2, o;
-    int v, sq, u, v2, m, o2;  /* the wrapper (test_data_parallel_batch_dim_analysis) */
+    int v, sq, u, v2, m, o2; /* the wrapper (test_data_parallel_batch_dim_analysis) */
     int d, loss, g0, g, gm, gv, gs, gvo, go, ga2, tga2, gw2, sb2, gb2, gh, ga1, tga1, gw1, sb1, gb1;
     int sgd[4];
 } mlp;
@@ -111,7 +111,8 @@ static void linear_backward(dt_graph *g, int ga, int x, int32_t n, int tw, int *
     dt_op_attrs tr = dim_attrs(0, 0, 0.0f), a = dim_attrs(0, 1, 0.0f);
     tr.dim2 = 1;
     *tga = add1(g, DT_ATEN_TRANSPOSE, &tr, tw ? x : ga);
-    *gw = tw ? add1(g, DT_ATEN_TRANSPOSE, &tr, add2(g, DT_ATEN_MM, NULL, *tga, ga)) : add2(g, DT_ATEN_MM, NULL, *tga, x);
+    *gw =
+        tw ? add1(g, DT_ATEN_TRANSPOSE, &tr, add2(g, DT_ATEN_MM, NULL, *tga, ga)) : add2(g, DT_ATEN_MM, NULL, *tga, x);
     *sb = add1(g, DT_ATEN_SUM, &a, ga);
     a = shape_attrs(1, n, 0);
     *gb = add1(g, DT_ATEN_VIEW, &a, *sb);
@@ -278,7 +279,7 @@ static void test_analysis_mlp(void **state)
     assert_int_equal(nodes[m.loss].placement, 0);
     assert_int_equal(nodes[m.g0].placement, 0);
     assert_int_equal(nodes[m.g].placement, 0);
-    assert_int_equal(nodes[m.gv].bd, 1);  /* view(1, 1024) */
+    assert_int_equal(nodes[m.gv].bd, 1); /* view(1, 1024) */
     assert_int_equal(nodes[m.gs].bd, 0);
     assert_int_equal(nodes[m.gvo].bd, 0); /* view(128, 8) */
     assert_int_equal(nodes[m.tga2].bd, 1);
@@ -301,7 +302,7 @@ static void test_analysis_no_optimizer(void **state)
     int f1, f2;
     (void)state;
     build_mlp(&g, nodes, &m, 128, 0, 0, 0.0f);
-    f1 = leaf(&g, DT_G_FULL, 1, 50, 0);   /* a factory tensor: Replicate */
+    f1 = leaf(&g, DT_G_FULL, 1, 50, 0);  /* a factory tensor: Replicate */
     f2 = leaf(&g, DT_G_FULL, 2, 128, 8); /* ... unless a dim has the batch size */
     assert_int_equal(dt_graph_analyze(&g), 0);
     /* without tags the weight gradient is an activation: Partial by the analyzer alone */
@@ -630,7 +631,7 @@ static void test_plan_local_shapes(void **state)
     assert_false(st[m.gb1].flags & DT_GS_ALLREDUCE);
     assert_false(st[m.gh].flags & DT_GS_ALLREDUCE);
     assert_int_equal(st[m.sgd[0]].offset, st[m.w1].offset); /* in place */
-    build_mlp(&g, nodes, &m, 10, 5, 1, 0.1f); /* w1's gradient a transposed view of its mm */
+    build_mlp(&g, nodes, &m, 10, 5, 1, 0.1f);               /* w1's gradient a transposed view of its mm */
     assert_int_equal(dt_graph_plan(&g, 4, 3, DT_SUM, &p, st, CAP), 0);
     assert_true(st[m.gw1].flags & DT_GS_VIEW);
     assert_false(st[m.gw1].flags & DT_GS_ALLREDUCE);
@@ -699,8 +700,8 @@ static void test_view_copy(void **state)
 }
 
 /* ---- distributed through the dispatcher (dt_graph_dist_*: every node a DTensor, dt_op) ---- */
-#define CHECK(c) \
-    do { \
+#define CHECK(c)                   \
+    do {                           \
         if (!(c)) return __LINE__; \
     } while (0)
 static dt_gvalue dvals[4][CAP];
@@ -853,7 +854,8 @@ static void dist_case(int ranks, int mode, int32_t B, int wrap)
     memset(drc, 0, sizeof drc);
     pg_pthread_run(&world, ranks, dist_rank_body, NULL);
     for (r = 0; r < ranks; r++) {
-        if (drc[r]) fprintf(stderr, "rank %d of %d (mode %d, wrap %d): test_graph.c line %d\n", r, ranks, mode, wrap, drc[r]);
+        if (drc[r])
+            fprintf(stderr, "rank %d of %d (mode %d, wrap %d): test_graph.c line %d\n", r, ranks, mode, wrap, drc[r]);
         assert_int_equal(drc[r], 0);
         close_all(dparams[r], want, NPARAM, 1e-4f);
         for (s = 0; s < 2; s++) close_all(&dloss[r][s], &l1[s], 1, 1e-4f);
@@ -931,10 +933,12 @@ static void test_emit_compile_run(void **state)
           "    FILE *f = fopen(\"build/graph_emit/arena.bin\", \"rb\");\n"
           "    if (!f || fread(arena, 1, mlp_plan.arena_bytes, f) != mlp_plan.arena_bytes) return 2;\n"
           "    fclose(f);\n"
-          "    if (dt_gplan_run(&mlp_plan, arena, sizeof arena, 0) || dt_gplan_run(&mlp_plan, arena, sizeof arena, 0)) return 3;\n"
+          "    if (dt_gplan_run(&mlp_plan, arena, sizeof arena, 0) || dt_gplan_run(&mlp_plan, arena, sizeof arena, 0)) "
+          "return 3;\n"
           "    f = fopen(\"build/graph_emit/after.bin\", \"wb\");\n"
           "    if (!f || fwrite(arena, 1, mlp_plan.arena_bytes, f) != mlp_plan.arena_bytes) return 4;\n"
-          "    return fclose(f) != 0;\n}\n", f);
+          "    return fclose(f) != 0;\n}\n",
+          f);
     fclose(f);
     snprintf(cmd, sizeof cmd,
              "%s -std=c99 -O2 -ffp-contract=off -Wall -Wextra -Werror -I. -Iports build/graph_emit/main.c "
@@ -954,12 +958,19 @@ static void test_emit_compile_run(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_builder_errors),        cmocka_unit_test(test_analysis_mlp),
-        cmocka_unit_test(test_analysis_no_optimizer), cmocka_unit_test(test_analysis_errors),
-        cmocka_unit_test(test_single_rank),           cmocka_unit_test(test_plan_local_shapes),
-        cmocka_unit_test(test_run_rejects_bad_plans), cmocka_unit_test(test_view_copy), cmocka_unit_test(test_dp_2),
-        cmocka_unit_test(test_dp_4),                  cmocka_unit_test(test_emit_compile_run),
-        cmocka_unit_test(test_dist_data_parallel),    cmocka_unit_test(test_dist_tensor_parallel),
+        cmocka_unit_test(test_builder_errors),
+        cmocka_unit_test(test_analysis_mlp),
+        cmocka_unit_test(test_analysis_no_optimizer),
+        cmocka_unit_test(test_analysis_errors),
+        cmocka_unit_test(test_single_rank),
+        cmocka_unit_test(test_plan_local_shapes),
+        cmocka_unit_test(test_run_rejects_bad_plans),
+        cmocka_unit_test(test_view_copy),
+        cmocka_unit_test(test_dp_2),
+        cmocka_unit_test(test_dp_4),
+        cmocka_unit_test(test_emit_compile_run),
+        cmocka_unit_test(test_dist_data_parallel),
+        cmocka_unit_test(test_dist_tensor_parallel),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

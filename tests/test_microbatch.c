@@ -34,10 +34,10 @@ static void *counting_memcpy(void *d, const void *s, size_t n)
 
 /* ---- helpers ------------------------------------------------------------- */
 
-#define SHP(...) ((const int32_t[]){ __VA_ARGS__ })
-#define SENT 0xA5
+#define SHP(...) ((const int32_t[]){__VA_ARGS__})
+#define SENT     0xA5
 
-static const mb_dtype all_dtypes[6] = { MB_F32, MB_F64, MB_I8, MB_U8, MB_I16, MB_I32 };
+static const mb_dtype all_dtypes[6] = {MB_F32, MB_F64, MB_I8, MB_U8, MB_I16, MB_I32};
 
 /* Element size, written independently of mb_dtype_size. */
 static size_t esz(mb_dtype dt)
@@ -56,12 +56,32 @@ static size_t esz(mb_dtype dt)
 static void setv(void *p, mb_dtype dt, double v)
 {
     switch (dt) {
-    case MB_F32: { float x = (float)v; memcpy(p, &x, sizeof x); break; }
+    case MB_F32: {
+        float x = (float)v;
+        memcpy(p, &x, sizeof x);
+        break;
+    }
     case MB_F64: memcpy(p, &v, sizeof v); break;
-    case MB_I8: { int8_t x = (int8_t)v; memcpy(p, &x, sizeof x); break; }
-    case MB_U8: { uint8_t x = (uint8_t)v; memcpy(p, &x, sizeof x); break; }
-    case MB_I16: { int16_t x = (int16_t)v; memcpy(p, &x, sizeof x); break; }
-    default: { int32_t x = (int32_t)v; memcpy(p, &x, sizeof x); break; }
+    case MB_I8: {
+        int8_t x = (int8_t)v;
+        memcpy(p, &x, sizeof x);
+        break;
+    }
+    case MB_U8: {
+        uint8_t x = (uint8_t)v;
+        memcpy(p, &x, sizeof x);
+        break;
+    }
+    case MB_I16: {
+        int16_t x = (int16_t)v;
+        memcpy(p, &x, sizeof x);
+        break;
+    }
+    default: {
+        int32_t x = (int32_t)v;
+        memcpy(p, &x, sizeof x);
+        break;
+    }
     }
 }
 
@@ -137,7 +157,10 @@ static uint32_t rng(void)
     rng_state = x;
     return x;
 }
-static int rng_below(int n) { return (int)(rng() % (uint32_t)n); }
+static int rng_below(int n)
+{
+    return (int)(rng() % (uint32_t)n);
+}
 
 /* Run mb_split; on any error `out` (its whole capacity) must be untouched. The macros
    assert the return code at the call site, so a failure names the calling line. */
@@ -196,10 +219,11 @@ static void test_dtype_size(void **state)
 
 static void test_strerror(void **state)
 {
-    static const int codes[] = { MB_OK, MB_ERR_NULL, MB_ERR_NDIM, MB_ERR_DIM, MB_ERR_DTYPE, MB_ERR_SHAPE,
-        MB_ERR_CHUNKS, MB_ERR_CHUNK_COUNT, MB_ERR_TOO_SMALL, MB_ERR_SPEC, MB_ERR_SPLIT_SIZE,
-        MB_ERR_NOT_REPLICATED, MB_ERR_RANGE, MB_ERR_ALIGN };
-    static const int others[] = { 1, 7, -14, -100, INT32_MIN, INT32_MAX };
+    static const int codes[] = {
+        MB_OK,         MB_ERR_NULL,        MB_ERR_NDIM,      MB_ERR_DIM,  MB_ERR_DTYPE,      MB_ERR_SHAPE,
+        MB_ERR_CHUNKS, MB_ERR_CHUNK_COUNT, MB_ERR_TOO_SMALL, MB_ERR_SPEC, MB_ERR_SPLIT_SIZE, MB_ERR_NOT_REPLICATED,
+        MB_ERR_RANGE,  MB_ERR_ALIGN};
+    static const int others[] = {1, 7, -14, -100, INT32_MIN, INT32_MAX};
     const int n = (int)(sizeof codes / sizeof codes[0]);
     const char *unk = mb_strerror(others[0]);
     int i, j;
@@ -299,25 +323,35 @@ static void test_tensor_check(void **state)
     (void)state;
     assert_int_equal(mb_tensor_init(&good, buf, MB_F32, 2, SHP(2, 3)), MB_OK);
     assert_int_equal(mb_tensor_check(&good), MB_OK);
-    t = good; t.ndim = MB_MAX_DIMS + 1;
+    t = good;
+    t.ndim = MB_MAX_DIMS + 1;
     assert_int_equal(mb_tensor_check(&t), MB_ERR_NDIM);
-    t = good; t.ndim = -1;
+    t = good;
+    t.ndim = -1;
     assert_int_equal(mb_tensor_check(&t), MB_ERR_NDIM);
-    t = good; t.shape[1] = -3;
+    t = good;
+    t.shape[1] = -3;
     assert_int_equal(mb_tensor_check(&t), MB_ERR_SHAPE);
-    t = good; t.stride[0] = -1;
+    t = good;
+    t.stride[0] = -1;
     assert_int_equal(mb_tensor_check(&t), MB_ERR_SHAPE);
-    t = good; t.dtype = MB_DTYPE_COUNT;
+    t = good;
+    t.dtype = MB_DTYPE_COUNT;
     assert_int_equal(mb_tensor_check(&t), MB_ERR_DTYPE);
-    t = good; t.dtype = (mb_dtype)42;
+    t = good;
+    t.dtype = (mb_dtype)42;
     assert_int_equal(mb_tensor_check(&t), MB_ERR_DTYPE);
-    t = good; t.data = NULL;
+    t = good;
+    t.data = NULL;
     assert_int_equal(mb_tensor_check(&t), MB_ERR_NULL);
     assert_int_equal(mb_tensor_check(NULL), MB_ERR_NULL);
     /* broadcast-style zero strides and a scalar tensor are valid views */
-    t = good; t.stride[0] = 0; t.stride[1] = 0;
+    t = good;
+    t.stride[0] = 0;
+    t.stride[1] = 0;
     assert_int_equal(mb_tensor_check(&t), MB_OK);
-    t = good; t.ndim = 0;
+    t = good;
+    t.ndim = 0;
     assert_int_equal(mb_tensor_check(&t), MB_OK);
 }
 
@@ -329,7 +363,11 @@ static void test_is_contiguous(void **state)
     assert_int_equal(mb_tensor_init(&t, buf, MB_F32, 2, SHP(3, 4)), MB_OK);
     assert_int_equal(mb_is_contiguous(&t), 1);
     /* transpose: swap shape and strides */
-    v = t; v.shape[0] = 4; v.shape[1] = 3; v.stride[0] = 1; v.stride[1] = 4;
+    v = t;
+    v.shape[0] = 4;
+    v.shape[1] = 3;
+    v.stride[0] = 1;
+    v.stride[1] = 4;
     assert_int_equal(mb_is_contiguous(&v), 0);
     /* narrowed inner dim: rows have gaps */
     assert_int_equal(mb_narrow(&t, 1, 1, 2, &v), MB_OK);
@@ -343,11 +381,21 @@ static void test_is_contiguous(void **state)
     assert_int_equal(mb_narrow(&t, 0, 2, 1, &v), MB_OK);
     assert_int_equal(mb_is_contiguous(&v), 1);
     /* size-1 dims: their stride does not matter */
-    v = t; v.shape[0] = 1; v.stride[0] = 99;
+    v = t;
+    v.shape[0] = 1;
+    v.stride[0] = 99;
     assert_int_equal(mb_is_contiguous(&v), 1);
-    v = t; v.shape[0] = 4; v.shape[1] = 1; v.stride[0] = 1; v.stride[1] = 7;
+    v = t;
+    v.shape[0] = 4;
+    v.shape[1] = 1;
+    v.stride[0] = 1;
+    v.stride[1] = 7;
     assert_int_equal(mb_is_contiguous(&v), 1);
-    v = t; v.shape[0] = 4; v.shape[1] = 1; v.stride[0] = 2; v.stride[1] = 7;
+    v = t;
+    v.shape[0] = 4;
+    v.shape[1] = 1;
+    v.stride[0] = 2;
+    v.stride[1] = 7;
     assert_int_equal(mb_is_contiguous(&v), 0);
     /* 3-D with a size-1 middle dim of odd stride */
     assert_int_equal(mb_tensor_init(&v, buf, MB_F32, 3, SHP(3, 1, 4)), MB_OK);
@@ -356,10 +404,12 @@ static void test_is_contiguous(void **state)
     v.stride[0] = 5;
     assert_int_equal(mb_is_contiguous(&v), 0);
     /* scalars are contiguous; bad input is an error */
-    v = t; v.ndim = 0;
+    v = t;
+    v.ndim = 0;
     assert_int_equal(mb_is_contiguous(&v), 1);
     assert_int_equal(mb_is_contiguous(NULL), MB_ERR_NULL);
-    v = t; v.dtype = MB_DTYPE_COUNT;
+    v = t;
+    v.dtype = MB_DTYPE_COUNT;
     assert_int_equal(mb_is_contiguous(&v), MB_ERR_DTYPE);
 }
 
@@ -375,7 +425,8 @@ static void test_is_contiguous_empty_any_strides(void **state)
     t.stride[1] = 2; /* inner stride wrong, but no elements */
     assert_int_equal(mb_is_contiguous(&t), 1);
     assert_int_equal(mb_tensor_init(&t, buf, MB_F32, 2, SHP(3, 0)), MB_OK);
-    t.stride[0] = 1; t.stride[1] = 3;
+    t.stride[0] = 1;
+    t.stride[1] = 3;
     assert_int_equal(mb_is_contiguous(&t), 1);
 }
 
@@ -427,7 +478,11 @@ static void test_narrow_view(void **state)
     /* narrowing a view of a view, and a transposed view (pointer uses the stride) */
     assert_int_equal(mb_narrow(&v, 0, 1, 2, &w), MB_OK);
     assert_view(&w, buf + 7, MB_F32, 2, SHP(2, 3), SHP(5, 1));
-    tr = t; tr.shape[0] = 5; tr.shape[1] = 4; tr.stride[0] = 1; tr.stride[1] = 5;
+    tr = t;
+    tr.shape[0] = 5;
+    tr.shape[1] = 4;
+    tr.stride[0] = 1;
+    tr.stride[1] = 5;
     assert_int_equal(mb_narrow(&tr, 0, 2, 3, &w), MB_OK);
     assert_view(&w, buf + 2, MB_F32, 2, SHP(3, 4), SHP(1, 5));
     assert_int_equal(mb_narrow(&tr, 1, 3, 1, &w), MB_OK);
@@ -452,7 +507,8 @@ static void test_narrow_view(void **state)
     assert_int_equal(mb_narrow(&t, 1, 2, INT32_MAX, &w), MB_ERR_RANGE);
     assert_int_equal(mb_narrow(&t, 2, 0, 1, &w), MB_ERR_DIM);
     assert_int_equal(mb_narrow(&t, -3, 0, 1, &w), MB_ERR_DIM);
-    v = t; v.shape[0] = -1;
+    v = t;
+    v.shape[0] = -1;
     assert_int_equal(mb_narrow(&v, 1, 0, 1, &w), MB_ERR_SHAPE);
     assert_int_equal(mb_narrow(NULL, 0, 0, 1, &w), MB_ERR_NULL);
     assert_memory_equal(&w, &snap, sizeof w);
@@ -479,7 +535,11 @@ static void test_copy_transpose_all_dtypes(void **state)
         /* dst: the transpose of a 5x3 buffer (shape 3x5, strides 1,3) */
         memset(dst_buf, SENT, sizeof dst_buf);
         assert_int_equal(mb_tensor_init(&dst, dst_buf, dt, 2, SHP(5, 3)), MB_OK);
-        dview = dst; dview.shape[0] = 3; dview.shape[1] = 5; dview.stride[0] = 1; dview.stride[1] = 3;
+        dview = dst;
+        dview.shape[0] = 3;
+        dview.shape[1] = 5;
+        dview.stride[0] = 1;
+        dview.stride[1] = 3;
         assert_int_equal(mb_copy(&dview, &src), MB_OK);
         for (r = 0; r < 3; r++)
             for (c = 0; c < 5; c++)
@@ -555,16 +615,22 @@ static void test_zero_strided_view(void **state)
 
     /* every other row: shape (2,5), strides (10,1) */
     for (i = 0; i < 20; i++) h[i] = (int16_t)(i + 1);
-    v = t; v.shape[0] = 2; v.stride[0] = 10;
+    v = t;
+    v.shape[0] = 2;
+    v.stride[0] = 10;
     assert_int_equal(mb_zero(&v), MB_OK);
     for (i = 0; i < 20; i++) assert_int_equal(h[i], (i / 5) % 2 == 0 ? 0 : i + 1);
 
     /* transposed narrowed window of doubles */
     for (i = 0; i < 12; i++) d[i] = i + 0.5;
     assert_int_equal(mb_tensor_init(&t, d, MB_F64, 2, SHP(3, 4)), MB_OK);
-    v = t; v.shape[0] = 4; v.shape[1] = 3; v.stride[0] = 1; v.stride[1] = 4; /* transpose */
-    assert_int_equal(mb_narrow(&v, 0, 1, 2, &v), MB_OK);                 /* columns 1..2 of d */
-    assert_int_equal(mb_narrow(&v, 1, 0, 2, &v), MB_OK);                 /* rows 0..1 of d */
+    v = t;
+    v.shape[0] = 4;
+    v.shape[1] = 3;
+    v.stride[0] = 1;
+    v.stride[1] = 4;                                     /* transpose */
+    assert_int_equal(mb_narrow(&v, 0, 1, 2, &v), MB_OK); /* columns 1..2 of d */
+    assert_int_equal(mb_narrow(&v, 1, 0, 2, &v), MB_OK); /* rows 0..1 of d */
     assert_int_equal(mb_zero(&v), MB_OK);
     for (i = 0; i < 12; i++) {
         int row = i / 4, col = i % 4;
@@ -575,7 +641,8 @@ static void test_zero_strided_view(void **state)
     }
     /* bad view: error, nothing written */
     for (i = 0; i < 12; i++) d[i] = 7.0;
-    v = t; v.ndim = MB_MAX_DIMS + 1;
+    v = t;
+    v.ndim = MB_MAX_DIMS + 1;
     assert_int_equal(mb_zero(&v), MB_ERR_NDIM);
     assert_int_equal(mb_zero(NULL), MB_ERR_NULL);
     for (i = 0; i < 12; i++) assert_true(d[i] == 7.0);
@@ -635,132 +702,132 @@ struct torch_row {
     int8_t size, chunks, nb, b[9], nc, c[9];
 };
 static const struct torch_row torch_tab[] = {
-    {0, 1, 1, {0,0,0,0,0,0,0,0,0}, 1, {0,0,0,0,0,0,0,0,0}},
-    {0, 2, 2, {0,0,0,0,0,0,0,0,0}, 2, {0,0,0,0,0,0,0,0,0}},
-    {0, 3, 3, {0,0,0,0,0,0,0,0,0}, 3, {0,0,0,0,0,0,0,0,0}},
-    {0, 4, 4, {0,0,0,0,0,0,0,0,0}, 4, {0,0,0,0,0,0,0,0,0}},
-    {0, 5, 5, {0,0,0,0,0,0,0,0,0}, 5, {0,0,0,0,0,0,0,0,0}},
-    {0, 6, 6, {0,0,0,0,0,0,0,0,0}, 6, {0,0,0,0,0,0,0,0,0}},
-    {0, 7, 7, {0,0,0,0,0,0,0,0,0}, 7, {0,0,0,0,0,0,0,0,0}},
-    {0, 8, 8, {0,0,0,0,0,0,0,0,0}, 8, {0,0,0,0,0,0,0,0,0}},
-    {0, 9, 9, {0,0,0,0,0,0,0,0,0}, 9, {0,0,0,0,0,0,0,0,0}},
-    {1, 1, 1, {1,0,0,0,0,0,0,0,0}, 1, {1,0,0,0,0,0,0,0,0}},
-    {1, 2, 2, {1,0,0,0,0,0,0,0,0}, 1, {1,0,0,0,0,0,0,0,0}},
-    {1, 3, 3, {1,0,0,0,0,0,0,0,0}, 1, {1,0,0,0,0,0,0,0,0}},
-    {1, 4, 4, {1,0,0,0,0,0,0,0,0}, 1, {1,0,0,0,0,0,0,0,0}},
-    {1, 5, 5, {1,0,0,0,0,0,0,0,0}, 1, {1,0,0,0,0,0,0,0,0}},
-    {1, 6, 6, {1,0,0,0,0,0,0,0,0}, 1, {1,0,0,0,0,0,0,0,0}},
-    {1, 7, 7, {1,0,0,0,0,0,0,0,0}, 1, {1,0,0,0,0,0,0,0,0}},
-    {1, 8, 8, {1,0,0,0,0,0,0,0,0}, 1, {1,0,0,0,0,0,0,0,0}},
-    {1, 9, 9, {1,0,0,0,0,0,0,0,0}, 1, {1,0,0,0,0,0,0,0,0}},
-    {2, 1, 1, {2,0,0,0,0,0,0,0,0}, 1, {2,0,0,0,0,0,0,0,0}},
-    {2, 2, 2, {1,1,0,0,0,0,0,0,0}, 2, {1,1,0,0,0,0,0,0,0}},
-    {2, 3, 3, {1,1,0,0,0,0,0,0,0}, 2, {1,1,0,0,0,0,0,0,0}},
-    {2, 4, 4, {1,1,0,0,0,0,0,0,0}, 2, {1,1,0,0,0,0,0,0,0}},
-    {2, 5, 5, {1,1,0,0,0,0,0,0,0}, 2, {1,1,0,0,0,0,0,0,0}},
-    {2, 6, 6, {1,1,0,0,0,0,0,0,0}, 2, {1,1,0,0,0,0,0,0,0}},
-    {2, 7, 7, {1,1,0,0,0,0,0,0,0}, 2, {1,1,0,0,0,0,0,0,0}},
-    {2, 8, 8, {1,1,0,0,0,0,0,0,0}, 2, {1,1,0,0,0,0,0,0,0}},
-    {2, 9, 9, {1,1,0,0,0,0,0,0,0}, 2, {1,1,0,0,0,0,0,0,0}},
-    {3, 1, 1, {3,0,0,0,0,0,0,0,0}, 1, {3,0,0,0,0,0,0,0,0}},
-    {3, 2, 2, {2,1,0,0,0,0,0,0,0}, 2, {2,1,0,0,0,0,0,0,0}},
-    {3, 3, 3, {1,1,1,0,0,0,0,0,0}, 3, {1,1,1,0,0,0,0,0,0}},
-    {3, 4, 4, {1,1,1,0,0,0,0,0,0}, 3, {1,1,1,0,0,0,0,0,0}},
-    {3, 5, 5, {1,1,1,0,0,0,0,0,0}, 3, {1,1,1,0,0,0,0,0,0}},
-    {3, 6, 6, {1,1,1,0,0,0,0,0,0}, 3, {1,1,1,0,0,0,0,0,0}},
-    {3, 7, 7, {1,1,1,0,0,0,0,0,0}, 3, {1,1,1,0,0,0,0,0,0}},
-    {3, 8, 8, {1,1,1,0,0,0,0,0,0}, 3, {1,1,1,0,0,0,0,0,0}},
-    {3, 9, 9, {1,1,1,0,0,0,0,0,0}, 3, {1,1,1,0,0,0,0,0,0}},
-    {4, 1, 1, {4,0,0,0,0,0,0,0,0}, 1, {4,0,0,0,0,0,0,0,0}},
-    {4, 2, 2, {2,2,0,0,0,0,0,0,0}, 2, {2,2,0,0,0,0,0,0,0}},
-    {4, 3, 3, {2,1,1,0,0,0,0,0,0}, 2, {2,2,0,0,0,0,0,0,0}},
-    {4, 4, 4, {1,1,1,1,0,0,0,0,0}, 4, {1,1,1,1,0,0,0,0,0}},
-    {4, 5, 5, {1,1,1,1,0,0,0,0,0}, 4, {1,1,1,1,0,0,0,0,0}},
-    {4, 6, 6, {1,1,1,1,0,0,0,0,0}, 4, {1,1,1,1,0,0,0,0,0}},
-    {4, 7, 7, {1,1,1,1,0,0,0,0,0}, 4, {1,1,1,1,0,0,0,0,0}},
-    {4, 8, 8, {1,1,1,1,0,0,0,0,0}, 4, {1,1,1,1,0,0,0,0,0}},
-    {4, 9, 9, {1,1,1,1,0,0,0,0,0}, 4, {1,1,1,1,0,0,0,0,0}},
-    {5, 1, 1, {5,0,0,0,0,0,0,0,0}, 1, {5,0,0,0,0,0,0,0,0}},
-    {5, 2, 2, {3,2,0,0,0,0,0,0,0}, 2, {3,2,0,0,0,0,0,0,0}},
-    {5, 3, 3, {2,2,1,0,0,0,0,0,0}, 3, {2,2,1,0,0,0,0,0,0}},
-    {5, 4, 4, {2,1,1,1,0,0,0,0,0}, 3, {2,2,1,0,0,0,0,0,0}},
-    {5, 5, 5, {1,1,1,1,1,0,0,0,0}, 5, {1,1,1,1,1,0,0,0,0}},
-    {5, 6, 6, {1,1,1,1,1,0,0,0,0}, 5, {1,1,1,1,1,0,0,0,0}},
-    {5, 7, 7, {1,1,1,1,1,0,0,0,0}, 5, {1,1,1,1,1,0,0,0,0}},
-    {5, 8, 8, {1,1,1,1,1,0,0,0,0}, 5, {1,1,1,1,1,0,0,0,0}},
-    {5, 9, 9, {1,1,1,1,1,0,0,0,0}, 5, {1,1,1,1,1,0,0,0,0}},
-    {6, 1, 1, {6,0,0,0,0,0,0,0,0}, 1, {6,0,0,0,0,0,0,0,0}},
-    {6, 2, 2, {3,3,0,0,0,0,0,0,0}, 2, {3,3,0,0,0,0,0,0,0}},
-    {6, 3, 3, {2,2,2,0,0,0,0,0,0}, 3, {2,2,2,0,0,0,0,0,0}},
-    {6, 4, 4, {2,2,1,1,0,0,0,0,0}, 3, {2,2,2,0,0,0,0,0,0}},
-    {6, 5, 5, {2,1,1,1,1,0,0,0,0}, 3, {2,2,2,0,0,0,0,0,0}},
-    {6, 6, 6, {1,1,1,1,1,1,0,0,0}, 6, {1,1,1,1,1,1,0,0,0}},
-    {6, 7, 7, {1,1,1,1,1,1,0,0,0}, 6, {1,1,1,1,1,1,0,0,0}},
-    {6, 8, 8, {1,1,1,1,1,1,0,0,0}, 6, {1,1,1,1,1,1,0,0,0}},
-    {6, 9, 9, {1,1,1,1,1,1,0,0,0}, 6, {1,1,1,1,1,1,0,0,0}},
-    {7, 1, 1, {7,0,0,0,0,0,0,0,0}, 1, {7,0,0,0,0,0,0,0,0}},
-    {7, 2, 2, {4,3,0,0,0,0,0,0,0}, 2, {4,3,0,0,0,0,0,0,0}},
-    {7, 3, 3, {3,2,2,0,0,0,0,0,0}, 3, {3,3,1,0,0,0,0,0,0}},
-    {7, 4, 4, {2,2,2,1,0,0,0,0,0}, 4, {2,2,2,1,0,0,0,0,0}},
-    {7, 5, 5, {2,2,1,1,1,0,0,0,0}, 4, {2,2,2,1,0,0,0,0,0}},
-    {7, 6, 6, {2,1,1,1,1,1,0,0,0}, 4, {2,2,2,1,0,0,0,0,0}},
-    {7, 7, 7, {1,1,1,1,1,1,1,0,0}, 7, {1,1,1,1,1,1,1,0,0}},
-    {7, 8, 8, {1,1,1,1,1,1,1,0,0}, 7, {1,1,1,1,1,1,1,0,0}},
-    {7, 9, 9, {1,1,1,1,1,1,1,0,0}, 7, {1,1,1,1,1,1,1,0,0}},
-    {8, 1, 1, {8,0,0,0,0,0,0,0,0}, 1, {8,0,0,0,0,0,0,0,0}},
-    {8, 2, 2, {4,4,0,0,0,0,0,0,0}, 2, {4,4,0,0,0,0,0,0,0}},
-    {8, 3, 3, {3,3,2,0,0,0,0,0,0}, 3, {3,3,2,0,0,0,0,0,0}},
-    {8, 4, 4, {2,2,2,2,0,0,0,0,0}, 4, {2,2,2,2,0,0,0,0,0}},
-    {8, 5, 5, {2,2,2,1,1,0,0,0,0}, 4, {2,2,2,2,0,0,0,0,0}},
-    {8, 6, 6, {2,2,1,1,1,1,0,0,0}, 4, {2,2,2,2,0,0,0,0,0}},
-    {8, 7, 7, {2,1,1,1,1,1,1,0,0}, 4, {2,2,2,2,0,0,0,0,0}},
-    {8, 8, 8, {1,1,1,1,1,1,1,1,0}, 8, {1,1,1,1,1,1,1,1,0}},
-    {8, 9, 9, {1,1,1,1,1,1,1,1,0}, 8, {1,1,1,1,1,1,1,1,0}},
-    {9, 1, 1, {9,0,0,0,0,0,0,0,0}, 1, {9,0,0,0,0,0,0,0,0}},
-    {9, 2, 2, {5,4,0,0,0,0,0,0,0}, 2, {5,4,0,0,0,0,0,0,0}},
-    {9, 3, 3, {3,3,3,0,0,0,0,0,0}, 3, {3,3,3,0,0,0,0,0,0}},
-    {9, 4, 4, {3,2,2,2,0,0,0,0,0}, 3, {3,3,3,0,0,0,0,0,0}},
-    {9, 5, 5, {2,2,2,2,1,0,0,0,0}, 5, {2,2,2,2,1,0,0,0,0}},
-    {9, 6, 6, {2,2,2,1,1,1,0,0,0}, 5, {2,2,2,2,1,0,0,0,0}},
-    {9, 7, 7, {2,2,1,1,1,1,1,0,0}, 5, {2,2,2,2,1,0,0,0,0}},
-    {9, 8, 8, {2,1,1,1,1,1,1,1,0}, 5, {2,2,2,2,1,0,0,0,0}},
-    {9, 9, 9, {1,1,1,1,1,1,1,1,1}, 9, {1,1,1,1,1,1,1,1,1}},
-    {10, 1, 1, {10,0,0,0,0,0,0,0,0}, 1, {10,0,0,0,0,0,0,0,0}},
-    {10, 2, 2, {5,5,0,0,0,0,0,0,0}, 2, {5,5,0,0,0,0,0,0,0}},
-    {10, 3, 3, {4,3,3,0,0,0,0,0,0}, 3, {4,4,2,0,0,0,0,0,0}},
-    {10, 4, 4, {3,3,2,2,0,0,0,0,0}, 4, {3,3,3,1,0,0,0,0,0}},
-    {10, 5, 5, {2,2,2,2,2,0,0,0,0}, 5, {2,2,2,2,2,0,0,0,0}},
-    {10, 6, 6, {2,2,2,2,1,1,0,0,0}, 5, {2,2,2,2,2,0,0,0,0}},
-    {10, 7, 7, {2,2,2,1,1,1,1,0,0}, 5, {2,2,2,2,2,0,0,0,0}},
-    {10, 8, 8, {2,2,1,1,1,1,1,1,0}, 5, {2,2,2,2,2,0,0,0,0}},
-    {10, 9, 9, {2,1,1,1,1,1,1,1,1}, 5, {2,2,2,2,2,0,0,0,0}},
-    {11, 1, 1, {11,0,0,0,0,0,0,0,0}, 1, {11,0,0,0,0,0,0,0,0}},
-    {11, 2, 2, {6,5,0,0,0,0,0,0,0}, 2, {6,5,0,0,0,0,0,0,0}},
-    {11, 3, 3, {4,4,3,0,0,0,0,0,0}, 3, {4,4,3,0,0,0,0,0,0}},
-    {11, 4, 4, {3,3,3,2,0,0,0,0,0}, 4, {3,3,3,2,0,0,0,0,0}},
-    {11, 5, 5, {3,2,2,2,2,0,0,0,0}, 4, {3,3,3,2,0,0,0,0,0}},
-    {11, 6, 6, {2,2,2,2,2,1,0,0,0}, 6, {2,2,2,2,2,1,0,0,0}},
-    {11, 7, 7, {2,2,2,2,1,1,1,0,0}, 6, {2,2,2,2,2,1,0,0,0}},
-    {11, 8, 8, {2,2,2,1,1,1,1,1,0}, 6, {2,2,2,2,2,1,0,0,0}},
-    {11, 9, 9, {2,2,1,1,1,1,1,1,1}, 6, {2,2,2,2,2,1,0,0,0}},
-    {12, 1, 1, {12,0,0,0,0,0,0,0,0}, 1, {12,0,0,0,0,0,0,0,0}},
-    {12, 2, 2, {6,6,0,0,0,0,0,0,0}, 2, {6,6,0,0,0,0,0,0,0}},
-    {12, 3, 3, {4,4,4,0,0,0,0,0,0}, 3, {4,4,4,0,0,0,0,0,0}},
-    {12, 4, 4, {3,3,3,3,0,0,0,0,0}, 4, {3,3,3,3,0,0,0,0,0}},
-    {12, 5, 5, {3,3,2,2,2,0,0,0,0}, 4, {3,3,3,3,0,0,0,0,0}},
-    {12, 6, 6, {2,2,2,2,2,2,0,0,0}, 6, {2,2,2,2,2,2,0,0,0}},
-    {12, 7, 7, {2,2,2,2,2,1,1,0,0}, 6, {2,2,2,2,2,2,0,0,0}},
-    {12, 8, 8, {2,2,2,2,1,1,1,1,0}, 6, {2,2,2,2,2,2,0,0,0}},
-    {12, 9, 9, {2,2,2,1,1,1,1,1,1}, 6, {2,2,2,2,2,2,0,0,0}},
-    {13, 1, 1, {13,0,0,0,0,0,0,0,0}, 1, {13,0,0,0,0,0,0,0,0}},
-    {13, 2, 2, {7,6,0,0,0,0,0,0,0}, 2, {7,6,0,0,0,0,0,0,0}},
-    {13, 3, 3, {5,4,4,0,0,0,0,0,0}, 3, {5,5,3,0,0,0,0,0,0}},
-    {13, 4, 4, {4,3,3,3,0,0,0,0,0}, 4, {4,4,4,1,0,0,0,0,0}},
-    {13, 5, 5, {3,3,3,2,2,0,0,0,0}, 5, {3,3,3,3,1,0,0,0,0}},
-    {13, 6, 6, {3,2,2,2,2,2,0,0,0}, 5, {3,3,3,3,1,0,0,0,0}},
-    {13, 7, 7, {2,2,2,2,2,2,1,0,0}, 7, {2,2,2,2,2,2,1,0,0}},
-    {13, 8, 8, {2,2,2,2,2,1,1,1,0}, 7, {2,2,2,2,2,2,1,0,0}},
-    {13, 9, 9, {2,2,2,2,1,1,1,1,1}, 7, {2,2,2,2,2,2,1,0,0}},
+    {0, 1, 1, {0, 0, 0, 0, 0, 0, 0, 0, 0}, 1, {0, 0, 0, 0, 0, 0, 0, 0, 0}},
+    {0, 2, 2, {0, 0, 0, 0, 0, 0, 0, 0, 0}, 2, {0, 0, 0, 0, 0, 0, 0, 0, 0}},
+    {0, 3, 3, {0, 0, 0, 0, 0, 0, 0, 0, 0}, 3, {0, 0, 0, 0, 0, 0, 0, 0, 0}},
+    {0, 4, 4, {0, 0, 0, 0, 0, 0, 0, 0, 0}, 4, {0, 0, 0, 0, 0, 0, 0, 0, 0}},
+    {0, 5, 5, {0, 0, 0, 0, 0, 0, 0, 0, 0}, 5, {0, 0, 0, 0, 0, 0, 0, 0, 0}},
+    {0, 6, 6, {0, 0, 0, 0, 0, 0, 0, 0, 0}, 6, {0, 0, 0, 0, 0, 0, 0, 0, 0}},
+    {0, 7, 7, {0, 0, 0, 0, 0, 0, 0, 0, 0}, 7, {0, 0, 0, 0, 0, 0, 0, 0, 0}},
+    {0, 8, 8, {0, 0, 0, 0, 0, 0, 0, 0, 0}, 8, {0, 0, 0, 0, 0, 0, 0, 0, 0}},
+    {0, 9, 9, {0, 0, 0, 0, 0, 0, 0, 0, 0}, 9, {0, 0, 0, 0, 0, 0, 0, 0, 0}},
+    {1, 1, 1, {1, 0, 0, 0, 0, 0, 0, 0, 0}, 1, {1, 0, 0, 0, 0, 0, 0, 0, 0}},
+    {1, 2, 2, {1, 0, 0, 0, 0, 0, 0, 0, 0}, 1, {1, 0, 0, 0, 0, 0, 0, 0, 0}},
+    {1, 3, 3, {1, 0, 0, 0, 0, 0, 0, 0, 0}, 1, {1, 0, 0, 0, 0, 0, 0, 0, 0}},
+    {1, 4, 4, {1, 0, 0, 0, 0, 0, 0, 0, 0}, 1, {1, 0, 0, 0, 0, 0, 0, 0, 0}},
+    {1, 5, 5, {1, 0, 0, 0, 0, 0, 0, 0, 0}, 1, {1, 0, 0, 0, 0, 0, 0, 0, 0}},
+    {1, 6, 6, {1, 0, 0, 0, 0, 0, 0, 0, 0}, 1, {1, 0, 0, 0, 0, 0, 0, 0, 0}},
+    {1, 7, 7, {1, 0, 0, 0, 0, 0, 0, 0, 0}, 1, {1, 0, 0, 0, 0, 0, 0, 0, 0}},
+    {1, 8, 8, {1, 0, 0, 0, 0, 0, 0, 0, 0}, 1, {1, 0, 0, 0, 0, 0, 0, 0, 0}},
+    {1, 9, 9, {1, 0, 0, 0, 0, 0, 0, 0, 0}, 1, {1, 0, 0, 0, 0, 0, 0, 0, 0}},
+    {2, 1, 1, {2, 0, 0, 0, 0, 0, 0, 0, 0}, 1, {2, 0, 0, 0, 0, 0, 0, 0, 0}},
+    {2, 2, 2, {1, 1, 0, 0, 0, 0, 0, 0, 0}, 2, {1, 1, 0, 0, 0, 0, 0, 0, 0}},
+    {2, 3, 3, {1, 1, 0, 0, 0, 0, 0, 0, 0}, 2, {1, 1, 0, 0, 0, 0, 0, 0, 0}},
+    {2, 4, 4, {1, 1, 0, 0, 0, 0, 0, 0, 0}, 2, {1, 1, 0, 0, 0, 0, 0, 0, 0}},
+    {2, 5, 5, {1, 1, 0, 0, 0, 0, 0, 0, 0}, 2, {1, 1, 0, 0, 0, 0, 0, 0, 0}},
+    {2, 6, 6, {1, 1, 0, 0, 0, 0, 0, 0, 0}, 2, {1, 1, 0, 0, 0, 0, 0, 0, 0}},
+    {2, 7, 7, {1, 1, 0, 0, 0, 0, 0, 0, 0}, 2, {1, 1, 0, 0, 0, 0, 0, 0, 0}},
+    {2, 8, 8, {1, 1, 0, 0, 0, 0, 0, 0, 0}, 2, {1, 1, 0, 0, 0, 0, 0, 0, 0}},
+    {2, 9, 9, {1, 1, 0, 0, 0, 0, 0, 0, 0}, 2, {1, 1, 0, 0, 0, 0, 0, 0, 0}},
+    {3, 1, 1, {3, 0, 0, 0, 0, 0, 0, 0, 0}, 1, {3, 0, 0, 0, 0, 0, 0, 0, 0}},
+    {3, 2, 2, {2, 1, 0, 0, 0, 0, 0, 0, 0}, 2, {2, 1, 0, 0, 0, 0, 0, 0, 0}},
+    {3, 3, 3, {1, 1, 1, 0, 0, 0, 0, 0, 0}, 3, {1, 1, 1, 0, 0, 0, 0, 0, 0}},
+    {3, 4, 4, {1, 1, 1, 0, 0, 0, 0, 0, 0}, 3, {1, 1, 1, 0, 0, 0, 0, 0, 0}},
+    {3, 5, 5, {1, 1, 1, 0, 0, 0, 0, 0, 0}, 3, {1, 1, 1, 0, 0, 0, 0, 0, 0}},
+    {3, 6, 6, {1, 1, 1, 0, 0, 0, 0, 0, 0}, 3, {1, 1, 1, 0, 0, 0, 0, 0, 0}},
+    {3, 7, 7, {1, 1, 1, 0, 0, 0, 0, 0, 0}, 3, {1, 1, 1, 0, 0, 0, 0, 0, 0}},
+    {3, 8, 8, {1, 1, 1, 0, 0, 0, 0, 0, 0}, 3, {1, 1, 1, 0, 0, 0, 0, 0, 0}},
+    {3, 9, 9, {1, 1, 1, 0, 0, 0, 0, 0, 0}, 3, {1, 1, 1, 0, 0, 0, 0, 0, 0}},
+    {4, 1, 1, {4, 0, 0, 0, 0, 0, 0, 0, 0}, 1, {4, 0, 0, 0, 0, 0, 0, 0, 0}},
+    {4, 2, 2, {2, 2, 0, 0, 0, 0, 0, 0, 0}, 2, {2, 2, 0, 0, 0, 0, 0, 0, 0}},
+    {4, 3, 3, {2, 1, 1, 0, 0, 0, 0, 0, 0}, 2, {2, 2, 0, 0, 0, 0, 0, 0, 0}},
+    {4, 4, 4, {1, 1, 1, 1, 0, 0, 0, 0, 0}, 4, {1, 1, 1, 1, 0, 0, 0, 0, 0}},
+    {4, 5, 5, {1, 1, 1, 1, 0, 0, 0, 0, 0}, 4, {1, 1, 1, 1, 0, 0, 0, 0, 0}},
+    {4, 6, 6, {1, 1, 1, 1, 0, 0, 0, 0, 0}, 4, {1, 1, 1, 1, 0, 0, 0, 0, 0}},
+    {4, 7, 7, {1, 1, 1, 1, 0, 0, 0, 0, 0}, 4, {1, 1, 1, 1, 0, 0, 0, 0, 0}},
+    {4, 8, 8, {1, 1, 1, 1, 0, 0, 0, 0, 0}, 4, {1, 1, 1, 1, 0, 0, 0, 0, 0}},
+    {4, 9, 9, {1, 1, 1, 1, 0, 0, 0, 0, 0}, 4, {1, 1, 1, 1, 0, 0, 0, 0, 0}},
+    {5, 1, 1, {5, 0, 0, 0, 0, 0, 0, 0, 0}, 1, {5, 0, 0, 0, 0, 0, 0, 0, 0}},
+    {5, 2, 2, {3, 2, 0, 0, 0, 0, 0, 0, 0}, 2, {3, 2, 0, 0, 0, 0, 0, 0, 0}},
+    {5, 3, 3, {2, 2, 1, 0, 0, 0, 0, 0, 0}, 3, {2, 2, 1, 0, 0, 0, 0, 0, 0}},
+    {5, 4, 4, {2, 1, 1, 1, 0, 0, 0, 0, 0}, 3, {2, 2, 1, 0, 0, 0, 0, 0, 0}},
+    {5, 5, 5, {1, 1, 1, 1, 1, 0, 0, 0, 0}, 5, {1, 1, 1, 1, 1, 0, 0, 0, 0}},
+    {5, 6, 6, {1, 1, 1, 1, 1, 0, 0, 0, 0}, 5, {1, 1, 1, 1, 1, 0, 0, 0, 0}},
+    {5, 7, 7, {1, 1, 1, 1, 1, 0, 0, 0, 0}, 5, {1, 1, 1, 1, 1, 0, 0, 0, 0}},
+    {5, 8, 8, {1, 1, 1, 1, 1, 0, 0, 0, 0}, 5, {1, 1, 1, 1, 1, 0, 0, 0, 0}},
+    {5, 9, 9, {1, 1, 1, 1, 1, 0, 0, 0, 0}, 5, {1, 1, 1, 1, 1, 0, 0, 0, 0}},
+    {6, 1, 1, {6, 0, 0, 0, 0, 0, 0, 0, 0}, 1, {6, 0, 0, 0, 0, 0, 0, 0, 0}},
+    {6, 2, 2, {3, 3, 0, 0, 0, 0, 0, 0, 0}, 2, {3, 3, 0, 0, 0, 0, 0, 0, 0}},
+    {6, 3, 3, {2, 2, 2, 0, 0, 0, 0, 0, 0}, 3, {2, 2, 2, 0, 0, 0, 0, 0, 0}},
+    {6, 4, 4, {2, 2, 1, 1, 0, 0, 0, 0, 0}, 3, {2, 2, 2, 0, 0, 0, 0, 0, 0}},
+    {6, 5, 5, {2, 1, 1, 1, 1, 0, 0, 0, 0}, 3, {2, 2, 2, 0, 0, 0, 0, 0, 0}},
+    {6, 6, 6, {1, 1, 1, 1, 1, 1, 0, 0, 0}, 6, {1, 1, 1, 1, 1, 1, 0, 0, 0}},
+    {6, 7, 7, {1, 1, 1, 1, 1, 1, 0, 0, 0}, 6, {1, 1, 1, 1, 1, 1, 0, 0, 0}},
+    {6, 8, 8, {1, 1, 1, 1, 1, 1, 0, 0, 0}, 6, {1, 1, 1, 1, 1, 1, 0, 0, 0}},
+    {6, 9, 9, {1, 1, 1, 1, 1, 1, 0, 0, 0}, 6, {1, 1, 1, 1, 1, 1, 0, 0, 0}},
+    {7, 1, 1, {7, 0, 0, 0, 0, 0, 0, 0, 0}, 1, {7, 0, 0, 0, 0, 0, 0, 0, 0}},
+    {7, 2, 2, {4, 3, 0, 0, 0, 0, 0, 0, 0}, 2, {4, 3, 0, 0, 0, 0, 0, 0, 0}},
+    {7, 3, 3, {3, 2, 2, 0, 0, 0, 0, 0, 0}, 3, {3, 3, 1, 0, 0, 0, 0, 0, 0}},
+    {7, 4, 4, {2, 2, 2, 1, 0, 0, 0, 0, 0}, 4, {2, 2, 2, 1, 0, 0, 0, 0, 0}},
+    {7, 5, 5, {2, 2, 1, 1, 1, 0, 0, 0, 0}, 4, {2, 2, 2, 1, 0, 0, 0, 0, 0}},
+    {7, 6, 6, {2, 1, 1, 1, 1, 1, 0, 0, 0}, 4, {2, 2, 2, 1, 0, 0, 0, 0, 0}},
+    {7, 7, 7, {1, 1, 1, 1, 1, 1, 1, 0, 0}, 7, {1, 1, 1, 1, 1, 1, 1, 0, 0}},
+    {7, 8, 8, {1, 1, 1, 1, 1, 1, 1, 0, 0}, 7, {1, 1, 1, 1, 1, 1, 1, 0, 0}},
+    {7, 9, 9, {1, 1, 1, 1, 1, 1, 1, 0, 0}, 7, {1, 1, 1, 1, 1, 1, 1, 0, 0}},
+    {8, 1, 1, {8, 0, 0, 0, 0, 0, 0, 0, 0}, 1, {8, 0, 0, 0, 0, 0, 0, 0, 0}},
+    {8, 2, 2, {4, 4, 0, 0, 0, 0, 0, 0, 0}, 2, {4, 4, 0, 0, 0, 0, 0, 0, 0}},
+    {8, 3, 3, {3, 3, 2, 0, 0, 0, 0, 0, 0}, 3, {3, 3, 2, 0, 0, 0, 0, 0, 0}},
+    {8, 4, 4, {2, 2, 2, 2, 0, 0, 0, 0, 0}, 4, {2, 2, 2, 2, 0, 0, 0, 0, 0}},
+    {8, 5, 5, {2, 2, 2, 1, 1, 0, 0, 0, 0}, 4, {2, 2, 2, 2, 0, 0, 0, 0, 0}},
+    {8, 6, 6, {2, 2, 1, 1, 1, 1, 0, 0, 0}, 4, {2, 2, 2, 2, 0, 0, 0, 0, 0}},
+    {8, 7, 7, {2, 1, 1, 1, 1, 1, 1, 0, 0}, 4, {2, 2, 2, 2, 0, 0, 0, 0, 0}},
+    {8, 8, 8, {1, 1, 1, 1, 1, 1, 1, 1, 0}, 8, {1, 1, 1, 1, 1, 1, 1, 1, 0}},
+    {8, 9, 9, {1, 1, 1, 1, 1, 1, 1, 1, 0}, 8, {1, 1, 1, 1, 1, 1, 1, 1, 0}},
+    {9, 1, 1, {9, 0, 0, 0, 0, 0, 0, 0, 0}, 1, {9, 0, 0, 0, 0, 0, 0, 0, 0}},
+    {9, 2, 2, {5, 4, 0, 0, 0, 0, 0, 0, 0}, 2, {5, 4, 0, 0, 0, 0, 0, 0, 0}},
+    {9, 3, 3, {3, 3, 3, 0, 0, 0, 0, 0, 0}, 3, {3, 3, 3, 0, 0, 0, 0, 0, 0}},
+    {9, 4, 4, {3, 2, 2, 2, 0, 0, 0, 0, 0}, 3, {3, 3, 3, 0, 0, 0, 0, 0, 0}},
+    {9, 5, 5, {2, 2, 2, 2, 1, 0, 0, 0, 0}, 5, {2, 2, 2, 2, 1, 0, 0, 0, 0}},
+    {9, 6, 6, {2, 2, 2, 1, 1, 1, 0, 0, 0}, 5, {2, 2, 2, 2, 1, 0, 0, 0, 0}},
+    {9, 7, 7, {2, 2, 1, 1, 1, 1, 1, 0, 0}, 5, {2, 2, 2, 2, 1, 0, 0, 0, 0}},
+    {9, 8, 8, {2, 1, 1, 1, 1, 1, 1, 1, 0}, 5, {2, 2, 2, 2, 1, 0, 0, 0, 0}},
+    {9, 9, 9, {1, 1, 1, 1, 1, 1, 1, 1, 1}, 9, {1, 1, 1, 1, 1, 1, 1, 1, 1}},
+    {10, 1, 1, {10, 0, 0, 0, 0, 0, 0, 0, 0}, 1, {10, 0, 0, 0, 0, 0, 0, 0, 0}},
+    {10, 2, 2, {5, 5, 0, 0, 0, 0, 0, 0, 0}, 2, {5, 5, 0, 0, 0, 0, 0, 0, 0}},
+    {10, 3, 3, {4, 3, 3, 0, 0, 0, 0, 0, 0}, 3, {4, 4, 2, 0, 0, 0, 0, 0, 0}},
+    {10, 4, 4, {3, 3, 2, 2, 0, 0, 0, 0, 0}, 4, {3, 3, 3, 1, 0, 0, 0, 0, 0}},
+    {10, 5, 5, {2, 2, 2, 2, 2, 0, 0, 0, 0}, 5, {2, 2, 2, 2, 2, 0, 0, 0, 0}},
+    {10, 6, 6, {2, 2, 2, 2, 1, 1, 0, 0, 0}, 5, {2, 2, 2, 2, 2, 0, 0, 0, 0}},
+    {10, 7, 7, {2, 2, 2, 1, 1, 1, 1, 0, 0}, 5, {2, 2, 2, 2, 2, 0, 0, 0, 0}},
+    {10, 8, 8, {2, 2, 1, 1, 1, 1, 1, 1, 0}, 5, {2, 2, 2, 2, 2, 0, 0, 0, 0}},
+    {10, 9, 9, {2, 1, 1, 1, 1, 1, 1, 1, 1}, 5, {2, 2, 2, 2, 2, 0, 0, 0, 0}},
+    {11, 1, 1, {11, 0, 0, 0, 0, 0, 0, 0, 0}, 1, {11, 0, 0, 0, 0, 0, 0, 0, 0}},
+    {11, 2, 2, {6, 5, 0, 0, 0, 0, 0, 0, 0}, 2, {6, 5, 0, 0, 0, 0, 0, 0, 0}},
+    {11, 3, 3, {4, 4, 3, 0, 0, 0, 0, 0, 0}, 3, {4, 4, 3, 0, 0, 0, 0, 0, 0}},
+    {11, 4, 4, {3, 3, 3, 2, 0, 0, 0, 0, 0}, 4, {3, 3, 3, 2, 0, 0, 0, 0, 0}},
+    {11, 5, 5, {3, 2, 2, 2, 2, 0, 0, 0, 0}, 4, {3, 3, 3, 2, 0, 0, 0, 0, 0}},
+    {11, 6, 6, {2, 2, 2, 2, 2, 1, 0, 0, 0}, 6, {2, 2, 2, 2, 2, 1, 0, 0, 0}},
+    {11, 7, 7, {2, 2, 2, 2, 1, 1, 1, 0, 0}, 6, {2, 2, 2, 2, 2, 1, 0, 0, 0}},
+    {11, 8, 8, {2, 2, 2, 1, 1, 1, 1, 1, 0}, 6, {2, 2, 2, 2, 2, 1, 0, 0, 0}},
+    {11, 9, 9, {2, 2, 1, 1, 1, 1, 1, 1, 1}, 6, {2, 2, 2, 2, 2, 1, 0, 0, 0}},
+    {12, 1, 1, {12, 0, 0, 0, 0, 0, 0, 0, 0}, 1, {12, 0, 0, 0, 0, 0, 0, 0, 0}},
+    {12, 2, 2, {6, 6, 0, 0, 0, 0, 0, 0, 0}, 2, {6, 6, 0, 0, 0, 0, 0, 0, 0}},
+    {12, 3, 3, {4, 4, 4, 0, 0, 0, 0, 0, 0}, 3, {4, 4, 4, 0, 0, 0, 0, 0, 0}},
+    {12, 4, 4, {3, 3, 3, 3, 0, 0, 0, 0, 0}, 4, {3, 3, 3, 3, 0, 0, 0, 0, 0}},
+    {12, 5, 5, {3, 3, 2, 2, 2, 0, 0, 0, 0}, 4, {3, 3, 3, 3, 0, 0, 0, 0, 0}},
+    {12, 6, 6, {2, 2, 2, 2, 2, 2, 0, 0, 0}, 6, {2, 2, 2, 2, 2, 2, 0, 0, 0}},
+    {12, 7, 7, {2, 2, 2, 2, 2, 1, 1, 0, 0}, 6, {2, 2, 2, 2, 2, 2, 0, 0, 0}},
+    {12, 8, 8, {2, 2, 2, 2, 1, 1, 1, 1, 0}, 6, {2, 2, 2, 2, 2, 2, 0, 0, 0}},
+    {12, 9, 9, {2, 2, 2, 1, 1, 1, 1, 1, 1}, 6, {2, 2, 2, 2, 2, 2, 0, 0, 0}},
+    {13, 1, 1, {13, 0, 0, 0, 0, 0, 0, 0, 0}, 1, {13, 0, 0, 0, 0, 0, 0, 0, 0}},
+    {13, 2, 2, {7, 6, 0, 0, 0, 0, 0, 0, 0}, 2, {7, 6, 0, 0, 0, 0, 0, 0, 0}},
+    {13, 3, 3, {5, 4, 4, 0, 0, 0, 0, 0, 0}, 3, {5, 5, 3, 0, 0, 0, 0, 0, 0}},
+    {13, 4, 4, {4, 3, 3, 3, 0, 0, 0, 0, 0}, 4, {4, 4, 4, 1, 0, 0, 0, 0, 0}},
+    {13, 5, 5, {3, 3, 3, 2, 2, 0, 0, 0, 0}, 5, {3, 3, 3, 3, 1, 0, 0, 0, 0}},
+    {13, 6, 6, {3, 2, 2, 2, 2, 2, 0, 0, 0}, 5, {3, 3, 3, 3, 1, 0, 0, 0, 0}},
+    {13, 7, 7, {2, 2, 2, 2, 2, 2, 1, 0, 0}, 7, {2, 2, 2, 2, 2, 2, 1, 0, 0}},
+    {13, 8, 8, {2, 2, 2, 2, 2, 1, 1, 1, 0}, 7, {2, 2, 2, 2, 2, 2, 1, 0, 0}},
+    {13, 9, 9, {2, 2, 2, 2, 1, 1, 1, 1, 1}, 7, {2, 2, 2, 2, 2, 2, 1, 0, 0}},
 };
 
 static void test_split_sizes_match_torch(void **state)
@@ -810,7 +877,7 @@ static void test_split_default_specs_zero_copy(void **state)
     static int16_t b[10];
     static float a_snap[10 * 3];
     mb_value args[3], out[9];
-    static const int32_t len[3] = { 4, 3, 3 }, off[3] = { 0, 4, 7 };
+    static const int32_t len[3] = {4, 3, 3}, off[3] = {0, 4, 7};
     int i, c;
     (void)state;
     for (i = 0; i < 30; i++) a[i] = (float)i;
@@ -846,7 +913,7 @@ static void test_split_dim1_and_negative(void **state)
     static float a[4 * 10], x[2 * 6 * 3];
     mb_value arg, out[3], out2[3], ax, ox[3];
     mb_spec s1 = MB_SPLIT(1), sm1 = MB_SPLIT(-1), sm2 = MB_SPLIT(-2);
-    static const int32_t len[3] = { 4, 3, 3 }, off[3] = { 0, 4, 7 };
+    static const int32_t len[3] = {4, 3, 3}, off[3] = {0, 4, 7};
     int c, d;
     (void)state;
     tv(&arg, a, MB_F32, 2, SHP(4, 10));
@@ -862,7 +929,7 @@ static void test_split_dim1_and_negative(void **state)
     assert_int_equal(mb_split(&ax, &sm2, 1, 4, MB_BALANCED, ox, 3, NULL), MB_ERR_TOO_SMALL);
     {
         mb_value o4[4];
-        static const int32_t l4[4] = { 2, 2, 1, 1 }, f4[4] = { 0, 2, 4, 5 };
+        static const int32_t l4[4] = {2, 2, 1, 1}, f4[4] = {0, 2, 4, 5};
         assert_int_equal(mb_split(&ax, &sm2, 1, 4, MB_BALANCED, o4, 4, NULL), 4);
         for (c = 0; c < 4; c++) {
             assert_view(&o4[c].tensor, x + f4[c] * 3, MB_F32, 3, SHP(2, l4[c], 3), SHP(18, 3, 1));
@@ -884,7 +951,7 @@ static void test_split_replicate_tensor(void **state)
 {
     static float a[5 * 2], b[2];
     mb_value args[2], out[8];
-    mb_spec specs[2] = { MB_REPLICATE, MB_SPLIT(0) };
+    mb_spec specs[2] = {MB_REPLICATE, MB_SPLIT(0)};
     int c;
     (void)state;
     tv(&args[0], a, MB_F32, 2, SHP(5, 2));
@@ -919,7 +986,7 @@ static void test_split_spec_errors_untouched(void **state)
 {
     static float a[6 * 2];
     mb_value args[3];
-    mb_spec specs[3] = { MB_SPLIT(0), MB_SPLIT(0), MB_REPLICATE };
+    mb_spec specs[3] = {MB_SPLIT(0), MB_SPLIT(0), MB_REPLICATE};
     mb_diag diag;
     (void)state;
     tv(&args[0], a, MB_F32, 2, SHP(6, 2));
@@ -973,7 +1040,7 @@ static void test_split_downsize(void **state)
     static float a[7 * 2], b[3], c1[2];
     mb_value args[2], out[8];
     mb_diag diag;
-    static const int32_t la[3] = { 3, 2, 2 }, fa[3] = { 0, 3, 5 };
+    static const int32_t la[3] = {3, 2, 2}, fa[3] = {0, 3, 5};
     int c;
     (void)state;
     /* count = smallest split size among the split values: 7 and 3 rows into 4 -> 3 */
@@ -1068,7 +1135,7 @@ static void test_split_ceil(void **state)
     static float a[13 * 2], b[12], x[10];
     mb_value args[2], out[16];
     mb_diag diag;
-    static const int32_t la[5] = { 3, 3, 3, 3, 1 };
+    static const int32_t la[5] = {3, 3, 3, 3, 1};
     int c;
     (void)state;
     tv(&args[0], a, MB_F32, 2, SHP(13, 2));
@@ -1173,7 +1240,7 @@ static void test_masked_bytes(void **state)
     static float a[5 * 3];
     static int8_t b[5];
     mb_value args[3];
-    mb_spec specs[3] = { MB_SPLIT(0), MB_REPLICATE, MB_SPLIT(-1) };
+    mb_spec specs[3] = {MB_SPLIT(0), MB_REPLICATE, MB_SPLIT(-1)};
     size_t bytes = 12345;
     (void)state;
     tv(&args[0], a, MB_F32, 2, SHP(5, 3));
@@ -1237,7 +1304,7 @@ static void test_masked_split_content(void **state)
     static int8_t b[5];
     static float a_snap[5 * 3];
     mb_value args[3], out[9];
-    mb_spec specs[3] = { MB_SPLIT(0), MB_REPLICATE, MB_SPLIT(-1) };
+    mb_spec specs[3] = {MB_SPLIT(0), MB_REPLICATE, MB_SPLIT(-1)};
     size_t bytes;
     int i, c, j;
     (void)state;
@@ -1283,7 +1350,10 @@ static void test_masked_split_content(void **state)
     {
         mb_value m, mo[4];
         tv(&m, a, MB_F32, 2, SHP(5, 3));
-        m.tensor.shape[0] = 3; m.tensor.shape[1] = 5; m.tensor.stride[0] = 1; m.tensor.stride[1] = 3;
+        m.tensor.shape[0] = 3;
+        m.tensor.shape[1] = 5;
+        m.tensor.stride[0] = 1;
+        m.tensor.stride[1] = 3;
         assert_int_equal(mb_split_masked_bytes(&m, NULL, 1, 4, MB_CEIL, &bytes), 3);
         assert_int_equal(mb_split_masked(&m, NULL, 1, 4, MB_CEIL, mo, 4, mask_store, bytes, NULL), 3);
         check_masked_chunks(mo, 1, 0, 3, &m.tensor, 0, SHP(1, 1, 1));
@@ -1310,21 +1380,18 @@ static void test_masked_errors(void **state)
     /* too little storage */
     assert_int_equal(mb_split_masked(args, NULL, 2, 3, MB_BALANCED, out, 3, mask_store, bytes - 1, NULL),
                      MB_ERR_TOO_SMALL);
-    assert_int_equal(mb_split_masked(args, NULL, 2, 3, MB_BALANCED, out, 3, mask_store, 0, NULL),
-                     MB_ERR_TOO_SMALL);
+    assert_int_equal(mb_split_masked(args, NULL, 2, 3, MB_BALANCED, out, 3, mask_store, 0, NULL), MB_ERR_TOO_SMALL);
     /* misaligned storage */
-    assert_int_equal(mb_split_masked(args, NULL, 2, 3, MB_BALANCED, out, 3, (char *)mask_store + 4,
-                                     sizeof mask_store - 8, NULL),
-                     MB_ERR_ALIGN);
-    assert_int_equal(mb_split_masked(args, NULL, 2, 3, MB_BALANCED, out, 3, (char *)mask_store + 1,
-                                     sizeof mask_store - 8, NULL),
-                     MB_ERR_ALIGN);
+    assert_int_equal(
+        mb_split_masked(args, NULL, 2, 3, MB_BALANCED, out, 3, (char *)mask_store + 4, sizeof mask_store - 8, NULL),
+        MB_ERR_ALIGN);
+    assert_int_equal(
+        mb_split_masked(args, NULL, 2, 3, MB_BALANCED, out, 3, (char *)mask_store + 1, sizeof mask_store - 8, NULL),
+        MB_ERR_ALIGN);
     assert_int_equal(mb_split_masked(args, NULL, 2, 3, MB_BALANCED, out, 3, NULL, bytes, NULL), MB_ERR_NULL);
     /* out capacity, chunk count, policy errors */
-    assert_int_equal(mb_split_masked(args, NULL, 2, 3, MB_BALANCED, out, 2, mask_store, bytes, NULL),
-                     MB_ERR_TOO_SMALL);
-    assert_int_equal(mb_split_masked(args, NULL, 2, 0, MB_BALANCED, out, 3, mask_store, bytes, NULL),
-                     MB_ERR_CHUNKS);
+    assert_int_equal(mb_split_masked(args, NULL, 2, 3, MB_BALANCED, out, 2, mask_store, bytes, NULL), MB_ERR_TOO_SMALL);
+    assert_int_equal(mb_split_masked(args, NULL, 2, 0, MB_BALANCED, out, 3, mask_store, bytes, NULL), MB_ERR_CHUNKS);
     memset(&diag, 0, sizeof diag);
     assert_int_equal(mb_split_masked(args, NULL, 2, 6, MB_STRICT, out, 8, mask_store, sizeof mask_store, &diag),
                      MB_ERR_SPLIT_SIZE);
@@ -1342,7 +1409,7 @@ static void test_masked_merge_roundtrip(void **state)
     static float a[7 * 3], y[7 * 3];
     static int16_t h[4 * 6], hy[4 * 6];
     mb_value args[2], out[16], merged[2];
-    mb_spec specs[2] = { MB_SPLIT(0), MB_SPLIT(1) };
+    mb_spec specs[2] = {MB_SPLIT(0), MB_SPLIT(1)};
     size_t bytes;
     int i, n, pol;
     (void)state;
@@ -1445,7 +1512,7 @@ static void test_merge_concat_dim0(void **state)
 
 static void test_merge_concat_dim1(void **state)
 {
-    int32_t c0[2 * 1] = { 1, 4 }, c1[2 * 2] = { 2, 3, 5, 6 }, y[2 * 3];
+    int32_t c0[2 * 1] = {1, 4}, c1[2 * 2] = {2, 3, 5, 6}, y[2 * 3];
     mb_value chunks[2], out;
     mb_spec s1 = MB_CONCAT(1), sm1 = MB_CONCAT(-1);
     int i;
@@ -1466,7 +1533,7 @@ static void test_merge_concat_dim1(void **state)
 
 static void test_merge_default_specs_mixed(void **state)
 {
-    double c0[2] = { 1.0, 2.0 }, c1[1] = { 3.0 }, y[3];
+    double c0[2] = {1.0, 2.0}, c1[1] = {3.0}, y[3];
     mb_value chunks[4], out[2];
     (void)state;
     tv(&chunks[0], c0, MB_F64, 1, SHP(2));
@@ -1488,7 +1555,7 @@ static void test_merge_zero_copy_in_place(void **state)
 {
     static float y[10 * 3], sep[10 * 3];
     mb_value outv, views[4];
-    static const int32_t off[3] = { 0, 4, 7 };
+    static const int32_t off[3] = {0, 4, 7};
     int c, r, k, n;
     (void)state;
     memset(y, 0, sizeof y);
@@ -1536,9 +1603,9 @@ static void test_merge_zero_copy_in_place(void **state)
 
 static void test_merge_reduce_tensors(void **state)
 {
-    float f[3][4] = { { 1, -2, 6, 0.5f }, { 2, 5, -1, 0.25f }, { 3, -4, 4, 2 } };
-    double d[3][2] = { { 1e10, -1 }, { -3e10, 2 }, { 5e9, 8 } };
-    int32_t i32[3][2] = { { 1000000, -5 }, { 2000000, 7 }, { -500000, 3 } };
+    float f[3][4] = {{1, -2, 6, 0.5f}, {2, 5, -1, 0.25f}, {3, -4, 4, 2}};
+    double d[3][2] = {{1e10, -1}, {-3e10, 2}, {5e9, 8}};
+    int32_t i32[3][2] = {{1000000, -5}, {2000000, 7}, {-500000, 3}};
     float y[4];
     double yd[2];
     int32_t yi[2];
@@ -1630,10 +1697,10 @@ static void test_merge_reduce_scalars(void **state)
 
 static void test_merge_mean_integer_dtype(void **state)
 {
-    int32_t a[2] = { 1, 2 }, b[2] = { 3, 4 }, y[2] = { -9, -9 };
-    int8_t a8[1] = { 1 }, b8[1] = { 2 }, y8[1] = { 55 };
-    uint8_t au[1] = { 1 }, bu[1] = { 2 }, yu[1] = { 55 };
-    int16_t ah[1] = { 1 }, bh[1] = { 2 }, yh[1] = { 55 };
+    int32_t a[2] = {1, 2}, b[2] = {3, 4}, y[2] = {-9, -9};
+    int8_t a8[1] = {1}, b8[1] = {2}, y8[1] = {55};
+    uint8_t au[1] = {1}, bu[1] = {2}, yu[1] = {55};
+    int16_t ah[1] = {1}, bh[1] = {2}, yh[1] = {55};
     mb_value ch[2], out;
     mb_spec mean = MB_REDUCE(MB_RED_MEAN);
     (void)state;
@@ -1694,7 +1761,7 @@ static void test_merge_custom_reducer(void **state)
     mb_value ch[3], out;
     mb_reducer red;
     mb_spec spec = MB_REDUCE_CUSTOM(&red);
-    float losses[3] = { 1.0f, 2.0f, 3.0f }, init0 = 0.0f, y = -1.0f;
+    float losses[3] = {1.0f, 2.0f, 3.0f}, init0 = 0.0f, y = -1.0f;
     int seen = 0;
     (void)state;
     /* scalars: losses 1,2,3 with init 0 -> 6 */
@@ -1757,7 +1824,7 @@ static void test_merge_custom_reducer(void **state)
     merge_err(ch, 3, 1, &spec, 0, &out, NULL, 0, MB_ERR_SPEC);
     /* tensor init of the wrong shape for the output */
     {
-        float two[2] = { 0, 0 };
+        float two[2] = {0, 0};
         tv(&red.init, two, MB_F32, 1, SHP(2));
         tv(&ch[0], &losses[0], MB_F32, 0, NULL);
         tv(&ch[1], &losses[1], MB_F32, 0, NULL);
@@ -1769,7 +1836,7 @@ static void test_merge_custom_reducer(void **state)
 
 static void test_merge_replicate(void **state)
 {
-    float a[3] = { 1, 2, 3 }, b[3] = { 1, 2, 3 }, c[3] = { 1, 2, 3.5f }, y[3] = { 0, 0, 0 };
+    float a[3] = {1, 2, 3}, b[3] = {1, 2, 3}, c[3] = {1, 2, 3.5f}, y[3] = {0, 0, 0};
     mb_value ch[3], out;
     mb_spec rep = MB_REPLICATE;
     (void)state;
@@ -1881,7 +1948,7 @@ static void test_merge_errors_untouched(void **state)
    "take the first chunk". */
 static void test_merge_reduce_unknown_op(void **state)
 {
-    float a[2] = { 1, 2 }, b[2] = { 3, 4 }, y[2] = { 0, 0 };
+    float a[2] = {1, 2}, b[2] = {3, 4}, y[2] = {0, 0};
     mb_value ch[2], out;
     mb_spec s = MB_REDUCE(MB_RED_SUM);
     (void)state;
@@ -1928,10 +1995,10 @@ static void test_merge_reduce_into_a_chunk(void **state)
 
 static void test_merge_atomic_later_value_fails(void **state)
 {
-    float a0[2] = { 1, 2 }, a1[1] = { 3 }, y[3];
-    int32_t i0[1] = { 1 }, i1[1] = { 2 }, yi[1] = { 77 };
+    float a0[2] = {1, 2}, a1[1] = {3}, y[3];
+    int32_t i0[1] = {1}, i1[1] = {2}, yi[1] = {77};
     mb_value ch[6], out[3];
-    mb_spec specs[3] = { MB_CONCAT(0), MB_REDUCE(MB_RED_SUM), MB_REPLICATE };
+    mb_spec specs[3] = {MB_CONCAT(0), MB_REDUCE(MB_RED_SUM), MB_REPLICATE};
     (void)state;
     memset(y, SENT, sizeof y);
     /* chunk c: [tensor part, int32 loss, replicated scalar] */
@@ -1959,9 +2026,9 @@ static void test_merge_atomic_later_value_fails(void **state)
     assert_int_equal(yi[0], 77);
     /* a scalar reduce that would succeed, then a tensor replica that differs */
     {
-        float r0[2] = { 1, 2 }, r1[2] = { 1, 3 }, yr[2] = { -5, -5 };
+        float r0[2] = {1, 2}, r1[2] = {1, 3}, yr[2] = {-5, -5};
         mb_value c2[4], o2[2];
-        mb_spec s2[2] = { MB_REDUCE(MB_RED_SUM), MB_REPLICATE };
+        mb_spec s2[2] = {MB_REDUCE(MB_RED_SUM), MB_REPLICATE};
         sv(&c2[0], 1.0);
         tv(&c2[1], r0, MB_F32, 1, SHP(2));
         sv(&c2[2], 2.0);
@@ -1986,10 +2053,10 @@ static void test_merge_atomic_later_value_fails(void **state)
 
 static void test_integer_reduce_wraps(void **state)
 {
-    int8_t a8[4] = { 127, -128, 100, -1 }, b8[4] = { 1, -1, 100, 1 }, c8[4] = { 0, 0, 100, 0 }, y8[4];
-    uint8_t au[3] = { 255, 0, 200 }, bu[3] = { 1, 0, 100 }, yu[3];
-    int16_t ah[2] = { 32767, -32768 }, bh[2] = { 1, -1 }, yh[2];
-    int32_t ai[2] = { INT32_MAX, INT32_MIN }, bi[2] = { 1, -1 }, yi[2];
+    int8_t a8[4] = {127, -128, 100, -1}, b8[4] = {1, -1, 100, 1}, c8[4] = {0, 0, 100, 0}, y8[4];
+    uint8_t au[3] = {255, 0, 200}, bu[3] = {1, 0, 100}, yu[3];
+    int16_t ah[2] = {32767, -32768}, bh[2] = {1, -1}, yh[2];
+    int32_t ai[2] = {INT32_MAX, INT32_MIN}, bi[2] = {1, -1}, yi[2];
     mb_value ch[3], out;
     mb_spec sum = MB_REDUCE(MB_RED_SUM), mx = MB_REDUCE(MB_RED_MAX), mn = MB_REDUCE(MB_RED_MIN);
     (void)state;
@@ -2052,9 +2119,15 @@ static void test_max_min_nan_propagates(void **state)
     nan = nan / nan;
     dn = (double)nan;
     assert_true(nan != nan);
-    f0[0] = nan; f0[1] = 1.0f; f0[2] = 1.0f;
-    f1[0] = 5.0f; f1[1] = nan; f1[2] = 2.0f;
-    f2[0] = -5.0f; f2[1] = 9.0f; f2[2] = -3.0f;
+    f0[0] = nan;
+    f0[1] = 1.0f;
+    f0[2] = 1.0f;
+    f1[0] = 5.0f;
+    f1[1] = nan;
+    f1[2] = 2.0f;
+    f2[0] = -5.0f;
+    f2[1] = 9.0f;
+    f2[2] = -3.0f;
     tv(&ch[0], f0, MB_F32, 1, SHP(3));
     tv(&ch[1], f1, MB_F32, 1, SHP(3));
     tv(&ch[2], f2, MB_F32, 1, SHP(3));
@@ -2066,8 +2139,10 @@ static void test_max_min_nan_propagates(void **state)
         assert_true(y[1] != y[1]); /* NaN in a middle chunk survives too */
         assert_true(y[2] == (op ? -3.0f : 2.0f));
     }
-    d0[0] = 1.0; d0[1] = dn;
-    d1[0] = dn; d1[1] = 2.0;
+    d0[0] = 1.0;
+    d0[1] = dn;
+    d1[0] = dn;
+    d1[1] = 2.0;
     tv(&ch[0], d0, MB_F64, 1, SHP(2));
     tv(&ch[1], d1, MB_F64, 1, SHP(2));
     tv(&out, yd, MB_F64, 1, SHP(2));
@@ -2109,7 +2184,7 @@ static void p_check_equal(const mb_tensor *merged, const mb_tensor *in, const ui
 static void test_property_split_merge_identity(void **state)
 {
     int it, iters = 600, checked = 0, masked_checked = 0;
-    int seen_dtype[6] = { 0, 0, 0, 0, 0, 0 };
+    int seen_dtype[6] = {0, 0, 0, 0, 0, 0};
     (void)state;
     rng_state = 0x2545F491u;
     for (it = 0; it < iters; it++) {

@@ -184,10 +184,9 @@ static void pgt_test_gather_large(void **state)
     assert_int_equal(pgc_run(pgt_gather_large_body, 0), 0);
 }
 
-static const struct CMUnitTest pgt_tests[] = {cmocka_unit_test(pgt_test_exchange_mismatch),
-                                              cmocka_unit_test(pgt_test_gather_even),
-                                              cmocka_unit_test(pgt_test_exchange_stream),
-                                              cmocka_unit_test(pgt_test_gather_large)};
+static const struct CMUnitTest pgt_tests[] = {
+    cmocka_unit_test(pgt_test_exchange_mismatch), cmocka_unit_test(pgt_test_gather_even),
+    cmocka_unit_test(pgt_test_exchange_stream), cmocka_unit_test(pgt_test_gather_large)};
 
 int main(int argc, char **argv)
 {

@@ -19,9 +19,9 @@
 #define PG_SHM_IMPLEMENTATION
 #include "ports/pg_shm.h"
 
-#define CORES 4
-#define SLOTS 8
-#define PAYLOAD 1024
+#define CORES        4
+#define SLOTS        8
+#define PAYLOAD      1024
 #define REGION_BYTES PG_SHM_REGION_BYTES(CORES, SLOTS, PAYLOAD)
 #ifndef STRESS_PER_PAIR
 #define STRESS_PER_PAIR 84000u /* 12 ordered pairs: 1,008,000 messages */
@@ -46,7 +46,10 @@ static pg_shm_host_bells bells;
 static body_fn current;
 static int *current_results;
 
-static void suite_hooks(pg_shm_hooks *h) { pg_shm_host_hooks(h, &bells); }
+static void suite_hooks(pg_shm_hooks *h)
+{
+    pg_shm_host_hooks(h, &bells);
+}
 static void *thread_main(void *arg);
 
 static void run_on_cores(body_fn f, int *results)
@@ -63,10 +66,18 @@ static void run_on_cores(body_fn f, int *results)
 static pg_shm shm[CORES];
 
 /* A failed check returns its line number from the rank body. */
-#define CHECK(c) do { if (!(c)) return __LINE__; } while (0)
-#define CHECK_RC(x, want) do { int rc_ = (x); if (rc_ != (want)) { \
-    print_error("rank %d line %d: %d != %d\n", pg_rank(g), __LINE__, rc_, (want)); \
-    return __LINE__; } } while (0)
+#define CHECK(c)                   \
+    do {                           \
+        if (!(c)) return __LINE__; \
+    } while (0)
+#define CHECK_RC(x, want)                                                                  \
+    do {                                                                                   \
+        int rc_ = (x);                                                                     \
+        if (rc_ != (want)) {                                                               \
+            print_error("rank %d line %d: %d != %d\n", pg_rank(g), __LINE__, rc_, (want)); \
+            return __LINE__;                                                               \
+        }                                                                                  \
+    } while (0)
 
 /* Every core: attach, run the body; 0 or the failing line (100000 - err if init failed). */
 static int rank_main(int r, body_fn f)
@@ -108,9 +119,9 @@ static void test_format_and_init_errors(void **state)
     suite_hooks(&h);
     assert_int_equal(pg_shm_format(NULL, REGION_BYTES, 4, 8, PAYLOAD), PG_ERR_NULL);
     assert_int_equal(pg_shm_format(region, REGION_BYTES - 1, 4, 8, PAYLOAD), PG_ERR_SIZE);
-    assert_int_equal(pg_shm_format(region, REGION_BYTES, 4, 6, PAYLOAD), PG_ERR_SIZE);   /* not 2^k */
-    assert_int_equal(pg_shm_format(region, REGION_BYTES, 4, 64, 8), PG_ERR_SIZE);    /* > 32 */
-    assert_int_equal(pg_shm_format(region, REGION_BYTES, 4, 8, 100), PG_ERR_SIZE);   /* % 8 */
+    assert_int_equal(pg_shm_format(region, REGION_BYTES, 4, 6, PAYLOAD), PG_ERR_SIZE); /* not 2^k */
+    assert_int_equal(pg_shm_format(region, REGION_BYTES, 4, 64, 8), PG_ERR_SIZE);      /* > 32 */
+    assert_int_equal(pg_shm_format(region, REGION_BYTES, 4, 8, 100), PG_ERR_SIZE);     /* % 8 */
     assert_int_equal(pg_shm_format(region, REGION_BYTES, 0, 8, PAYLOAD), PG_ERR_SIZE);
     assert_int_equal(pg_shm_format(region, REGION_BYTES, PG_SHM_MAX_CORES + 1, 1, 8), PG_ERR_SIZE);
     assert_int_equal(pg_shm_format((char *)region + 4, REGION_BYTES, 4, 8, PAYLOAD), PG_ERR_SIZE);
@@ -150,7 +161,8 @@ static volatile uint32_t *ring_words(int src, int dst)
 
 static volatile uint32_t *slot_words(int src, int dst, int k)
 {
-    return ring_words(src, dst) + (2 * PG_SHM_LINE + 4 * PG_SHM_SLOT_BYTES(64)) / 4 + (size_t)k * 4; /* headers packed after the payloads */
+    return ring_words(src, dst) + (2 * PG_SHM_LINE + 4 * PG_SHM_SLOT_BYTES(64)) / 4 +
+           (size_t)k * 4; /* headers packed after the payloads */
 }
 
 static void test_corrupt_indices_and_headers(void **state)
@@ -314,7 +326,10 @@ static void test_zero_copy_slots(void **state)
 }
 
 /* Collectives, checked against what one rank computes alone from every rank's input. */
-static float input(int rank, size_t i) { return (float)((int)(i % 13) - 6) * 0.5f + (float)rank; }
+static float input(int rank, size_t i)
+{
+    return (float)((int)(i % 13) - 6) * 0.5f + (float)rank;
+}
 
 static int body_collectives(pg_group *g, int rank)
 {
@@ -364,7 +379,7 @@ static int body_collectives(pg_group *g, int rank)
     /* a sub-group (ranks 3 and 1) uses pg.h's generic collectives over the rings */
     {
         pg_group sub;
-        int members[2] = { 3, 1 };
+        int members[2] = {3, 1};
         int rc = pg_subgroup_init(&sub, g, members, 2);
         if (rank == 0 || rank == 2) {
             CHECK(rc == PG_ERR_NOT_MEMBER);
@@ -422,13 +437,17 @@ static uint32_t stress_received[CORES];
 
 static uint32_t mix(uint32_t x)
 {
-    x ^= x >> 16; x *= 0x7FEB352Du; x ^= x >> 15; x *= 0x846CA68Bu; x ^= x >> 16;
+    x ^= x >> 16;
+    x *= 0x7FEB352Du;
+    x ^= x >> 15;
+    x *= 0x846CA68Bu;
+    x ^= x >> 16;
     return x;
 }
 
 static int body_stress(pg_group *g, int rank)
 {
-    uint32_t msg[PAYLOAD / 4], seq_out[CORES] = { 0 }, seq_in[CORES] = { 0 }, total = 0;
+    uint32_t msg[PAYLOAD / 4], seq_out[CORES] = {0}, seq_in[CORES] = {0}, total = 0;
     int n = pg_size(g), peer, k;
     size_t got;
     while (seq_in[(rank + 1) % n] < STRESS_PER_PAIR) {
@@ -437,7 +456,10 @@ static int body_stress(pg_group *g, int rank)
             for (k = 0; k < 4 && seq_out[peer] < STRESS_PER_PAIR; k++) {
                 uint32_t s = seq_out[peer]++, len = 2 + mix(s ^ (uint32_t)rank << 24) % (PAYLOAD / 4 - 2), i, sum = 0;
                 msg[0] = s;
-                for (i = 2; i < len; i++) { msg[i] = mix(s * 31u + i + (uint32_t)peer); sum += msg[i]; }
+                for (i = 2; i < len; i++) {
+                    msg[i] = mix(s * 31u + i + (uint32_t)peer);
+                    sum += msg[i];
+                }
                 msg[1] = sum;
                 CHECK_RC(pg_send(g, peer, 0, msg, len * 4u), 0);
             }

@@ -29,23 +29,34 @@
 
 /* ---- the model: Linear(6,8) LeakyReLU Linear(8,8) LeakyReLU Linear(8,8) LeakyReLU
    Linear(8,3) Scale(3): 8 layers, 4 stages of 2 (a weight gradient in every stage). ---- */
-#define NL 8
-#define ROWS 2
-#define NMB 4
-#define MAXMB 32           /* the large-M runs (mailboxes smaller than what a rank sends ahead) */
+#define NL    8
+#define ROWS  2
+#define NMB   4
+#define MAXMB 32 /* the large-M runs (mailboxes smaller than what a rank sends ahead) */
 #define BATCH (ROWS * MAXMB)
-#define DIN 6
-#define DOUT 3
+#define DIN   6
+#define DOUT  3
 static const int dims[5] = {DIN, 8, 8, 8, DOUT};
 
 /* Weight gradients accumulate in double: schedules run the microbatches' backwards in
    different orders (LoopedBFS and ZBV at M = 32), and float sums of 32 terms in another
    order differ by more than the 1e-5 the comparison allows. */
-typedef struct lin { int in, out; float w[8 * 8], b[8]; double gw[8 * 8], gb[8]; int fail_mb; } lin;
-typedef struct model { lin lin[4]; float scale[DOUT]; double gscale[DOUT]; pp_layer layers[NL]; } model;
+typedef struct lin {
+    int in, out;
+    float w[8 * 8], b[8];
+    double gw[8 * 8], gb[8];
+    int fail_mb;
+} lin;
+typedef struct model {
+    lin lin[4];
+    float scale[DOUT];
+    double gscale[DOUT];
+    pp_layer layers[NL];
+} model;
 
-static int lin_fwd_calls;   /* Linear forwards (atomic: ranks are threads): recomputation */
-static int lin_fwd(void *self, const mb_tensor *x, mb_tensor *y) {
+static int lin_fwd_calls; /* Linear forwards (atomic: ranks are threads): recomputation */
+static int lin_fwd(void *self, const mb_tensor *x, mb_tensor *y)
+{
     lin *L = (lin *)self;
     const float *xp = (const float *)x->data;
     float *yp = (float *)y->data;
@@ -60,7 +71,8 @@ static int lin_fwd(void *self, const mb_tensor *x, mb_tensor *y) {
         }
     return 0;
 }
-static int lin_bi(void *self, const mb_tensor *x, const mb_tensor *dy, mb_tensor *dx) {
+static int lin_bi(void *self, const mb_tensor *x, const mb_tensor *dy, mb_tensor *dx)
+{
     lin *L = (lin *)self;
     const float *g = (const float *)dy->data;
     float *d = (float *)dx->data;
@@ -74,7 +86,8 @@ static int lin_bi(void *self, const mb_tensor *x, const mb_tensor *dy, mb_tensor
         }
     return 0;
 }
-static int lin_bw(void *self, const mb_tensor *x, const mb_tensor *dy) {
+static int lin_bw(void *self, const mb_tensor *x, const mb_tensor *dy)
+{
     lin *L = (lin *)self;
     const float *g = (const float *)dy->data, *xp = (const float *)x->data;
     int r, o, i;
@@ -85,16 +98,18 @@ static int lin_bw(void *self, const mb_tensor *x, const mb_tensor *dy) {
         }
     return 0;
 }
-static int relu_fwd(void *self, const mb_tensor *x, mb_tensor *y) {
+static int relu_fwd(void *self, const mb_tensor *x, mb_tensor *y)
+{
     int n = x->shape[0] * x->shape[1], i;
     const float *a = (const float *)x->data;
     float *b = (float *)y->data;
-    lin *L = (lin *)self;  /* the Linear before it: error injection */
+    lin *L = (lin *)self; /* the Linear before it: error injection */
     if (L->fail_mb >= 0 && L->fail_mb-- == 0) return -77;
-    for (i = 0; i < n; i++) b[i] = a[i] > 0 ? a[i] : 0.1f * a[i];  /* leaky: no dead units */
+    for (i = 0; i < n; i++) b[i] = a[i] > 0 ? a[i] : 0.1f * a[i]; /* leaky: no dead units */
     return 0;
 }
-static int relu_bi(void *self, const mb_tensor *x, const mb_tensor *dy, mb_tensor *dx) {
+static int relu_bi(void *self, const mb_tensor *x, const mb_tensor *dy, mb_tensor *dx)
+{
     int n = x->shape[0] * x->shape[1], i;
     const float *a = (const float *)x->data, *g = (const float *)dy->data;
     float *d = (float *)dx->data;
@@ -102,8 +117,12 @@ static int relu_bi(void *self, const mb_tensor *x, const mb_tensor *dy, mb_tenso
     for (i = 0; i < n; i++) d[i] = a[i] > 0 ? g[i] : 0.1f * g[i];
     return 0;
 }
-static model *scale_owner(void *self) { return (model *)self; }
-static int scale_fwd(void *self, const mb_tensor *x, mb_tensor *y) {
+static model *scale_owner(void *self)
+{
+    return (model *)self;
+}
+static int scale_fwd(void *self, const mb_tensor *x, mb_tensor *y)
+{
     model *m = scale_owner(self);
     int r, o;
     for (r = 0; r < ROWS; r++)
@@ -111,7 +130,8 @@ static int scale_fwd(void *self, const mb_tensor *x, mb_tensor *y) {
             ((float *)y->data)[r * DOUT + o] = m->scale[o] * ((const float *)x->data)[r * DOUT + o];
     return 0;
 }
-static int scale_bi(void *self, const mb_tensor *x, const mb_tensor *dy, mb_tensor *dx) {
+static int scale_bi(void *self, const mb_tensor *x, const mb_tensor *dy, mb_tensor *dx)
+{
     model *m = scale_owner(self);
     int r, o;
     (void)x;
@@ -120,7 +140,8 @@ static int scale_bi(void *self, const mb_tensor *x, const mb_tensor *dy, mb_tens
             ((float *)dx->data)[r * DOUT + o] = m->scale[o] * ((const float *)dy->data)[r * DOUT + o];
     return 0;
 }
-static int scale_bw(void *self, const mb_tensor *x, const mb_tensor *dy) {
+static int scale_bw(void *self, const mb_tensor *x, const mb_tensor *dy)
+{
     model *m = scale_owner(self);
     int r, o;
     for (r = 0; r < ROWS; r++)
@@ -130,38 +151,58 @@ static int scale_bw(void *self, const mb_tensor *x, const mb_tensor *dy) {
 }
 
 static uint32_t lcg = 1;
-static float frand(void) { lcg = lcg * 1664525u + 1013904223u; return (float)((lcg >> 8) & 0xffff) / 65536.0f - 0.5f; }
+static float frand(void)
+{
+    lcg = lcg * 1664525u + 1013904223u;
+    return (float)((lcg >> 8) & 0xffff) / 65536.0f - 0.5f;
+}
 
-static void model_init(model *m) {
+static void model_init(model *m)
+{
     int k, i;
     memset(m, 0, sizeof *m);
     lcg = 12345;
     for (k = 0; k < 4; k++) {
         lin *L = &m->lin[k];
-        L->in = dims[k]; L->out = dims[k + 1]; L->fail_mb = -1;
+        L->in = dims[k];
+        L->out = dims[k + 1];
+        L->fail_mb = -1;
         for (i = 0; i < L->in * L->out; i++) L->w[i] = frand();
         for (i = 0; i < L->out; i++) L->b[i] = 0.1f * frand();
     }
     for (i = 0; i < DOUT; i++) m->scale[i] = 1.0f + 0.2f * frand();
     for (k = 0; k < 4; k++) {
         pp_layer *a = &m->layers[2 * k], *b = &m->layers[2 * k + 1];
-        a->forward = lin_fwd; a->backward_input = lin_bi; a->backward_weight = lin_bw; a->self = &m->lin[k];
+        a->forward = lin_fwd;
+        a->backward_input = lin_bi;
+        a->backward_weight = lin_bw;
+        a->self = &m->lin[k];
         a->act_bytes = (uint32_t)(ROWS * dims[k + 1] * 4);
         if (k < 3) {
-            b->forward = relu_fwd; b->backward_input = relu_bi; b->self = &m->lin[k];
+            b->forward = relu_fwd;
+            b->backward_input = relu_bi;
+            b->self = &m->lin[k];
             b->act_bytes = a->act_bytes;
         } else {
-            b->forward = scale_fwd; b->backward_input = scale_bi; b->backward_weight = scale_bw; b->self = m;
+            b->forward = scale_fwd;
+            b->backward_input = scale_bi;
+            b->backward_weight = scale_bw;
+            b->self = m;
             b->act_bytes = a->act_bytes;
         }
     }
 }
-static void model_zero_grad(model *m) {
+static void model_zero_grad(model *m)
+{
     int k;
-    for (k = 0; k < 4; k++) { memset(m->lin[k].gw, 0, sizeof m->lin[k].gw); memset(m->lin[k].gb, 0, sizeof m->lin[k].gb); }
+    for (k = 0; k < 4; k++) {
+        memset(m->lin[k].gw, 0, sizeof m->lin[k].gw);
+        memset(m->lin[k].gb, 0, sizeof m->lin[k].gb);
+    }
     memset(m->gscale, 0, sizeof m->gscale);
 }
-static void model_sgd(model *m, float lr) {
+static void model_sgd(model *m, float lr)
+{
     int k, i;
     for (k = 0; k < 4; k++) {
         for (i = 0; i < 64; i++) m->lin[k].w[i] -= lr * (float)m->lin[k].gw[i];
@@ -169,7 +210,8 @@ static void model_sgd(model *m, float lr) {
     }
     for (i = 0; i < DOUT; i++) m->scale[i] -= lr * (float)m->gscale[i];
 }
-static void assert_models_close(const model *a, const model *b) {
+static void assert_models_close(const model *a, const model *b)
+{
     int k, i;
     double worst = 0;
     for (k = 0; k < 4; k++)
@@ -189,7 +231,8 @@ static void assert_models_close(const model *a, const model *b) {
 
 /* data: one batch per step */
 static float X[2][BATCH][DIN], T[2][BATCH][DOUT];
-static void data_init(void) {
+static void data_init(void)
+{
     int s, r, i;
     lcg = 777;
     for (s = 0; s < 2; s++)
@@ -199,17 +242,23 @@ static void data_init(void) {
         }
 }
 
-typedef struct job { int step; double loss; float out[BATCH][DOUT]; } job;
-static int in_cb(void *user, int mb, mb_tensor *x) {
+typedef struct job {
+    int step;
+    double loss;
+    float out[BATCH][DOUT];
+} job;
+static int in_cb(void *user, int mb, mb_tensor *x)
+{
     job *j = (job *)user;
     memcpy(x->data, X[j->step][mb * ROWS], sizeof(float) * ROWS * DIN);
     return 0;
 }
-static int loss_cb(void *user, int mb, const mb_tensor *y, mb_tensor *dy, double *loss) {
+static int loss_cb(void *user, int mb, const mb_tensor *y, mb_tensor *dy, double *loss)
+{
     job *j = (job *)user;
     const float *yp = (const float *)y->data;
     float *g = (float *)dy->data;
-    const float *t = &T[j->step][mb * ROWS][0];  /* ROWS rows, contiguous */
+    const float *t = &T[j->step][mb * ROWS][0]; /* ROWS rows, contiguous */
     double l = 0;
     int i;
     for (i = 0; i < ROWS * DOUT; i++) {
@@ -220,14 +269,16 @@ static int loss_cb(void *user, int mb, const mb_tensor *y, mb_tensor *dy, double
     *loss = l;
     return 0;
 }
-static int out_cb(void *user, int mb, const mb_tensor *y) {
+static int out_cb(void *user, int mb, const mb_tensor *y)
+{
     job *j = (job *)user;
     memcpy(j->out[mb * ROWS], y->data, sizeof(float) * ROWS * DOUT);
     return 0;
 }
 
 /* Reference: plain single-rank training, microbatch after microbatch. */
-static double reference_step(model *m, int step, int nmb) {
+static double reference_step(model *m, int step, int nmb)
+{
     float act[NL + 1][ROWS * 8], grad[NL + 1][ROWS * 8];
     double total = 0;
     int mb, l;
@@ -239,7 +290,8 @@ static double reference_step(model *m, int step, int nmb) {
         int32_t sh[2];
         double lo;
         for (l = 0; l <= NL; l++) {
-            sh[0] = ROWS; sh[1] = l == 0 ? DIN : (int32_t)(m->layers[l - 1].act_bytes / 4 / ROWS);
+            sh[0] = ROWS;
+            sh[1] = l == 0 ? DIN : (int32_t)(m->layers[l - 1].act_bytes / 4 / ROWS);
             mb_tensor_init(&t[l], act[l], MB_F32, 2, sh);
             mb_tensor_init(&g[l], grad[l], MB_F32, 2, sh);
         }
@@ -268,7 +320,8 @@ static double rank_loss[MAXR];
 static int rank_has_loss[MAXR];
 static job the_job;
 
-static int rank_body(pg_group *g, void *arg) {
+static int rank_body(pg_group *g, void *arg)
+{
     pp_exec e;
     int r = pg_rank(g), rc;
     (void)arg;
@@ -286,15 +339,16 @@ static int rank_body(pg_group *g, void *arg) {
 
 static pg_pthread_world world;
 #ifndef SHM_SLOTS
-#define SHM_SLOTS 8       /* tests/test_pipeline_notakein.c: 4 */
+#define SHM_SLOTS 8 /* tests/test_pipeline_notakein.c: 4 */
 #endif
-#define SHM_PAYLOAD 32    /* < an activation (2 rows x 8 f32 = 64 B): messages go in pieces */
-#define SHM_REGION PG_SHM_REGION_BYTES(MAXR, SHM_SLOTS, SHM_PAYLOAD)
+#define SHM_PAYLOAD 32 /* < an activation (2 rows x 8 f32 = 64 B): messages go in pieces */
+#define SHM_REGION  PG_SHM_REGION_BYTES(MAXR, SHM_SLOTS, SHM_PAYLOAD)
 static uint32_t shm_region[SHM_REGION / 4 + 16] __attribute__((aligned(64)));
 static pg_shm shm[MAXR];
 static pg_shm_host_bells bells;
 static int shm_rc[MAXR], shm_n;
-static void *shm_thread(void *arg) {
+static void *shm_thread(void *arg)
+{
     int r = (int)(intptr_t)arg, rc;
     pg_shm_hooks h;
     pg_shm_host_hooks(&h, &bells);
@@ -304,7 +358,8 @@ static void *shm_thread(void *arg) {
 }
 
 /* Runs the plan on `port`; returns every rank's code in rcs. */
-static void run_ranks(int port, int n, int *rcs) {
+static void run_ranks(int port, int n, int *rcs)
+{
     int r;
     if (port == PORT_PTHREAD) {
         assert_int_equal(pg_pthread_world_init(&world, n), 0);
@@ -321,8 +376,9 @@ static void run_ranks(int port, int n, int *rcs) {
     }
 }
 
-static void (*after_lower)(void);   /* test_pipeline_notakein.c: prove the plan */
-static void build_plan(int kind, int P, int V, int nmb) {
+static void (*after_lower)(void); /* test_pipeline_notakein.c: prove the plan */
+static void build_plan(int kind, int P, int V, int nmb)
+{
     int r;
     assert_int_equal(pp_schedule_build(&sched, kind, P, V, nmb, plan_store[0], sizeof plan_store[0], NULL), 0);
     assert_int_equal(pp_validate(&sched, NULL), 0);
@@ -331,31 +387,46 @@ static void build_plan(int kind, int P, int V, int nmb) {
     for (r = 0; r < P; r++) assert_int_equal(pp_plan_table(&plan, r, &tables[r]), 0);
 }
 
-static void cfg_init(model *m, int train, int ckpt) {
+static void cfg_init(model *m, int train, int ckpt)
+{
     memset(&cfg, 0, sizeof cfg);
-    cfg.layers = m->layers; cfg.nlayers = NL; cfg.balance = balance; cfg.rows = ROWS;
-    cfg.dtype = MB_F32; cfg.in_bytes = ROWS * DIN * 4; cfg.checkpoint = ckpt;
-    cfg.input = in_cb; cfg.user = &the_job;
-    if (train) cfg.loss = loss_cb; else cfg.output = out_cb;
+    cfg.layers = m->layers;
+    cfg.nlayers = NL;
+    cfg.balance = balance;
+    cfg.rows = ROWS;
+    cfg.dtype = MB_F32;
+    cfg.in_bytes = ROWS * DIN * 4;
+    cfg.checkpoint = ckpt;
+    cfg.input = in_cb;
+    cfg.user = &the_job;
+    if (train)
+        cfg.loss = loss_cb;
+    else
+        cfg.output = out_cb;
 }
 
-static const struct { int kind, P, V; } SCHEDS[] = {
-    {PP_SCHED_GPIPE, 4, 1}, {PP_SCHED_1F1B, 4, 1}, {PP_SCHED_INTERLEAVED_1F1B, 2, 2},
+static const struct {
+    int kind, P, V;
+} SCHEDS[] = {
+    {PP_SCHED_GPIPE, 4, 1},      {PP_SCHED_1F1B, 4, 1},           {PP_SCHED_INTERLEAVED_1F1B, 2, 2},
     {PP_SCHED_LOOPED_BFS, 2, 2}, {PP_SCHED_INTERLEAVED_ZB, 2, 2}, {PP_SCHED_ZBV, 2, 2},
 };
 
 /* Trains 2 steps of schedule si with nmb microbatches and checkpoint mode ck on `port`
    and compares loss and parameters with single-rank training. */
-static void train_one(int port, int kind, int P, int V, int nmb, int ck) {
+static void train_one(int port, int kind, int P, int V, int nmb, int ck)
+{
     static model par, ref;
     int step, r, rcs[MAXR];
-    model_init(&par); model_init(&ref);
+    model_init(&par);
+    model_init(&ref);
     build_plan(kind, P, V, nmb);
     cfg_init(&par, 1, ck);
     for (step = 0; step < 2; step++) {
         double want, got = 0;
         int have = 0;
-        model_zero_grad(&par); model_zero_grad(&ref);
+        model_zero_grad(&par);
+        model_zero_grad(&ref);
         the_job.step = step;
         lin_fwd_calls = 0;
         run_ranks(port, P, rcs);
@@ -364,29 +435,43 @@ static void train_one(int port, int kind, int P, int V, int nmb, int ck) {
         for (r = 0; r < P; r++) {
             if (rcs[r]) print_error("%s M=%d ckpt %d rank %d: %d\n", pp_schedule_name(kind), nmb, ck, r, rcs[r]);
             assert_int_equal(rcs[r], 0);
-            if (rank_has_loss[r]) { got = rank_loss[r]; have++; }
+            if (rank_has_loss[r]) {
+                got = rank_loss[r];
+                have++;
+            }
         }
         assert_int_equal(lin_fwd_calls, 4 * (nmb + pp_checkpoint_stop(ck, nmb)));
         assert_int_equal(have, 1);
         want = reference_step(&ref, step, nmb);
         assert_true(fabs(got - want) <= 1e-5 * fabs(want));
-        model_sgd(&par, 0.05f); model_sgd(&ref, 0.05f);
+        model_sgd(&par, 0.05f);
+        model_sgd(&ref, 0.05f);
     }
     assert_models_close(&par, &ref);
 }
 
-static void train_equal(int port) {
+static void train_equal(int port)
+{
     int si, ck;
     data_init();
     for (si = 0; si < (int)(sizeof SCHEDS / sizeof SCHEDS[0]); si++)
         for (ck = PP_CKPT_ALWAYS; ck <= PP_CKPT_NEVER; ck++)
             train_one(port, SCHEDS[si].kind, SCHEDS[si].P, SCHEDS[si].V, NMB, ck);
 }
-static void test_train_pthread(void **st) { (void)st; train_equal(PORT_PTHREAD); }
-static void test_train_shm(void **st) { (void)st; train_equal(PORT_SHM); }
+static void test_train_pthread(void **st)
+{
+    (void)st;
+    train_equal(PORT_PTHREAD);
+}
+static void test_train_shm(void **st)
+{
+    (void)st;
+    train_equal(PORT_SHM);
+}
 
 /* Inference streaming: 6 frames through 4 stages (forward-only), equal to a plain forward. */
-static void infer_equal(int port, int nmb) {
+static void infer_equal(int port, int nmb)
+{
     static model m;
     static float want[BATCH][DOUT];
     int r, rcs[MAXR], mb, l;
@@ -413,8 +498,18 @@ static void infer_equal(int port, int nmb) {
     }
     assert_memory_equal(want, the_job.out, sizeof(float) * ROWS * DOUT * (size_t)nmb);
 }
-static void test_infer_pthread(void **st) { (void)st; infer_equal(PORT_PTHREAD, NMB); infer_equal(PORT_PTHREAD, MAXMB); }
-static void test_infer_shm(void **st) { (void)st; infer_equal(PORT_SHM, NMB); infer_equal(PORT_SHM, MAXMB); }
+static void test_infer_pthread(void **st)
+{
+    (void)st;
+    infer_equal(PORT_PTHREAD, NMB);
+    infer_equal(PORT_PTHREAD, MAXMB);
+}
+static void test_infer_shm(void **st)
+{
+    (void)st;
+    infer_equal(PORT_SHM, NMB);
+    infer_equal(PORT_SHM, MAXMB);
+}
 
 /* More microbatches than the ports' mailboxes hold (pg_pthread: PG_PTHREAD_SLOTS = 4
    messages per pair; the pg_shm region here: 8 slots = 4 activations): a rank sends
@@ -422,37 +517,56 @@ static void test_infer_shm(void **st) { (void)st; infer_equal(PORT_SHM, NMB); in
    to send to the other (LoopedBFS on 2 ranks sends all 16 forward activations each way).
    pp_simulate accepts these plans (sends buffered), so the executor must run them: a rank
    waiting to send or receive takes in what already arrived for its later RECVs. */
-static const struct { int kind, P, V, nmb; } LARGE[] = {
-    {PP_SCHED_LOOPED_BFS, 2, 2, 16}, {PP_SCHED_LOOPED_BFS, 2, 2, 32}, {PP_SCHED_ZBV, 2, 2, 16},
-    {PP_SCHED_ZBV, 2, 2, 32}, {PP_SCHED_INTERLEAVED_1F1B, 2, 2, 16}, {PP_SCHED_INTERLEAVED_ZB, 2, 2, 32},
-    {PP_SCHED_GPIPE, 4, 1, 16}, {PP_SCHED_1F1B, 4, 1, 32}, {PP_SCHED_LOOPED_BFS, 4, 1, 16},
+static const struct {
+    int kind, P, V, nmb;
+} LARGE[] = {
+    {PP_SCHED_LOOPED_BFS, 2, 2, 16},
+    {PP_SCHED_LOOPED_BFS, 2, 2, 32},
+    {PP_SCHED_ZBV, 2, 2, 16},
+    {PP_SCHED_ZBV, 2, 2, 32},
+    {PP_SCHED_INTERLEAVED_1F1B, 2, 2, 16},
+    {PP_SCHED_INTERLEAVED_ZB, 2, 2, 32},
+    {PP_SCHED_GPIPE, 4, 1, 16},
+    {PP_SCHED_1F1B, 4, 1, 32},
+    {PP_SCHED_LOOPED_BFS, 4, 1, 16},
 };
-static void train_large(int port) {
+static void train_large(int port)
+{
     int i;
     data_init();
     for (i = 0; i < (int)(sizeof LARGE / sizeof LARGE[0]); i++)
         train_one(port, LARGE[i].kind, LARGE[i].P, LARGE[i].V, LARGE[i].nmb,
                   i & 1 ? PP_CKPT_EXCEPT_LAST : PP_CKPT_NEVER);
 }
-static void test_train_large_m_pthread(void **st) { (void)st; train_large(PORT_PTHREAD); }
-static void test_train_large_m_shm(void **st) { (void)st; train_large(PORT_SHM); }
+static void test_train_large_m_pthread(void **st)
+{
+    (void)st;
+    train_large(PORT_PTHREAD);
+}
+static void test_train_large_m_shm(void **st)
+{
+    (void)st;
+    train_large(PORT_SHM);
+}
 
 /* A layer error on one rank: every rank returns it; the next step works again. */
-static void error_everywhere(int port, int kind, int P, int V, int layer_pair) {
+static void error_everywhere(int port, int kind, int P, int V, int layer_pair)
+{
     static model m;
     int r, rcs[MAXR];
     data_init();
     model_init(&m);
     build_plan(kind, P, V, NMB);
     cfg_init(&m, 1, PP_CKPT_NEVER);
-    m.lin[layer_pair].fail_mb = 1;   /* its ReLU fails on the second call */
+    m.lin[layer_pair].fail_mb = 1; /* its ReLU fails on the second call */
     run_ranks(port, P, rcs);
     for (r = 0; r < P; r++) assert_int_equal(rcs[r], -77);
     m.lin[layer_pair].fail_mb = -1;
     run_ranks(port, P, rcs);
     for (r = 0; r < P; r++) assert_int_equal(rcs[r], 0);
 }
-static void test_error_aborts(void **st) {
+static void test_error_aborts(void **st)
+{
     (void)st;
     error_everywhere(PORT_PTHREAD, PP_SCHED_1F1B, 4, 1, 2);
     error_everywhere(PORT_PTHREAD, PP_SCHED_1F1B, 4, 1, 0);
@@ -461,7 +575,8 @@ static void test_error_aborts(void **st) {
 }
 
 /* Bad inputs: codes, and nothing run. */
-static void test_bad_inputs(void **st) {
+static void test_bad_inputs(void **st)
+{
     static model m;
     pp_exec e;
     pg_group *g;
@@ -493,18 +608,19 @@ static void test_bad_inputs(void **st) {
     cfg.checkpoint = PP_CKPT_NEVER;
     cfg.rows = 0;
     assert_int_equal(pp_exec_init(&e, &cfg, &tables[0], g, exec_mem[0], sizeof exec_mem[0]), PP_ERR_ARG);
-    cfg.rows = 3;   /* act_bytes not a whole number of rows */
+    cfg.rows = 3; /* act_bytes not a whole number of rows */
     assert_int_equal(pp_exec_init(&e, &cfg, &tables[0], g, exec_mem[0], sizeof exec_mem[0]), PP_ERR_ARG);
     cfg.rows = ROWS;
     cfg.input = NULL;
     assert_int_equal(pp_exec_init(&e, &cfg, &tables[0], g, exec_mem[0], sizeof exec_mem[0]), PP_ERR_NULL);
     cfg.input = in_cb;
-    m.layers[3].backward_input = NULL;  /* training needs input gradients past layer 0 */
+    m.layers[3].backward_input = NULL; /* training needs input gradients past layer 0 */
     assert_int_equal(pp_exec_init(&e, &cfg, &tables[0], g, exec_mem[0], sizeof exec_mem[0]), PP_ERR_NULL);
     m.layers[3].backward_input = relu_bi;
-    {   /* a training table in inference mode; a stage of another rank */
+    { /* a training table in inference mode; a stage of another rank */
         pp_table t = tables[0];
-        cfg.loss = NULL; cfg.output = out_cb;
+        cfg.loss = NULL;
+        cfg.output = out_cb;
         assert_int_equal(pp_exec_init(&e, &cfg, &t, g, exec_mem[0], sizeof exec_mem[0]), PP_ERR_BACKWARD_COUNT);
         cfg.loss = loss_cb;
         t.stage_rank = tables[0].stage_rank + 1;
@@ -520,17 +636,14 @@ static void test_bad_inputs(void **st) {
     assert_int_equal(pp_exec_run(NULL), PP_ERR_NULL);
 }
 
-#ifndef PIPELINE_EXEC_TEST_NO_MAIN   /* tests/test_pipeline_notakein.c reuses the above */
-int main(void) {
+#ifndef PIPELINE_EXEC_TEST_NO_MAIN /* tests/test_pipeline_notakein.c reuses the above */
+int main(void)
+{
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_train_pthread),
-        cmocka_unit_test(test_train_shm),
-        cmocka_unit_test(test_infer_pthread),
-        cmocka_unit_test(test_infer_shm),
-        cmocka_unit_test(test_train_large_m_pthread),
-        cmocka_unit_test(test_train_large_m_shm),
-        cmocka_unit_test(test_error_aborts),
-        cmocka_unit_test(test_bad_inputs),
+        cmocka_unit_test(test_train_pthread),         cmocka_unit_test(test_train_shm),
+        cmocka_unit_test(test_infer_pthread),         cmocka_unit_test(test_infer_shm),
+        cmocka_unit_test(test_train_large_m_pthread), cmocka_unit_test(test_train_large_m_shm),
+        cmocka_unit_test(test_error_aborts),          cmocka_unit_test(test_bad_inputs),
     };
     return cmocka_run_group_tests_name("pipeline executor", tests, NULL, NULL);
 }

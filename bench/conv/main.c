@@ -46,8 +46,8 @@
 #define PG_PTHREAD_IMPLEMENTATION
 #include "ports/pg_pthread.h"
 
-#define C 32
-#define HW 64
+#define C       32
+#define HW      64
 #define REPEATS 31
 
 static pg_pthread_world world;
@@ -147,7 +147,7 @@ static int body(pg_group *g, void *arg)
         pthread_setaffinity_np(pthread_self(), sizeof set, &set);
     }
     for (r = repeats > 1 ? -2 : 0; r < repeats; r++) { /* two warm-up rounds */
-        int solo = r & 1; /* the rank that runs the 1-rank call: both CPUs in turn */
+        int solo = r & 1;                              /* the rank that runs the 1-rank call: both CPUs in turn */
         if ((rc = pg_barrier(g))) return rc;
         t0 = now_us();
         c0 = cpu_us();
@@ -199,8 +199,10 @@ static double incl_ir(const char *file, const char *fn)
         int k = 0;
         if (!at || at == line || at[-1] != ':' || strncmp(at + strlen(fn), " [", 2)) continue;
         for (c = line; *c && k < 63; c++) {
-            if (*c >= '0' && *c <= '9') num[k++] = *c;
-            else if (*c != ',' && k) break;
+            if (*c >= '0' && *c <= '9')
+                num[k++] = *c;
+            else if (*c != ',' && k)
+                break;
         }
         num[k] = 0;
         v = atof(num);
@@ -223,8 +225,10 @@ static void callgrind_row(void)
     }
     exe[n] = 0;
     if (!mkdtemp(dir)) return;
-    snprintf(cmd, sizeof cmd, "valgrind --tool=callgrind --separate-threads=yes --toggle-collect=conv_one_ "
-             "--toggle-collect=conv_two_ --callgrind-out-file=%s/cg '%s' cg >/dev/null 2>&1", dir, exe);
+    snprintf(cmd, sizeof cmd,
+             "valgrind --tool=callgrind --separate-threads=yes --toggle-collect=conv_one_ "
+             "--toggle-collect=conv_two_ --callgrind-out-file=%s/cg '%s' cg >/dev/null 2>&1",
+             dir, exe);
     fflush(stdout);
     if (system(cmd) == 0)
         for (t = 1; t <= 8; t++) {
@@ -241,7 +245,8 @@ static void callgrind_row(void)
         return;
     }
     fprintf(stderr, "conv bench: callgrind %.0f instructions on 1 rank, %.0f on the larger of 2 ranks\n", one, two);
-    row("conv2d 1x32x64x64 3x3 pad 1 f32: 1-rank instructions / the larger rank's on 2 ranks (callgrind, load-independent)",
+    row("conv2d 1x32x64x64 3x3 pad 1 f32: 1-rank instructions / the larger rank's on 2 ranks (callgrind, "
+        "load-independent)",
         "instr_speedup", "x", one / two, "Pete Warden's RP2040 split conv (2 cores)", 1.9);
 }
 
@@ -273,8 +278,8 @@ int main(int argc, char **argv)
     }
     one = median(t_one, REPEATS);
     two = median(t_two, REPEATS);
-    row("conv2d 1x32x64x64 3x3 pad 1 f32, H sharded on 2 ranks (pg_pthread, halo exchange)", "latency_us", "us",
-        two, "the same conv2d on 1 rank", one);
+    row("conv2d 1x32x64x64 3x3 pad 1 f32, H sharded on 2 ranks (pg_pthread, halo exchange)", "latency_us", "us", two,
+        "the same conv2d on 1 rank", one);
     row("conv2d 1x32x64x64 3x3 pad 1 f32: 1-rank time / 2-rank time", "speedup", "x", one / two,
         "Pete Warden's RP2040 split conv (2 cores)", 1.9);
     cone = median(c_one, REPEATS);
@@ -288,16 +293,18 @@ int main(int argc, char **argv)
     c1 = median(c_half[1], REPEATS);
     if (c1 > chalf) chalf = c1;
     row("conv2d 1x32x64x64 3x3 pad 1 f32: 1-rank time / time of 2 independent half convs at once (1x32x32x64 each, "
-        "no halo exchange: the machine's ceiling for this split)", "ceiling_speedup", "x", one / half,
-        "Pete Warden's RP2040 split conv (2 cores)", 1.9);
+        "no halo exchange: the machine's ceiling for this split)",
+        "ceiling_speedup", "x", one / half, "Pete Warden's RP2040 split conv (2 cores)", 1.9);
     row("conv2d 1x32x64x64 3x3 pad 1 f32: 1-rank CPU time / the slower independent half conv's CPU time (ceiling, "
-        "load-independent)", "ceiling_cpu_speedup", "x", cone / chalf, "Pete Warden's RP2040 split conv (2 cores)", 1.9);
+        "load-independent)",
+        "ceiling_cpu_speedup", "x", cone / chalf, "Pete Warden's RP2040 split conv (2 cores)", 1.9);
     row("conv2d 1x32x64x64 3x3 pad 1 f32, H sharded on 2 ranks: the independent halves' time / the sharded call's "
-        "(1.0: nothing lost to the halo exchange)", "of_ceiling", "x", half / two,
-        "2 independent half convs at once (same run)", 1.0);
+        "(1.0: nothing lost to the halo exchange)",
+        "of_ceiling", "x", half / two, "2 independent half convs at once (same run)", 1.0);
     fprintf(stderr, "conv bench: CPU 1 rank %.0f us, 2 ranks (slower) %.0f us, independent halves (slower) %.0f us\n",
             cone, ctwo, chalf);
-    fprintf(stderr, "conv bench: 1 rank %.0f us (%.2f GMAC/s), 2 ranks %.0f us, %.2fx; independent halves %.0f us, %.2fx\n",
+    fprintf(stderr,
+            "conv bench: 1 rank %.0f us (%.2f GMAC/s), 2 ranks %.0f us, %.2fx; independent halves %.0f us, %.2fx\n",
             one, 37748736.0 / one / 1e3, two, one / two, half, one / half);
     callgrind_row();
     return 0;

@@ -36,8 +36,7 @@ static int null_all_reduce(pg_group *g, const void *send, void *recv, size_t cou
     (void)g, (void)send, (void)recv, (void)count, (void)dt, (void)op;
     return PG_OK;
 }
-static int null_reduce_scatterv(pg_group *g, const void *send, void *recv, const size_t *counts, mb_dtype dt,
-                                pg_red op)
+static int null_reduce_scatterv(pg_group *g, const void *send, void *recv, const size_t *counts, mb_dtype dt, pg_red op)
 {
     (void)g, (void)send, (void)recv, (void)counts, (void)dt, (void)op;
     return PG_OK;
@@ -61,8 +60,10 @@ static void row(const char *cas, const char *metric, const char *unit, double ou
     printf("{\"bench\": \"" DTB_NAME "\", \"case\": \"%s\", \"metric\": \"%s\", \"unit\": \"%s\", \"ours\": %.3f, "
            "\"peer\": \"%s\", ",
            cas, metric, unit, ours, peer);
-    if (pv >= 0) printf("\"peer_value\": %.3f}\n", pv);
-    else printf("\"peer_value\": null}\n");
+    if (pv >= 0)
+        printf("\"peer_value\": %.3f}\n", pv);
+    else
+        printf("\"peer_value\": null}\n");
 }
 
 #endif

@@ -155,8 +155,14 @@ static double overhead_ns[3], overhead_med_ns[3]; /* per transition */
 
 /* The timed calls, as functions of their own called through pointers (callgrind counts
    their inclusive cost under these names). */
-static int dt_call_fn(pg_group *g, op_case *oc) { return run_op(g, oc, 1); }
-static int bare_call_fn(pg_group *g, op_case *oc) { return run_op(g, oc, 0); }
+static int dt_call_fn(pg_group *g, op_case *oc)
+{
+    return run_op(g, oc, 1);
+}
+static int bare_call_fn(pg_group *g, op_case *oc)
+{
+    return run_op(g, oc, 0);
+}
 static int (*volatile dt_call)(pg_group *g, op_case *oc) = dt_call_fn;
 static int (*volatile bare_call)(pg_group *g, op_case *oc) = bare_call_fn;
 
@@ -227,7 +233,8 @@ static int cg_instr(const char *self, int t, double *dt_instr, double *bare_inst
     FILE *p;
     *dt_instr = *bare_instr = 0;
     snprintf(out, sizeof out, "/tmp/dtensor_bench.%d.callgrind", (int)getpid());
-    snprintf(cmd, sizeof cmd, "valgrind --tool=callgrind --callgrind-out-file=%s '%s' cg %d >/dev/null 2>&1", out, self, t);
+    snprintf(cmd, sizeof cmd, "valgrind --tool=callgrind --callgrind-out-file=%s '%s' cg %d >/dev/null 2>&1", out, self,
+             t);
     if (system("command -v valgrind >/dev/null 2>&1") || system(cmd)) return 0;
     snprintf(cmd, sizeof cmd, "callgrind_annotate --inclusive=yes --threshold=100 %s 2>/dev/null", out);
     p = popen(cmd, "r");
@@ -237,12 +244,16 @@ static int cg_instr(const char *self, int t, double *dt_instr, double *bare_inst
         int k = 0;
         double *to = 0;
         if (!name) continue;
-        if (!strncmp(name + 1, "dt_call_fn [", 12)) to = dt_instr;
-        else if (!strncmp(name + 1, "bare_call_fn [", 14)) to = bare_instr;
+        if (!strncmp(name + 1, "dt_call_fn [", 12))
+            to = dt_instr;
+        else if (!strncmp(name + 1, "bare_call_fn [", 14))
+            to = bare_instr;
         if (!to) continue;
         for (c = line; *c && k < 63; c++) {
-            if (*c >= '0' && *c <= '9') num[k++] = *c;
-            else if (*c != ',' && k) break;
+            if (*c >= '0' && *c <= '9')
+                num[k++] = *c;
+            else if (*c != ',' && k)
+                break;
         }
         num[k] = 0;
         *to = atof(num) / CG_CALLS;
@@ -305,38 +316,46 @@ int main(int argc, char **argv)
     if (!f || pclose(f) != 0 || !have) printf("MPI part failed or missing: its peer values are null\n");
     for (t = 0; t < 3; t++)
         for (s = 0; s < NS; s++) {
-            snprintf(cas, sizeof cas, "redistribute %s f32 %s, 2 ranks pg_pthread (cache hit)", trans[t], size_names[s]);
+            snprintf(cas, sizeof cas, "redistribute %s f32 %s, 2 ranks pg_pthread (cache hit)", trans[t],
+                     size_names[s]);
             snprintf(peer, sizeof peer, "bare %s (same run)", bare[t]);
             row(cas, "latency_us", "us", dt_us[t][s], peer, bare_us[t][s]);
             snprintf(cas, sizeof cas, "redistribute %s f32 %s: overhead over the bare collective", trans[t],
                      size_names[s]);
-            row(cas, "overhead_pct", "%", 100.0 * (dt_us[t][s] - bare_us[t][s]) / bare_us[t][s], "target <= 5 % at >= 16KB",
-                5.0);
-            snprintf(cas, sizeof cas, "redistribute %s f32 %s: planner overhead per call / the bare collective", trans[t],
-                     size_names[s]);
+            row(cas, "overhead_pct", "%", 100.0 * (dt_us[t][s] - bare_us[t][s]) / bare_us[t][s],
+                "target <= 5 % at >= 16KB", 5.0);
+            snprintf(cas, sizeof cas, "redistribute %s f32 %s: planner overhead per call / the bare collective",
+                     trans[t], size_names[s]);
             row(cas, "planner_overhead_pct", "%", 100.0 * overhead_ns[t] / 1000.0 / bare_us[t][s],
                 "target <= 5 % at >= 16KB", 5.0);
-            snprintf(cas, sizeof cas, "redistribute %s f32 %s: planner overhead per call / the bare collective's "
-                     "fastest tenth of calls (a quiet machine's latency)", trans[t], size_names[s]);
+            snprintf(cas, sizeof cas,
+                     "redistribute %s f32 %s: planner overhead per call / the bare collective's "
+                     "fastest tenth of calls (a quiet machine's latency)",
+                     trans[t], size_names[s]);
             row(cas, "planner_overhead_pct", "%", 100.0 * overhead_ns[t] / 1000.0 / bare_p10_us[t][s],
                 "target <= 5 % at >= 16KB", 5.0);
             if (sizes[s] == 16384)
                 printf("target: %s planner overhead at 16KB <= 5 %% of the collective: %.1f %% of its median, %.1f %% "
-                       "of its fastest tenth (%.0f ns / %.2f us, %.2f us; load average %s)\n", trans[t],
-                       100.0 * overhead_ns[t] / 1000.0 / bare_us[t][s], 100.0 * overhead_ns[t] / 1000.0 / bare_p10_us[t][s],
-                       overhead_ns[t], bare_us[t][s], bare_p10_us[t][s], load);
+                       "of its fastest tenth (%.0f ns / %.2f us, %.2f us; load average %s)\n",
+                       trans[t], 100.0 * overhead_ns[t] / 1000.0 / bare_us[t][s],
+                       100.0 * overhead_ns[t] / 1000.0 / bare_p10_us[t][s], overhead_ns[t], bare_us[t][s],
+                       bare_p10_us[t][s], load);
             snprintf(cas, sizeof cas, "redistribute %s f32 %s, 2 ranks pg_pthread", trans[t], size_names[s]);
             snprintf(peer, sizeof peer, "the same by hand with %s (OpenMPI, 2 processes)", mpi[t]);
             row(cas, "latency_us", "us", dt_us[t][s], peer, hand[t][s]);
         }
     row("plan cache hit (dt_plan_cached, 1-D S(0)->R)", "plan_hit_ns", "ns", hit_ns, "target 1 us", 1000.0);
     for (t = 0; t < 3; t++) {
-        snprintf(cas, sizeof cas, "redistribute %s planner overhead per call (cache hit, a port whose collectives "
-                 "return at once: dt_redistribute - the bare pg call)", trans[t]);
+        snprintf(cas, sizeof cas,
+                 "redistribute %s planner overhead per call (cache hit, a port whose collectives "
+                 "return at once: dt_redistribute - the bare pg call)",
+                 trans[t]);
         row(cas, "overhead_ns", "ns", overhead_ns[t], "target <= 1 us", 1000.0);
         if (cg_instr(argv[0], t, &v, &cgb)) {
-            snprintf(cas, sizeof cas, "redistribute %s planner overhead per call (callgrind instructions: "
-                     "dt_redistribute on a cache hit - the bare pg call, null port)", trans[t]);
+            snprintf(cas, sizeof cas,
+                     "redistribute %s planner overhead per call (callgrind instructions: "
+                     "dt_redistribute on a cache hit - the bare pg call, null port)",
+                     trans[t]);
             row(cas, "overhead_instr", "instr", v - cgb, "none", -1);
         } else if (!t) {
             printf("SKIPPED callgrind rows: no valgrind\n");

@@ -31,9 +31,12 @@ static void op(int t, size_t bytes, int me)
     counts[1] = n - full;
     displs[0] = 0;
     displs[1] = full;
-    if (t == 0) MPI_Allgatherv(inbuf, counts[me], MPI_FLOAT, outbuf, counts, displs, MPI_FLOAT, MPI_COMM_WORLD);
-    else if (t == 1) MPI_Allreduce(inbuf, outbuf, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-    else MPI_Reduce_scatter(inbuf, outbuf, counts, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    if (t == 0)
+        MPI_Allgatherv(inbuf, counts[me], MPI_FLOAT, outbuf, counts, displs, MPI_FLOAT, MPI_COMM_WORLD);
+    else if (t == 1)
+        MPI_Allreduce(inbuf, outbuf, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    else
+        MPI_Reduce_scatter(inbuf, outbuf, counts, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
 }
 
 int main(int argc, char **argv)

@@ -43,7 +43,7 @@
 #define PG_PTHREAD_IMPLEMENTATION
 #include "ports/pg_pthread.h"
 #define BENCH_REPEATS 9
-#define DTB_NAME "dtensor_ops"
+#define DTB_NAME      "dtensor_ops"
 #include "bench_dt.h"
 #ifdef _OPENMP
 #include <omp.h>
@@ -123,8 +123,10 @@ static double callgrind_total(const char *exe, int o, long n)
     double total = -1;
     FILE *f;
     snprintf(out, sizeof out, "%s.callgrind", exe);
-    snprintf(cmd, sizeof cmd, "valgrind --tool=callgrind --toggle-collect=dt_op --callgrind-out-file='%s' '%s' "
-             "callgrind %d %ld >/dev/null 2>&1", out, exe, o, n);
+    snprintf(cmd, sizeof cmd,
+             "valgrind --tool=callgrind --toggle-collect=dt_op --callgrind-out-file='%s' '%s' "
+             "callgrind %d %ld >/dev/null 2>&1",
+             out, exe, o, n);
     if (system(cmd) != 0 || !(f = fopen(out, "r"))) return -1;
     while (fgets(line, sizeof line, f))
         if (!strncmp(line, "totals:", 7)) total = atof(line + 7);
@@ -184,12 +186,12 @@ static void dispatch_rows(void)
 
 /* ---- (b) tensor-parallel mm 512x512 ---- */
 
-#define MN 512
+#define MN     512
 #define ROUNDS 11
-#define TIMED 3
+#define TIMED  3
 enum { V_TP1, V_TP2, V_OMP, V_BLAS1, V_BLAS2, V_BLAS_OWN, NV };
-static const char *const v_name[NV] = {"1 rank", "2 ranks", "OpenMP 2 threads", "1 rank OpenBLAS",
-                                       "2 ranks OpenBLAS", "OpenBLAS 2 threads"};
+static const char *const v_name[NV] = {"1 rank",          "2 ranks",          "OpenMP 2 threads",
+                                       "1 rank OpenBLAS", "2 ranks OpenBLAS", "OpenBLAS 2 threads"};
 static float ga[MN * MN], gb[MN * MN], gc[2][MN * MN]; /* gc[1]: the 1-rank result every variant must give */
 static double tsamp[NV][ROUNDS * TIMED], csamp[NV][ROUNDS * TIMED]; /* wall, CPU of the slowest rank/thread */
 static int nsamp[NV];
@@ -367,36 +369,44 @@ static int tp_rows(void)
         mn[v] = tsamp[v][0];
         cmed[v] = v == V_BLAS_OWN ? 0 : median(csamp[v], nsamp[v]);
         printf("mm 512x512 f32 %-20s median %9.1f us  min %9.1f us  CPU of the slowest rank/thread median %9.1f us "
-               "(%d calls)\n", v_name[v], med[v], mn[v], cmed[v], nsamp[v]);
+               "(%d calls)\n",
+               v_name[v], med[v], mn[v], cmed[v], nsamp[v]);
     }
     printf("loadavg (1 min) %.2f at the start, %.2f at the end of the mm rounds, %ld online cpus\n", l0, l1,
            sysconf(_SC_NPROCESSORS_ONLN));
     if (have_omp) /* libgomp's defaults unless these are set: threads not pinned, 300,000 spins before sleeping */
         printf("OpenMP environment: OMP_PROC_BIND=%s OMP_PLACES=%s GOMP_CPU_AFFINITY=%s OMP_WAIT_POLICY=%s "
-               "GOMP_SPINCOUNT=%s (pg_pthread ranks are not pinned)\n", env_or_unset("OMP_PROC_BIND"),
-               env_or_unset("OMP_PLACES"), env_or_unset("GOMP_CPU_AFFINITY"), env_or_unset("OMP_WAIT_POLICY"),
-               env_or_unset("GOMP_SPINCOUNT"));
+               "GOMP_SPINCOUNT=%s (pg_pthread ranks are not pinned)\n",
+               env_or_unset("OMP_PROC_BIND"), env_or_unset("OMP_PLACES"), env_or_unset("GOMP_CPU_AFFINITY"),
+               env_or_unset("OMP_WAIT_POLICY"), env_or_unset("GOMP_SPINCOUNT"));
     snprintf(cas, sizeof cas, "mm 512x512 f32, 2 ranks pg_pthread (S(0) x R -> S(0)), reference kernel, median");
     row(cas, "time_us", "us", med[V_TP2], "the same dt_op on 1 rank (same run)", med[V_TP1]);
-    snprintf(cas, sizeof cas, "mm 512x512 f32, 2 ranks vs 1 rank, reference kernel: speedup of medians "
-             "(min: %.2fx; loadavg %.2f..%.2f)", mn[V_TP1] / mn[V_TP2], l0, l1);
+    snprintf(cas, sizeof cas,
+             "mm 512x512 f32, 2 ranks vs 1 rank, reference kernel: speedup of medians "
+             "(min: %.2fx; loadavg %.2f..%.2f)",
+             mn[V_TP1] / mn[V_TP2], l0, l1);
     row(cas, "speedup_x", "x", med[V_TP1] / med[V_TP2], "must reach >= 1.8x", 1.8);
-    snprintf(cas, sizeof cas, "mm 512x512 f32, 2 ranks vs 1 rank, reference kernel: speedup in CPU time of the "
-             "slower rank (the work split, what 2 free cores give; loadavg %.2f..%.2f)", l0, l1);
+    snprintf(cas, sizeof cas,
+             "mm 512x512 f32, 2 ranks vs 1 rank, reference kernel: speedup in CPU time of the "
+             "slower rank (the work split, what 2 free cores give; loadavg %.2f..%.2f)",
+             l0, l1);
     row(cas, "speedup_cpu_x", "x", cmed[V_TP1] / cmed[V_TP2], "must reach >= 1.8x", 1.8);
     if (have_omp) {
-        snprintf(cas, sizeof cas, "mm 512x512 f32, 2 ranks vs OpenMP 2 threads: OpenMP / ours in CPU time of the "
+        snprintf(cas, sizeof cas,
+                 "mm 512x512 f32, 2 ranks vs OpenMP 2 threads: OpenMP / ours in CPU time of the "
                  "slower rank/thread");
         row(cas, "vs_openmp_cpu_x", "x", cmed[V_OMP] / cmed[V_TP2], "must reach >= 1.0x", 1.0);
         row("mm 512x512 f32, 2 ranks pg_pthread, reference kernel, median", "time_us", "us", med[V_TP2],
             "OpenMP parallel for, 2 threads, same kernel and blocking (same run)", med[V_OMP]);
-        snprintf(cas, sizeof cas, "mm 512x512 f32, 2 ranks vs OpenMP 2 threads: OpenMP time / ours, medians "
-                 "(min: %.2fx)", mn[V_OMP] / mn[V_TP2]);
+        snprintf(cas, sizeof cas,
+                 "mm 512x512 f32, 2 ranks vs OpenMP 2 threads: OpenMP time / ours, medians "
+                 "(min: %.2fx)",
+                 mn[V_OMP] / mn[V_TP2]);
         row(cas, "vs_openmp_x", "x", med[V_OMP] / med[V_TP2], "must reach >= 1.0x", 1.0);
     }
     if (have_blas) {
-        row("mm 512x512 f32, 2 ranks pg_pthread, dt_kernel_cblas (OpenBLAS, 1 thread per rank), median", "time_us", "us",
-            med[V_BLAS2], "OpenBLAS's own 2-thread sgemm (same run)", med[V_BLAS_OWN]);
+        row("mm 512x512 f32, 2 ranks pg_pthread, dt_kernel_cblas (OpenBLAS, 1 thread per rank), median", "time_us",
+            "us", med[V_BLAS2], "OpenBLAS's own 2-thread sgemm (same run)", med[V_BLAS_OWN]);
         row("mm 512x512 f32, 1 rank, dt_kernel_cblas (OpenBLAS 1 thread), median", "time_us", "us", med[V_BLAS1],
             "OpenBLAS's own 2-thread sgemm (same run)", med[V_BLAS_OWN]);
         snprintf(cas, sizeof cas, "mm 512x512 f32 OpenBLAS kernel, 2 ranks vs 1 rank: speedup of medians (min: %.2fx)",

@@ -17,7 +17,7 @@
 #include "dtensor.h"
 #include "bench_time.h"
 
-#define NMAX 512
+#define NMAX    512
 #define REPEATS 9
 static int8_t qa[NMAX * NMAX], qb[NMAX * NMAX], qy[NMAX * NMAX];
 static int32_t acc[NMAX * NMAX];
@@ -68,7 +68,8 @@ int main(void)
         fin[0] = &fta;
         fin[1] = &ftb;
         /* warm-up: page in every buffer */
-        if (dt_qmm_ref(&ta, &tb, qm, n, &ty, acc, sizeof acc) || dt_kernel_ref(DT_ATEN_MM, NULL, &fty, fin, 2)) return 1;
+        if (dt_qmm_ref(&ta, &tb, qm, n, &ty, acc, sizeof acc) || dt_kernel_ref(DT_ATEN_MM, NULL, &fty, fin, 2))
+            return 1;
         for (r = 0; r < REPEATS; r++) {
             double t0 = now_us();
             dt_qmm_ref(&ta, &tb, qm, n, &ty, acc, sizeof acc);

@@ -33,13 +33,13 @@
 #include "ports/pg_pthread.h"
 #include "../dtensor/bench_time.h"
 
-#define B 256
-#define IN 256
-#define HID 512
-#define OUT 64
+#define B       256
+#define IN      256
+#define HID     512
+#define OUT     64
 #define REPEATS 15
-#define CAP 32
-#define ARENA (8u << 20)
+#define CAP     32
+#define ARENA   (8u << 20)
 
 static pg_pthread_world world;
 static float gx[B * IN], gy[B * OUT], w1[HID * IN], b1[HID], w2[OUT * HID], b2[OUT];
@@ -47,7 +47,7 @@ static uint64_t arena[3][ARENA / 8]; /* rank 0 and 1 of the 2-rank plan, the 1-r
 static dt_gnode nodes[3][CAP];
 static dt_gstep steps[3][CAP];
 static dt_gplan plan[3];
-static int ids[3][6];  /* x y w1 b1 w2 b2 */
+static int ids[3][6]; /* x y w1 b1 w2 b2 */
 static double t_one[REPEATS], t_two[REPEATS], c_one[REPEATS], c_two[2][REPEATS];
 
 static double cpu_us(void) /* this thread's CPU time */
@@ -229,8 +229,8 @@ int main(void)
     }
     one = median(t_one, REPEATS);
     two = median(t_two, REPEATS);
-    row("MLP 256-512-64 train step (fwd, bwd, SGD), batch 256: data parallel on 2 ranks (pg_pthread)",
-        "samples_per_s", "samples/s", B / two * 1e6, "the same graph on 1 rank", B / one * 1e6);
+    row("MLP 256-512-64 train step (fwd, bwd, SGD), batch 256: data parallel on 2 ranks (pg_pthread)", "samples_per_s",
+        "samples/s", B / two * 1e6, "the same graph on 1 rank", B / one * 1e6);
     row("MLP 256-512-64 train step, batch 256: 2-rank samples/s / 1-rank samples/s", "speedup", "x", one / two,
         "issue #7 target", 1.7);
     cone = median(c_one, REPEATS);
@@ -238,9 +238,11 @@ int main(void)
     c1 = median(c_two[1], REPEATS);
     if (c1 > ctwo) ctwo = c1;
     row("MLP 256-512-64 train step, batch 256: 1-rank CPU time / slower rank's CPU time on 2 ranks "
-        "(load-independent)", "cpu_speedup", "x", cone / ctwo, "issue #7 target", 1.7);
-    fprintf(stderr, "graph bench: 1 rank %.0f us/step (%.2f GMAC/s), 2 ranks %.0f us/step, %.2fx; CPU %.0f vs %.0f us "
-            "(%.2fx); parameters within %.1e\n", one, 92274688.0 / one / 1e3, two, one / two, cone, ctwo, cone / ctwo,
-            (double)worst);
+        "(load-independent)",
+        "cpu_speedup", "x", cone / ctwo, "issue #7 target", 1.7);
+    fprintf(stderr,
+            "graph bench: 1 rank %.0f us/step (%.2f GMAC/s), 2 ranks %.0f us/step, %.2fx; CPU %.0f vs %.0f us "
+            "(%.2fx); parameters within %.1e\n",
+            one, 92274688.0 / one / 1e3, two, one / two, cone, ctwo, cone / ctwo, (double)worst);
     return 0;
 }

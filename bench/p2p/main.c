@@ -29,7 +29,7 @@
 #include "ports/pg.h"
 #define PG_SHM_IMPLEMENTATION
 #include "ports/platform/host_threads.h"
-#define PG_PTHREAD_SLOTS 16
+#define PG_PTHREAD_SLOTS      16
 #define PG_PTHREAD_SLOT_BYTES 4096
 #define PG_PTHREAD_IMPLEMENTATION
 #include "ports/pg_pthread.h"
@@ -42,17 +42,17 @@
 #endif
 #endif
 
-#define DEPTH 16            /* messages in flight per direction, every transport */
-#define MAX_MSG 4096
-#define REPEATS 7
+#define DEPTH     16 /* messages in flight per direction, every transport */
+#define MAX_MSG   4096
+#define REPEATS   7
 #define PINGPONGS 20000
 #define LAT_BYTES 8
 
 /* ---- the transports: send to / receive from the other thread ---- */
 typedef struct transport {
     const char *name;
-    void (*setup)(void);              /* before the threads start */
-    void (*attach)(int me);           /* on each thread */
+    void (*setup)(void);    /* before the threads start */
+    void (*attach)(int me); /* on each thread */
     int (*send)(int me, const void *buf, size_t n);
     int (*recv)(int me, void *buf, size_t n);
 } transport;
@@ -63,22 +63,43 @@ static uint32_t shm_region[SHM_BYTES / 4] __attribute__((aligned(64)));
 static pg_shm_host_bells shm_bells;
 static pg_shm shm_core[2];
 
-static void shm_setup(void) { pg_shm_format(shm_region, SHM_BYTES, 2, DEPTH, MAX_MSG); }
+static void shm_setup(void)
+{
+    pg_shm_format(shm_region, SHM_BYTES, 2, DEPTH, MAX_MSG);
+}
 static void shm_attach(int me)
 {
     pg_shm_hooks h;
     pg_shm_host_hooks(&h, &shm_bells);
     if (pg_shm_init(&shm_core[me], shm_region, SHM_BYTES, me, &h) != 0) fprintf(stderr, "pg_shm_init failed\n");
 }
-static int shm_send(int me, const void *b, size_t n) { return pg_send(pg_shm_group(&shm_core[me]), 1 - me, 0, b, n); }
-static int shm_recv(int me, void *b, size_t n) { return pg_recv(pg_shm_group(&shm_core[me]), 1 - me, 0, b, n, NULL); }
+static int shm_send(int me, const void *b, size_t n)
+{
+    return pg_send(pg_shm_group(&shm_core[me]), 1 - me, 0, b, n);
+}
+static int shm_recv(int me, void *b, size_t n)
+{
+    return pg_recv(pg_shm_group(&shm_core[me]), 1 - me, 0, b, n, NULL);
+}
 
 /* pg_pthread: a world of 2 */
 static pg_pthread_world pt_world;
-static void pt_setup(void) { pg_pthread_world_init(&pt_world, 2); }
-static void pt_attach(int me) { (void)me; }
-static int pt_send(int me, const void *b, size_t n) { return pg_send(pg_pthread_group(&pt_world, me), 1 - me, 0, b, n); }
-static int pt_recv(int me, void *b, size_t n) { return pg_recv(pg_pthread_group(&pt_world, me), 1 - me, 0, b, n, NULL); }
+static void pt_setup(void)
+{
+    pg_pthread_world_init(&pt_world, 2);
+}
+static void pt_attach(int me)
+{
+    (void)me;
+}
+static int pt_send(int me, const void *b, size_t n)
+{
+    return pg_send(pg_pthread_group(&pt_world, me), 1 - me, 0, b, n);
+}
+static int pt_recv(int me, void *b, size_t n)
+{
+    return pg_recv(pg_pthread_group(&pt_world, me), 1 - me, 0, b, n, NULL);
+}
 
 /* mutex + condvar bounded queue per direction */
 typedef struct mq {
@@ -100,7 +121,10 @@ static void mq_setup(void)
         mq_dir[d].head = mq_dir[d].tail = 0;
     }
 }
-static void mq_attach(int me) { (void)me; }
+static void mq_attach(int me)
+{
+    (void)me;
+}
 static int mq_send(int me, const void *b, size_t n)
 {
     mq *q = &mq_dir[me];
@@ -147,7 +171,10 @@ static void ck_setup(void)
         ck_dir[d].next = 0;
     }
 }
-static void ck_attach(int me) { (void)me; }
+static void ck_attach(int me)
+{
+    (void)me;
+}
 static int ck_send(int me, const void *b, size_t n)
 {
     ckq *q = &ck_dir[me];
@@ -237,7 +264,7 @@ static void *side(void *arg)
         if (me == 0) cur_result = (now_ns() - t0) / (2.0 * (double)n); /* one-way ns */
     } else {
         for (i = 0; i < n && rc == 0; i++) rc = me == 0 ? cur->send(me, buf, bytes) : cur->recv(me, buf, bytes);
-        if (rc == 0) rc = me == 0 ? cur->recv(me, buf, 1) : cur->send(me, buf, 1); /* ack */
+        if (rc == 0) rc = me == 0 ? cur->recv(me, buf, 1) : cur->send(me, buf, 1);           /* ack */
         if (me == 0) cur_result = (double)n * (double)bytes / ((now_ns() - t0) / 1e9) / 1e6; /* MB/s */
     }
     if (rc) {

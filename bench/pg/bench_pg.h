@@ -9,9 +9,9 @@
 #include <stddef.h>
 
 #define BENCH_MAX_BYTES (4u << 20)
-#define BENCH_REPEATS 9
-#define BENCH_NC 3
-#define BENCH_NS 6
+#define BENCH_REPEATS   9
+#define BENCH_NC        3
+#define BENCH_NS        6
 static const char *const bench_colls[BENCH_NC] = {"all_reduce", "all_gather", "reduce_scatter"};
 static const size_t bench_sizes[BENCH_NS] = {64, 1024, 16384, 262144, 1u << 20, 4u << 20};
 static const char *const bench_size_names[BENCH_NS] = {"64B", "1KB", "16KB", "256KB", "1MB", "4MB"};

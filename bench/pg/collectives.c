@@ -33,9 +33,9 @@ static const char *const mpi_names[BENCH_NC] = {"MPI_Allreduce", "MPI_Allgather"
 
 static float sendbuf[2][BENCH_MAX_BYTES / 4], recvbuf[2][BENCH_MAX_BYTES / 4];
 static pg_pthread_world world;
-#define SHM_SLOTS 8
+#define SHM_SLOTS   8
 #define SHM_PAYLOAD 65536
-#define SHM_BYTES PG_SHM_REGION_BYTES(2, SHM_SLOTS, SHM_PAYLOAD)
+#define SHM_BYTES   PG_SHM_REGION_BYTES(2, SHM_SLOTS, SHM_PAYLOAD)
 static uint32_t shm_region[SHM_BYTES / 4] __attribute__((aligned(64)));
 static pg_shm_host_bells shm_bells;
 static pg_shm shm_core[2];
@@ -178,8 +178,10 @@ static void row(const char *cas, double ours_us, const char *peer, double peer_u
     printf("{\"bench\": \"pg_collectives\", \"case\": \"%s\", \"metric\": \"latency_us\", \"unit\": \"us\", "
            "\"ours\": %.3f, \"peer\": \"%s\", ",
            cas, ours_us, peer);
-    if (peer_us >= 0) printf("\"peer_value\": %.3f}\n", peer_us);
-    else printf("\"peer_value\": null}\n");
+    if (peer_us >= 0)
+        printf("\"peer_value\": %.3f}\n", peer_us);
+    else
+        printf("\"peer_value\": null}\n");
 }
 
 /* median over the repeats; -1 when a repeat has no figure */
@@ -206,7 +208,8 @@ int main(int argc, char **argv)
     pthread_t th[2];
     int c, s, p, m, r;
     (void)argc;
-    if (pg_pthread_world_init(&world, 2) != PG_OK || pg_shm_format(shm_region, SHM_BYTES, 2, SHM_SLOTS, SHM_PAYLOAD) != PG_OK) {
+    if (pg_pthread_world_init(&world, 2) != PG_OK ||
+        pg_shm_format(shm_region, SHM_BYTES, 2, SHM_SLOTS, SHM_PAYLOAD) != PG_OK) {
         fprintf(stderr, "port setup failed\n");
         return 1;
     }

@@ -76,25 +76,35 @@
 #include "ports/pg_pthread.h"
 #include "examples/pipeline_mnist/mlp.h"
 
-#define MAXR 4
-#define M 8
-#define REPEATS 5
-#define NOOP_BLOCKS 21               /* no-op: the best of 21 blocks (torch: the same) */
-#define MB_ROWS 8
-#define CG_STEPS 40
+#define MAXR        4
+#define M           8
+#define REPEATS     5
+#define NOOP_BLOCKS 21 /* no-op: the best of 21 blocks (torch: the same) */
+#define MB_ROWS     8
+#define CG_STEPS    40
 
-static double now_ns(void) {
+static double now_ns(void)
+{
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
 }
-static int cmp_d(const void *a, const void *b) {
+static int cmp_d(const void *a, const void *b)
+{
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
 }
-static double median(double *v, int n) { qsort(v, (size_t)n, sizeof *v, cmp_d); return n ? v[n / 2] : 0; }
-static int nranks_le_cpus(int n) { return n <= sysconf(_SC_NPROCESSORS_ONLN); }
-static const char *loadavg(void) {   /* the 1-minute load average, printed with the figures */
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_d);
+    return n ? v[n / 2] : 0;
+}
+static int nranks_le_cpus(int n)
+{
+    return n <= sysconf(_SC_NPROCESSORS_ONLN);
+}
+static const char *loadavg(void)
+{ /* the 1-minute load average, printed with the figures */
     static char buf[64];
     FILE *f = fopen("/proc/loadavg", "r");
     strcpy(buf, "?");
@@ -102,29 +112,69 @@ static const char *loadavg(void) {   /* the 1-minute load average, printed with 
     if (f) fclose(f);
     return buf;
 }
-static double cpu_ns(void) {   /* every thread of this process */
+static double cpu_ns(void)
+{ /* every thread of this process */
     struct timespec ts;
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
 }
 
 /* ---- layers ---- */
-static int noop_f(void *s, const mb_tensor *x, mb_tensor *y) { (void)s; (void)x; (void)y; return 0; }
-static int noop_bi(void *s, const mb_tensor *x, const mb_tensor *dy, mb_tensor *dx) { (void)s; (void)x; (void)dy; (void)dx; return 0; }
-static int noop_bw(void *s, const mb_tensor *x, const mb_tensor *dy) { (void)s; (void)x; (void)dy; return 0; }
-static int noop_input(void *u, int mb, mb_tensor *x) { (void)u; (void)mb; (void)x; return 0; }
-static int noop_loss(void *u, int mb, const mb_tensor *y, mb_tensor *dy, double *l) { (void)u; (void)mb; (void)y; (void)dy; *l = 0; return 0; }
+static int noop_f(void *s, const mb_tensor *x, mb_tensor *y)
+{
+    (void)s;
+    (void)x;
+    (void)y;
+    return 0;
+}
+static int noop_bi(void *s, const mb_tensor *x, const mb_tensor *dy, mb_tensor *dx)
+{
+    (void)s;
+    (void)x;
+    (void)dy;
+    (void)dx;
+    return 0;
+}
+static int noop_bw(void *s, const mb_tensor *x, const mb_tensor *dy)
+{
+    (void)s;
+    (void)x;
+    (void)dy;
+    return 0;
+}
+static int noop_input(void *u, int mb, mb_tensor *x)
+{
+    (void)u;
+    (void)mb;
+    (void)x;
+    return 0;
+}
+static int noop_loss(void *u, int mb, const mb_tensor *y, mb_tensor *dy, double *l)
+{
+    (void)u;
+    (void)mb;
+    (void)y;
+    (void)dy;
+    *l = 0;
+    return 0;
+}
 
 static volatile uint64_t sink;
-static uint64_t work_iters;                /* F = work_iters, B = 2 * work_iters */
+static uint64_t work_iters; /* F = work_iters, B = 2 * work_iters */
 static int sleep_mode;
-static double f_ns_target = 200e3;         /* 200 us forward, 400 us backward */
-static void spin_work(uint64_t n) {
+static double f_ns_target = 200e3; /* 200 us forward, 400 us backward */
+static void spin_work(uint64_t n)
+{
     uint64_t x = 0x9E3779B97F4A7C15ull, i;
-    for (i = 0; i < n; i++) { x ^= x << 13; x ^= x >> 7; x ^= x << 17; }
+    for (i = 0; i < n; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+    }
     sink = x;
 }
-static void do_cost(int mult) {
+static void do_cost(int mult)
+{
     if (sleep_mode) {
         struct timespec ts = {0, (long)(f_ns_target * mult)};
         nanosleep(&ts, NULL);
@@ -149,12 +199,14 @@ static double step_wall[MAXSTEPS], stage_f_ns[MAXSTEPS][4], stage_b_ns[MAXSTEPS]
 /* the same as the calling thread's CPU time: what an action costs its CPU when ranks share
    one (the wall time above also holds the time a rank pinned to the same CPU ran) */
 static double stage_fc_ns[MAXSTEPS][4], stage_bc_ns[MAXSTEPS][4];
-static double thread_cpu_ns(void) {
+static double thread_cpu_ns(void)
+{
     struct timespec ts;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
 }
-static void timed_cost(int mult, double *dur, int *n, double *per_step, double *per_step_cpu, int stage) {
+static void timed_cost(int mult, double *dur, int *n, double *per_step, double *per_step_cpu, int stage)
+{
     double t0 = now_ns(), c0 = thread_cpu_ns(), d;
     int k, st = step_of[tl_rank];
     do_cost(mult);
@@ -166,13 +218,17 @@ static void timed_cost(int mult, double *dur, int *n, double *per_step, double *
         per_step_cpu[st * 4 + stage] += thread_cpu_ns() - c0;
     }
 }
-static int eq_f(void *s, const mb_tensor *x, mb_tensor *y) {
-    (void)x; (void)y;
+static int eq_f(void *s, const mb_tensor *x, mb_tensor *y)
+{
+    (void)x;
+    (void)y;
     timed_cost(1, fdur, &nf, &stage_f_ns[0][0], &stage_fc_ns[0][0], *(const int *)s);
     return 0;
 }
-static int eq_bw(void *s, const mb_tensor *x, const mb_tensor *dy) {
-    (void)x; (void)dy;
+static int eq_bw(void *s, const mb_tensor *x, const mb_tensor *dy)
+{
+    (void)x;
+    (void)dy;
     timed_cost(2, bdur, &nb, &stage_b_ns[0][0], &stage_bc_ns[0][0], *(const int *)s);
     return 0;
 }
@@ -186,9 +242,21 @@ static mlp_linear lin[4];
 static float xdata[M * MB_ROWS][MLP_IN];
 static int labels[M * MB_ROWS];
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
-static float urand(void) { rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17; return (float)(rng >> 40) / 16777216.0f * 2.0f - 1.0f; }
-static int mlp_input(void *u, int mb, mb_tensor *x) { (void)u; memcpy(x->data, xdata[mb * MB_ROWS], sizeof(float) * MB_ROWS * MLP_IN); return 0; }
-static int mlp_loss(void *u, int mb, const mb_tensor *y, mb_tensor *dy, double *loss) {
+static float urand(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (float)(rng >> 40) / 16777216.0f * 2.0f - 1.0f;
+}
+static int mlp_input(void *u, int mb, mb_tensor *x)
+{
+    (void)u;
+    memcpy(x->data, xdata[mb * MB_ROWS], sizeof(float) * MB_ROWS * MLP_IN);
+    return 0;
+}
+static int mlp_loss(void *u, int mb, const mb_tensor *y, mb_tensor *dy, double *loss)
+{
     int r, k;
     double l = 0;
     (void)u;
@@ -196,7 +264,8 @@ static int mlp_loss(void *u, int mb, const mb_tensor *y, mb_tensor *dy, double *
         const float *z = (const float *)y->data + r * MLP_OUT;
         float *g = (float *)dy->data + r * MLP_OUT, mx = z[0], s = 0;
         int lab = labels[mb * MB_ROWS + r];
-        for (k = 1; k < MLP_OUT; k++) if (z[k] > mx) mx = z[k];
+        for (k = 1; k < MLP_OUT; k++)
+            if (z[k] > mx) mx = z[k];
         for (k = 0; k < MLP_OUT; k++) s += expf(z[k] - mx);
         for (k = 0; k < MLP_OUT; k++) g[k] = expf(z[k] - mx) / s / (M * MB_ROWS);
         g[lab] -= 1.0f / (M * MB_ROWS);
@@ -207,7 +276,10 @@ static int mlp_loss(void *u, int mb, const mb_tensor *y, mb_tensor *dy, double *
 }
 
 /* ---- layouts ---- */
-typedef struct layout { const char *name; int sched, ranks, stages_per_rank; } layout;
+typedef struct layout {
+    const char *name;
+    int sched, ranks, stages_per_rank;
+} layout;
 static const layout L4 = {"4r_1f1b", PP_SCHED_1F1B, 4, 1};
 static const layout L2 = {"2r_il", PP_SCHED_INTERLEAVED_1F1B, 2, 2};
 static const layout L2S = {"2r_1f1b_2stages", PP_SCHED_1F1B, 2, 1};
@@ -219,17 +291,22 @@ static pp_exec_cfg cfg[MAXR];
 static uint64_t mem[MAXR][(1 << 20) / 8];
 static pg_pthread_world world;
 static int nranks, busiest, pin_cpus;
-typedef struct job { int steps, warmup, mlp, blocks; double step_ns[NOOP_BLOCKS], cpu_ns[NOOP_BLOCKS]; } job;
-static double best_cpu_ns;   /* run_job of a no-op case: the least process CPU time per step of a block */
+typedef struct job {
+    int steps, warmup, mlp, blocks;
+    double step_ns[NOOP_BLOCKS], cpu_ns[NOOP_BLOCKS];
+} job;
+static double best_cpu_ns; /* run_job of a no-op case: the least process CPU time per step of a block */
 
-static void die(int rc, const char *what) {
+static void die(int rc, const char *what)
+{
     fprintf(stderr, "bench pipeline: %s: %d (%s)\n", what, rc, pp_strerror(rc));
     exit(1);
 }
 
 /* Plan and per-rank tables of a layout; sets nranks and busiest (actions of the longest row). */
-static int setup_nmb = M;   /* microbatches of the plans setup builds (the sweep varies it) */
-static void setup(const layout *lo) {
+static int setup_nmb = M; /* microbatches of the plans setup builds (the sweep varies it) */
+static void setup(const layout *lo)
+{
     int r, rc;
     if ((rc = pp_schedule_build(&sched, lo->sched, lo->ranks, lo->stages_per_rank, setup_nmb, store[0], sizeof store[0],
                                 NULL)))
@@ -245,7 +322,8 @@ static void setup(const layout *lo) {
 
 /* The MLP's linear layer k (layer 2k) lives on rank lin_rank[k] (set by mlp_run). */
 static int lin_rank[4];
-static void mlp_step_pre(int r) {
+static void mlp_step_pre(int r)
+{
     int k;
     for (k = 0; k < 4; k++)
         if (lin_rank[k] == r) {
@@ -253,7 +331,8 @@ static void mlp_step_pre(int r) {
             memset(GB[k], 0, sizeof GB[k]);
         }
 }
-static void mlp_step_post(int r) {
+static void mlp_step_post(int r)
+{
     int i, k;
     for (k = 0; k < 4; k++)
         if (lin_rank[k] == r) {
@@ -266,7 +345,8 @@ static void mlp_step_post(int r) {
 /* Called through a pointer so it stays a function of its own (callgrind collects inside it). */
 static int (*volatile exec_run)(pp_exec *e) = pp_exec_run;
 
-static int body(pg_group *g, void *arg) {
+static int body(pg_group *g, void *arg)
+{
     job *j = (job *)arg;
     int r = pg_rank(g), rc, rep, s;
     pp_exec e;
@@ -291,7 +371,7 @@ static int body(pg_group *g, void *arg) {
             if (j->mlp) mlp_step_pre(r);
             if ((rc = exec_run(&e))) return rc;
             if (j->mlp) mlp_step_post(r);
-            if (recording && rep >= 0) {   /* per measured step: its wall time, its layers' costs */
+            if (recording && rep >= 0) { /* per measured step: its wall time, its layers' costs */
                 if (r == 0 && step_of[0] < MAXSTEPS) step_wall[step_of[0]] = now_ns() - ts;
                 step_of[r]++;
             }
@@ -305,16 +385,23 @@ static int body(pg_group *g, void *arg) {
 }
 
 /* Configure cfg[] for layers (one balance for all ranks) and run job; median step ns. */
-static double run_job(const pp_layer *layers, int nlayers, const int32_t *balance, int rows,
-                      uint32_t in_bytes, int (*input)(void *, int, mb_tensor *),
-                      int (*loss)(void *, int, const mb_tensor *, mb_tensor *, double *), job *j) {
+static double run_job(const pp_layer *layers, int nlayers, const int32_t *balance, int rows, uint32_t in_bytes,
+                      int (*input)(void *, int, mb_tensor *),
+                      int (*loss)(void *, int, const mb_tensor *, mb_tensor *, double *), job *j)
+{
     int r, rc;
     for (r = 0; r < nranks; r++) {
         pp_exec_cfg *c = &cfg[r];
         memset(c, 0, sizeof *c);
-        c->layers = layers; c->nlayers = nlayers; c->balance = balance; c->rows = rows;
-        c->dtype = MB_F32; c->in_bytes = in_bytes; c->checkpoint = PP_CKPT_NEVER;
-        c->input = input; c->loss = loss;
+        c->layers = layers;
+        c->nlayers = nlayers;
+        c->balance = balance;
+        c->rows = rows;
+        c->dtype = MB_F32;
+        c->in_bytes = in_bytes;
+        c->checkpoint = PP_CKPT_NEVER;
+        c->input = input;
+        c->loss = loss;
         if (pp_exec_bytes(c, &tab[r]) > sizeof mem[r]) die(PP_ERR_TOO_SMALL, "storage");
     }
     if ((rc = pg_pthread_world_init(&world, nranks))) die(rc, "world");
@@ -334,7 +421,8 @@ static double run_job(const pp_layer *layers, int nlayers, const int32_t *balanc
    rank 1 notes how late the message arrived. Median of 21. */
 #define NLAT 21
 static double lat[NLAT + 2];
-static int lat_body(pg_group *g, void *arg) {
+static int lat_body(pg_group *g, void *arg)
+{
     int i, rc;
     double t0;
     (void)arg;
@@ -352,43 +440,58 @@ static int lat_body(pg_group *g, void *arg) {
     return 0;
 }
 static double handoff_med_ns;
-static double handoff_ns(void) {   /* the least disturbed hand-off (the port's own); the median in handoff_med_ns */
+static double handoff_ns(void)
+{ /* the least disturbed hand-off (the port's own); the median in handoff_med_ns */
     int rc;
     if ((rc = pg_pthread_world_init(&world, 2)) || (rc = pg_pthread_run(&world, 2, lat_body, NULL))) die(rc, "latency");
-    handoff_med_ns = median(lat + 2, NLAT);   /* the first two: warm-up */
+    handoff_med_ns = median(lat + 2, NLAT); /* the first two: warm-up */
     return lat[2];
 }
 
 static pp_layer noop[4], eq[4], mlp[MLP_LAYERS];
 static const int32_t one_each[4] = {1, 1, 1, 1};
 
-static void make_layers(void) {
+static void make_layers(void)
+{
     int k;
     for (k = 0; k < 4; k++) {
-        noop[k].forward = noop_f; noop[k].backward_input = noop_bi; noop[k].backward_weight = noop_bw;
+        noop[k].forward = noop_f;
+        noop[k].backward_input = noop_bi;
+        noop[k].backward_weight = noop_bw;
         noop[k].act_bytes = 4;
-        eq[k].forward = eq_f; eq[k].backward_input = noop_bi; eq[k].backward_weight = eq_bw;
+        eq[k].forward = eq_f;
+        eq[k].backward_input = noop_bi;
+        eq[k].backward_weight = eq_bw;
         eq[k].act_bytes = MB_ROWS * 64 * 4;
         eq[k].self = (void *)&stage_id[k];
     }
 }
 
 /* No-op model on a layout: median step ns (steps back to back). */
-static double noop_step(const layout *lo, int steps, int warmup) {
+static double noop_step(const layout *lo, int steps, int warmup)
+{
     job j;
     setup(lo);
-    memset(&j, 0, sizeof j); j.steps = steps; j.warmup = warmup; j.blocks = NOOP_BLOCKS;
+    memset(&j, 0, sizeof j);
+    j.steps = steps;
+    j.warmup = warmup;
+    j.blocks = NOOP_BLOCKS;
     return run_job(noop, lo->ranks * lo->stages_per_rank, one_each, 1, 4, noop_input, noop_loss, &j);
 }
 
 /* ---- the demo's MLP ---- */
-static void mlp_init(void) {   /* random weights and data: only time matters */
+static void mlp_init(void)
+{ /* random weights and data: only time matters */
     int k, i;
     for (k = 0; k < 4; k++) {
         int n = mlp_dims[k] * mlp_dims[k + 1];
         for (i = 0; i < n; i++) W[k][i] = urand() * 0.05f;
-        lin[k].in = mlp_dims[k]; lin[k].out = mlp_dims[k + 1];
-        lin[k].wt = W[k]; lin[k].b = B[k]; lin[k].gwt = G[k]; lin[k].gb = GB[k];
+        lin[k].in = mlp_dims[k];
+        lin[k].out = mlp_dims[k + 1];
+        lin[k].wt = W[k];
+        lin[k].b = B[k];
+        lin[k].gwt = G[k];
+        lin[k].gb = GB[k];
     }
     for (i = 0; i < M * MB_ROWS; i++) {
         for (k = 0; k < MLP_IN; k++) xdata[i][k] = urand();
@@ -401,7 +504,8 @@ static void mlp_init(void) {   /* random weights and data: only time matters */
    as the executor calls it in a step: forward (cost_f), input gradient except for the
    model input + weight gradient (cost_b); median of 31 in ns; cost = cost_f + cost_b. */
 static uint32_t cost_f[MLP_LAYERS], cost_b[MLP_LAYERS];
-static void mlp_profile(uint32_t *cost) {
+static void mlp_profile(uint32_t *cost)
+{
     static float act[MLP_LAYERS + 1][MB_ROWS * MLP_IN], grad[MLP_LAYERS + 1][MB_ROWS * MLP_IN];
     double tf[31], tb[31];
     int l, i;
@@ -411,9 +515,21 @@ static void mlp_profile(uint32_t *cost) {
         int in = l ? (int)(mlp[l - 1].act_bytes / 4 / MB_ROWS) : MLP_IN, out = (int)(L->act_bytes / 4 / MB_ROWS);
         mb_tensor x, y, dy, dx;
         memset(&x, 0, sizeof x);
-        x.dtype = MB_F32; x.ndim = 2; x.shape[0] = MB_ROWS; x.shape[1] = in; x.stride[0] = in; x.stride[1] = 1;
-        dx = x; y = x; y.shape[1] = out; y.stride[0] = out; dy = y;
-        x.data = act[l]; y.data = act[l + 1]; dy.data = grad[l + 1]; dx.data = grad[l];
+        x.dtype = MB_F32;
+        x.ndim = 2;
+        x.shape[0] = MB_ROWS;
+        x.shape[1] = in;
+        x.stride[0] = in;
+        x.stride[1] = 1;
+        dx = x;
+        y = x;
+        y.shape[1] = out;
+        y.stride[0] = out;
+        dy = y;
+        x.data = act[l];
+        y.data = act[l + 1];
+        dy.data = grad[l + 1];
+        dx.data = grad[l];
         for (i = 0; i < MB_ROWS * out; i++) grad[l + 1][i] = urand() * 0.01f;
         for (i = 0; i < 31; i++) {
             double a = now_ns(), b;
@@ -428,7 +544,7 @@ static void mlp_profile(uint32_t *cost) {
         cost_b[l] = (uint32_t)median(tb, 31);
         cost[l] = cost_f[l] + cost_b[l];
     }
-    for (i = 0; i < 4; i++) {   /* undo the gradients the profile accumulated */
+    for (i = 0; i < 4; i++) { /* undo the gradients the profile accumulated */
         memset(G[i], 0, sizeof(float) * (size_t)(mlp_dims[i] * mlp_dims[i + 1]));
         memset(GB[i], 0, sizeof GB[i]);
     }
@@ -436,8 +552,9 @@ static void mlp_profile(uint32_t *cost) {
 
 /* One MLP training step per pp_exec_run on a layout with the given balance (layers per
    stage); median step ns over REPEATS blocks of `steps`. */
-static double mlp_cpu_ns, mlp_sim_ns;   /* mlp_run: the median process CPU time per step, the prediction */
-static double mlp_run(const layout *lo, const int32_t *balance, int steps, double per_action_ns) {
+static double mlp_cpu_ns, mlp_sim_ns; /* mlp_run: the median process CPU time per step, the prediction */
+static double mlp_run(const layout *lo, const int32_t *balance, int steps, double per_action_ns)
+{
     static uint32_t simwork[8192];
     uint32_t sf[PP_MAX_STAGES], sb[PP_MAX_STAGES];
     pp_costs c;
@@ -448,23 +565,31 @@ static double mlp_run(const layout *lo, const int32_t *balance, int steps, doubl
     int k, s, acc;
     setup(lo);
     for (k = 0; k < 4; k++) {
-        for (s = 0, acc = balance[0]; 2 * k >= acc; ) acc += balance[++s];
+        for (s = 0, acc = balance[0]; 2 * k >= acc;) acc += balance[++s];
         lin_rank[k] = plan.stage_rank[s];
     }
-    memset(&j, 0, sizeof j); j.steps = steps; j.warmup = steps / 10; j.mlp = 1;
+    memset(&j, 0, sizeof j);
+    j.steps = steps;
+    j.warmup = steps / 10;
+    j.mlp = 1;
     ns = run_job(mlp, MLP_LAYERS, balance, MB_ROWS, MB_ROWS * MLP_IN * 4, mlp_input, mlp_loss, &j);
     mlp_cpu_ns = median(j.cpu_ns, j.blocks);
     /* pp_simulate from the profiled layer costs summed per stage, plus the no-op time per
        action; with more ranks than CPUs, rank r on CPU r % CPUs (costs.cores) */
     for (s = 0, l = 0; s < plan.nstages; s++) {
         double f = per_action_ns, b = per_action_ns;
-        for (k = 0; k < balance[s]; k++, l++) { f += cost_f[l]; b += cost_b[l]; }
-        sf[s] = (uint32_t)f; sb[s] = (uint32_t)b;
+        for (k = 0; k < balance[s]; k++, l++) {
+            f += cost_f[l];
+            b += cost_b[l];
+        }
+        sf[s] = (uint32_t)f;
+        sb[s] = (uint32_t)b;
     }
     memset(&c, 0, sizeof c);
-    c.stage_f = sf; c.stage_b = sb;
+    c.stage_f = sf;
+    c.stage_b = sb;
     c.send = c.recv = (uint32_t)per_action_ns;
-    if (!nranks_le_cpus(lo->ranks)) c.cores = (uint32_t)sysconf(_SC_NPROCESSORS_ONLN);   /* ranks take turns */
+    if (!nranks_le_cpus(lo->ranks)) c.cores = (uint32_t)sysconf(_SC_NPROCESSORS_ONLN); /* ranks take turns */
     if ((rc = pp_simulate(&plan, &c, simwork, sizeof simwork, &sim, NULL, 0, NULL, NULL))) die(rc, "simulate");
     mlp_sim_ns = sim.makespan;
     return ns;
@@ -484,17 +609,40 @@ static double mlp_run(const layout *lo, const int32_t *balance, int steps, doubl
 #define SW_US 100.0
 static void row(const char *cs, const char *metric, const char *unit, double ours, const char *peer, double peer_value);
 static uint64_t sw_iters;
-static int sw_f(void *s, const mb_tensor *x, mb_tensor *y) { (void)s; (void)x; (void)y; spin_work(sw_iters); return 0; }
-static int sw_bi(void *s, const mb_tensor *x, const mb_tensor *dy, mb_tensor *dx) {
-    (void)s; (void)x; (void)dy; (void)dx; spin_work(sw_iters); return 0;
+static int sw_f(void *s, const mb_tensor *x, mb_tensor *y)
+{
+    (void)s;
+    (void)x;
+    (void)y;
+    spin_work(sw_iters);
+    return 0;
 }
-static int sw_bw(void *s, const mb_tensor *x, const mb_tensor *dy) { (void)s; (void)x; (void)dy; spin_work(sw_iters); return 0; }
+static int sw_bi(void *s, const mb_tensor *x, const mb_tensor *dy, mb_tensor *dx)
+{
+    (void)s;
+    (void)x;
+    (void)dy;
+    (void)dx;
+    spin_work(sw_iters);
+    return 0;
+}
+static int sw_bw(void *s, const mb_tensor *x, const mb_tensor *dy)
+{
+    (void)s;
+    (void)x;
+    (void)dy;
+    spin_work(sw_iters);
+    return 0;
+}
 
-static void sweep(double per_action_ns) {
-    static const layout los[] = {{"GPipe", PP_SCHED_GPIPE, 2, 1}, {"1F1B", PP_SCHED_1F1B, 2, 1},
+static void sweep(double per_action_ns)
+{
+    static const layout los[] = {{"GPipe", PP_SCHED_GPIPE, 2, 1},
+                                 {"1F1B", PP_SCHED_1F1B, 2, 1},
                                  {"Interleaved1F1B", PP_SCHED_INTERLEAVED_1F1B, 2, 2},
                                  {"LoopedBFS", PP_SCHED_LOOPED_BFS, 2, 2},
-                                 {"ZB1P", PP_SCHED_INTERLEAVED_ZB, 2, 2}, {"ZBV", PP_SCHED_ZBV, 2, 2}};
+                                 {"ZB1P", PP_SCHED_INTERLEAVED_ZB, 2, 2},
+                                 {"ZBV", PP_SCHED_ZBV, 2, 2}};
     static const int mbs[] = {2, 4, 8, 16};
     static const int32_t two[2] = {2, 2}, four[4] = {1, 1, 1, 1};
     static uint32_t simwork[16384];
@@ -503,17 +651,28 @@ static void sweep(double per_action_ns) {
     int k, li, mi, rc;
     for (k = 0; k < 4; k++) {
         memset(&sw[k], 0, sizeof sw[k]);
-        sw[k].forward = sw_f; sw[k].backward_input = sw_bi; sw[k].backward_weight = sw_bw;
+        sw[k].forward = sw_f;
+        sw[k].backward_input = sw_bi;
+        sw[k].backward_weight = sw_bw;
         sw[k].act_bytes = MB_ROWS * 64 * 4;
     }
-    for (k = 0; k < 21; k++) { double a = now_ns(); spin_work(100000); t[k] = now_ns() - a; }
+    for (k = 0; k < 21; k++) {
+        double a = now_ns();
+        spin_work(100000);
+        t[k] = now_ns() - a;
+    }
     qsort(t, 21, sizeof t[0], cmp_d);
     sw_iters = (uint64_t)(SW_US * 1e3 / (t[0] / 1e5));
-    for (k = 0; k < 21; k++) { double a = now_ns(); spin_work(sw_iters); t[k] = now_ns() - a; }
-    u = median(t, 21);   /* one layer's F (= I = W), alone */
+    for (k = 0; k < 21; k++) {
+        double a = now_ns();
+        spin_work(sw_iters);
+        t[k] = now_ns() - a;
+    }
+    u = median(t, 21); /* one layer's F (= I = W), alone */
     lat = handoff_ns();
     printf("sweep: 2 ranks, 4 layers of F = I = W = %.1f us busy work, %.2f us per action, hand-off %.1f us; "
-           "load average %s\n", u / 1e3, per_action_ns / 1e3, lat / 1e3, loadavg());
+           "load average %s\n",
+           u / 1e3, per_action_ns / 1e3, lat / 1e3, loadavg());
     for (li = 0; li < (int)(sizeof los / sizeof los[0]); li++) {
         const layout *lo = &los[li];
         int nst = lo->ranks * lo->stages_per_rank, lps = 4 / nst;
@@ -529,10 +688,12 @@ static void sweep(double per_action_ns) {
             setup(lo);
             setup_nmb = M;
             memset(&j, 0, sizeof j);
-            j.steps = m >= 8 ? 4 : 8; j.warmup = 2; j.blocks = 3;
+            j.steps = m >= 8 ? 4 : 8;
+            j.warmup = 2;
+            j.blocks = 3;
             meas = run_job(sw, 4, nst == 2 ? two : four, MB_ROWS, MB_ROWS * 64 * 4, noop_input, noop_loss, &j);
             ideal = 0;
-            for (s2 = 0; s2 < nst; s2++) {   /* per stage: lps layers; stage 0 has no I for the model input */
+            for (s2 = 0; s2 < nst; s2++) { /* per stage: lps layers; stage 0 has no I for the model input */
                 sf[s2] = (uint32_t)(lps * u);
                 si[s2] = (uint32_t)((lps - (s2 == 0)) * u);
                 swt[s2] = (uint32_t)(lps * u);
@@ -541,21 +702,29 @@ static void sweep(double per_action_ns) {
             }
             ideal = ideal * m / lo->ranks;
             memset(&c, 0, sizeof c);
-            c.stage_f = sf; c.stage_b = sb; c.stage_i = si; c.stage_w = swt;
-            if ((rc = pp_simulate(&plan, &c, simwork, sizeof simwork, &bound, NULL, 0, NULL, NULL))) die(rc, "simulate");
-            for (s2 = 0; s2 < nst; s2++) {   /* every action also pays the executor's time per action */
-                sf[s2] += (uint32_t)per_action_ns; sb[s2] += (uint32_t)per_action_ns;
-                si[s2] += (uint32_t)per_action_ns; swt[s2] += (uint32_t)per_action_ns;
+            c.stage_f = sf;
+            c.stage_b = sb;
+            c.stage_i = si;
+            c.stage_w = swt;
+            if ((rc = pp_simulate(&plan, &c, simwork, sizeof simwork, &bound, NULL, 0, NULL, NULL)))
+                die(rc, "simulate");
+            for (s2 = 0; s2 < nst; s2++) { /* every action also pays the executor's time per action */
+                sf[s2] += (uint32_t)per_action_ns;
+                sb[s2] += (uint32_t)per_action_ns;
+                si[s2] += (uint32_t)per_action_ns;
+                swt[s2] += (uint32_t)per_action_ns;
             }
             c.send = c.recv = (uint32_t)per_action_ns;
             c.comm = (uint32_t)lat;
             if ((rc = pp_simulate(&plan, &c, simwork, sizeof simwork, &sim, NULL, 0, NULL, NULL))) die(rc, "simulate");
             printf("sweep %s M=%d: step %.1f us, simulator %.1f us, schedule bound %.1f us, ideal %.1f us; efficiency "
-                   "%.2f (simulator %.2f, bound %.2f); the ranks ran %.0f %% of the time on the 2 CPUs\n", lo->name, m,
-                   meas / 1e3, sim.makespan / 1e3, bound.makespan / 1e3, ideal / 1e3, ideal / meas, ideal / sim.makespan,
-                   ideal / bound.makespan, 100 * median(j.cpu_ns, j.blocks) / (2 * meas));
-            snprintf(cs, sizeof cs, "sweep_2r_%s_m%d (4 layers F = I = W = %.0f us busy, 2 ranks; efficiency = "
-                     "ideal / step)", lo->name, m, SW_US);
+                   "%.2f (simulator %.2f, bound %.2f); the ranks ran %.0f %% of the time on the 2 CPUs\n",
+                   lo->name, m, meas / 1e3, sim.makespan / 1e3, bound.makespan / 1e3, ideal / 1e3, ideal / meas,
+                   ideal / sim.makespan, ideal / bound.makespan, 100 * median(j.cpu_ns, j.blocks) / (2 * meas));
+            snprintf(cs, sizeof cs,
+                     "sweep_2r_%s_m%d (4 layers F = I = W = %.0f us busy, 2 ranks; efficiency = "
+                     "ideal / step)",
+                     lo->name, m, SW_US);
             row(cs, "efficiency", "x", ideal / meas, "simulator", ideal / sim.makespan);
             row(cs, "efficiency", "x", ideal / meas, "schedule_bound", ideal / bound.makespan);
         }
@@ -563,15 +732,16 @@ static void sweep(double per_action_ns) {
     printf("sweep: %.1f s; load average %s\n", (now_ns() - t_start) / 1e9, loadavg());
 }
 
-static void row(const char *cs, const char *metric, const char *unit, double ours,
-                const char *peer, double peer_value) {
+static void row(const char *cs, const char *metric, const char *unit, double ours, const char *peer, double peer_value)
+{
     printf("{\"bench\": \"pipeline\", \"case\": \"%s\", \"metric\": \"%s\", \"unit\": \"%s\", "
            "\"ours\": %.4g, \"peer\": \"%s\", \"peer_value\": %.4g}\n",
            cs, metric, unit, ours, peer, peer_value);
 }
 
 /* The repository root (this program lives in <root>/build/bench/), or 0. */
-static int root_dir(char *out, size_t cap) {
+static int root_dir(char *out, size_t cap)
+{
     ssize_t n = readlink("/proc/self/exe", out, cap - 1);
     char *cut;
     if (n <= 0) return 0;
@@ -583,14 +753,21 @@ static int root_dir(char *out, size_t cap) {
 }
 
 /* The torch peer: bench/pipeline/torch_pipe.py; step_us per case name. */
-typedef struct torch_res { double noop4, noop2, mlp, noop4_cpu, noop2_cpu, mlp2; int got; } torch_res;
+typedef struct torch_res {
+    double noop4, noop2, mlp, noop4_cpu, noop2_cpu, mlp2;
+    int got;
+} torch_res;
 /* bal2: the 2-rank layout's balance (torch runs its MLP with it too, case mlp_2parts) */
-static void torch_peer(torch_res *t, const int32_t *bal2) {
+static void torch_peer(torch_res *t, const int32_t *bal2)
+{
     char root[4096], cmd[8400], line[1024];
     FILE *p;
     memset(t, 0, sizeof *t);
     if (!root_dir(root, sizeof root)) return;
-    if (access("/usr/bin/python3", X_OK)) { printf("SKIPPED torch Pipe peer: no /usr/bin/python3\n"); return; }
+    if (access("/usr/bin/python3", X_OK)) {
+        printf("SKIPPED torch Pipe peer: no /usr/bin/python3\n");
+        return;
+    }
     snprintf(cmd, sizeof cmd, "/usr/bin/python3 '%s/bench/pipeline/torch_pipe.py' --mlp mlp_2parts=%d,%d 2>/dev/null",
              root, (int)bal2[0], (int)bal2[1]);
     fflush(stdout);
@@ -598,32 +775,52 @@ static void torch_peer(torch_res *t, const int32_t *bal2) {
     if (!p) return;
     while (fgets(line, sizeof line, p)) {
         char *s = strstr(line, "\"step_us\": "), *cpu = strstr(line, "\"cpu_us\": ");
-        if (line[0] != '{') { fputs(line, stdout); continue; }
+        if (line[0] != '{') {
+            fputs(line, stdout);
+            continue;
+        }
         printf("torch: %s", line);
         if (!s) continue;
-        if (strstr(line, "\"case\": \"noop\"")) { t->noop4 = atof(s + 11); t->got |= 1; }
-        if (strstr(line, "\"case\": \"noop_2stages\"")) { t->noop2 = atof(s + 11); t->got |= 2; }
+        if (strstr(line, "\"case\": \"noop\"")) {
+            t->noop4 = atof(s + 11);
+            t->got |= 1;
+        }
+        if (strstr(line, "\"case\": \"noop_2stages\"")) {
+            t->noop2 = atof(s + 11);
+            t->got |= 2;
+        }
         if (cpu && strstr(line, "\"case\": \"noop\"")) t->noop4_cpu = atof(cpu + 10);
         if (cpu && strstr(line, "\"case\": \"noop_2stages\"")) t->noop2_cpu = atof(cpu + 10);
-        if (strstr(line, "\"case\": \"mlp\"")) { t->mlp = atof(s + 11); t->got |= 4; }
-        if (strstr(line, "\"case\": \"mlp_2parts\"")) { t->mlp2 = atof(s + 11); t->got |= 8; }
+        if (strstr(line, "\"case\": \"mlp\"")) {
+            t->mlp = atof(s + 11);
+            t->got |= 4;
+        }
+        if (strstr(line, "\"case\": \"mlp_2parts\"")) {
+            t->mlp2 = atof(s + 11);
+            t->got |= 8;
+        }
     }
     pclose(p);
 }
 
 /* ---- callgrind: run the no-op 4r_1f1b model CG_STEPS times under valgrind ---- */
-static int callgrind_child(void) {
+static int callgrind_child(void)
+{
     job j;
     make_layers();
     setup(&L4);
-    memset(&j, 0, sizeof j); j.steps = CG_STEPS / (REPEATS + 1); j.warmup = CG_STEPS / (REPEATS + 1); j.blocks = REPEATS;
+    memset(&j, 0, sizeof j);
+    j.steps = CG_STEPS / (REPEATS + 1);
+    j.warmup = CG_STEPS / (REPEATS + 1);
+    j.blocks = REPEATS;
     run_job(noop, 4, one_each, 1, 4, noop_input, noop_loss, &j);
     return 0;
 }
 
 /* Sum of the inclusive Ir of the functions named fns[] (callgrind_annotate lines
    "Ir (pct)  file:function [object]"; lines without an object are inlined code). */
-static double annotate_incl(const char *out_file, const char *const *fns, int nfns) {
+static double annotate_incl(const char *out_file, const char *const *fns, int nfns)
+{
     char cmd[8400], line[2048];
     double sum = 0;
     FILE *p;
@@ -638,13 +835,16 @@ static double annotate_incl(const char *out_file, const char *const *fns, int nf
         name++;
         for (i = 0; i < nfns; i++) {
             size_t n = strlen(fns[i]);
-            if (!strncmp(name, fns[i], n) && !strncmp(name + n, " [", 2)) break;   /* not inlined lines */
+            if (!strncmp(name, fns[i], n) && !strncmp(name + n, " [", 2)) break; /* not inlined lines */
         }
         if (i == nfns) continue;
         for (c = line; *c && k < 63; c++) {
-            if (*c >= '0' && *c <= '9') num[k++] = *c;
-            else if (*c == ',') continue;
-            else if (k) break;
+            if (*c >= '0' && *c <= '9')
+                num[k++] = *c;
+            else if (*c == ',')
+                continue;
+            else if (k)
+                break;
         }
         num[k] = 0;
         sum += atof(num);
@@ -653,7 +853,8 @@ static double annotate_incl(const char *out_file, const char *const *fns, int nf
     return sum;
 }
 
-static void callgrind_rows(void) {
+static void callgrind_rows(void)
+{
     char root[4096], exe[4096], out[4400], cmd[12000];
     static const char *const all[] = {"pp_exec_run"};
     static const char *const port[] = {"pg_pthread__send", "pg_pthread__recv", "pg_pthread__abort",
@@ -670,26 +871,35 @@ static void callgrind_rows(void) {
     if (n <= 0) return;
     exe[n] = 0;
     snprintf(out, sizeof out, "%s/build/bench/pipeline.callgrind", root);
-    snprintf(cmd, sizeof cmd, "valgrind --tool=callgrind --toggle-collect=pp_exec_run --callgrind-out-file='%s' "
-             "'%s' callgrind >/dev/null 2>&1", out, exe);
+    snprintf(cmd, sizeof cmd,
+             "valgrind --tool=callgrind --toggle-collect=pp_exec_run --callgrind-out-file='%s' "
+             "'%s' callgrind >/dev/null 2>&1",
+             out, exe);
     fflush(stdout);
-    if (system(cmd) != 0) { printf("SKIPPED callgrind rows: valgrind failed\n"); return; }
+    if (system(cmd) != 0) {
+        printf("SKIPPED callgrind rows: valgrind failed\n");
+        return;
+    }
     total = annotate_incl(out, all, 1);
     in_port = annotate_incl(out, port, 4);
     setup(&L4);
     actions = 0;
     for (r = 0; r < nranks; r++) actions += plan.len[r];
     actions *= (double)(CG_STEPS / (REPEATS + 1)) * (REPEATS + 1);
-    if (total <= 0 || in_port < 0) { printf("SKIPPED callgrind rows: no pp_exec_run in the profile\n"); return; }
-    printf("callgrind: %.0f instructions in pp_exec_run (%.0f in the port's send/recv), %.0f actions\n",
-           total, in_port, actions);
-    row("noop_4r_1f1b_per_action_all (callgrind: executor + pg.h + pg_pthread incl. waits, per action)",
-        "action_instr", "instr", total / actions, "none", 0);
-    row("noop_4r_1f1b_per_action_executor (callgrind: pipeline.h + pg.h wrappers, port excluded)",
-        "action_instr", "instr", (total - in_port) / actions, "none", 0);
+    if (total <= 0 || in_port < 0) {
+        printf("SKIPPED callgrind rows: no pp_exec_run in the profile\n");
+        return;
+    }
+    printf("callgrind: %.0f instructions in pp_exec_run (%.0f in the port's send/recv), %.0f actions\n", total, in_port,
+           actions);
+    row("noop_4r_1f1b_per_action_all (callgrind: executor + pg.h + pg_pthread incl. waits, per action)", "action_instr",
+        "instr", total / actions, "none", 0);
+    row("noop_4r_1f1b_per_action_executor (callgrind: pipeline.h + pg.h wrappers, port excluded)", "action_instr",
+        "instr", (total - in_port) / actions, "none", 0);
 }
 
-int main(int argc, char **argv) {
+int main(int argc, char **argv)
+{
     static uint32_t simwork[8192];
     int k, i, rc, li;
     double ns4, ns2, ns2s, act4, act2, per_action[2] = {0, 0}, cpu4, cpu2, cpu2s;
@@ -699,37 +909,51 @@ int main(int argc, char **argv) {
     uint64_t max_part;
     job j;
     const layout *los[2] = {&L4, &L2};
-    (void)mlp_argmax; (void)mlp_fnv1a;   /* mlp.h helpers the demo uses */
+    (void)mlp_argmax;
+    (void)mlp_fnv1a; /* mlp.h helpers the demo uses */
     if (argc > 1 && !strcmp(argv[1], "callgrind")) return callgrind_child();
 
     printf("pipeline bench: 4 stages, %d microbatches, pg_pthread, %ld online CPUs; layouts 4r_1f1b "
-           "(4 ranks, 1F1B) and 2r_il (2 ranks x 2 stages, Interleaved1F1B)\n", M, sysconf(_SC_NPROCESSORS_ONLN));
+           "(4 ranks, 1F1B) and 2r_il (2 ranks x 2 stages, Interleaved1F1B)\n",
+           M, sysconf(_SC_NPROCESSORS_ONLN));
     make_layers();
-    if (argc > 1 && !strcmp(argv[1], "instr")) { callgrind_rows(); return 0; }   /* only the callgrind rows */
+    if (argc > 1 && !strcmp(argv[1], "instr")) {
+        callgrind_rows();
+        return 0;
+    } /* only the callgrind rows */
     /* the MLP's automatic balance for 2 ranks, from a profiling run of its layers */
     mlp_init();
     mlp_profile(cost);
     if ((rc = pp_balance_by_cost(cost, MLP_LAYERS, 2, bal2, &max_part))) die(rc, "balance");
-    if (argc > 1 && !strcmp(argv[1], "mlp")) goto mlp;   /* `pipeline mlp`: only the MLP rows, no torch */
-    if (argc > 1 && !strcmp(argv[1], "sweep")) {          /* `pipeline sweep`: only the sweep rows */
+    if (argc > 1 && !strcmp(argv[1], "mlp")) goto mlp; /* `pipeline mlp`: only the MLP rows, no torch */
+    if (argc > 1 && !strcmp(argv[1], "sweep")) {       /* `pipeline sweep`: only the sweep rows */
         ns2 = noop_step(&L2, 300, 100);
         sweep(ns2 / busiest);
         return 0;
     }
 
     /* 1. framework overhead: no-op model */
-    ns4 = noop_step(&L4, 300, 100); act4 = ns4 / busiest; per_action[0] = act4; cpu4 = best_cpu_ns;
-    printf("noop 4r_1f1b: step %.1f us (CPU %.1f us), busiest rank %d actions; load average %s\n", ns4 / 1e3, cpu4 / 1e3,
-           busiest, loadavg());
-    ns2 = noop_step(&L2, 300, 100); act2 = ns2 / busiest; per_action[1] = act2; cpu2 = best_cpu_ns;
+    ns4 = noop_step(&L4, 300, 100);
+    act4 = ns4 / busiest;
+    per_action[0] = act4;
+    cpu4 = best_cpu_ns;
+    printf("noop 4r_1f1b: step %.1f us (CPU %.1f us), busiest rank %d actions; load average %s\n", ns4 / 1e3,
+           cpu4 / 1e3, busiest, loadavg());
+    ns2 = noop_step(&L2, 300, 100);
+    act2 = ns2 / busiest;
+    per_action[1] = act2;
+    cpu2 = best_cpu_ns;
     printf("noop 2r_il: step %.1f us (CPU %.1f us), busiest rank %d actions; load average %s\n", ns2 / 1e3, cpu2 / 1e3,
            busiest, loadavg());
-    ns2s = noop_step(&L2S, 300, 100); cpu2s = best_cpu_ns;
+    ns2s = noop_step(&L2S, 300, 100);
+    cpu2s = best_cpu_ns;
     printf("noop 2r_1f1b_2stages: step %.1f us (CPU %.1f us)\n", ns2s / 1e3, cpu2s / 1e3);
-    if (argc > 1 && !strcmp(argv[1], "noop")) return 0;   /* `pipeline noop`: only these */
+    if (argc > 1 && !strcmp(argv[1], "noop")) return 0; /* `pipeline noop`: only these */
 
-    if (argc > 1 && !strcmp(argv[1], "equal")) memset(&tr, 0, sizeof tr);   /* `pipeline equal`: no torch */
-    else torch_peer(&tr, bal2);
+    if (argc > 1 && !strcmp(argv[1], "equal"))
+        memset(&tr, 0, sizeof tr); /* `pipeline equal`: no torch */
+    else
+        torch_peer(&tr, bal2);
     row("noop_4r_1f1b_per_action (no-op step / actions of the busiest rank)", "action_ns", "ns", act4, "none", 0);
     row("noop_2r_il_per_action (no-op step / actions of the busiest rank)", "action_ns", "ns", act2, "none", 0);
     {
@@ -748,11 +972,13 @@ int main(int argc, char **argv) {
             const double hl = nranks_le_cpus(4) ? ns4 : ns2;
             printf("target: overhead per microbatch >= 100x lower than torch Pipe (4 stages, chunks 8): "
                    "headline %s (ranks <= CPUs) %.0fx (%s); 4r_1f1b %.0fx, 2r_il %.0fx; load average %s\n",
-                   nranks_le_cpus(4) ? "4r_1f1b" : "2r_il", tr.noop4 * 1e3 / hl, tr.noop4 * 1e3 / hl >= 100 ? "met" : "NOT met",
-                   tr.noop4 * 1e3 / ns4, tr.noop4 * 1e3 / ns2, loadavg());
+                   nranks_le_cpus(4) ? "4r_1f1b" : "2r_il", tr.noop4 * 1e3 / hl,
+                   tr.noop4 * 1e3 / hl >= 100 ? "met" : "NOT met", tr.noop4 * 1e3 / ns4, tr.noop4 * 1e3 / ns2,
+                   loadavg());
         }
         row("noop_2r_1f1b_2stages_per_microbatch (2-stage no-op step / 8; torch: 2 Identity partitions, chunks 8)",
-            "overhead_us", "us", ns2s / M / 1e3, (tr.got & 2) ? "torch_pipe_1.13" : "none", (tr.got & 2) ? tr.noop2 / M : 0);
+            "overhead_us", "us", ns2s / M / 1e3, (tr.got & 2) ? "torch_pipe_1.13" : "none",
+            (tr.got & 2) ? tr.noop2 / M : 0);
         /* the same, as CPU time of the whole process (every rank / torch thread) per microbatch:
            what the framework burns, less disturbed by other processes than wall time */
         row("noop_4r_1f1b_cpu_per_microbatch (process CPU time per no-op 4-stage step / 8; torch the same)",
@@ -760,9 +986,11 @@ int main(int argc, char **argv) {
         row("noop_2r_il_cpu_per_microbatch (process CPU time per no-op 4-stage step / 8; torch the same)",
             "cpu_overhead_us", "us", cpu2 / M / 1e3, peer, (tr.got & 1) ? tr.noop4_cpu / M : 0);
         row("noop_2r_1f1b_2stages_cpu_per_microbatch (process CPU time per 2-stage no-op step / 8; torch the same)",
-            "cpu_overhead_us", "us", cpu2s / M / 1e3, (tr.got & 2) ? "torch_pipe_1.13" : "none", (tr.got & 2) ? tr.noop2_cpu / M : 0);
+            "cpu_overhead_us", "us", cpu2s / M / 1e3, (tr.got & 2) ? "torch_pipe_1.13" : "none",
+            (tr.got & 2) ? tr.noop2_cpu / M : 0);
         if (tr.got & 1)
-            printf("target (CPU time): overhead per microbatch >= 100x lower than torch Pipe: 4r_1f1b %.0fx, 2r_il %.0fx\n",
+            printf("target (CPU time): overhead per microbatch >= 100x lower than torch Pipe: 4r_1f1b %.0fx, 2r_il "
+                   "%.0fx\n",
                    tr.noop4_cpu * 1e3 / cpu4, tr.noop4_cpu * 1e3 / cpu2);
     }
 
@@ -772,8 +1000,12 @@ int main(int argc, char **argv) {
         double wallpred[MAXSTEPS];
         double ncpu = (double)sysconf(_SC_NPROCESSORS_ONLN);
         int mode, nst;
-        for (i = 0; i < 21; i++) { double a = now_ns(); spin_work(100000); t[i] = now_ns() - a; }
-        qsort(t, 21, sizeof t[0], cmp_d);   /* the fastest of 21: least disturbed by others */
+        for (i = 0; i < 21; i++) {
+            double a = now_ns();
+            spin_work(100000);
+            t[i] = now_ns() - a;
+        }
+        qsort(t, 21, sizeof t[0], cmp_d); /* the fastest of 21: least disturbed by others */
         work_iters = (uint64_t)(f_ns_target / (t[0] / 1e5));
         for (li = 0; li < 2; li++)
             for (mode = 0; mode < 2; mode++) {
@@ -783,14 +1015,24 @@ int main(int argc, char **argv) {
                 double ideal, meas, o = per_action[li];
                 int pinned = !mode && lo->ranks > 2;
                 char cs[200];
-                snprintf(cs, sizeof cs, "equal_%s_%s (4 stages F 200 us B 400 us %s%s; vs pp_simulate from the "
-                         "layers' %s in this run, the no-op time per action, the hand-off latency%s)", lo->name,
-                         mode ? "sleep" : "busy", mode ? "as sleeps" : "busy work", pinned ? ", rank r on CPU r % 2" : "",
-                         pinned ? "CPU times" : "times", pinned ? ", costs.cores = 2" : "");
+                snprintf(cs, sizeof cs,
+                         "equal_%s_%s (4 stages F 200 us B 400 us %s%s; vs pp_simulate from the "
+                         "layers' %s in this run, the no-op time per action, the hand-off latency%s)",
+                         lo->name, mode ? "sleep" : "busy", mode ? "as sleeps" : "busy work",
+                         pinned ? ", rank r on CPU r % 2" : "", pinned ? "CPU times" : "times",
+                         pinned ? ", costs.cores = 2" : "");
                 sleep_mode = mode;
-                for (i = 0; i < 21; i++) { double a = now_ns(); do_cost(1); t[i] = now_ns() - a; }
+                for (i = 0; i < 21; i++) {
+                    double a = now_ns();
+                    do_cost(1);
+                    t[i] = now_ns() - a;
+                }
                 fa = median(t, 21);
-                for (i = 0; i < 21; i++) { double a = now_ns(); do_cost(2); t[i] = now_ns() - a; }
+                for (i = 0; i < 21; i++) {
+                    double a = now_ns();
+                    do_cost(2);
+                    t[i] = now_ns() - a;
+                }
                 ba = median(t, 21);
                 lat_ns = handoff_ns();
                 setup(lo);
@@ -802,11 +1044,13 @@ int main(int argc, char **argv) {
                 memset(stage_fc_ns, 0, sizeof stage_fc_ns);
                 memset(stage_bc_ns, 0, sizeof stage_bc_ns);
                 recording = 1;
-                memset(&j, 0, sizeof j); j.steps = 10; j.warmup = 2;
+                memset(&j, 0, sizeof j);
+                j.steps = 10;
+                j.warmup = 2;
                 meas = run_job(eq, 4, one_each, MB_ROWS, MB_ROWS * 64 * 4, noop_input, noop_loss, &j);
                 recording = 0;
                 pin_cpus = 0;
-                f_ns = median(fdur, nf < NDUR ? nf : NDUR);   /* the layers' own times, this run */
+                f_ns = median(fdur, nf < NDUR ? nf : NDUR); /* the layers' own times, this run */
                 b_ns = median(bdur, nb < NDUR ? nb : NDUR);
                 /* every measured step against the simulator given that step's own action costs:
                    per stage, the mean F and B layer time in the step (whatever the CPU did
@@ -829,14 +1073,17 @@ int main(int argc, char **argv) {
                             sb[k2] = (uint32_t)((turns ? stage_bc_ns : stage_b_ns)[i][k2] / M + o);
                         }
                         memset(&c, 0, sizeof c);
-                        c.stage_f = sf; c.stage_b = sb;
+                        c.stage_f = sf;
+                        c.stage_b = sb;
                         c.send = c.recv = (uint32_t)o;
                         c.comm = (uint32_t)lat_ns;
                         c.cores = turns ? 2 : 0;
                         if ((rc = pp_simulate(&plan, &c, simwork, sizeof simwork, &sim, NULL, 0, NULL, NULL)))
                             die(rc, "simulate");
-                        if (pass) wallpred[i] = sim.makespan;   /* the one-unit-per-rank model, for comparison */
-                        else pred[i] = sim.makespan;
+                        if (pass)
+                            wallpred[i] = sim.makespan; /* the one-unit-per-rank model, for comparison */
+                        else
+                            pred[i] = sim.makespan;
                     }
                     ratio[i] = step_wall[i] / pred[i];
                     walls[i] = step_wall[i];
@@ -845,48 +1092,58 @@ int main(int argc, char **argv) {
                 rmed = median(ratio, nst);
                 wmed = median(walls, nst);
                 /* the same from the layers' median times (undisturbed calls) for every step */
-                memset(&c, 0, sizeof c);   /* ns; every action also pays the executor's time per action */
-                c.f = (uint32_t)(f_ns + o); c.b = (uint32_t)(b_ns + o);
+                memset(&c, 0, sizeof c); /* ns; every action also pays the executor's time per action */
+                c.f = (uint32_t)(f_ns + o);
+                c.b = (uint32_t)(b_ns + o);
                 c.send = c.recv = (uint32_t)o;
                 c.comm = (uint32_t)lat_ns;
-                if ((rc = pp_simulate(&plan, &c, simwork, sizeof simwork, &sim, NULL, 0, NULL, NULL))) die(rc, "simulate");
+                if ((rc = pp_simulate(&plan, &c, simwork, sizeof simwork, &sim, NULL, 0, NULL, NULL)))
+                    die(rc, "simulate");
                 ideal = M * (fa + ba) * 4 / lo->ranks;
                 printf("equal %s %s: F %.1f us, B %.1f us median in the run (%.1f, %.1f alone), %.2f us per action, "
-                       "hand-off %.1f us (median %.1f us); %d steps: measured median %.1f us (blocks: %.1f us), simulator from each step's "
-                       "costs median %.1f us, step/prediction median %.3f; from the median costs %.1f us (bubble %.1f %%), "
-                       "ideal %.1f us; load average %s\n", lo->name,
-                       mode ? "sleep" : "busy", f_ns / 1e3, b_ns / 1e3, fa / 1e3, ba / 1e3, o / 1e3, lat_ns / 1e3,
-                       handoff_med_ns / 1e3, nst, wmed / 1e3, meas / 1e3, pmed / 1e3, rmed, sim.makespan / 1e3, sim.bubble_ppm / 1e4,
-                       ideal / 1e3, loadavg());
-                if (!mode) {   /* busy work: did the ranks get the CPUs? (process CPU time / wall, per CPU used) */
+                       "hand-off %.1f us (median %.1f us); %d steps: measured median %.1f us (blocks: %.1f us), "
+                       "simulator from each step's "
+                       "costs median %.1f us, step/prediction median %.3f; from the median costs %.1f us (bubble %.1f "
+                       "%%), "
+                       "ideal %.1f us; load average %s\n",
+                       lo->name, mode ? "sleep" : "busy", f_ns / 1e3, b_ns / 1e3, fa / 1e3, ba / 1e3, o / 1e3,
+                       lat_ns / 1e3, handoff_med_ns / 1e3, nst, wmed / 1e3, meas / 1e3, pmed / 1e3, rmed,
+                       sim.makespan / 1e3, sim.bubble_ppm / 1e4, ideal / 1e3, loadavg());
+                if (!mode) { /* busy work: did the ranks get the CPUs? (process CPU time / wall, per CPU used) */
                     double used = lo->ranks < ncpu ? lo->ranks : ncpu;
                     qsort(j.cpu_ns, (size_t)j.blocks, sizeof(double), cmp_d);
                     printf("equal %s busy: the ranks ran %.0f %% of the time on the %.0f CPUs they can use "
                            "(process CPU time / wall time; below 100 %% other processes held the CPUs, time "
-                           "no per-action cost shows); CPU %.1f us per step for %.1f us of layer work\n", lo->name,
-                           100 * j.cpu_ns[j.blocks / 2] / (meas * used), used, j.cpu_ns[j.blocks / 2] / 1e3,
+                           "no per-action cost shows); CPU %.1f us per step for %.1f us of layer work\n",
+                           lo->name, 100 * j.cpu_ns[j.blocks / 2] / (meas * used), used, j.cpu_ns[j.blocks / 2] / 1e3,
                            M * (fa + ba) * 4 / 1e3);
                 }
                 meas = wmed;
                 row(cs, "step_us", "us", meas / 1e3, "simulator", pmed / 1e3);
                 row(cs, "step_us", "us", meas / 1e3, "ideal", ideal / 1e3);
                 printf("target: equal %s %s measured within 10 %% of the simulator: %+.1f %% (median over steps of "
-                       "step / its prediction; %s; model: %s)\n", lo->name, mode ? "sleep" : "busy", (rmed - 1) * 100,
+                       "step / its prediction; %s; model: %s)\n",
+                       lo->name, mode ? "sleep" : "busy", (rmed - 1) * 100,
                        rmed <= 1.10 && rmed >= 0.90 ? "met" : "NOT met",
-                       pinned ? "4 busy ranks pinned 2 per CPU take turns, costs.cores = 2, each action's thread CPU time"
-                              : "a unit per rank, each action's wall time");
-                if (pinned) {   /* the model that ignores the shared CPUs, for comparison */
+                       pinned
+                           ? "4 busy ranks pinned 2 per CPU take turns, costs.cores = 2, each action's thread CPU time"
+                           : "a unit per rank, each action's wall time");
+                if (pinned) { /* the model that ignores the shared CPUs, for comparison */
                     double wp = median(wallpred, nst);
                     printf("equal %s busy: simulator with a unit per rank from each step's wall costs: median %.1f us "
-                           "(measured %+.1f %%): it misses the turns the ranks take on a CPU\n", lo->name, wp / 1e3,
-                           (meas / wp - 1) * 100);
+                           "(measured %+.1f %%): it misses the turns the ranks take on a CPU\n",
+                           lo->name, wp / 1e3, (meas / wp - 1) * 100);
                     row(cs, "step_us", "us", meas / 1e3, "simulator_unit_per_rank_wall_costs", wp / 1e3);
                 }
-                if (pinned) {   /* a priori: costs measured alone, 2 ranks per CPU take turns */
-                    c.f = (uint32_t)(fa + o); c.b = (uint32_t)(ba + o); c.cores = 2;
-                    if ((rc = pp_simulate(&plan, &c, simwork, sizeof simwork, &alone, NULL, 0, NULL, NULL))) die(rc, "simulate");
+                if (pinned) { /* a priori: costs measured alone, 2 ranks per CPU take turns */
+                    c.f = (uint32_t)(fa + o);
+                    c.b = (uint32_t)(ba + o);
+                    c.cores = 2;
+                    if ((rc = pp_simulate(&plan, &c, simwork, sizeof simwork, &alone, NULL, 0, NULL, NULL)))
+                        die(rc, "simulate");
                     printf("equal %s busy: simulator from costs alone with costs.cores = 2 (rank r on CPU r %% 2): "
-                           "%.1f us (%+.1f %%)\n", lo->name, alone.makespan / 1e3, (meas / alone.makespan - 1) * 100);
+                           "%.1f us (%+.1f %%)\n",
+                           lo->name, alone.makespan / 1e3, (meas / alone.makespan - 1) * 100);
                     row(cs, "step_us", "us", meas / 1e3, "simulator_alone_costs_cores2", alone.makespan / 1e3);
                 }
             }
@@ -901,32 +1158,41 @@ mlp:
        gives for the profiled layer costs (torch: the same 2 partitions) */
     {
         double ns4m, ns2m, cpu4m, cpu2m, sim4m, sim2m, tot = 0;
-        const char *peer = (tr.got & 4) ? "torch_pipe_1.13" : "none", *peer2 = (tr.got & 8) ? "torch_pipe_1.13" : "none";
+        const char *peer = (tr.got & 4) ? "torch_pipe_1.13" : "none",
+                   *peer2 = (tr.got & 8) ? "torch_pipe_1.13" : "none";
         char c2[200];
         for (k = 0; k < MLP_LAYERS; k++) tot += cost[k];
         printf("mlp: layer costs (us, one microbatch of %d, forward + backward):", MB_ROWS);
         for (k = 0; k < MLP_LAYERS; k++) printf(" %.1f", cost[k] / 1e3);
         printf("; automatic balance for 2 ranks %d,%d (largest stage %.0f %% of the work); load average %s\n",
                (int)bal2[0], (int)bal2[1], 100.0 * (double)max_part / tot, loadavg());
-        ns4m = mlp_run(&L4, mlp_balance, 200, per_action[0]); cpu4m = mlp_cpu_ns; sim4m = mlp_sim_ns;
-        ns2m = mlp_run(&L2S, bal2, 200, per_action[1]); cpu2m = mlp_cpu_ns; sim2m = mlp_sim_ns;
+        ns4m = mlp_run(&L4, mlp_balance, 200, per_action[0]);
+        cpu4m = mlp_cpu_ns;
+        sim4m = mlp_sim_ns;
+        ns2m = mlp_run(&L2S, bal2, 200, per_action[1]);
+        cpu2m = mlp_cpu_ns;
+        sim2m = mlp_sim_ns;
         printf("mlp: 4r_1f1b (balance 2,2,2,1) step %.1f us (CPU %.1f us, simulator %.1f us), 2r_1f1b (balance %d,%d) "
                "step %.1f us (CPU %.1f us, simulator %.1f us); torch Pipe 4 partitions %.1f us, 2 partitions %.1f us; "
-               "load average %s\n", ns4m / 1e3, cpu4m / 1e3, sim4m / 1e3, (int)bal2[0], (int)bal2[1], ns2m / 1e3,
-               cpu2m / 1e3, sim2m / 1e3, tr.mlp, tr.mlp2, loadavg());
+               "load average %s\n",
+               ns4m / 1e3, cpu4m / 1e3, sim4m / 1e3, (int)bal2[0], (int)bal2[1], ns2m / 1e3, cpu2m / 1e3, sim2m / 1e3,
+               tr.mlp, tr.mlp2, loadavg());
         row("mlp_784_256_128_64_10", "step_us", "us", ns4m / 1e3, peer, tr.mlp);
         row("mlp_784_256_128_64_10", "samples_s", "samples/s", M * MB_ROWS / (ns4m / 1e9), peer,
             tr.mlp ? M * MB_ROWS / (tr.mlp / 1e6) : 0);
-        snprintf(c2, sizeof c2, "mlp_784_256_128_64_10_2r_1f1b_auto (2 ranks, 1F1B, balance %d,%d from measured "
-                 "layer costs; torch: the same 2 partitions)", (int)bal2[0], (int)bal2[1]);
+        snprintf(c2, sizeof c2,
+                 "mlp_784_256_128_64_10_2r_1f1b_auto (2 ranks, 1F1B, balance %d,%d from measured "
+                 "layer costs; torch: the same 2 partitions)",
+                 (int)bal2[0], (int)bal2[1]);
         row(c2, "step_us", "us", ns2m / 1e3, peer2, tr.mlp2);
-        row(c2, "samples_s", "samples/s", M * MB_ROWS / (ns2m / 1e9), peer2, tr.mlp2 ? M * MB_ROWS / (tr.mlp2 / 1e6) : 0);
+        row(c2, "samples_s", "samples/s", M * MB_ROWS / (ns2m / 1e9), peer2,
+            tr.mlp2 ? M * MB_ROWS / (tr.mlp2 / 1e6) : 0);
         row("mlp_784_256_128_64_10", "step_us", "us", ns4m / 1e3, "simulator", sim4m / 1e3);
         row(c2, "step_us", "us", ns2m / 1e3, "simulator", sim2m / 1e3);
         if (tr.got & 4)
             printf("target: training step faster than torch Pipe (same model, batch 64, chunks 8): 4r_1f1b "
-                   "(the demo's layout, torch's 4 partitions) %.1fx (%s)", tr.mlp * 1e3 / ns4m,
-                   tr.mlp * 1e3 < ns4m ? "NOT met" : "met");
+                   "(the demo's layout, torch's 4 partitions) %.1fx (%s)",
+                   tr.mlp * 1e3 / ns4m, tr.mlp * 1e3 < ns4m ? "NOT met" : "met");
         if (tr.got & 8)
             printf("; 2r_1f1b balance %d,%d (torch the same) %.1fx (%s)", (int)bal2[0], (int)bal2[1],
                    tr.mlp2 * 1e3 / ns2m, tr.mlp2 * 1e3 < ns2m ? "NOT met" : "met");

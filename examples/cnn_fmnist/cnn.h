@@ -12,11 +12,11 @@
 #include <string.h>
 #include "dtensor.h"
 
-#define CNN_HW 28
-#define CNN_C 8
-#define CNN_P 14                         /* pooled height and width */
+#define CNN_HW   28
+#define CNN_C    8
+#define CNN_P    14                      /* pooled height and width */
 #define CNN_FEAT (CNN_C * CNN_P * CNN_P) /* 1568 */
-#define CNN_OUT 10
+#define CNN_OUT  10
 #if defined(__GNUC__) || defined(__clang__)
 #define CNN_FN static __attribute__((unused)) /* each program uses some of them */
 #else
@@ -126,11 +126,10 @@ CNN_FN int cnn_forward_sharded(dt_comm *c, const cnn_q8 *m, const int8_t *img, i
         (rc = dt_conv2d_scratch_bytes(&cnn_conv, &x.spec, &wt.spec, &need)))
         return rc;
     if (need > sizeof w->scratch) return DT_ERR_TOO_SMALL;
-    if ((rc = dt_conv2d_q8(c, &cnn_conv, &x, &wt, &b, m->cq, CNN_C, 1, NULL, &y.local, w->scratch, need)))
-        return rc;
+    if ((rc = dt_conv2d_q8(c, &cnn_conv, &x, &wt, &b, m->cq, CNN_C, 1, NULL, &y.local, w->scratch, need))) return rc;
     /* max pool on the conv's row shards (14 rows on 4: 4, 4, 4, 2) */
-    if ((rc = dt_conv2d_out_spec(&cnn_pool, &y.spec, NULL, &ps)) ||
-        (rc = dt_local_shape(&ps, mesh->rank, ls, off)) || (rc = mb_tensor_init(&p, w->pool, MB_I8, 4, ls)) ||
+    if ((rc = dt_conv2d_out_spec(&cnn_pool, &y.spec, NULL, &ps)) || (rc = dt_local_shape(&ps, mesh->rank, ls, off)) ||
+        (rc = mb_tensor_init(&p, w->pool, MB_I8, 4, ls)) ||
         (rc = dt_conv2d_scratch_bytes(&cnn_pool, &y.spec, NULL, &need)))
         return rc;
     if (need > sizeof w->scratch) return DT_ERR_TOO_SMALL;

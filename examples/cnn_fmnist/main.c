@@ -34,22 +34,22 @@
 #include "cnn.h"
 
 #define DATA_DIR "/usr/share/datasets/fashion-mnist/"
-#define NTRAIN 60000
-#define NTEST 10000
-#define RANKS 4
-#define BATCH 64
-#define LOCAL (BATCH / RANKS)
-#define EPOCHS 1
-#define LR 0.05f
+#define NTRAIN   60000
+#define NTEST    10000
+#define RANKS    4
+#define BATCH    64
+#define LOCAL    (BATCH / RANKS)
+#define EPOCHS   1
+#define LR       0.05f
 #define MOMENTUM 0.9f
-#define NCAL 2000
-#define NPIX (CNN_HW * CNN_HW)
+#define NCAL     2000
+#define NPIX     (CNN_HW * CNN_HW)
 /* parameters in one vector: conv weight, conv bias, linear weight, linear bias */
-#define P_CW 0
-#define P_CB (P_CW + CNN_C * 9)
-#define P_LW (P_CB + CNN_C)
-#define P_LB (P_LW + CNN_OUT * CNN_FEAT)
-#define NPARAM (P_LB + CNN_OUT)
+#define P_CW     0
+#define P_CB     (P_CW + CNN_C * 9)
+#define P_LW     (P_CB + CNN_C)
+#define P_LB     (P_LW + CNN_OUT * CNN_FEAT)
+#define NPARAM   (P_LB + CNN_OUT)
 
 static unsigned char train_img[NTRAIN][NPIX], test_img[NTEST][NPIX], train_lab[NTRAIN], test_lab[NTEST];
 static int perm[NTRAIN];
@@ -201,8 +201,7 @@ static int train_body(pg_group *g, void *arg)
     int me = pg_rank(g), ep, base, rc;
     int32_t ms[1] = {RANKS};
     (void)arg;
-    if ((rc = dt_mesh_init(&meshes[me], 1, ms, NULL, me)) || (rc = dt_comm_init(&comms[me], &meshes[me], g)))
-        return rc;
+    if ((rc = dt_mesh_init(&meshes[me], 1, ms, NULL, me)) || (rc = dt_comm_init(&comms[me], &meshes[me], g))) return rc;
     for (ep = 0; ep < EPOCHS; ep++) {
         if ((rc = pg_barrier(g))) return rc;
         if (me == 0) { /* rank 0 shuffles between the barriers */
@@ -285,8 +284,7 @@ static int sharded_body(pg_group *g, void *arg)
     int me = pg_rank(g), i, rc, bad = 0;
     int32_t ms[1] = {RANKS};
     (void)arg;
-    if ((rc = dt_mesh_init(&meshes[me], 1, ms, NULL, me)) || (rc = dt_comm_init(&comms[me], &meshes[me], g)))
-        return rc;
+    if ((rc = dt_mesh_init(&meshes[me], 1, ms, NULL, me)) || (rc = dt_comm_init(&comms[me], &meshes[me], g))) return rc;
     for (i = 0; i < 100; i++) {
         int8_t lg[CNN_OUT];
         if ((rc = cnn_forward_sharded(&comms[me], &model, q_test[i], lg, &work[me]))) return rc;
@@ -320,8 +318,10 @@ static int write_headers(const char *dir)
     if (fclose(f)) return -1;
     snprintf(path, sizeof path, "%s/cnn_test100.h", dir);
     if (!(f = fopen(path, "w"))) return -1;
-    fprintf(f, "/* written by examples/cnn_fmnist: the first 100 test images (int8) and the host's "
-               "int8 predictions */\nstatic const int8_t cnn_test_x[100][%d] = {\n", NPIX);
+    fprintf(f,
+            "/* written by examples/cnn_fmnist: the first 100 test images (int8) and the host's "
+            "int8 predictions */\nstatic const int8_t cnn_test_x[100][%d] = {\n",
+            NPIX);
     for (i = 0; i < 100; i++) {
         fprintf(f, "{");
         for (j = 0; j < NPIX; j++) fprintf(f, "%s%d", j ? "," : "", q_test[i][j]);
@@ -383,7 +383,8 @@ int main(int argc, char **argv)
         return 1;
     }
     printf("int8 spatially sharded on %d ranks (halo exchange, int32 partial logits all-reduced): "
-           "logits bit-identical to 1 rank for 100/100 images\n", RANKS);
+           "logits bit-identical to 1 rank for 100/100 images\n",
+           RANKS);
     printf("predictions:");
     for (i = 0; i < 100; i++) printf(" %d", cnn_argmax(logits_ref[i]));
     printf("\nlogits fnv-1a: %08x\n", (unsigned)cnn_fnv1a(logits_ref, sizeof logits_ref, 2166136261u));

@@ -15,9 +15,9 @@ static size_t bytes_copied;
 #define MICROBATCH_IMPLEMENTATION
 #include "microbatch.h"
 
-#define BATCH 10
-#define IN 16
-#define OUT 4
+#define BATCH  10
+#define IN     16
+#define OUT    4
 #define CHUNKS 4
 
 static float x[BATCH][IN], w[IN][OUT], bias[OUT];
@@ -26,7 +26,9 @@ static float y[BATCH][OUT], y_ref[BATCH][OUT];
 static uint32_t rng = 12345u;
 static float frand(void)
 {
-    rng ^= rng << 13; rng ^= rng >> 17; rng ^= rng << 5;
+    rng ^= rng << 13;
+    rng ^= rng >> 17;
+    rng ^= rng << 5;
     return (float)(rng % 2001u) / 1000.0f - 1.0f;
 }
 
@@ -65,8 +67,10 @@ int main(void)
     size_t copied;
     int n, c, r, o, rc;
 
-    for (r = 0; r < BATCH; r++) for (c = 0; c < IN; c++) x[r][c] = frand();
-    for (c = 0; c < IN; c++) for (o = 0; o < OUT; o++) w[c][o] = frand() * 0.5f;
+    for (r = 0; r < BATCH; r++)
+        for (c = 0; c < IN; c++) x[r][c] = frand();
+    for (c = 0; c < IN; c++)
+        for (o = 0; o < OUT; o++) w[c][o] = frand() * 0.5f;
     for (o = 0; o < OUT; o++) bias[o] = frand() * 0.1f;
 
     args[0].kind = outs[0].kind = MB_VALUE_TENSOR;
@@ -111,8 +115,8 @@ int main(void)
     for (r = 0; r < BATCH; r++)
         for (o = 0; o < OUT; o++) max_diff = fmax(max_diff, fabs((double)y[r][o] - y_ref[r][o]));
 
-    printf("merged: outputs concatenated in place (%lu bytes copied), loss sum %.4f\n",
-           (unsigned long)copied, loss.scalar);
+    printf("merged: outputs concatenated in place (%lu bytes copied), loss sum %.4f\n", (unsigned long)copied,
+           loss.scalar);
     printf("full batch: loss %.4f, max |y - y_full| = %g\n", ref_loss, max_diff);
     if (max_diff != 0 || copied != 0 || fabs(loss.scalar - ref_loss) > 1e-9 * fabs(ref_loss)) {
         printf("MISMATCH\n");

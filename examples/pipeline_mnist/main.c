@@ -29,18 +29,18 @@
 #include "ports/pg_pthread.h"
 #include "mlp.h"
 
-#define DATA_DIR "/usr/share/datasets/fashion-mnist/"
-#define NTRAIN 60000
-#define NTEST 10000
-#define RANKS 4
-#define CHUNKS 8                   /* microbatches per step */
-#define MB_ROWS 8                  /* images per microbatch */
-#define BATCH (CHUNKS * MB_ROWS)
-#define EVAL_ROWS 50
+#define DATA_DIR    "/usr/share/datasets/fashion-mnist/"
+#define NTRAIN      60000
+#define NTEST       10000
+#define RANKS       4
+#define CHUNKS      8 /* microbatches per step */
+#define MB_ROWS     8 /* images per microbatch */
+#define BATCH       (CHUNKS * MB_ROWS)
+#define EVAL_ROWS   50
 #define EVAL_CHUNKS 8
-#define EPOCHS 5
-#define LR 0.01f
-#define MOMENTUM 0.9f
+#define EPOCHS      5
+#define LR          0.01f
+#define MOMENTUM    0.9f
 
 static unsigned char train_img[NTRAIN][MLP_IN], test_img[NTEST][MLP_IN];
 static unsigned char train_lab[NTRAIN], test_lab[NTEST];
@@ -55,7 +55,8 @@ static float *const W[4] = {W0, W1, W2, W3}, *const G[4] = {G0, G1, G2, G3}, *co
 static mlp_linear lin[4];
 static pp_layer train_layers[MLP_LAYERS], eval_layers[MLP_LAYERS];
 
-static int read_gz(const char *name, unsigned char *dst, size_t n, size_t header) {
+static int read_gz(const char *name, unsigned char *dst, size_t n, size_t header)
+{
     char path[256];
     unsigned char skip[16];
     gzFile f;
@@ -69,16 +70,27 @@ static int read_gz(const char *name, unsigned char *dst, size_t n, size_t header
 }
 
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
-static uint32_t rnd(void) { rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17; return (uint32_t)(rng >> 32); }
-static float urand(void) { return (float)(rnd() >> 8) / 16777216.0f * 2.0f - 1.0f; }
+static uint32_t rnd(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (uint32_t)(rng >> 32);
+}
+static float urand(void)
+{
+    return (float)(rnd() >> 8) / 16777216.0f * 2.0f - 1.0f;
+}
 
-static uint32_t now_us(void *user) {
+static uint32_t now_us(void *user)
+{
     struct timespec ts;
     (void)user;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint32_t)((uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u);
 }
-static double now_s(void) {   /* not from now_us: its 32-bit microseconds wrap every 71 min */
+static double now_s(void)
+{ /* not from now_us: its 32-bit microseconds wrap every 71 min */
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
@@ -90,7 +102,7 @@ static uint32_t depth_work[6 * RANKS * EVAL_CHUNKS]; /* pp_mailbox_depth's (pp_s
 static pp_plan train_sched, train_plan, eval_sched, eval_plan;
 static pp_table train_tab[RANKS], eval_tab[RANKS];
 typedef struct rank_ctx {
-    int base;                      /* first image index of this step / eval chunk */
+    int base; /* first image index of this step / eval chunk */
     int correct;
     double loss_sum;
     int steps;
@@ -101,24 +113,26 @@ static uint64_t train_mem[RANKS][(1 << 20) / 8], eval_mem[RANKS][(1 << 20) / 8];
 static pp_event events[RANKS][256];
 static int nevents[RANKS];
 static int eval_pred[NTEST];
-static float logits100[100][MLP_OUT];   /* the first 100 test images' logits (last evaluation) */
+static float logits100[100][MLP_OUT]; /* the first 100 test images' logits (last evaluation) */
 static uint32_t t_origin;
 
-static void image(float *dst, const unsigned char *src) {
+static void image(float *dst, const unsigned char *src)
+{
     int i;
     for (i = 0; i < MLP_IN; i++) dst[i] = src[i] ? (src[i] / 255.0f - 0.2860f) / 0.3530f : 0.0f;
 }
 /* Zero pixels stay exactly 0 (skipped by the first Linear); the others are standardized. */
 
-static int train_input(void *user, int mb, mb_tensor *x) {
+static int train_input(void *user, int mb, mb_tensor *x)
+{
     rank_ctx *c = (rank_ctx *)user;
     int r;
-    for (r = 0; r < MB_ROWS; r++)
-        image((float *)x->data + r * MLP_IN, train_img[perm[c->base + mb * MB_ROWS + r]]);
+    for (r = 0; r < MB_ROWS; r++) image((float *)x->data + r * MLP_IN, train_img[perm[c->base + mb * MB_ROWS + r]]);
     return 0;
 }
 /* Softmax cross-entropy, mean over the batch: dy = (softmax - onehot) / BATCH. */
-static int train_loss(void *user, int mb, const mb_tensor *y, mb_tensor *dy, double *loss) {
+static int train_loss(void *user, int mb, const mb_tensor *y, mb_tensor *dy, double *loss)
+{
     rank_ctx *c = (rank_ctx *)user;
     int r, k;
     double l = 0;
@@ -126,7 +140,8 @@ static int train_loss(void *user, int mb, const mb_tensor *y, mb_tensor *dy, dou
         const float *z = (const float *)y->data + r * MLP_OUT;
         float *g = (float *)dy->data + r * MLP_OUT, mx = z[0], s = 0;
         int lab = train_lab[perm[c->base + mb * MB_ROWS + r]];
-        for (k = 1; k < MLP_OUT; k++) if (z[k] > mx) mx = z[k];
+        for (k = 1; k < MLP_OUT; k++)
+            if (z[k] > mx) mx = z[k];
         for (k = 0; k < MLP_OUT; k++) s += expf(z[k] - mx);
         for (k = 0; k < MLP_OUT; k++) g[k] = expf(z[k] - mx) / s / BATCH;
         g[lab] -= 1.0f / BATCH;
@@ -135,13 +150,15 @@ static int train_loss(void *user, int mb, const mb_tensor *y, mb_tensor *dy, dou
     *loss = l;
     return 0;
 }
-static int eval_input(void *user, int mb, mb_tensor *x) {
+static int eval_input(void *user, int mb, mb_tensor *x)
+{
     rank_ctx *c = (rank_ctx *)user;
     int r;
     for (r = 0; r < EVAL_ROWS; r++) image((float *)x->data + r * MLP_IN, test_img[c->base + mb * EVAL_ROWS + r]);
     return 0;
 }
-static int eval_output(void *user, int mb, const mb_tensor *y) {
+static int eval_output(void *user, int mb, const mb_tensor *y)
+{
     rank_ctx *c = (rank_ctx *)user;
     int r;
     for (r = 0; r < EVAL_ROWS; r++) {
@@ -154,31 +171,41 @@ static int eval_output(void *user, int mb, const mb_tensor *y) {
 }
 
 /* The linear layers of the stages on this rank. */
-static int owns(int r, int k) {
+static int owns(int r, int k)
+{
     int layer = 2 * k, s = 0, acc = mlp_balance[0];
     while (layer >= acc) acc += mlp_balance[++s];
     return train_plan.stage_rank[s] == r;
 }
 
-static int rank_body(pg_group *g, void *arg) {
+static int rank_body(pg_group *g, void *arg)
+{
     int r = pg_rank(g), rc, epoch, step, k, i;
     pp_exec te, ee;
     rank_ctx *c = &ctx[r];
     (void)arg;
-    pg_set_timeout(g, 60000);      /* 4 busy ranks on 2 cores: generous */
+    pg_set_timeout(g, 60000); /* 4 busy ranks on 2 cores: generous */
     if ((rc = pp_exec_init(&te, &train_cfg[r], &train_tab[r], g, train_mem[r], sizeof train_mem[r])) ||
         (rc = pp_exec_init(&ee, &eval_cfg[r], &eval_tab[r], g, eval_mem[r], sizeof eval_mem[r])))
         return rc;
     for (epoch = 0; epoch < EPOCHS; epoch++) {
         double t0, t1;
-        float lr = LR * (epoch < 3 ? 1.0f : epoch == 3 ? 0.3f : 0.1f);   /* step decay */
-        if ((rc = pg_barrier(g))) { fprintf(stderr, "rank %d: barrier: %d\n", r, rc); return rc; }
-        if (r == 0) {      /* rank 0 shuffles; the barrier publishes it */
-            for (i = NTRAIN - 1; i > 0; i--) { int j = (int)(rnd() % (uint32_t)(i + 1)), t = perm[i]; perm[i] = perm[j]; perm[j] = t; }
+        float lr = LR * (epoch < 3 ? 1.0f : epoch == 3 ? 0.3f : 0.1f); /* step decay */
+        if ((rc = pg_barrier(g))) {
+            fprintf(stderr, "rank %d: barrier: %d\n", r, rc);
+            return rc;
+        }
+        if (r == 0) { /* rank 0 shuffles; the barrier publishes it */
+            for (i = NTRAIN - 1; i > 0; i--) {
+                int j = (int)(rnd() % (uint32_t)(i + 1)), t = perm[i];
+                perm[i] = perm[j];
+                perm[j] = t;
+            }
         }
         if ((rc = pg_barrier(g))) return rc;
         t0 = now_s();
-        c->loss_sum = 0; c->steps = 0;
+        c->loss_sum = 0;
+        c->steps = 0;
         for (step = 0; step < NTRAIN / BATCH; step++) {
             int traced = epoch == 0 && step == 100;
             c->base = step * BATCH;
@@ -187,23 +214,37 @@ static int rank_body(pg_group *g, void *arg) {
                     memset(G[k], 0, sizeof(float) * (size_t)(mlp_dims[k] * mlp_dims[k + 1]));
                     memset(GB[k], 0, sizeof GB[k]);
                 }
-            if (traced) { te.events = events[r]; te.max_events = 256; }
+            if (traced) {
+                te.events = events[r];
+                te.max_events = 256;
+            }
             if ((rc = pp_exec_run(&te))) {
                 fprintf(stderr, "rank %d: epoch %d step %d: %d\n", r, epoch + 1, step, rc);
                 return rc;
             }
-            if (traced) { nevents[r] = te.nevents; te.events = NULL; te.max_events = 0; }
+            if (traced) {
+                nevents[r] = te.nevents;
+                te.events = NULL;
+                te.max_events = 0;
+            }
             for (k = 0; k < 4; k++)
                 if (owns(r, k)) {
                     int n = mlp_dims[k] * mlp_dims[k + 1];
-                    for (i = 0; i < n; i++) { V[k][i] = MOMENTUM * V[k][i] + G[k][i]; W[k][i] -= lr * V[k][i]; }
-                    for (i = 0; i < mlp_dims[k + 1]; i++) { VB[k][i] = MOMENTUM * VB[k][i] + GB[k][i]; B[k][i] -= lr * VB[k][i]; }
+                    for (i = 0; i < n; i++) {
+                        V[k][i] = MOMENTUM * V[k][i] + G[k][i];
+                        W[k][i] -= lr * V[k][i];
+                    }
+                    for (i = 0; i < mlp_dims[k + 1]; i++) {
+                        VB[k][i] = MOMENTUM * VB[k][i] + GB[k][i];
+                        B[k][i] -= lr * VB[k][i];
+                    }
                 }
             if (te.losses) {
                 double l;
-                mb_spec sum = MB_REDUCE(MB_RED_SUM);   /* the microbatch reducer merges losses */
+                mb_spec sum = MB_REDUCE(MB_RED_SUM); /* the microbatch reducer merges losses */
                 if ((rc = pp_exec_loss(&te, &sum, &l))) return rc;
-                c->loss_sum += l; c->steps++;
+                c->loss_sum += l;
+                c->steps++;
             }
         }
         t1 = now_s();
@@ -217,31 +258,40 @@ static int rank_body(pg_group *g, void *arg) {
             }
         }
         if (ee.t->stage_rank[ee.t->nstages - 1] == r) {
-            printf("epoch %d/%d  loss %.4f  test accuracy %.4f  %.0f samples/s (train, 4 ranks, 1F1B)\n",
-                   epoch + 1, EPOCHS, c->loss_sum / c->steps, (double)c->correct / NTEST,
+            printf("epoch %d/%d  loss %.4f  test accuracy %.4f  %.0f samples/s (train, 4 ranks, 1F1B)\n", epoch + 1,
+                   EPOCHS, c->loss_sum / c->steps, (double)c->correct / NTEST,
                    (double)(NTRAIN / BATCH * BATCH) / (t1 - t0));
             fflush(stdout);
-            ctx[0].correct = c->correct;   /* read by main after the run */
+            ctx[0].correct = c->correct; /* read by main after the run */
         }
     }
     return 0;
 }
 
-static int check(int rc, const char *what) {
-    if (rc < 0) { fprintf(stderr, "pipeline_mnist: %s: %d (%s)\n", what, rc, pp_strerror(rc)); exit(1); }
+static int check(int rc, const char *what)
+{
+    if (rc < 0) {
+        fprintf(stderr, "pipeline_mnist: %s: %d (%s)\n", what, rc, pp_strerror(rc));
+        exit(1);
+    }
     return rc;
 }
 
-static FILE *open_out(const char *dir, const char *name) {
+static FILE *open_out(const char *dir, const char *name)
+{
     char path[512];
     FILE *f;
     snprintf(path, sizeof path, "%s/%s", dir, name);
     f = fopen(path, "w");
-    if (!f) { fprintf(stderr, "pipeline_mnist: cannot write %s: %s\n", path, strerror(errno)); exit(1); }
+    if (!f) {
+        fprintf(stderr, "pipeline_mnist: cannot write %s: %s\n", path, strerror(errno));
+        exit(1);
+    }
     return f;
 }
 
-static void emit_floats(FILE *f, const char *name, const float *v, int n) {
+static void emit_floats(FILE *f, const char *name, const float *v, int n)
+{
     int i;
     fprintf(f, "static const float %s[%d] = {", name, n);
     for (i = 0; i < n; i++) fprintf(f, "%s%.9g,", i % 8 ? " " : "\n    ", (double)v[i]);
@@ -251,7 +301,8 @@ static void emit_floats(FILE *f, const char *name, const float *v, int n) {
 static pg_pthread_world world;
 static char text[1 << 21];
 
-int main(int argc, char **argv) {
+int main(int argc, char **argv)
+{
     const char *out = argc > 1 ? argv[1] : "build/demo";
     int r, k, i, rc, nev = 0;
     double t0 = now_s();
@@ -260,19 +311,23 @@ int main(int argc, char **argv) {
         read_gz("train-labels-idx1-ubyte.gz", train_lab, sizeof train_lab, 8) ||
         read_gz("t10k-images-idx3-ubyte.gz", &test_img[0][0], sizeof test_img, 16) ||
         read_gz("t10k-labels-idx1-ubyte.gz", test_lab, sizeof test_lab, 8)) {
-        fprintf(stderr, "pipeline_mnist: Fashion-MNIST not found in " DATA_DIR
-                        " (apt-get install dataset-fashion-mnist)\n");
+        fprintf(stderr,
+                "pipeline_mnist: Fashion-MNIST not found in " DATA_DIR " (apt-get install dataset-fashion-mnist)\n");
         return 1;
     }
     mkdir("build", 0777);
     mkdir(out, 0777);
     for (i = 0; i < NTRAIN; i++) perm[i] = i;
-    for (k = 0; k < 4; k++) {      /* Kaiming-uniform weights, zero biases */
+    for (k = 0; k < 4; k++) { /* Kaiming-uniform weights, zero biases */
         int n = mlp_dims[k] * mlp_dims[k + 1];
         float bound = sqrtf(6.0f / (float)mlp_dims[k]);
         for (i = 0; i < n; i++) W[k][i] = bound * urand();
-        lin[k].in = mlp_dims[k]; lin[k].out = mlp_dims[k + 1];
-        lin[k].wt = W[k]; lin[k].b = B[k]; lin[k].gwt = G[k]; lin[k].gb = GB[k];
+        lin[k].in = mlp_dims[k];
+        lin[k].out = mlp_dims[k + 1];
+        lin[k].wt = W[k];
+        lin[k].b = B[k];
+        lin[k].gwt = G[k];
+        lin[k].gb = GB[k];
     }
     mlp_layers(train_layers, lin, MB_ROWS);
     mlp_layers(eval_layers, lin, EVAL_ROWS);
@@ -281,30 +336,49 @@ int main(int argc, char **argv) {
     check(pp_schedule_build(&train_sched, PP_SCHED_1F1B, RANKS, 1, CHUNKS, store[0], sizeof store[0], NULL), "1F1B");
     check(pp_validate(&train_sched, NULL), "validate");
     check(pp_lower(&train_sched, &train_plan, store[1], sizeof store[1], NULL), "lower");
-    check(pp_schedule_build(&eval_sched, PP_SCHED_FORWARD_ONLY, RANKS, 1, EVAL_CHUNKS, store[2], sizeof store[2], NULL), "forward-only");
+    check(pp_schedule_build(&eval_sched, PP_SCHED_FORWARD_ONLY, RANKS, 1, EVAL_CHUNKS, store[2], sizeof store[2], NULL),
+          "forward-only");
     check(pp_lower(&eval_sched, &eval_plan, store[3], sizeof store[3], NULL), "lower");
     /* the firmware's executor has no take-in (PP_NO_TAKEIN): the emitted plan carries the
        mailbox depth it was proven for (forward-only: 0, sends never wait on a receiver) */
-    if (pp_sim_bytes(&eval_plan) > sizeof depth_work) { fprintf(stderr, "pipeline_mnist: depth work\n"); return 1; }
+    if (pp_sim_bytes(&eval_plan) > sizeof depth_work) {
+        fprintf(stderr, "pipeline_mnist: depth work\n");
+        return 1;
+    }
     check(pp_mailbox_depth(&eval_plan, 0, depth_work, sizeof depth_work, NULL), "mailbox depth");
     for (r = 0; r < RANKS; r++) {
         pp_exec_cfg *c = &train_cfg[r], *e = &eval_cfg[r];
         check(pp_plan_table(&train_plan, r, &train_tab[r]), "table");
         check(pp_plan_table(&eval_plan, r, &eval_tab[r]), "table");
         memset(c, 0, sizeof *c);
-        c->layers = train_layers; c->nlayers = MLP_LAYERS; c->balance = mlp_balance; c->rows = MB_ROWS;
-        c->dtype = MB_F32; c->in_bytes = MB_ROWS * MLP_IN * 4; c->checkpoint = PP_CKPT_NEVER;
-        c->input = train_input; c->loss = train_loss; c->user = &ctx[r]; c->now_us = now_us;
+        c->layers = train_layers;
+        c->nlayers = MLP_LAYERS;
+        c->balance = mlp_balance;
+        c->rows = MB_ROWS;
+        c->dtype = MB_F32;
+        c->in_bytes = MB_ROWS * MLP_IN * 4;
+        c->checkpoint = PP_CKPT_NEVER;
+        c->input = train_input;
+        c->loss = train_loss;
+        c->user = &ctx[r];
+        c->now_us = now_us;
         *e = *c;
-        e->layers = eval_layers; e->rows = EVAL_ROWS; e->in_bytes = EVAL_ROWS * MLP_IN * 4;
-        e->input = eval_input; e->loss = NULL; e->output = eval_output; e->now_us = NULL;
-        if (pp_exec_bytes(c, &train_tab[r]) > sizeof train_mem[r] || pp_exec_bytes(e, &eval_tab[r]) > sizeof eval_mem[r]) {
+        e->layers = eval_layers;
+        e->rows = EVAL_ROWS;
+        e->in_bytes = EVAL_ROWS * MLP_IN * 4;
+        e->input = eval_input;
+        e->loss = NULL;
+        e->output = eval_output;
+        e->now_us = NULL;
+        if (pp_exec_bytes(c, &train_tab[r]) > sizeof train_mem[r] ||
+            pp_exec_bytes(e, &eval_tab[r]) > sizeof eval_mem[r]) {
             fprintf(stderr, "pipeline_mnist: executor storage too small\n");
             return 1;
         }
     }
     printf("pipeline_mnist: 784-256-128-64-10 MLP, 4 stages on 4 ranks (pg_pthread), 1F1B, "
-           "%d microbatches x %d images, SGD lr %.2f (x0.3, x0.1 in the last two epochs) momentum %.1f\n", CHUNKS, MB_ROWS, LR, MOMENTUM);
+           "%d microbatches x %d images, SGD lr %.2f (x0.3, x0.1 in the last two epochs) momentum %.1f\n",
+           CHUNKS, MB_ROWS, LR, MOMENTUM);
     printf("1F1B step, one rank per line (compute actions in PyTorch's order, . = idle):\n");
     check(pp_timeline(&train_sched, text, sizeof text, NULL), "timeline");
     fputs(text, stdout);
@@ -313,17 +387,25 @@ int main(int argc, char **argv) {
     check(pg_pthread_world_init(&world, RANKS), "world");
     rc = pg_pthread_run(&world, RANKS, rank_body, NULL);
     for (r = 0; r < RANKS; r++)
-        if (world.rc[r]) { fprintf(stderr, "pipeline_mnist: rank %d failed: %d\n", r, world.rc[r]); return 1; }
-    if (rc) { fprintf(stderr, "pipeline_mnist: run failed: %d\n", rc); return 1; }
+        if (world.rc[r]) {
+            fprintf(stderr, "pipeline_mnist: rank %d failed: %d\n", r, world.rc[r]);
+            return 1;
+        }
+    if (rc) {
+        fprintf(stderr, "pipeline_mnist: run failed: %d\n", rc);
+        return 1;
+    }
 
     /* Chrome trace of one step (epoch 1, step 100), times from the step's first action */
     t_origin = 0xffffffffu;
     for (r = 0; r < RANKS; r++)
-        for (i = 0; i < nevents[r]; i++) if (events[r][i].t_start < t_origin) t_origin = events[r][i].t_start;
+        for (i = 0; i < nevents[r]; i++)
+            if (events[r][i].t_start < t_origin) t_origin = events[r][i].t_start;
     for (r = 0; r < RANKS; r++)
         for (i = 0; i < nevents[r]; i++) {
             all[nev] = events[r][i];
-            all[nev].t_start -= t_origin; all[nev].t_end -= t_origin;
+            all[nev].t_start -= t_origin;
+            all[nev].t_end -= t_origin;
             nev++;
         }
     {
@@ -335,8 +417,10 @@ int main(int argc, char **argv) {
     /* the trained model, the first 100 test images with the host's predictions, the plan */
     {
         FILE *f = open_out(out, "fmnist_weights.h");
-        fprintf(f, "/* Fashion-MNIST MLP 784-256-128-64-10 trained by examples/pipeline_mnist "
-                   "(test accuracy %.4f); wt[in][out] layout */\n", (double)ctx[0].correct / NTEST);
+        fprintf(f,
+                "/* Fashion-MNIST MLP 784-256-128-64-10 trained by examples/pipeline_mnist "
+                "(test accuracy %.4f); wt[in][out] layout */\n",
+                (double)ctx[0].correct / NTEST);
         for (k = 0; k < 4; k++) {
             char name[16];
             snprintf(name, sizeof name, "fm_w%d", k);
@@ -369,7 +453,11 @@ int main(int argc, char **argv) {
     for (i = 0; i < 100; i++) printf(" %d", eval_pred[i]);
     printf("\nlogits fnv-1a: %08x\n", (unsigned)mlp_fnv1a(&logits100[0][0], 100 * MLP_OUT));
     printf("wrote %s/trace.json (%d actions of one step), fmnist_weights.h, fmnist_test100.h, fmnist_plan.h; "
-           "%.1f s total\n", out, nev, now_s() - t0);
-    if ((double)ctx[0].correct / NTEST < 0.85) { fprintf(stderr, "pipeline_mnist: test accuracy below 0.85\n"); return 1; }
+           "%.1f s total\n",
+           out, nev, now_s() - t0);
+    if ((double)ctx[0].correct / NTEST < 0.85) {
+        fprintf(stderr, "pipeline_mnist: test accuracy below 0.85\n");
+        return 1;
+    }
     return 0;
 }

@@ -21,8 +21,8 @@
 
 typedef struct mlp_linear {
     int in, out;
-    const float *wt, *b;          /* wt[in * out], b[out] */
-    float *gwt, *gb;              /* gradients (training only) */
+    const float *wt, *b; /* wt[in * out], b[out] */
+    float *gwt, *gb;     /* gradients (training only) */
 } mlp_linear;
 
 #ifdef __AVX__
@@ -32,10 +32,11 @@ typedef struct mlp_linear {
 #endif
 /* unaligned, aliasing any float: loads and stores of MLP_VW floats */
 typedef float mlp_v __attribute__((vector_size(MLP_VW * 4), aligned(4), may_alias));
-#define MLP_LD(p) (*(const mlp_v *)(const void *)(p))
+#define MLP_LD(p)    (*(const mlp_v *)(const void *)(p))
 #define MLP_ST(p, v) (*(mlp_v *)(void *)(p) = (v))
 
-static int mlp_linear_fwd(void *self, const mb_tensor *x, mb_tensor *y) {
+static int mlp_linear_fwd(void *self, const mb_tensor *x, mb_tensor *y)
+{
     const mlp_linear *L = (const mlp_linear *)self;
     const int in = L->in, out = L->out, rows = x->shape[0];
     const float *X = (const float *)x->data;
@@ -50,30 +51,46 @@ static int mlp_linear_fwd(void *self, const mb_tensor *x, mb_tensor *y) {
             const float *w = L->wt + o0;
             for (i = 0; i < in; i++, w += out) {
                 const mlp_v wa = MLP_LD(w), wb = MLP_LD(w + MLP_VW);
-                a0 += x0[i] * wa; b0 += x0[i] * wb; a1 += x1[i] * wa; b1 += x1[i] * wb;
-                a2 += x2[i] * wa; b2 += x2[i] * wb; a3 += x3[i] * wa; b3 += x3[i] * wb;
+                a0 += x0[i] * wa;
+                b0 += x0[i] * wb;
+                a1 += x1[i] * wa;
+                b1 += x1[i] * wb;
+                a2 += x2[i] * wa;
+                b2 += x2[i] * wb;
+                a3 += x3[i] * wa;
+                b3 += x3[i] * wb;
             }
-            MLP_ST(y0 + o0, a0); MLP_ST(y0 + o0 + MLP_VW, b0);
-            MLP_ST(y1 + o0, a1); MLP_ST(y1 + o0 + MLP_VW, b1);
-            MLP_ST(y2 + o0, a2); MLP_ST(y2 + o0 + MLP_VW, b2);
-            MLP_ST(y3 + o0, a3); MLP_ST(y3 + o0 + MLP_VW, b3);
+            MLP_ST(y0 + o0, a0);
+            MLP_ST(y0 + o0 + MLP_VW, b0);
+            MLP_ST(y1 + o0, a1);
+            MLP_ST(y1 + o0 + MLP_VW, b1);
+            MLP_ST(y2 + o0, a2);
+            MLP_ST(y2 + o0 + MLP_VW, b2);
+            MLP_ST(y3 + o0, a3);
+            MLP_ST(y3 + o0 + MLP_VW, b3);
         }
     }
     for (r = r0; r < rows; r++) {
-        const float *xr = X + (size_t)r * in; float *yr = Y + (size_t)r * out;
+        const float *xr = X + (size_t)r * in;
+        float *yr = Y + (size_t)r * out;
         memcpy(yr, L->b, sizeof(float) * (size_t)out);
-        for (i = 0; i < in; i++) { const float xi = xr[i], *w = L->wt + (size_t)i * out;
-            for (o = 0; o < out; o++) yr[o] += xi * w[o]; }
+        for (i = 0; i < in; i++) {
+            const float xi = xr[i], *w = L->wt + (size_t)i * out;
+            for (o = 0; o < out; o++) yr[o] += xi * w[o];
+        }
     }
     return 0;
 }
 /* the MLP_VW partial sums l[] of one dot product, added pairwise down to l[0] */
-static float mlp__lanes(float *l) {
+static float mlp__lanes(float *l)
+{
     int k, j;
-    for (k = MLP_VW / 2; k; k /= 2) for (j = 0; j < k; j++) l[j] += l[j + k];
+    for (k = MLP_VW / 2; k; k /= 2)
+        for (j = 0; j < k; j++) l[j] += l[j + k];
     return l[0];
 }
-static int mlp_linear_bi(void *self, const mb_tensor *x, const mb_tensor *dy, mb_tensor *dx) {
+static int mlp_linear_bi(void *self, const mb_tensor *x, const mb_tensor *dy, mb_tensor *dx)
+{
     const mlp_linear *L = (const mlp_linear *)self;
     const int in = L->in, out = L->out, rows = dy->shape[0], ov = out - out % (2 * MLP_VW);
     const float *G = (const float *)dy->data;
@@ -90,12 +107,19 @@ static int mlp_linear_bi(void *self, const mb_tensor *x, const mb_tensor *dy, mb
                 mlp_v a0 = {0}, b0 = {0}, a1 = {0}, b1 = {0}, a2 = {0}, b2 = {0}, a3 = {0}, b3 = {0};
                 for (o = 0; o < ov; o += 2 * MLP_VW) {
                     const mlp_v wa = MLP_LD(w + o), wb = MLP_LD(w + o + MLP_VW);
-                    a0 += MLP_LD(g + o) * wa; b0 += MLP_LD(g + o + MLP_VW) * wb;
-                    a1 += MLP_LD(g + out + o) * wa; b1 += MLP_LD(g + out + o + MLP_VW) * wb;
-                    a2 += MLP_LD(g + 2 * out + o) * wa; b2 += MLP_LD(g + 2 * out + o + MLP_VW) * wb;
-                    a3 += MLP_LD(g + 3 * out + o) * wa; b3 += MLP_LD(g + 3 * out + o + MLP_VW) * wb;
+                    a0 += MLP_LD(g + o) * wa;
+                    b0 += MLP_LD(g + o + MLP_VW) * wb;
+                    a1 += MLP_LD(g + out + o) * wa;
+                    b1 += MLP_LD(g + out + o + MLP_VW) * wb;
+                    a2 += MLP_LD(g + 2 * out + o) * wa;
+                    b2 += MLP_LD(g + 2 * out + o + MLP_VW) * wb;
+                    a3 += MLP_LD(g + 3 * out + o) * wa;
+                    b3 += MLP_LD(g + 3 * out + o + MLP_VW) * wb;
                 }
-                MLP_ST(l[0], a0 + b0); MLP_ST(l[1], a1 + b1); MLP_ST(l[2], a2 + b2); MLP_ST(l[3], a3 + b3);
+                MLP_ST(l[0], a0 + b0);
+                MLP_ST(l[1], a1 + b1);
+                MLP_ST(l[2], a2 + b2);
+                MLP_ST(l[3], a3 + b3);
             } else {
                 mlp_v a0 = {0}, b0 = {0};
                 for (o = 0; o < ov; o += 2 * MLP_VW) {
@@ -112,12 +136,14 @@ static int mlp_linear_bi(void *self, const mb_tensor *x, const mb_tensor *dy, mb
     }
     return 0;
 }
-static int mlp_linear_bw(void *self, const mb_tensor *x, const mb_tensor *dy) {
+static int mlp_linear_bw(void *self, const mb_tensor *x, const mb_tensor *dy)
+{
     const mlp_linear *L = (const mlp_linear *)self;
     const int in = L->in, out = L->out, rows = dy->shape[0];
     const float *G = (const float *)dy->data, *X = (const float *)x->data;
     int r, i, o;
-    for (r = 0; r < rows; r++) for (o = 0; o < out; o++) L->gb[o] += G[(size_t)r * out + o];
+    for (r = 0; r < rows; r++)
+        for (o = 0; o < out; o++) L->gb[o] += G[(size_t)r * out + o];
     for (i = 0; i < in; i++) {
         float *gw = L->gwt + (size_t)i * out;
         for (o = 0; o + 4 * MLP_VW <= out; o += 4 * MLP_VW) {
@@ -126,11 +152,15 @@ static int mlp_linear_bw(void *self, const mb_tensor *x, const mb_tensor *dy) {
             const float *xr = X + i, *g = G + o;
             for (r = 0; r < rows; r++, xr += in, g += out) {
                 const float xi = *xr;
-                a0 += xi * MLP_LD(g); a1 += xi * MLP_LD(g + MLP_VW);
-                a2 += xi * MLP_LD(g + 2 * MLP_VW); a3 += xi * MLP_LD(g + 3 * MLP_VW);
+                a0 += xi * MLP_LD(g);
+                a1 += xi * MLP_LD(g + MLP_VW);
+                a2 += xi * MLP_LD(g + 2 * MLP_VW);
+                a3 += xi * MLP_LD(g + 3 * MLP_VW);
             }
-            MLP_ST(gw + o, a0); MLP_ST(gw + o + MLP_VW, a1);
-            MLP_ST(gw + o + 2 * MLP_VW, a2); MLP_ST(gw + o + 3 * MLP_VW, a3);
+            MLP_ST(gw + o, a0);
+            MLP_ST(gw + o + MLP_VW, a1);
+            MLP_ST(gw + o + 2 * MLP_VW, a2);
+            MLP_ST(gw + o + 3 * MLP_VW, a3);
         }
         for (; o < out; o++) {
             float a = gw[o];
@@ -141,7 +171,8 @@ static int mlp_linear_bw(void *self, const mb_tensor *x, const mb_tensor *dy) {
     return 0;
 }
 
-static int mlp_relu_fwd(void *self, const mb_tensor *x, mb_tensor *y) {
+static int mlp_relu_fwd(void *self, const mb_tensor *x, mb_tensor *y)
+{
     int64_t n = (int64_t)x->shape[0] * x->shape[1], i;
     const float *a = (const float *)x->data;
     float *b = (float *)y->data;
@@ -150,7 +181,8 @@ static int mlp_relu_fwd(void *self, const mb_tensor *x, mb_tensor *y) {
     return 0;
 }
 
-static int mlp_relu_bi(void *self, const mb_tensor *x, const mb_tensor *dy, mb_tensor *dx) {
+static int mlp_relu_bi(void *self, const mb_tensor *x, const mb_tensor *dy, mb_tensor *dx)
+{
     int64_t n = (int64_t)x->shape[0] * x->shape[1], i;
     const float *a = (const float *)x->data, *g = (const float *)dy->data;
     float *d = (float *)dx->data;
@@ -161,43 +193,53 @@ static int mlp_relu_bi(void *self, const mb_tensor *x, const mb_tensor *dy, mb_t
 
 /* 784-256-128-64-10: Linear ReLU | Linear ReLU | Linear ReLU | Linear, 4 stages. */
 #define MLP_LAYERS 7
-#define MLP_IN 784
-#define MLP_OUT 10
+#define MLP_IN     784
+#define MLP_OUT    10
 static const int mlp_dims[5] = {784, 256, 128, 64, 10};
 static const int32_t mlp_balance[4] = {2, 2, 2, 1};
 
 /* Fill layers[7] for `rows` rows per microbatch over lin[4]. */
-static void mlp_layers(pp_layer *layers, mlp_linear *lin, int rows) {
+static void mlp_layers(pp_layer *layers, mlp_linear *lin, int rows)
+{
     int k, n = 0;
     memset(layers, 0, sizeof(pp_layer) * MLP_LAYERS);
     for (k = 0; k < 4; k++) {
         pp_layer *a = &layers[n++];
-        a->forward = mlp_linear_fwd; a->backward_input = mlp_linear_bi;
-        a->backward_weight = mlp_linear_bw; a->self = &lin[k];
+        a->forward = mlp_linear_fwd;
+        a->backward_input = mlp_linear_bi;
+        a->backward_weight = mlp_linear_bw;
+        a->self = &lin[k];
         a->act_bytes = (uint32_t)(rows * mlp_dims[k + 1] * 4);
         a->param_bytes = (uint32_t)((mlp_dims[k] + 1) * mlp_dims[k + 1] * 4);
         if (k < 3) {
             pp_layer *b = &layers[n++];
-            b->forward = mlp_relu_fwd; b->backward_input = mlp_relu_bi;
+            b->forward = mlp_relu_fwd;
+            b->backward_input = mlp_relu_bi;
             b->act_bytes = a->act_bytes;
         }
     }
 }
 
 /* FNV-1a over the bits of n floats: host and firmware print it for their logits. */
-static uint32_t mlp_fnv1a(const float *v, int n) {
+static uint32_t mlp_fnv1a(const float *v, int n)
+{
     uint32_t h = 2166136261u, u;
     int i, k;
     for (i = 0; i < n; i++) {
         memcpy(&u, &v[i], 4);
-        for (k = 0; k < 4; k++) { h ^= (u >> (8 * k)) & 0xffu; h *= 16777619u; }
+        for (k = 0; k < 4; k++) {
+            h ^= (u >> (8 * k)) & 0xffu;
+            h *= 16777619u;
+        }
     }
     return h;
 }
 
-static int mlp_argmax(const float *v, int n) {
+static int mlp_argmax(const float *v, int n)
+{
     int i, best = 0;
-    for (i = 1; i < n; i++) if (v[i] > v[best]) best = i;
+    for (i = 1; i < n; i++)
+        if (v[i] > v[best]) best = i;
     return best;
 }
 #endif /* MLP_H */

@@ -24,12 +24,15 @@
 #define MAX_EVENTS 4096
 #define TEXT_BYTES (256 * 1024)
 
-static uint32_t storage[16384];          /* actions of one plan (pp_plan_bytes) */
-static uint32_t work[16384];             /* pp_simulate's work area (pp_sim_bytes) */
+static uint32_t storage[16384]; /* actions of one plan (pp_plan_bytes) */
+static uint32_t work[16384];    /* pp_simulate's work area (pp_sim_bytes) */
 static pp_event events[MAX_EVENTS];
 static char text[TEXT_BYTES];
 
-static const struct { int schedule, stages_per_rank; const char *file; } plans[] = {
+static const struct {
+    int schedule, stages_per_rank;
+    const char *file;
+} plans[] = {
     {PP_SCHED_GPIPE, 1, "gpipe"},
     {PP_SCHED_1F1B, 1, "1f1b"},
     {PP_SCHED_INTERLEAVED_1F1B, 2, "interleaved_1f1b"},
@@ -37,7 +40,8 @@ static const struct { int schedule, stages_per_rank; const char *file; } plans[]
     {PP_SCHED_ZBV, 2, "zbv"},
 };
 
-static int write_file(const char *dir, const char *name, const char *ext, const char *s, int n) {
+static int write_file(const char *dir, const char *name, const char *ext, const char *s, int n)
+{
     char path[512];
     FILE *f;
     snprintf(path, sizeof path, "%s/%s%s", dir, name, ext);
@@ -50,7 +54,8 @@ static int write_file(const char *dir, const char *name, const char *ext, const 
     return fclose(f) != 0;
 }
 
-int main(int argc, char **argv) {
+int main(int argc, char **argv)
+{
     const char *dir = argc > 1 ? argv[1] : ".";
     int P = argc > 2 ? atoi(argv[2]) : 4, M = argc > 3 ? atoi(argv[3]) : 8;
     size_t k;
@@ -60,19 +65,20 @@ int main(int argc, char **argv) {
         pp_costs c;
         pp_diag diag;
         int rc, nev = 0, v = plans[k].stages_per_rank;
-        rc = pp_schedule_build(&plan, plans[k].schedule, P, v, M,
-                               storage, sizeof storage, &diag);
+        rc = pp_schedule_build(&plan, plans[k].schedule, P, v, M, storage, sizeof storage, &diag);
         if (rc == PP_OK) rc = pp_validate(&plan, &diag);
         if (rc == PP_OK && pp_sim_bytes(&plan) > sizeof work) rc = PP_ERR_TOO_SMALL;
         if (rc == PP_OK) {
             PP_MEMSET(&c, 0, sizeof c);
             /* the same model work per rank: V stages per rank each cost 1/V */
-            c.f = 120u / (uint32_t)v; c.b = 2 * c.f; c.i = c.f; c.w = c.f;
+            c.f = 120u / (uint32_t)v;
+            c.b = 2 * c.f;
+            c.i = c.f;
+            c.w = c.f;
             rc = pp_simulate(&plan, &c, work, sizeof work, &sim, events, MAX_EVENTS, &nev, &diag);
         }
         if (rc < 0) {
-            fprintf(stderr, "plans: %s P=%d M=%d: %s\n", pp_schedule_name(plans[k].schedule), P, M,
-                    pp_strerror(rc));
+            fprintf(stderr, "plans: %s P=%d M=%d: %s\n", pp_schedule_name(plans[k].schedule), P, M, pp_strerror(rc));
             return 1;
         }
         rc = pp_csv_write(&plan, text, sizeof text, NULL);
@@ -80,8 +86,8 @@ int main(int argc, char **argv) {
         rc = pp_trace_json(events, nev, text, sizeof text, NULL);
         if (rc < 0 || write_file(dir, plans[k].file, ".trace.json", text, rc)) return 1;
         printf("%-32s P=%d M=%d  makespan %5u  bubble %5.1f %%  peak in-flight (rank 0) %u\n",
-               pp_schedule_name(plans[k].schedule), P, M, (unsigned)sim.makespan,
-               sim.bubble_ppm / 1e4, (unsigned)sim.peak[0]);
+               pp_schedule_name(plans[k].schedule), P, M, (unsigned)sim.makespan, sim.bubble_ppm / 1e4,
+               (unsigned)sim.peak[0]);
     }
     return 0;
 }

@@ -26,13 +26,13 @@
 #include "ports/pg_pthread.h"
 
 #define NR 4
-#define T 8  /* tokens (the sequence) */
-#define E 32 /* model width */
-#define F 64 /* MLP hidden width */
-#define H 8  /* heads */
-#define D (E / H)
+#define T  8  /* tokens (the sequence) */
+#define E  32 /* model width */
+#define F  64 /* MLP hidden width */
+#define H  8  /* heads */
+#define D  (E / H)
 
-static float x[T * E], w1[F * E], b1[F], w2[E * F], b2[E];               /* MLP */
+static float x[T * E], w1[F * E], b1[F], w2[E * F], b2[E];                           /* MLP */
 static float wq[E * E], wk[E * E], wv[E * E], wo[E * E], bq[E], bk[E], bv[E], bo[E]; /* attention */
 static float mlp_ref[T * E], attn_ref[T * E];
 static float out[3][NR][T * E]; /* each block's output as every rank sees it (full tensors) */
@@ -139,13 +139,13 @@ static int reference(void)
 
 /* ---- the tensor-parallel run ---- */
 
-#define CHECK(call)                                                                                  \
-    do {                                                                                             \
-        int rc_ = (call);                                                                            \
-        if (rc_) {                                                                                   \
+#define CHECK(call)                                                                                \
+    do {                                                                                           \
+        int rc_ = (call);                                                                          \
+        if (rc_) {                                                                                 \
             fprintf(stderr, "rank %d: %s: %s (line %d)\n", me, #call, dt_strerror(rc_), __LINE__); \
-            return rc_;                                                                              \
-        }                                                                                            \
+            return rc_;                                                                            \
+        }                                                                                          \
     } while (0)
 
 /* A parameter (or a replicated input) as a DTensor: placement p, local view of the
@@ -239,7 +239,7 @@ static int rank_body(pg_group *g, void *arg)
     c0 = comm[me].collectives;
     CHECK(mlp(&d, me, &xr, replicate, out[0][me]));
     colls[me] = comm[me].collectives - c0; /* full_tensor of a Replicate result: none */
-    CHECK(dt_tp_sequence(&sp, 0)); /* (T, E): the sequence is dim 0 */
+    CHECK(dt_tp_sequence(&sp, 0));         /* (T, E): the sequence is dim 0 */
     CHECK(param(&xs, &mesh[me], sp.input, x, 2, T, E));
     CHECK(mlp(&d, me, &xs, sp.output_layout, out[1][me]));
     return attention(&d, me, &xr, out[2][me]);

@@ -49,8 +49,10 @@ typedef struct pg_shm_freertos_bells {
 static inline void pg_shm_freertos_notify(void *ctx, int core)
 {
     pg_shm_freertos_bells *b = (pg_shm_freertos_bells *)ctx;
-    if (b->doorbell) b->doorbell(core);
-    else if (b->task[core]) xTaskNotifyGive(b->task[core]);
+    if (b->doorbell)
+        b->doorbell(core);
+    else if (b->task[core])
+        xTaskNotifyGive(b->task[core]);
 }
 
 static inline void pg_shm_freertos_wait(void *ctx, int self)

@@ -48,8 +48,8 @@
 #if defined(__linux__) && !defined(PG_SHM_HOST_NO_MEMBARRIER)
 #include <sys/syscall.h>
 #if defined(SYS_membarrier)
-#define PG_SHM_HOST__MEMBARRIER 1
-#define PG_SHM_HOST__MB_PRIVATE_EXPEDITED (1 << 3) /* linux/membarrier.h */
+#define PG_SHM_HOST__MEMBARRIER                    1
+#define PG_SHM_HOST__MB_PRIVATE_EXPEDITED          (1 << 3) /* linux/membarrier.h */
 #define PG_SHM_HOST__MB_REGISTER_PRIVATE_EXPEDITED (1 << 4)
 #endif
 #endif
@@ -72,7 +72,10 @@
 #endif
 
 typedef struct pg_shm_host_bells {
-    struct { volatile int32_t bell, sleeping; char pad[56]; } core[PG_SHM_MAX_CORES];
+    struct {
+        volatile int32_t bell, sleeping;
+        char pad[56];
+    } core[PG_SHM_MAX_CORES];
     uint32_t waiters; /* bit c: core c has waited (spinning only pays while cores <= CPUs) */
     int32_t cpus;     /* online CPUs, 0 until the first wait */
 #ifndef PG_SHM_HOST__FUTEX
@@ -144,7 +147,10 @@ static inline void pg_shm_host_wait(void *ctx, int self)
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         ts.tv_nsec += PG_SHM_HOST_TICK_US * 1000L;
-        if (ts.tv_nsec >= 1000000000L) { ts.tv_sec++; ts.tv_nsec -= 1000000000L; }
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
         pthread_mutex_lock(&b->lock);
         if (!__atomic_load_n(&b->core[self].bell, __ATOMIC_SEQ_CST))
             pthread_cond_timedwait(&b->cond[self], &b->lock, &ts);

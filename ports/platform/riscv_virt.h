@@ -27,9 +27,9 @@
 #define PG_SHM_RV_TICK (PG_SHM_RV_MTIME_HZ / 1000u) /* 1 ms */
 #endif
 
-#define PG_SHM_RV__MSIP(h) ((volatile uint32_t *)(uintptr_t)(PG_SHM_RV_CLINT + 4u * (uint32_t)(h)))
+#define PG_SHM_RV__MSIP(h)     ((volatile uint32_t *)(uintptr_t)(PG_SHM_RV_CLINT + 4u * (uint32_t)(h)))
 #define PG_SHM_RV__MTIMECMP(h) ((volatile uint32_t *)(uintptr_t)(PG_SHM_RV_CLINT + 0x4000u + 8u * (uint32_t)(h)))
-#define PG_SHM_RV__MTIME ((volatile uint32_t *)(uintptr_t)(PG_SHM_RV_CLINT + 0xBFF8u))
+#define PG_SHM_RV__MTIME       ((volatile uint32_t *)(uintptr_t)(PG_SHM_RV_CLINT + 0xBFF8u))
 
 static inline uint64_t pg_shm_rv_mtime(void)
 {

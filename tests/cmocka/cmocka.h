@@ -36,8 +36,8 @@
 #define SPLITCORE_CMOCKA_SHIM 1
 
 #if defined(__GNUC__) || defined(__clang__)
-#define CM__FN static __attribute__((unused))
-#define CM__NORETURN __attribute__((noreturn))
+#define CM__FN           static __attribute__((unused))
+#define CM__NORETURN     __attribute__((noreturn))
 #define CM__PRINTF(f, a) __attribute__((format(printf, f, a)))
 #else
 #define CM__FN static
@@ -58,24 +58,28 @@ struct CMUnitTest {
     void *initial_state;
 };
 
+/* clang-format off */
 #define cmocka_unit_test(f) { #f, f, NULL, NULL, NULL }
 #define cmocka_unit_test_setup(f, setup) { #f, f, setup, NULL, NULL }
 #define cmocka_unit_test_teardown(f, teardown) { #f, f, NULL, teardown, NULL }
+/* clang-format on */
 #define cmocka_unit_test_setup_teardown(f, setup, teardown) \
-    { #f, f, setup, teardown, NULL }
+    {                                                       \
+#f, f, setup, teardown, NULL                        \
+    }
+/* clang-format off */
 #define cmocka_unit_test_prestate(f, state) { #f, f, NULL, NULL, state }
+/* clang-format on */
 #define cmocka_unit_test_prestate_setup_teardown(f, setup, teardown, state) \
-    { #f, f, setup, teardown, state }
+    {                                                                       \
+#f, f, setup, teardown, state                                       \
+    }
 
-#define cmocka_run_group_tests(group_tests, group_setup, group_teardown) \
-    cm__run_group(#group_tests, group_tests,                             \
-                  sizeof(group_tests) / sizeof((group_tests)[0]),        \
-                  group_setup, group_teardown)
-#define cmocka_run_group_tests_name(group_name, group_tests, group_setup,  \
-                                    group_teardown)                        \
-    cm__run_group(group_name, group_tests,                                 \
-                  sizeof(group_tests) / sizeof((group_tests)[0]),          \
-                  group_setup, group_teardown)
+#define cmocka_run_group_tests(group_tests, group_setup, group_teardown)                                  \
+    cm__run_group(#group_tests, group_tests, sizeof(group_tests) / sizeof((group_tests)[0]), group_setup, \
+                  group_teardown)
+#define cmocka_run_group_tests_name(group_name, group_tests, group_setup, group_teardown) \
+    cm__run_group(group_name, group_tests, sizeof(group_tests) / sizeof((group_tests)[0]), group_setup, group_teardown)
 
 /* ---- state of the running test -------------------------------------- */
 
@@ -93,7 +97,10 @@ static void *cm__state;
  * The self-test runs its deliberately failing groups quietly, so a log
  * reader never sees their "[  FAILED  ]" summaries. */
 static int cm__quiet;
-CM__FN void cmocka_shim_quiet(int on) { cm__quiet = on; }
+CM__FN void cmocka_shim_quiet(int on)
+{
+    cm__quiet = on;
+}
 
 CM__FN CM__PRINTF(1, 2) void print_message(const char *format, ...)
 {
@@ -120,14 +127,11 @@ CM__FN CM__PRINTF(1, 2) void print_error(const char *format, ...)
 
 CM__FN CM__NORETURN void cm__stop(int how)
 {
-    if (cm__in_test) {
-        longjmp(cm__jump, how);
-    }
+    if (cm__in_test) { longjmp(cm__jump, how); }
     /* An assertion outside a running test (e.g. in a group fixture) has
      * nowhere to return to; there is no safe way on, so stop loudly. */
     print_error("[  ERROR   ] --- assertion outside a running test\n");
-    for (;;) {
-    }
+    for (;;) {}
 }
 
 CM__FN CM__NORETURN void cm__fail(const char *file, int line)
@@ -137,10 +141,7 @@ CM__FN CM__NORETURN void cm__fail(const char *file, int line)
 }
 
 /* Prints "[  ERROR   ] --- <reason>" and aborts the running test. */
-CM__FN CM__NORETURN CM__PRINTF(3, 4) void cm__fail_with(const char *file,
-                                                         int line,
-                                                         const char *format,
-                                                         ...)
+CM__FN CM__NORETURN CM__PRINTF(3, 4) void cm__fail_with(const char *file, int line, const char *format, ...)
 {
     va_list args;
     if (!cm__quiet) {
@@ -154,11 +155,11 @@ CM__FN CM__NORETURN CM__PRINTF(3, 4) void cm__fail_with(const char *file,
 }
 
 #define fail() cm__fail(__FILE__, __LINE__)
-#define fail_msg(...)                                                   \
-    do {                                                                \
-        print_error("ERROR: " __VA_ARGS__);                             \
-        print_error("\n");                                              \
-        fail();                                                         \
+#define fail_msg(...)                       \
+    do {                                    \
+        print_error("ERROR: " __VA_ARGS__); \
+        print_error("\n");                  \
+        fail();                             \
     } while (0)
 #define skip() cm__stop(CM__SKIPPED)
 
@@ -168,16 +169,13 @@ CM__FN CM__NORETURN CM__PRINTF(3, 4) void cm__fail_with(const char *file,
 
 CM__FN void cm__check(int ok, const char *expr, const char *file, int line)
 {
-    if (!ok) {
-        cm__fail_with(file, line, "%s", expr);
-    }
+    if (!ok) { cm__fail_with(file, line, "%s", expr); }
 }
 
-#define assert_true(c) cm__check(!!(c), #c, __FILE__, __LINE__)
+#define assert_true(c)  cm__check(!!(c), #c, __FILE__, __LINE__)
 #define assert_false(c) cm__check(!(c), #c, __FILE__, __LINE__)
 
-CM__FN void cm__int_cmp(uintmax_t a, uintmax_t b, int want_equal,
-                        const char *file, int line)
+CM__FN void cm__int_cmp(uintmax_t a, uintmax_t b, int want_equal, const char *file, int line)
 {
     if ((a == b) != want_equal) {
         cm__fail_with(file, line, "%#llx %s %#llx", (unsigned long long)a,
@@ -185,117 +183,84 @@ CM__FN void cm__int_cmp(uintmax_t a, uintmax_t b, int want_equal,
     }
 }
 
-#define assert_int_equal(a, b) \
-    cm__int_cmp((uintmax_t)(a), (uintmax_t)(b), 1, __FILE__, __LINE__)
-#define assert_int_not_equal(a, b) \
-    cm__int_cmp((uintmax_t)(a), (uintmax_t)(b), 0, __FILE__, __LINE__)
+#define assert_int_equal(a, b)     cm__int_cmp((uintmax_t)(a), (uintmax_t)(b), 1, __FILE__, __LINE__)
+#define assert_int_not_equal(a, b) cm__int_cmp((uintmax_t)(a), (uintmax_t)(b), 0, __FILE__, __LINE__)
 
-CM__FN void cm__range(uintmax_t v, uintmax_t lo, uintmax_t hi, int want_in,
-                      const char *file, int line)
+CM__FN void cm__range(uintmax_t v, uintmax_t lo, uintmax_t hi, int want_in, const char *file, int line)
 {
     int in = v >= lo && v <= hi;
     if (in != want_in) {
-        cm__fail_with(file, line, "%llu is %swithin the range %llu-%llu",
-                      (unsigned long long)v, in ? "" : "not ",
+        cm__fail_with(file, line, "%llu is %swithin the range %llu-%llu", (unsigned long long)v, in ? "" : "not ",
                       (unsigned long long)lo, (unsigned long long)hi);
     }
 }
 
-#define assert_in_range(v, lo, hi)                                       \
-    cm__range((uintmax_t)(v), (uintmax_t)(lo), (uintmax_t)(hi), 1,       \
-              __FILE__, __LINE__)
-#define assert_not_in_range(v, lo, hi)                                   \
-    cm__range((uintmax_t)(v), (uintmax_t)(lo), (uintmax_t)(hi), 0,       \
-              __FILE__, __LINE__)
+#define assert_in_range(v, lo, hi) cm__range((uintmax_t)(v), (uintmax_t)(lo), (uintmax_t)(hi), 1, __FILE__, __LINE__)
+#define assert_not_in_range(v, lo, hi) \
+    cm__range((uintmax_t)(v), (uintmax_t)(lo), (uintmax_t)(hi), 0, __FILE__, __LINE__)
 
-CM__FN void cm__ptr_cmp(const void *a, const void *b, int want_equal,
-                        const char *file, int line)
+CM__FN void cm__ptr_cmp(const void *a, const void *b, int want_equal, const char *file, int line)
 {
-    if ((a == b) != want_equal) {
-        cm__fail_with(file, line, "%p %s %p", a, want_equal ? "!=" : "==", b);
-    }
+    if ((a == b) != want_equal) { cm__fail_with(file, line, "%p %s %p", a, want_equal ? "!=" : "==", b); }
 }
 
-#define assert_ptr_equal(a, b) \
-    cm__ptr_cmp((const void *)(a), (const void *)(b), 1, __FILE__, __LINE__)
-#define assert_ptr_not_equal(a, b) \
-    cm__ptr_cmp((const void *)(a), (const void *)(b), 0, __FILE__, __LINE__)
-#define assert_null(p) \
-    cm__ptr_cmp((const void *)(p), NULL, 1, __FILE__, __LINE__)
-#define assert_non_null(p) \
-    cm__ptr_cmp((const void *)(p), NULL, 0, __FILE__, __LINE__)
+#define assert_ptr_equal(a, b)     cm__ptr_cmp((const void *)(a), (const void *)(b), 1, __FILE__, __LINE__)
+#define assert_ptr_not_equal(a, b) cm__ptr_cmp((const void *)(a), (const void *)(b), 0, __FILE__, __LINE__)
+#define assert_null(p)             cm__ptr_cmp((const void *)(p), NULL, 1, __FILE__, __LINE__)
+#define assert_non_null(p)         cm__ptr_cmp((const void *)(p), NULL, 0, __FILE__, __LINE__)
 
-CM__FN void cm__mem_cmp(const void *a, const void *b, size_t n,
-                        int want_equal, const char *file, int line)
+CM__FN void cm__mem_cmp(const void *a, const void *b, size_t n, int want_equal, const char *file, int line)
 {
     const unsigned char *x = (const unsigned char *)a;
     const unsigned char *y = (const unsigned char *)b;
     size_t i, differ = 0, first = 0;
     for (i = 0; i < n; ++i) {
         if (x[i] != y[i]) {
-            if (differ++ == 0) {
-                first = i;
-            }
+            if (differ++ == 0) { first = i; }
         }
     }
     if (want_equal && differ) {
         cm__fail_with(file, line,
                       "difference at offset %lu 0x%02x 0x%02x\n"
                       "%lu bytes of %p and %p differ",
-                      (unsigned long)first, x[first], y[first],
-                      (unsigned long)differ, a, b);
+                      (unsigned long)first, x[first], y[first], (unsigned long)differ, a, b);
     }
     if (!want_equal && !differ) {
-        cm__fail_with(file, line, "%lu bytes of %p and %p are the same",
-                      (unsigned long)n, a, b);
+        cm__fail_with(file, line, "%lu bytes of %p and %p are the same", (unsigned long)n, a, b);
     }
 }
 
-#define assert_memory_equal(a, b, n) \
-    cm__mem_cmp((a), (b), (size_t)(n), 1, __FILE__, __LINE__)
-#define assert_memory_not_equal(a, b, n) \
-    cm__mem_cmp((a), (b), (size_t)(n), 0, __FILE__, __LINE__)
+#define assert_memory_equal(a, b, n)     cm__mem_cmp((a), (b), (size_t)(n), 1, __FILE__, __LINE__)
+#define assert_memory_not_equal(a, b, n) cm__mem_cmp((a), (b), (size_t)(n), 0, __FILE__, __LINE__)
 
-CM__FN void cm__str_cmp(const char *a, const char *b, int want_equal,
-                        const char *file, int line)
+CM__FN void cm__str_cmp(const char *a, const char *b, int want_equal, const char *file, int line)
 {
     int equal = a != NULL && b != NULL ? strcmp(a, b) == 0 : a == b;
     if (equal != want_equal) {
-        cm__fail_with(file, line, "\"%s\" %s \"%s\"", a ? a : "(null)",
-                      want_equal ? "!=" : "==", b ? b : "(null)");
+        cm__fail_with(file, line, "\"%s\" %s \"%s\"", a ? a : "(null)", want_equal ? "!=" : "==", b ? b : "(null)");
     }
 }
 
-#define assert_string_equal(a, b) cm__str_cmp((a), (b), 1, __FILE__, __LINE__)
-#define assert_string_not_equal(a, b) \
-    cm__str_cmp((a), (b), 0, __FILE__, __LINE__)
+#define assert_string_equal(a, b)     cm__str_cmp((a), (b), 1, __FILE__, __LINE__)
+#define assert_string_not_equal(a, b) cm__str_cmp((a), (b), 0, __FILE__, __LINE__)
 
-CM__FN void cm__float_eq(double a, double b, double epsilon, const char *file,
-                         int line)
+CM__FN void cm__float_eq(double a, double b, double epsilon, const char *file, int line)
 {
     double d = a > b ? a - b : b - a;
     /* "!(d <= eps)" so that a NaN on either side fails. */
-    if (!(d <= epsilon)) {
-        cm__fail_with(file, line, "%f != %f", a, b);
-    }
+    if (!(d <= epsilon)) { cm__fail_with(file, line, "%f != %f", a, b); }
 }
 
-#define assert_float_equal(a, b, epsilon)                                \
-    cm__float_eq((double)(a), (double)(b), (double)(epsilon), __FILE__,  \
-                 __LINE__)
+#define assert_float_equal(a, b, epsilon) cm__float_eq((double)(a), (double)(b), (double)(epsilon), __FILE__, __LINE__)
 
-CM__FN void cm__return_code(intmax_t rc, const char *expr, const char *file,
-                            int line)
+CM__FN void cm__return_code(intmax_t rc, const char *expr, const char *file, int line)
 {
-    if (rc < 0) {
-        cm__fail_with(file, line, "%s < 0 (%lld)", expr, (long long)rc);
-    }
+    if (rc < 0) { cm__fail_with(file, line, "%s < 0 (%lld)", expr, (long long)rc); }
 }
 
 /* The second argument is cmocka's errno value; it is only printed by real
  * cmocka, so it is evaluated and ignored here. */
-#define assert_return_code(rc, error) \
-    ((void)(error), cm__return_code((intmax_t)(rc), #rc, __FILE__, __LINE__))
+#define assert_return_code(rc, error) ((void)(error), cm__return_code((intmax_t)(rc), #rc, __FILE__, __LINE__))
 
 /* ---- running a group -------------------------------------------------- */
 
@@ -347,25 +312,19 @@ CM__FN int cm__run_one(const struct CMUnitTest *t, void *group_state)
 }
 
 /* The summary's list of skipped or failed tests, as cmocka prints it. */
-CM__FN void cm__list(const struct CMUnitTest *tests, const unsigned char *results,
-                     size_t count, int which, size_t n, const char *tag,
-                     const char *word)
+CM__FN void cm__list(const struct CMUnitTest *tests, const unsigned char *results, size_t count, int which, size_t n,
+                     const char *tag, const char *word)
 {
     size_t i;
-    if (n == 0) {
-        return;
-    }
+    if (n == 0) { return; }
     print_message("%s %lu test(s), listed below:\n", tag, (unsigned long)n);
     for (i = 0; i < count; ++i) {
-        if (results[i] == which) {
-            print_message("%s %s\n", tag, tests[i].name);
-        }
+        if (results[i] == which) { print_message("%s %s\n", tag, tests[i].name); }
     }
     print_message("\n %lu %s TEST(S)\n", (unsigned long)n, word);
 }
 
-CM__FN int cm__run_group(const char *group, const struct CMUnitTest *tests,
-                         size_t count, CMFixtureFunction group_setup,
+CM__FN int cm__run_group(const char *group, const struct CMUnitTest *tests, size_t count, CMFixtureFunction group_setup,
                          CMFixtureFunction group_teardown)
 {
     /* Results per test; groups larger than this are split by the caller. */
@@ -375,18 +334,16 @@ CM__FN int cm__run_group(const char *group, const struct CMUnitTest *tests,
     size_t i, run = 0, passed = 0, failed = 0, skipped = 0;
 
     if (count > CM__MAX_TESTS) {
-        print_error("[  ERROR   ] %s: %lu tests, the shim runs at most %d\n",
-                    group, (unsigned long)count, (int)CM__MAX_TESTS);
+        print_error("[  ERROR   ] %s: %lu tests, the shim runs at most %d\n", group, (unsigned long)count,
+                    (int)CM__MAX_TESTS);
         return (int)count;
     }
-    print_message("[==========] %s: Running %lu test(s).\n", group,
-                  (unsigned long)count);
+    print_message("[==========] %s: Running %lu test(s).\n", group, (unsigned long)count);
     if (group_setup != NULL && group_setup(&group_state) != 0) {
         print_message("[  FAILED  ] GROUP SETUP\n");
         print_message("[  ERROR   ] %s\n", group);
         print_message("[==========] %s: 0 test(s) run.\n", group);
-        print_message("[  FAILED  ] %lu test(s), listed below:\n",
-                      (unsigned long)count);
+        print_message("[  FAILED  ] %lu test(s), listed below:\n", (unsigned long)count);
         return (int)count;
     }
     for (i = 0; i < count; ++i) {
@@ -396,12 +353,9 @@ CM__FN int cm__run_group(const char *group, const struct CMUnitTest *tests,
         failed += results[i] == CM__FAILED;
         skipped += results[i] == CM__SKIPPED;
     }
-    if (group_teardown != NULL && group_teardown(&group_state) != 0) {
-        print_message("[  ERROR   ] GROUP TEARDOWN\n");
-    }
+    if (group_teardown != NULL && group_teardown(&group_state) != 0) { print_message("[  ERROR   ] GROUP TEARDOWN\n"); }
 
-    print_message("[==========] %s: %lu test(s) run.\n", group,
-                  (unsigned long)run);
+    print_message("[==========] %s: %lu test(s) run.\n", group, (unsigned long)run);
     print_message("[  PASSED  ] %lu test(s).\n", (unsigned long)passed);
     cm__list(tests, results, count, CM__SKIPPED, skipped, "[  SKIPPED ]", "SKIPPED");
     cm__list(tests, results, count, CM__FAILED, failed, "[  FAILED  ]", "FAILED");

@@ -31,9 +31,9 @@ static int group_body_ran; /* must stay 0 */
 
 static void passes_every_assertion(void **state)
 {
-    int a[3] = { 1, 2, 3 };
-    int b[3] = { 1, 2, 3 };
-    int c[3] = { 1, 2, 4 };
+    int a[3] = {1, 2, 3};
+    int b[3] = {1, 2, 3};
+    int c[3] = {1, 2, 4};
     (void)state;
     assert_true(1);
     assert_false(0);
@@ -246,12 +246,9 @@ static const struct CMUnitTest inner[] = {
     cmocka_unit_test(fails_fail),
     cmocka_unit_test(fails_fail_msg),
     cmocka_unit_test(skips_skip),
-    cmocka_unit_test_setup_teardown(fails_because_setup_fails, failing_setup,
-                                    counting_teardown),
-    cmocka_unit_test_setup_teardown(fails_then_tears_down, NULL,
-                                    counting_teardown),
-    cmocka_unit_test_setup_teardown(passes_state_from_setup, setup_state,
-                                    teardown_state),
+    cmocka_unit_test_setup_teardown(fails_because_setup_fails, failing_setup, counting_teardown),
+    cmocka_unit_test_setup_teardown(fails_then_tears_down, NULL, counting_teardown),
+    cmocka_unit_test_setup_teardown(passes_state_from_setup, setup_state, teardown_state),
     cmocka_unit_test_teardown(fails_in_teardown, asserting_teardown),
 };
 
@@ -267,9 +264,7 @@ static int count_prefix(const char *prefix)
 {
     size_t i;
     int n = 0;
-    for (i = 0; i < sizeof inner / sizeof inner[0]; ++i) {
-        n += strncmp(inner[i].name, prefix, strlen(prefix)) == 0;
-    }
+    for (i = 0; i < sizeof inner / sizeof inner[0]; ++i) { n += strncmp(inner[i].name, prefix, strlen(prefix)) == 0; }
     return n;
 }
 
@@ -322,14 +317,12 @@ int main(void)
     /* The inner groups fail on purpose; they run quietly so that no log
      * reader mistakes their summaries for real failures. */
     cmocka_shim_quiet(1);
-    inner_failed = cmocka_run_group_tests_name("shim_expected_failures", inner,
-                                               NULL, NULL);
-    never_run_failed = cmocka_run_group_tests_name(
-        "shim_expected_group_setup_failure", never_run, failing_group_setup,
-        NULL);
+    inner_failed = cmocka_run_group_tests_name("shim_expected_failures", inner, NULL, NULL);
+    never_run_failed =
+        cmocka_run_group_tests_name("shim_expected_group_setup_failure", never_run, failing_group_setup, NULL);
     cmocka_shim_quiet(0);
     print_message("cmocka shim self-test: %d + %d deliberate failures counted "
-                  "quietly; the verdict follows.\n", inner_failed,
-                  never_run_failed);
+                  "quietly; the verdict follows.\n",
+                  inner_failed, never_run_failed);
     return cmocka_run_group_tests_name("shim_selftest", verdict, NULL, NULL);
 }

@@ -41,7 +41,7 @@ int main(void)
 
     mb_tensor_init(&in[0].tensor, x, MB_F32, 2, xs);
     in[0].kind = MB_VALUE_TENSOR;
-    n = mb_split(in, NULL, 1, 3, MB_BALANCED, chunks, 3, NULL);   /* torch.tensor_split: 4,3,3 */
+    n = mb_split(in, NULL, 1, 3, MB_BALANCED, chunks, 3, NULL); /* torch.tensor_split: 4,3,3 */
     if (n != 3 || chunks[0].tensor.shape[0] != 4 || chunks[2].tensor.shape[0] != 3) {
         printf("FAILED: mb_split gave %d chunks\n", n);
         failed++;
@@ -60,8 +60,7 @@ int main(void)
         printf("FAILED: all_reduce over 4 pg_pthread ranks: %s\n", pg_strerror(rc));
         failed++;
     }
-    printf("splitcore %d.%d.%d: split, 1F1B plan, shard sizes, all_reduce on 4 threads: %s\n",
-           SPLITCORE_VERSION_MAJOR, SPLITCORE_VERSION_MINOR, SPLITCORE_VERSION_PATCH,
-           failed ? "FAILED" : "ok");
+    printf("splitcore %d.%d.%d: split, 1F1B plan, shard sizes, all_reduce on 4 threads: %s\n", SPLITCORE_VERSION_MAJOR,
+           SPLITCORE_VERSION_MINOR, SPLITCORE_VERSION_PATCH, failed ? "FAILED" : "ok");
     return failed != 0;
 }

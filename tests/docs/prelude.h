@@ -13,7 +13,7 @@ static inline void my_layer(const mb_tensor *x, mb_tensor *y)
     (void)y;
 }
 #ifdef PIPELINE_H
-extern char big_buf[];                 /* pipeline.h: the buffer pp_emit_c writes C into */
+extern char big_buf[]; /* pipeline.h: the buffer pp_emit_c writes C into */
 #define big_cap ((size_t)65536)
 #endif
 #ifdef PG_H
@@ -23,7 +23,7 @@ static inline void fill(float *x, int rank) /* pg.h: this rank's input */
     for (i = 0; i < 256; i++) x[i] = (float)rank;
 }
 #endif
-#ifdef PG_SHM_H                        /* pg_shm.h and its hook sets: one core's view */
+#ifdef PG_SHM_H /* pg_shm.h and its hook sets: one core's view */
 extern int me;
 extern float x[256];
 extern const pg_shm_hooks my_hooks;

@@ -42,13 +42,16 @@
 #define configENABLE_BACKWARD_COMPATIBILITY     0
 #define configUSE_16_BIT_TICKS                  0 /* ticks are the port's unsigned long */
 
-#define INCLUDE_vTaskDelay                      1
-#define INCLUDE_vTaskDelete                     1
-#define INCLUDE_xTaskGetCurrentTaskHandle       1
-#define INCLUDE_xTaskGetSchedulerState          1
+#define INCLUDE_vTaskDelay                1
+#define INCLUDE_vTaskDelete               1
+#define INCLUDE_xTaskGetCurrentTaskHandle 1
+#define INCLUDE_xTaskGetSchedulerState    1
 
 /* A failed kernel assertion ends the run with a message (the suite then fails). */
 void pg_freertos_assert_failed(const char *file, int line);
-#define configASSERT(x) do { if (!(x)) pg_freertos_assert_failed(__FILE__, __LINE__); } while (0)
+#define configASSERT(x)                                          \
+    do {                                                         \
+        if (!(x)) pg_freertos_assert_failed(__FILE__, __LINE__); \
+    } while (0)
 
 #endif /* FREERTOS_CONFIG_H */

@@ -28,12 +28,12 @@
 #include "ports/pg_shm.h"
 #include "ports/platform/freertos.h"
 
-#define RANKS 4
-#define SLOTS 8
-#define PAYLOAD 1024
+#define RANKS        4
+#define SLOTS        8
+#define PAYLOAD      1024
 #define REGION_BYTES PG_SHM_REGION_BYTES(RANKS, SLOTS, PAYLOAD)
-#define JOB 1 /* notification index of the job board (0 is pg_shm's doorbell) */
-#define PRIORITY (tskIDLE_PRIORITY + 1)
+#define JOB          1 /* notification index of the job board (0 is pg_shm's doorbell) */
+#define PRIORITY     (tskIDLE_PRIORITY + 1)
 
 static uint32_t region[REGION_BYTES / 4] __attribute__((aligned(64)));
 static pg_shm shm[RANKS];
@@ -110,12 +110,12 @@ int main(void)
 {
     int r;
     for (r = 0; r < RANKS; r++)
-        bells.task[r] = xTaskCreateStatic(rank_task, "rank", configMINIMAL_STACK_SIZE, (void *)(intptr_t)r,
-                                          PRIORITY, stack[r], &tcb[r]);
-    cmocka_task = xTaskCreateStatic(cmocka_main, "cmocka", configMINIMAL_STACK_SIZE, NULL, PRIORITY,
-                                    stack[RANKS], &tcb[RANKS]);
-    printf("FreeRTOS %s, POSIX port: %d rank tasks over pg_shm (ports/platform/freertos.h)\n",
-           tskKERNEL_VERSION_NUMBER, RANKS);
+        bells.task[r] = xTaskCreateStatic(rank_task, "rank", configMINIMAL_STACK_SIZE, (void *)(intptr_t)r, PRIORITY,
+                                          stack[r], &tcb[r]);
+    cmocka_task =
+        xTaskCreateStatic(cmocka_main, "cmocka", configMINIMAL_STACK_SIZE, NULL, PRIORITY, stack[RANKS], &tcb[RANKS]);
+    printf("FreeRTOS %s, POSIX port: %d rank tasks over pg_shm (ports/platform/freertos.h)\n", tskKERNEL_VERSION_NUMBER,
+           RANKS);
     fflush(stdout);
     vTaskStartScheduler();
     return failed;

@@ -30,7 +30,10 @@ static inline fz_in fz_make(const uint8_t *p, size_t n)
     return in;
 }
 
-static inline uint32_t fz_u8(fz_in *in) { return in->at < in->n ? in->p[in->at++] : 0u; }
+static inline uint32_t fz_u8(fz_in *in)
+{
+    return in->at < in->n ? in->p[in->at++] : 0u;
+}
 
 static inline uint32_t fz_u16(fz_in *in)
 {
@@ -63,9 +66,17 @@ static inline int32_t fz_sint(fz_in *in, int32_t range)
     return v >= 0 && v < range ? v - range / 2 : v;
 }
 
-static inline size_t fz_left(const fz_in *in) { return in->at < in->n ? in->n - in->at : 0u; }
+static inline size_t fz_left(const fz_in *in)
+{
+    return in->at < in->n ? in->n - in->at : 0u;
+}
 
-#define FUZZ_REQUIRE(c) do { if (!(c)) { \
-    fprintf(stderr, "%s:%d: FUZZ_REQUIRE(%s) failed\n", __FILE__, __LINE__, #c); abort(); } } while (0)
+#define FUZZ_REQUIRE(c)                                                                  \
+    do {                                                                                 \
+        if (!(c)) {                                                                      \
+            fprintf(stderr, "%s:%d: FUZZ_REQUIRE(%s) failed\n", __FILE__, __LINE__, #c); \
+            abort();                                                                     \
+        }                                                                                \
+    } while (0)
 
 #endif /* SPLITCORE_FUZZ_H */

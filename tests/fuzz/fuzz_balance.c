@@ -37,8 +37,7 @@ static uint64_t optimum(const uint64_t *w, int n, int p)
     return best[p][n];
 }
 
-static void check_partition(const int32_t *bal, int nparts, int n, const uint64_t *w, uint64_t max_part,
-                            int exact)
+static void check_partition(const int32_t *bal, int nparts, int n, const uint64_t *w, uint64_t max_part, int exact)
 {
     int p, i = 0, k;
     uint64_t worst = 0;
@@ -115,8 +114,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     FUZZ_REQUIRE(out[p] == before[p]); /* nothing past nparts */
     for (i = 0; i < n; i++)
-        w[i] = by == PP_BY_COST ? layers[i].cost
-                                : (uint64_t)layers[i].param_bytes * scale + layers[i].act_bytes;
+        w[i] = by == PP_BY_COST ? layers[i].cost : (uint64_t)layers[i].param_bytes * scale + layers[i].act_bytes;
     /* exact where the weights' sum cannot wrap uint64 */
     check_partition(out, p, n, w, max_part, by == PP_BY_COST || scale < 65536u);
     rc = pp_stage_map(fz_int(&in, 3), fz_int(&in, 20), fz_int(&in, 70), map);

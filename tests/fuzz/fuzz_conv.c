@@ -30,9 +30,12 @@
 #include "fuzz.h"
 
 #define CANARY 0x5c
-#define MAXR 4 /* ranks of the sharded calls */
+#define MAXR   4 /* ranks of the sharded calls */
 
-static int is_err(int rc) { return rc <= 0 && rc >= DT_ERR_VALUE; }
+static int is_err(int rc)
+{
+    return rc <= 0 && rc >= DT_ERR_VALUE;
+}
 
 /* A 4-D tensor in its own heap block of exactly its bytes, dims stored in memory order
    perm (perm[0] outermost). */
@@ -67,7 +70,11 @@ static void blk_make(blk *b, mb_dtype dt, int nd, const int32_t *shape, uint32_t
     }
 }
 
-static void blk_free(blk *b) { free(b->t.data); b->t.data = 0; }
+static void blk_free(blk *b)
+{
+    free(b->t.data);
+    b->t.data = 0;
+}
 
 static int blk_untouched(const blk *b)
 {
@@ -81,7 +88,8 @@ static int blk_untouched(const blk *b)
 static size_t at(const mb_tensor *t, int layout, int32_t n, int32_t c, int32_t h, int32_t w)
 {
     if (layout == DT_NHWC)
-        return (size_t)n * t->stride[0] + (size_t)h * t->stride[1] + (size_t)w * t->stride[2] + (size_t)c * t->stride[3];
+        return (size_t)n * t->stride[0] + (size_t)h * t->stride[1] + (size_t)w * t->stride[2] +
+               (size_t)c * t->stride[3];
     return (size_t)n * t->stride[0] + (size_t)c * t->stride[1] + (size_t)h * t->stride[2] + (size_t)w * t->stride[3];
 }
 static float *F(const blk *b, int layout, int32_t n, int32_t c, int32_t h, int32_t w)
@@ -98,9 +106,13 @@ static void order(int layout, const int32_t *c, int32_t *s)
 {
     s[0] = c[0];
     if (layout == DT_NHWC) {
-        s[1] = c[2]; s[2] = c[3]; s[3] = c[1];
+        s[1] = c[2];
+        s[2] = c[3];
+        s[3] = c[1];
     } else {
-        s[1] = c[1]; s[2] = c[2]; s[3] = c[3];
+        s[1] = c[1];
+        s[2] = c[2];
+        s[3] = c[3];
     }
 }
 
@@ -125,7 +137,10 @@ static uint32_t next(vals *v)
     v->s ^= v->s << 5;
     return v->s;
 }
-static int8_t val8(vals *v) { return (int8_t)((int)((next(v) >> 8) & v->mask) - (int)((v->mask + 1) / 2)); }
+static int8_t val8(vals *v)
+{
+    return (int8_t)((int)((next(v) >> 8) & v->mask) - (int)((v->mask + 1) / 2));
+}
 static void fill_f32(vals *v, blk *b)
 {
     size_t i, n = b->bytes / 4;
@@ -139,11 +154,11 @@ static void fill_i8(vals *v, blk *b)
 
 typedef struct conv_case {
     dt_conv2d_params p;
-    int pool;                  /* max pool (p.kernel) instead of conv2d */
+    int pool;                    /* max pool (p.kernel) instead of conv2d */
     int32_t ci[4], cw[4], co[4]; /* canonical input, weight, output shapes */
-    int valid;                 /* the parameters and shapes are valid (co set) */
-    int big;                   /* an output side > 64: valid for the library, too big to test here */
-    int bad;                   /* invalid for the library (valid = !bad && !big) */
+    int valid;                   /* the parameters and shapes are valid (co set) */
+    int big;                     /* an output side > 64: valid for the library, too big to test here */
+    int bad;                     /* invalid for the library (valid = !bad && !big) */
 } conv_case;
 
 /* Small most of the time; sometimes any int (zero, negative, huge). */
@@ -179,7 +194,7 @@ static void read_case(fz_in *in, conv_case *k, int pool)
     k->cw[3] = param(in, 1, 4);
     if (fz_u8(in) < 12) k->ci[1] += 1; /* channels that no longer fit the weight */
     if (fz_u8(in) < 12) k->cw[0] += 1; /* C_out not a multiple of groups */
-    for (i = 0; i < 4; i++) /* keep the tensors small: sizes beyond 8 only as damage */
+    for (i = 0; i < 4; i++)            /* keep the tensors small: sizes beyond 8 only as damage */
         if (k->cw[i] < 0 || k->cw[i] > 8) k->cw[i] = fz_u8(in) & 1u ? -1 : 0;
     /* valid? torch's rule, from the header's documentation */
     k->valid = k->p.layout == DT_NCHW || k->p.layout == DT_NHWC;
@@ -192,7 +207,8 @@ static void read_case(fz_in *in, conv_case *k, int pool)
         }
         if (pool && (int64_t)k->p.padding[i] > ((int64_t)(kk - 1) * k->p.dilation[i] + 1) / 2) k->valid = 0;
         o = ((int64_t)k->ci[2 + i] + 2 * (int64_t)k->p.padding[i] - (int64_t)k->p.dilation[i] * (kk - 1) - 1) /
-                k->p.stride[i] + 1;
+                k->p.stride[i] +
+            1;
         if (((int64_t)k->ci[2 + i] + 2 * (int64_t)k->p.padding[i] - (int64_t)k->p.dilation[i] * (kk - 1) - 1) < 0)
             o = 0; /* C division truncates towards zero: a negative numerator is no output */
         if (o > 64 && o <= INT32_MAX) k->big = 1;
@@ -200,8 +216,8 @@ static void read_case(fz_in *in, conv_case *k, int pool)
         if (o > INT32_MAX) k->valid = 0, k->big = 0; /* not representable: invalid, not big */
         k->co[2 + i] = (int32_t)(o < 1 ? 1 : o > 64 ? 64 : o);
     }
-    if (!pool && (k->p.groups < 1 || k->cw[0] < 0 || k->cw[1] < 0 || k->ci[1] % k->p.groups ||
-                  k->cw[0] % k->p.groups || (int64_t)k->cw[1] * k->p.groups != k->ci[1]))
+    if (!pool && (k->p.groups < 1 || k->cw[0] < 0 || k->cw[1] < 0 || k->ci[1] % k->p.groups || k->cw[0] % k->p.groups ||
+                  (int64_t)k->cw[1] * k->p.groups != k->ci[1]))
         k->valid = 0;
     if (!pool && (k->cw[0] < 0 || k->cw[1] < 0 || k->cw[2] < 0 || k->cw[3] < 0)) k->valid = 0;
     k->bad = !k->valid;
@@ -288,12 +304,16 @@ static void ref_pool(const conv_case *k, const blk *x, blk *y, const blk *gy, bl
                             if (bh < 0 || v > best) best = v, bh = h, bw = ww;
                         }
                     if (bh < 0) { /* no input in the window: -inf (int8 -128), no gradient */
-                        if (y && i8) *Q(y, p->layout, n, c, oh, ow) = -128;
-                        else if (y) *F(y, p->layout, n, c, oh, ow) = -1.0f / 0.0f;
+                        if (y && i8)
+                            *Q(y, p->layout, n, c, oh, ow) = -128;
+                        else if (y)
+                            *F(y, p->layout, n, c, oh, ow) = -1.0f / 0.0f;
                         continue;
                     }
-                    if (y && i8) *Q(y, p->layout, n, c, oh, ow) = (int8_t)best;
-                    else if (y) *F(y, p->layout, n, c, oh, ow) = best;
+                    if (y && i8)
+                        *Q(y, p->layout, n, c, oh, ow) = (int8_t)best;
+                    else if (y)
+                        *F(y, p->layout, n, c, oh, ow) = best;
                     if (gx) *F(gx, p->layout, n, c, bh, bw) += *F(gy, p->layout, n, c, oh, ow);
                 }
 }
@@ -339,8 +359,10 @@ static void fuzz_local(fz_in *in, int what)
     order(lay, k.ci, s);
     blk_make(&x, dt, 4, s, fz_u8(in));
     blk_make(&w, dt, 4, k.cw, fz_u8(in));
-    if (dt == MB_I8) fill_i8(&vv, &x), fill_i8(&vv, &w);
-    else fill_f32(&vv, &x), fill_f32(&vv, &w);
+    if (dt == MB_I8)
+        fill_i8(&vv, &x), fill_i8(&vv, &w);
+    else
+        fill_f32(&vv, &x), fill_f32(&vv, &w);
     one = k.co[1];
     blk_make(&b, what == 4 ? MB_I32 : MB_F32, 1, &one, 0);
     if (what == 4) {
@@ -349,7 +371,7 @@ static void fuzz_local(fz_in *in, int what)
     } else {
         fill_f32(&vv, &b);
     }
-    {   /* the output shape query: the same rule */
+    { /* the output shape query: the same rule */
         int32_t os[4], before[4], want[4];
         order(lay, k.ci, s);
         memset(os, 0x3c, sizeof os);
@@ -363,8 +385,10 @@ static void fuzz_local(fz_in *in, int what)
     }
     if (what == 0 || what == 2 || what == 4) { /* forward */
         out_blk(in, &k, dt, &y, &ok);
-        if (what == 0) rc = dt_conv2d_ref(&k.p, &x.t, &w.t, bias ? &b.t : 0, &y.t);
-        else if (what == 2) rc = dt_maxpool2d_ref(&k.p, &x.t, &y.t);
+        if (what == 0)
+            rc = dt_conv2d_ref(&k.p, &x.t, &w.t, bias ? &b.t : 0, &y.t);
+        else if (what == 2)
+            rc = dt_maxpool2d_ref(&k.p, &x.t, &y.t);
         else {
             dt_qmul q[8];
             int nq = fz_u8(in) & 1u ? 1 : (int)k.co[1], relu = (int)(fz_u8(in) & 1u), j;
@@ -385,8 +409,10 @@ static void fuzz_local(fz_in *in, int what)
                                 for (c = 0; c < cpg; c++)
                                     for (i = 0; i < k.cw[2]; i++)
                                         for (j2 = 0; j2 < k.cw[3]; j2++) {
-                                            int32_t h = tap(oh, k.p.stride[0], k.p.padding[0], k.p.dilation[0], i, k.ci[2]);
-                                            int32_t ww = tap(ow, k.p.stride[1], k.p.padding[1], k.p.dilation[1], j2, k.ci[3]);
+                                            int32_t h =
+                                                tap(oh, k.p.stride[0], k.p.padding[0], k.p.dilation[0], i, k.ci[2]);
+                                            int32_t ww =
+                                                tap(ow, k.p.stride[1], k.p.padding[1], k.p.dilation[1], j2, k.ci[3]);
                                             if (h < 0 || h >= k.ci[2] || ww < 0 || ww >= k.ci[3]) continue;
                                             sum += (int64_t)*Q(&x, lay, n, oc / opg * cpg + c, h, ww) *
                                                    *Q(&w, DT_NCHW, oc, c, i, j2);
@@ -406,8 +432,10 @@ static void fuzz_local(fz_in *in, int what)
         if (!rc && what != 4) {
             order(lay, k.co, s);
             blk_make(&r, dt, 4, s, 0);
-            if (what == 0) ref_conv(&k, &x, &w, bias ? &b : 0, &r);
-            else ref_pool(&k, &x, &r, 0, 0);
+            if (what == 0)
+                ref_conv(&k, &x, &w, bias ? &b : 0, &r);
+            else
+                ref_pool(&k, &x, &r, 0, 0);
             FUZZ_REQUIRE(same(&y, &r, lay, k.co));
             blk_free(&r);
         }
@@ -441,10 +469,14 @@ static void fuzz_local(fz_in *in, int what)
             blk_make(&rgx, MB_F32, 4, s, 0);
             blk_make(&rgw, MB_F32, 4, k.cw, 0);
             blk_make(&rgb, MB_F32, 1, &one, 0);
-            if (what == 1) ref_conv_bw(&k, &x, &w, &gy, &rgx, &rgw, &rgb);
-            else ref_pool(&k, &x, 0, &gy, &rgx);
-            if ((want & 1) || what == 3) FUZZ_REQUIRE(same(&gx, &rgx, lay, k.ci));
-            else FUZZ_REQUIRE(blk_untouched(&gx));
+            if (what == 1)
+                ref_conv_bw(&k, &x, &w, &gy, &rgx, &rgw, &rgb);
+            else
+                ref_pool(&k, &x, 0, &gy, &rgx);
+            if ((want & 1) || what == 3)
+                FUZZ_REQUIRE(same(&gx, &rgx, lay, k.ci));
+            else
+                FUZZ_REQUIRE(blk_untouched(&gx));
             if (what == 1 && (want & 2)) FUZZ_REQUIRE(same(&gw, &rgw, DT_NCHW, k.cw));
             if (what == 1 && (want & 4)) FUZZ_REQUIRE(!memcmp(gb.t.data, rgb.t.data, gb.bytes));
             blk_free(&rgx), blk_free(&rgw), blk_free(&rgb);
@@ -457,20 +489,23 @@ static void fuzz_local(fz_in *in, int what)
 /* ---- sharded: dt_conv2d / dt_maxpool2d / dt_conv2d_sharded_backward on P ranks ---- */
 typedef struct shard_run {
     conv_case k;
-    int what;                 /* 0 conv2d, 1 max pool, 2 conv2d backward, 3 int8 conv2d */
+    int what; /* 0 conv2d, 1 max pool, 2 conv2d backward, 3 int8 conv2d */
     dt_qmul q[8];
     int nq, relu;
     int P, bias, in_kind, w_kind; /* in: 0 R, 1 S(N), 2 S(H), 3 S(C); w: 0 R, 1 S(0) */
-    blk x, w, b, gy;          /* global tensors (read only) */
+    blk x, w, b, gy;              /* global tensors (read only) */
     int rc[MAXR];
     blk out[MAXR], gx[MAXR], gw[MAXR], gb[MAXR]; /* each rank's results */
     dt_spec out_spec[MAXR], gspec[MAXR][3];
-    dt_mesh mesh[MAXR];       /* each rank's mesh (the specs above point at it) */
+    dt_mesh mesh[MAXR]; /* each rank's mesh (the specs above point at it) */
 } shard_run;
 
 static pg_pthread_world world;
 
-static int hdim(int layout) { return layout == DT_NHWC ? 1 : 2; }
+static int hdim(int layout)
+{
+    return layout == DT_NHWC ? 1 : 2;
+}
 
 static int shard_rank(pg_group *g, void *arg)
 {
@@ -487,8 +522,11 @@ static int shard_rank(pg_group *g, void *arg)
     pg_set_timeout(g, 5000);
     FUZZ_REQUIRE(dt_mesh_init(mp, 1, &P, 0, r) == DT_OK);
     FUZZ_REQUIRE(dt_comm_init(&c, mp, g) == DT_OK);
-    pin[0] = s->in_kind == 0 ? pr[0] : (dt_placement)DT_SHARD(s->in_kind == 1 ? 0 : s->in_kind == 2 ? hdim(lay)
-                                                                                 : lay == DT_NHWC ? 3 : 1);
+    pin[0] = s->in_kind == 0 ? pr[0]
+                             : (dt_placement)DT_SHARD(s->in_kind == 1   ? 0
+                                                      : s->in_kind == 2 ? hdim(lay)
+                                                      : lay == DT_NHWC  ? 3
+                                                                        : 1);
     pw[0] = s->w_kind ? (dt_placement)DT_SHARD(0) : pr[0];
     FUZZ_REQUIRE(dt_spec_init(&x.spec, mp, pin, 1, s->x.t.dtype, 4, s->x.t.shape, 0) == DT_OK);
     FUZZ_REQUIRE(dt_local_view(&x.spec, r, &s->x.t, &x.local) == DT_OK);
@@ -511,7 +549,7 @@ static int shard_rank(pg_group *g, void *arg)
     }
     scratch = malloc(need ? need : 1);
     FUZZ_REQUIRE(scratch);
-    {   /* this rank's output blocks: the local shape of the output spec */
+    { /* this rank's output blocks: the local shape of the output spec */
         dt_spec os;
         int32_t ls[4];
         FUZZ_REQUIRE(dt_conv2d_out_spec(&s->k.p, &x.spec, s->what == 1 ? 0 : &w.spec, &os) == DT_OK); /* as scratch */
@@ -579,8 +617,10 @@ static void check_grad(shard_run *s, const dt_spec *spec0, blk *ranks, const blk
             vb.t = v;
             vb.bytes = 0;
             cs[0] = v.shape[0];
-            if (layout == DT_NHWC) cs[1] = v.shape[3], cs[2] = v.shape[1], cs[3] = v.shape[2];
-            else cs[1] = v.shape[1], cs[2] = v.shape[2], cs[3] = v.shape[3];
+            if (layout == DT_NHWC)
+                cs[1] = v.shape[3], cs[2] = v.shape[1], cs[3] = v.shape[2];
+            else
+                cs[1] = v.shape[1], cs[2] = v.shape[2], cs[3] = v.shape[3];
             FUZZ_REQUIRE(same(&ranks[r], &vb, layout, cs));
         } else {
             for (i = 0; i < cnt; i++)
@@ -603,7 +643,8 @@ static void fuzz_sharded(fz_in *in)
     s.bias = fz_u8(in) & 1u;
     s.in_kind = (int)(fz_u8(in) % 4u);
     s.w_kind = s.what != 1 && (fz_u8(in) & 1u);
-    if (s.k.big || s.k.cw[0] < 0 || s.k.cw[1] < 0 || s.k.cw[2] < 0 || s.k.cw[3] < 0) return; /* huge outputs, negative weight sizes: local cases */
+    if (s.k.big || s.k.cw[0] < 0 || s.k.cw[1] < 0 || s.k.cw[2] < 0 || s.k.cw[3] < 0)
+        return; /* huge outputs, negative weight sizes: local cases */
     lay = s.k.p.layout == DT_NHWC ? DT_NHWC : DT_NCHW;
     order(lay, s.k.ci, sh);
     blk_make(&s.x, s.what == 3 ? MB_I8 : MB_F32, 4, sh, fz_u8(in));
@@ -632,7 +673,8 @@ static void fuzz_sharded(fz_in *in)
     FUZZ_REQUIRE(pg_pthread_run(&world, s.P, shard_rank, &s) == 0);
     for (r = 0; r < s.P; r++) {
         FUZZ_REQUIRE(is_err(s.rc[r]));
-        if (!valid) FUZZ_REQUIRE(s.rc[r] < 0);
+        if (!valid)
+            FUZZ_REQUIRE(s.rc[r] < 0);
         else if (s.rc[r]) {
             fprintf(stderr, "rank %d of %d: %d (%s)\n", r, s.P, s.rc[r], dt_strerror(s.rc[r]));
             FUZZ_REQUIRE(s.rc[r] == 0);
@@ -643,8 +685,10 @@ static void fuzz_sharded(fz_in *in)
         blk_make(&ref, s.x.t.dtype, 4, sh, 0);
         if (s.what == 3) /* the single-rank int8 kernel, itself checked against int64 loops above */
             FUZZ_REQUIRE(dt_conv2d_q8_ref(&s.k.p, &s.x.t, &s.w.t, s.bias ? &s.b.t : 0, s.q, s.nq, s.relu, &ref.t) == 0);
-        else if (s.what == 0) ref_conv(&s.k, &s.x, &s.w, s.bias ? &s.b : 0, &ref);
-        else if (s.what == 1) ref_pool(&s.k, &s.x, &ref, 0, 0);
+        else if (s.what == 0)
+            ref_conv(&s.k, &s.x, &s.w, s.bias ? &s.b : 0, &ref);
+        else if (s.what == 1)
+            ref_pool(&s.k, &s.x, &ref, 0, 0);
         if (s.what != 2) {
             check_grad(&s, &s.out_spec[0], s.out, &ref, lay);
         } else {
@@ -668,12 +712,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     fz_in in = fz_make(data, size);
     int what = (int)(fz_u8(&in) % 6u);
-    if (what == 5) fuzz_sharded(&in);
-    else fuzz_local(&in, what);
-    {   /* the pure helpers on any fields */
+    if (what == 5)
+        fuzz_sharded(&in);
+    else
+        fuzz_local(&in, what);
+    { /* the pure helpers on any fields */
         dt_conv2d_params p;
         int32_t rows[6], before[6], h = fz_int(&in, 12), kh = fz_int(&in, 5), parts = fz_int(&in, 5),
-                i = fz_int(&in, 5);
+                                    i = fz_int(&in, 5);
         int rc;
         memset(&p, 0, sizeof p);
         p.stride[0] = fz_int(&in, 4);
@@ -691,7 +737,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             FUZZ_REQUIRE(rows[4] >= 0 && rows[4] <= rows[5] && rows[5] <= h);
             if (rows[2] < rows[3]) /* the first output row's window starts at n0 (or in the padding) */
                 FUZZ_REQUIRE(rows[4] == ((int64_t)rows[2] * p.stride[0] - p.padding[0] < 0
-                                             ? 0 : (int64_t)rows[2] * p.stride[0] - p.padding[0]) ||
+                                             ? 0
+                                             : (int64_t)rows[2] * p.stride[0] - p.padding[0]) ||
                              rows[4] == rows[5]);
         }
     }

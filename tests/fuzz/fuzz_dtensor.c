@@ -23,7 +23,10 @@
 #include "dtensor.h"
 #include "fuzz.h"
 
-static int is_err(int rc) { return rc <= 0 && rc >= DT_ERR_COMM; }
+static int is_err(int rc)
+{
+    return rc <= 0 && rc >= DT_ERR_COMM;
+}
 
 static int64_t numel(const int32_t *shape, int nd)
 {
@@ -67,8 +70,7 @@ static void check_spec(const dt_spec *s)
     FUZZ_REQUIRE(dt_spec_check(s) == DT_OK && shards >= 1 && m->size % shards == 0);
     for (i = 0; i < m->size; i++) {
         FUZZ_REQUIRE(dt_local_shape(s, m->ranks[i], shape, off) == DT_OK);
-        for (d = 0; d < s->ndim; d++)
-            FUZZ_REQUIRE(shape[d] >= 0 && off[d] >= 0 && off[d] + shape[d] <= s->shape[d]);
+        for (d = 0; d < s->ndim; d++) FUZZ_REQUIRE(shape[d] >= 0 && off[d] >= 0 && off[d] + shape[d] <= s->shape[d]);
         held += numel(shape, s->ndim);
     }
     for (d = 0; d < m->ndim; d++)
@@ -88,8 +90,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uint64_t ns;
     int ndim = fz_u8(&in) < 240 ? 1 + (int)(fz_u8(&in) % DT_MAX_MESH_DIMS) : fz_int(&in, 6), i, d, rc, ra, rb, k;
     int rank = fz_int(&in, 16), use_ranks = fz_u8(&in) & 1u, flags;
-    for (i = 0; i < DT_MAX_MESH_DIMS; i++) shape[i] = fz_u8(&in) < 240 ? 1 + (int32_t)(fz_u8(&in) % 4u) : fz_int(&in, 8);
-    for (i = 0; i < DT_MAX_RANKS; i++) ranks[i] = fz_u8(&in) < 240 ? (int32_t)i * 2 + (int32_t)(fz_u8(&in) % 2u) : fz_int(&in, 80);
+    for (i = 0; i < DT_MAX_MESH_DIMS; i++)
+        shape[i] = fz_u8(&in) < 240 ? 1 + (int32_t)(fz_u8(&in) % 4u) : fz_int(&in, 8);
+    for (i = 0; i < DT_MAX_RANKS; i++)
+        ranks[i] = fz_u8(&in) < 240 ? (int32_t)i * 2 + (int32_t)(fz_u8(&in) % 2u) : fz_int(&in, 80);
     memset(&m, 0x4e, sizeof m);
     mb = m;
     rc = dt_mesh_init(&m, ndim, shape, use_ranks ? ranks : 0, rank);
@@ -129,8 +133,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_REQUIRE(dt_local_shape(&a, m.rank, ls, 0) == DT_OK);
         FUZZ_REQUIRE(memcmp(ls, plan.steps[0].in_shape, (size_t)a.ndim * sizeof(int32_t)) == 0);
         for (i = 1; i < plan.nsteps; i++)
-            FUZZ_REQUIRE(memcmp(plan.steps[i].in_shape, plan.steps[i - 1].out_shape,
-                                (size_t)a.ndim * sizeof(int32_t)) == 0);
+            FUZZ_REQUIRE(
+                memcmp(plan.steps[i].in_shape, plan.steps[i - 1].out_shape, (size_t)a.ndim * sizeof(int32_t)) == 0);
         FUZZ_REQUIRE(dt_local_shape(&b, m.rank, ls, 0) == DT_OK);
         FUZZ_REQUIRE(memcmp(ls, plan.steps[plan.nsteps - 1].out_shape, (size_t)a.ndim * sizeof(int32_t)) == 0);
     }

@@ -27,8 +27,8 @@
 #include "dtensor.h"
 #include "fuzz.h"
 
-#define CAP 24
-#define FILL 0xA5
+#define CAP   24
+#define FILL  0xA5
 #define ARENA (1 << 16)
 
 static dt_gnode nodes[CAP + 1];
@@ -36,7 +36,10 @@ static dt_gstep steps[CAP], bad[CAP];
 static uint64_t arena[ARENA / 8];
 static char text[1 << 17];
 
-static int is_err(int rc) { return rc < 0 && rc >= DT_ERR_BATCH; }
+static int is_err(int rc)
+{
+    return rc < 0 && rc >= DT_ERR_BATCH;
+}
 
 static dt_gvalue vals[CAP];
 static uint64_t scratch[ARENA / 8];
@@ -121,8 +124,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         int32_t ids[DT_MAX_OP_ARGS];
         dt_op_attrs a;
         int op = fz_u8(&in) < 245 ? fz_int(&in, DT_G_OP_END - DT_ATEN_COUNT + 12) : fz_int(&in, 1000), nin, before;
-        if (op >= DT_G_OP_END - DT_ATEN_COUNT + 4) op = DT_ATEN_COUNT + (op % (DT_G_OP_END - DT_ATEN_COUNT)); /* dt_gop */
-        else if (op >= 0 && op < DT_G_OP_END - DT_ATEN_COUNT + 4) op = (int)(fz_u8(&in) % DT_ATEN_COUNT); /* dt_aten */
+        if (op >= DT_G_OP_END - DT_ATEN_COUNT + 4)
+            op = DT_ATEN_COUNT + (op % (DT_G_OP_END - DT_ATEN_COUNT)); /* dt_gop */
+        else if (op >= 0 && op < DT_G_OP_END - DT_ATEN_COUNT + 4)
+            op = (int)(fz_u8(&in) % DT_ATEN_COUNT); /* dt_aten */
         nin = fz_u8(&in) < 240 ? (int)(fz_u8(&in) % 4) : fz_int(&in, 8);
         for (i = 0; i < DT_MAX_OP_ARGS; i++) ids[i] = fz_u8(&in) < 235 ? fz_int(&in, g.count + 1) : fz_int(&in, 64);
         read_attrs(&in, &a);
@@ -155,10 +160,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             FUZZ_REQUIRE(n->bd == DT_BD_NONE && n->placement == DT_BD_NONE);
             continue;
         }
-        if (n->type == DT_GT_PARAM) FUZZ_REQUIRE(n->placement == DT_BD_REPLICATE);
-        else if (n->type == DT_GT_GRAD) FUZZ_REQUIRE(n->placement == DT_BD_PARTIAL);
-        else FUZZ_REQUIRE(n->placement == DT_BD_REPLICATE || n->placement == DT_BD_PARTIAL ||
-                          (n->placement >= 0 && (n->placement < n->ndim || n->ndim == 0)));
+        if (n->type == DT_GT_PARAM)
+            FUZZ_REQUIRE(n->placement == DT_BD_REPLICATE);
+        else if (n->type == DT_GT_GRAD)
+            FUZZ_REQUIRE(n->placement == DT_BD_PARTIAL);
+        else
+            FUZZ_REQUIRE(n->placement == DT_BD_REPLICATE || n->placement == DT_BD_PARTIAL ||
+                         (n->placement >= 0 && (n->placement < n->ndim || n->ndim == 0)));
     }
     dist_check(&g, rc, 2);
     dist_check(&g, rc, 1);
@@ -174,8 +182,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     if (p.arena_bytes > ARENA || p.nsteps < 1) return 0;
     memset(arena, 0, sizeof arena);
-    if (world == 1) FUZZ_REQUIRE(dt_gplan_run(&p, arena, p.arena_bytes, NULL) == 0);
-    else FUZZ_REQUIRE(dt_gplan_run(&p, arena, ARENA, NULL) == DT_ERR_MISMATCH);
+    if (world == 1)
+        FUZZ_REQUIRE(dt_gplan_run(&p, arena, p.arena_bytes, NULL) == 0);
+    else
+        FUZZ_REQUIRE(dt_gplan_run(&p, arena, ARENA, NULL) == DT_ERR_MISMATCH);
     FUZZ_REQUIRE(dt_gplan_emit_c(&p, "fz_plan", NULL, 0, &len) == 0);
     FUZZ_REQUIRE(len < sizeof text);
     FUZZ_REQUIRE(dt_gplan_emit_c(&p, "fz_plan", text, sizeof text, &len2) == 0);

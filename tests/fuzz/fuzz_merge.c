@@ -15,13 +15,13 @@
 #include "microbatch.h"
 #include "fuzz.h"
 
-#define NV 3
-#define MAXC 8
+#define NV       3
+#define MAXC     8
 #define IN_BYTES 2048
 
-static double in_buf[NV][IN_BYTES / 8];          /* the inputs */
-static double out_buf[NV][IN_BYTES / 8];         /* the merge outputs */
-static double masked[NV * MAXC * IN_BYTES / 8];  /* debug-mask chunks */
+static double in_buf[NV][IN_BYTES / 8];         /* the inputs */
+static double out_buf[NV][IN_BYTES / 8];        /* the merge outputs */
+static double masked[NV * MAXC * IN_BYTES / 8]; /* debug-mask chunks */
 static unsigned char snap_out[sizeof out_buf], snap_chunks[sizeof masked], snap_in[sizeof in_buf];
 
 static int sum_reducer(mb_value *acc, const mb_value *chunk, void *user)
@@ -56,7 +56,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         args[i].scalar = (double)(int8_t)fz_u8(&in);
         FUZZ_REQUIRE(mb_tensor_init(t, in_buf[i], dt, nd, shape) == MB_OK);
         memcpy(in_buf[i], data, size < IN_BYTES ? size : IN_BYTES); /* any bits, NaNs too */
-        split_specs[i].kind = args[i].kind == MB_VALUE_TENSOR && nd && fz_u8(&in) < 200 ? MB_SPEC_SPLIT : MB_SPEC_REPLICATE;
+        split_specs[i].kind =
+            args[i].kind == MB_VALUE_TENSOR && nd && fz_u8(&in) < 200 ? MB_SPEC_SPLIT : MB_SPEC_REPLICATE;
         split_specs[i].dim = nd ? (int32_t)(fz_u8(&in) % (uint32_t)nd) : 0;
         split_specs[i].op = 0;
         split_specs[i].reducer = 0;
@@ -79,8 +80,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (fz_u8(&in) < 32) { /* another output shape or dtype */
             out[i].tensor.shape[fz_u8(&in) % MB_MAX_DIMS] = (int32_t)(fz_u8(&in) % 6u);
             out[i].tensor.dtype = (mb_dtype)(fz_u8(&in) % (MB_DTYPE_COUNT + 1));
-            out[i].tensor.ndim = mb_tensor_init(&out[i].tensor, out_buf[i], out[i].tensor.dtype,
-                                                out[i].tensor.ndim, out[i].tensor.shape) ? 7 : out[i].tensor.ndim;
+            out[i].tensor.ndim =
+                mb_tensor_init(&out[i].tensor, out_buf[i], out[i].tensor.dtype, out[i].tensor.ndim, out[i].tensor.shape)
+                    ? 7
+                    : out[i].tensor.ndim;
             damaged = 1;
         }
         if (specs[i].kind == MB_SPEC_REDUCE && fz_u8(&in) < 64) /* reduce into chunk c */
@@ -123,8 +126,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             FUZZ_REQUIRE(memcmp(&out[i].scalar, &args[i].scalar, sizeof(double)) == 0);
             continue;
         }
-        FUZZ_REQUIRE(memcmp(out_buf[i], in_buf[i], (size_t)mb_numel(&args[i].tensor) *
-                                                     mb_dtype_size(args[i].tensor.dtype)) == 0);
+        FUZZ_REQUIRE(memcmp(out_buf[i], in_buf[i],
+                            (size_t)mb_numel(&args[i].tensor) * mb_dtype_size(args[i].tensor.dtype)) == 0);
     }
     return 0;
 }

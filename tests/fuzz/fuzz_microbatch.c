@@ -15,8 +15,8 @@
 #include "microbatch.h"
 #include "fuzz.h"
 
-#define NV 4
-#define MAXC 16
+#define NV        4
+#define MAXC      16
 #define BUF_BYTES 4096
 
 static double buf[BUF_BYTES / 8];                  /* the values' data */
@@ -42,13 +42,15 @@ static int fits(const mb_tensor *t)
     if (mb_tensor_check(t) != MB_OK || !t->data) return 0;
     e = extent(t);
     off = (char *)t->data - (char *)buf;
-    return e >= 0 && off >= 0 && off + e <= BUF_BYTES &&
-           off % (int64_t)mb_dtype_size(t->dtype) == 0;
+    return e >= 0 && off >= 0 && off + e <= BUF_BYTES && off % (int64_t)mb_dtype_size(t->dtype) == 0;
 }
 
 /* The caller's promise: a view that passes mb_tensor_check lies inside its buffer (the
    library cannot know the buffer's size). Invalid views are fair game everywhere. */
-static int promised(const mb_tensor *t) { return mb_tensor_check(t) != MB_OK || fits(t); }
+static int promised(const mb_tensor *t)
+{
+    return mb_tensor_check(t) != MB_OK || fits(t);
+}
 
 static void read_value(fz_in *in, mb_value *v)
 {
@@ -87,8 +89,10 @@ static void check_views(fz_in *in, const mb_value *v)
     memset(&out, 0xa5, sizeof out);
     rc = mb_tensor_init(&out, t.data, t.dtype, t.ndim, shape);
     FUZZ_REQUIRE(rc <= 0 && rc >= MB_ERR_ALIGN);
-    if (rc) FUZZ_REQUIRE(memcmp(&out, &ref, sizeof out) == 0);
-    else FUZZ_REQUIRE(mb_is_contiguous(&out) == 1);
+    if (rc)
+        FUZZ_REQUIRE(memcmp(&out, &ref, sizeof out) == 0);
+    else
+        FUZZ_REQUIRE(mb_is_contiguous(&out) == 1);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -127,8 +131,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memset(out, 0x5c, sizeof out);
     memcpy(before, out, sizeof out);
     use_specs = fz_u8(&in) & 1u;
-    rc = promise ? mb_split(args, use_specs ? specs : 0, nargs, chunks, flags, out, max_chunks, &diag)
-                 : MB_ERR_SHAPE;
+    rc = promise ? mb_split(args, use_specs ? specs : 0, nargs, chunks, flags, out, max_chunks, &diag) : MB_ERR_SHAPE;
     FUZZ_REQUIRE(rc >= MB_ERR_ALIGN && (rc != 0 || nargs == 0 || rc < 0));
     if (rc < 0) FUZZ_REQUIRE(memcmp(out, before, sizeof out) == 0);
     FUZZ_REQUIRE(rc <= max_chunks);
@@ -150,19 +153,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 FUZZ_REQUIRE(d == dim || o->tensor.shape[d] == t->shape[d]);
             }
             if (o->tensor.shape[dim] && t->data) /* data = t's + offset * stride (wrapping) */
-                FUZZ_REQUIRE((uintptr_t)o->tensor.data == (uintptr_t)t->data + (uintptr_t)((uint64_t)sum *
-                             (uint64_t)t->stride[dim] * mb_dtype_size(t->dtype)));
+                FUZZ_REQUIRE((uintptr_t)o->tensor.data ==
+                             (uintptr_t)t->data +
+                                 (uintptr_t)((uint64_t)sum * (uint64_t)t->stride[dim] * mb_dtype_size(t->dtype)));
             sum += o->tensor.shape[dim];
             if (all_fit) FUZZ_REQUIRE(fits(&o->tensor) || o->tensor.shape[dim] == 0 || mb_numel(t) == 0);
         }
-        if (kind == MB_SPEC_SPLIT) FUZZ_REQUIRE(sum == t->shape[mb_normalize_dim(use_specs ? specs[i].dim : 0, t->ndim)]);
+        if (kind == MB_SPEC_SPLIT)
+            FUZZ_REQUIRE(sum == t->shape[mb_normalize_dim(use_specs ? specs[i].dim : 0, t->ndim)]);
     }
     /* debug-mask split: the caller promises views inside their buffers */
     if (all_fit && chunks <= MAXC) {
         rc = mb_split_masked_bytes(args, specs, nargs, chunks, flags, &need);
         if (rc > 0 && need <= sizeof masked) {
-            rc = mb_split_masked(args, specs, nargs, chunks, flags, out, NV * MAXC / (nargs ? nargs : 1),
-                                 masked, sizeof masked, &diag);
+            rc = mb_split_masked(args, specs, nargs, chunks, flags, out, NV * MAXC / (nargs ? nargs : 1), masked,
+                                 sizeof masked, &diag);
             FUZZ_REQUIRE(rc >= MB_ERR_ALIGN);
         }
     }

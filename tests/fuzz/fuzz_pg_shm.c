@@ -20,10 +20,10 @@
 #include "ports/pg_shm.h"
 #include "fuzz.h"
 
-#define MAX_CORES 3
-#define MAX_SLOTS 8
+#define MAX_CORES   3
+#define MAX_SLOTS   8
 #define MAX_PAYLOAD 64
-#define REGION_MAX PG_SHM_REGION_BYTES(MAX_CORES, MAX_SLOTS, MAX_PAYLOAD)
+#define REGION_MAX  PG_SHM_REGION_BYTES(MAX_CORES, MAX_SLOTS, MAX_PAYLOAD)
 
 static uint32_t region[REGION_MAX / 4] __attribute__((aligned(64)));
 static pg_shm shm[MAX_CORES];
@@ -37,7 +37,10 @@ static uint32_t fake_now(void *ctx)
     return fake_us += 1000u;
 }
 
-static int is_err(int rc) { return rc <= 0 && rc >= PG_ERR_LAST; }
+static int is_err(int rc)
+{
+    return rc <= 0 && rc >= PG_ERR_LAST;
+}
 
 /* Control-line words of `core` that hold buffer pointers (PTR0..PTR3). */
 static int is_pointer_word(size_t word, int cores)
@@ -85,7 +88,8 @@ static void op(fz_in *in, int me, int cores, size_t bytes, uint32_t payload)
         }
         break;
     case 4:
-        rc = pg_slot_release(g, peer, fz_u8(in) & 1u ? peeked[k] : (const void *)((const char *)region + fz_u32(in) % bytes));
+        rc = pg_slot_release(g, peer,
+                             fz_u8(in) & 1u ? peeked[k] : (const void *)((const char *)region + fz_u32(in) % bytes));
         FUZZ_REQUIRE(is_err(rc));
         break;
     case 5:
@@ -102,12 +106,8 @@ static void op(fz_in *in, int me, int cores, size_t bytes, uint32_t payload)
         rc = pg_slot_commit(g, peer, tag, fz_u8(in) & 1u ? acquired[k] : (void *)buf, n);
         FUZZ_REQUIRE(is_err(rc));
         break;
-    case 7:
-        FUZZ_REQUIRE(is_err(pg_barrier(g)));
-        break;
-    case 8:
-        FUZZ_REQUIRE(is_err(pg_recover(g)));
-        break;
+    case 7: FUZZ_REQUIRE(is_err(pg_barrier(g))); break;
+    case 8: FUZZ_REQUIRE(is_err(pg_recover(g))); break;
     default:
         if (fz_u8(in) < 16) FUZZ_REQUIRE(is_err(pg_abort(g, PG_ERR_ABORTED)));
         break;

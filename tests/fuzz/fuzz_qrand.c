@@ -19,9 +19,15 @@
 #include "dtensor.h"
 #include "fuzz.h"
 
-static int is_err(int rc) { return rc <= 0 && rc >= DT_ERR_VALUE; }
+static int is_err(int rc)
+{
+    return rc <= 0 && rc >= DT_ERR_VALUE;
+}
 
-static float u24(uint32_t w) { return (float)(w & 0xffffffu) * (1.0f / 16777216.0f); }
+static float u24(uint32_t w)
+{
+    return (float)(w & 0xffffffu) * (1.0f / 16777216.0f);
+}
 
 static void fuzz_requant(fz_in *in)
 {
@@ -62,9 +68,11 @@ static void fuzz_qmm(fz_in *in)
     }
     for (i = 0; i < 8; i++)
         if (dt_quantize_multiplier((double)(1 + fz_u16(in)) / 65536.0 * 4.0, &q[i])) return;
-    sh[0] = M; sh[1] = K;
+    sh[0] = M;
+    sh[1] = K;
     mb_tensor_init(&ta, a, MB_I8, 2, sh);
-    sh[0] = K; sh[1] = N;
+    sh[0] = K;
+    sh[1] = N;
     mb_tensor_init(&tb, b, MB_I8, 2, sh);
     if (fz_u8(in) & 1u) { /* a as the transposed view of a [K,M] buffer */
         ta.stride[0] = 1;
@@ -74,7 +82,8 @@ static void fuzz_qmm(fz_in *in)
         tb.stride[0] = 1;
         tb.stride[1] = K;
     }
-    sh[0] = M; sh[1] = N;
+    sh[0] = M;
+    sh[1] = N;
     mb_tensor_init(&ty, y, MB_I8, 2, sh);
     if (fz_u8(in) < 16) ty.shape[fz_u8(in) & 1u] += 1; /* damage */
     if (fz_u8(in) < 16) tb.dtype = MB_U8;
@@ -166,8 +175,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     fz_in in = fz_make(data, size);
     uint32_t what = fz_u8(&in) % 3u;
-    if (what == 0) fuzz_requant(&in);
-    else if (what == 1) fuzz_qmm(&in);
-    else fuzz_random(&in);
+    if (what == 0)
+        fuzz_requant(&in);
+    else if (what == 1)
+        fuzz_qmm(&in);
+    else
+        fuzz_random(&in);
     return 0;
 }

@@ -17,9 +17,9 @@
 #include "pipeline.h"
 #include "fuzz.h"
 
-#define P_MAX 4
-#define M_MAX 8
-#define V_MAX 4
+#define P_MAX     4
+#define M_MAX     8
+#define V_MAX     4
 #define CAP_BYTES (8u * 1024u * sizeof(pp_action))
 
 static pp_action st_a[CAP_BYTES / sizeof(pp_action)], st_b[CAP_BYTES / sizeof(pp_action)],
@@ -28,7 +28,10 @@ static uint32_t work[6 * P_MAX * V_MAX * M_MAX + 64];
 static pp_event events[4096];
 static char text[1 << 16];
 
-static int is_err(int rc) { return rc <= 0 && rc >= PP_ERR_MAP; }
+static int is_err(int rc)
+{
+    return rc <= 0 && rc >= PP_ERR_MAP;
+}
 
 static int same_plan(const pp_plan *a, const pp_plan *b)
 {

@@ -19,16 +19,16 @@
 #ifndef SOAK_BURST
 #define SOAK_BURST PG_MIN_INFLIGHT
 #endif
-#ifndef SOAK_MESSAGES      /* goals per port (totals over the world) */
+#ifndef SOAK_MESSAGES /* goals per port (totals over the world) */
 #define SOAK_MESSAGES 10000000ull
 #endif
 #ifndef SOAK_COLLECTIVES
 #define SOAK_COLLECTIVES 100000ull
 #endif
-#define SOAK_TAGS 3
-#define SOAK_MAX_BYTES 256
+#define SOAK_TAGS       3
+#define SOAK_MAX_BYTES  256
 #define SOAK_COLL_ELEMS 64
-#define SOAK_MAX_RANKS 8
+#define SOAK_MAX_RANKS  8
 
 typedef struct soak_stats {
     uint64_t sent, received, ok, corrupt, duplicated, reordered, collectives, coll_corrupt, errors;
@@ -52,7 +52,10 @@ static uint32_t soak__fnv(const uint32_t *w, uint32_t n)
 static uint32_t soak__fill(uint32_t *w, int src, int dst, uint32_t seq)
 {
     uint32_t n = 5u + (seq * 7u % (SOAK_MAX_BYTES / 4 - 5)), i; /* 20 .. SOAK_MAX_BYTES - 4 bytes */
-    w[0] = seq; w[1] = (uint32_t)src; w[2] = (uint32_t)dst; w[3] = n;
+    w[0] = seq;
+    w[1] = (uint32_t)src;
+    w[2] = (uint32_t)dst;
+    w[3] = n;
     for (i = 4; i + 1 < n; i++) w[i] = soak__word(src, dst, seq, i);
     w[n - 1] = soak__fnv(w, n - 1);
     return n;
@@ -67,10 +70,15 @@ static void soak__error(soak_stats *st, int rc)
 /* One collective (kind k), checked exactly. */
 static void soak__collective(pg_group *g, uint64_t round, soak_stats *st)
 {
-    static int32_t a[SOAK_MAX_RANKS][SOAK_MAX_RANKS * SOAK_COLL_ELEMS], b[SOAK_MAX_RANKS][SOAK_MAX_RANKS * SOAK_COLL_ELEMS];
-    int me = pg_rank(g), n = pg_size(g), k = (int)(round % 6u), r, i, bad = 0, rc = 0, root = (int)(round % (uint64_t)n);
+    static int32_t a[SOAK_MAX_RANKS][SOAK_MAX_RANKS * SOAK_COLL_ELEMS],
+        b[SOAK_MAX_RANKS][SOAK_MAX_RANKS * SOAK_COLL_ELEMS];
+    int me = pg_rank(g), n = pg_size(g), k = (int)(round % 6u), r, i, bad = 0, rc = 0,
+        root = (int)(round % (uint64_t)n);
     int32_t *x = a[me], *y = b[me], base = (int32_t)(round & 0xFFFFu);
-    for (i = 0; i < n * SOAK_COLL_ELEMS; i++) { x[i] = base + me * 1000 + i; y[i] = -1; }
+    for (i = 0; i < n * SOAK_COLL_ELEMS; i++) {
+        x[i] = base + me * 1000 + i;
+        y[i] = -1;
+    }
     switch (k) {
     case 0: /* all_reduce SUM: sum over r of (base + r*1000 + i) */
         rc = pg_all_reduce(g, x, y, SOAK_COLL_ELEMS, MB_I32, PG_SUM);
@@ -95,12 +103,12 @@ static void soak__collective(pg_group *g, uint64_t round, soak_stats *st)
             for (i = 0; i < SOAK_COLL_ELEMS; i++)
                 bad |= y[r * SOAK_COLL_ELEMS + i] != base + r * 1000 + me * SOAK_COLL_ELEMS + i;
         break;
-    default:
-        rc = pg_barrier(g);
-        break;
+    default: rc = pg_barrier(g); break;
     }
-    if (rc) soak__error(st, rc);
-    else st->collectives++;
+    if (rc)
+        soak__error(st, rc);
+    else
+        st->collectives++;
     st->coll_corrupt += (uint64_t)bad;
 }
 
@@ -120,8 +128,10 @@ static void soak_run(pg_group *g, uint64_t rounds, uint64_t every, soak_stats *s
             for (k = 0; k < SOAK_BURST; k++) {
                 uint32_t seq = next_send[p]++, words = soak__fill(msg, me, p, seq);
                 rc = pg_send(g, p, (int)(seq % SOAK_TAGS), msg, words * 4u);
-                if (rc) soak__error(st, rc);
-                else st->sent++;
+                if (rc)
+                    soak__error(st, rc);
+                else
+                    st->sent++;
             }
         }
         for (p = 0; p < n; p++) {
@@ -130,7 +140,10 @@ static void soak_run(pg_group *g, uint64_t rounds, uint64_t every, soak_stats *s
                 uint32_t want = next_recv[p], nw;
                 size_t got = 0;
                 rc = pg_recv(g, p, (int)(want % SOAK_TAGS), in, sizeof in, &got);
-                if (rc) { soak__error(st, rc); continue; }
+                if (rc) {
+                    soak__error(st, rc);
+                    continue;
+                }
                 st->received++;
                 nw = (uint32_t)(got / 4);
                 if (got % 4 || nw < 4 || in[3] != nw || in[1] != (uint32_t)p || in[2] != (uint32_t)me ||
@@ -152,9 +165,15 @@ static void soak_run(pg_group *g, uint64_t rounds, uint64_t every, soak_stats *s
 
 static void soak_add(soak_stats *sum, const soak_stats *s)
 {
-    sum->sent += s->sent; sum->received += s->received; sum->ok += s->ok; sum->corrupt += s->corrupt;
-    sum->duplicated += s->duplicated; sum->reordered += s->reordered; sum->collectives += s->collectives;
-    sum->coll_corrupt += s->coll_corrupt; sum->errors += s->errors;
+    sum->sent += s->sent;
+    sum->received += s->received;
+    sum->ok += s->ok;
+    sum->corrupt += s->corrupt;
+    sum->duplicated += s->duplicated;
+    sum->reordered += s->reordered;
+    sum->collectives += s->collectives;
+    sum->coll_corrupt += s->coll_corrupt;
+    sum->errors += s->errors;
     if (!sum->first_error) sum->first_error = s->first_error;
 }
 
@@ -167,8 +186,8 @@ static int soak_report(const char *port, int ranks, const soak_stats *s, double 
              s->errors == 0 && s->ok == s->sent && s->sent >= min_msgs && colls >= min_colls &&
              s->collectives == colls * (uint64_t)ranks;
     printf("soak %-10s %d ranks: %llu messages (lost %llu, duplicated %llu, reordered %llu, corrupt %llu), "
-           "%llu collectives (corrupt %llu), errors %llu%s%s, %.1f s: %s\n", port, ranks,
-           (unsigned long long)s->sent, (unsigned long long)lost, (unsigned long long)s->duplicated,
+           "%llu collectives (corrupt %llu), errors %llu%s%s, %.1f s: %s\n",
+           port, ranks, (unsigned long long)s->sent, (unsigned long long)lost, (unsigned long long)s->duplicated,
            (unsigned long long)s->reordered, (unsigned long long)s->corrupt, (unsigned long long)colls,
            (unsigned long long)s->coll_corrupt, (unsigned long long)s->errors, s->errors ? " first " : "",
            s->errors ? pg_strerror(s->first_error) : "", seconds, ok ? "ok" : "FAILED");

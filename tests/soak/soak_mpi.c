@@ -9,7 +9,6 @@
 #include "ports/pg_mpi.h"
 #include "soak.h"
 
-
 static pg_mpi_port port;
 
 int main(int argc, char **argv)

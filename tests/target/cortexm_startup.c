@@ -24,8 +24,7 @@ void splitcore_reset(void)
     __asm volatile("dsb\n\tisb" ::: "memory");
 #endif
     _start();
-    for (;;) {
-    }
+    for (;;) {}
 }
 
 /* Semihosting SYS_EXIT (0x18) with ADP_Stopped_RunTimeErrorUnknown
@@ -35,16 +34,14 @@ void splitcore_fault(void)
     register uint32_t op __asm("r0") = 0x18u;
     register uint32_t reason __asm("r1") = 0x20023u;
     __asm volatile("bkpt 0xab" : : "r"(op), "r"(reason) : "memory");
-    for (;;) {
-    }
+    for (;;) {}
 }
 
 typedef void (*splitcore_vector)(void);
 
 /* 0: initial SP, 1: reset, 2: NMI, 3: HardFault, 4-6: MemManage, BusFault,
  * UsageFault. Everything else stays zero: the tests use no interrupts. */
-__attribute__((section(".vectors"), used))
-const splitcore_vector splitcore_vectors[16] = {
+__attribute__((section(".vectors"), used)) const splitcore_vector splitcore_vectors[16] = {
     (splitcore_vector)(uintptr_t)&__stack_top,
     splitcore_reset,
     splitcore_fault,

@@ -28,8 +28,7 @@ static void splitcore_exit(int rc)
         /* A status whose low 16 bits are 0 would read as success. */
         *SPLITCORE_SIFIVE_TEST = 0x3333u | ((code ? code : 1u) << 16);
     }
-    for (;;) {
-    }
+    for (;;) {}
 }
 
 __attribute__((interrupt("machine"), aligned(4))) static void splitcore_trap(void)
@@ -50,7 +49,7 @@ __attribute__((interrupt("machine"), aligned(4))) static void splitcore_trap(voi
 int main(void)
 {
     static char name[] = "splitcore";
-    static char *argv[] = { name, NULL };
+    static char *argv[] = {name, NULL};
     int rc;
 
     __asm volatile(SPLITCORE_CSR("csrw mtvec, %0") : : "r"(&splitcore_trap));

@@ -16,7 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#define DT_NO_OPS    /* the ops' kernels need libm; the firmware uses conv, pool, requant */
+#define DT_NO_OPS /* the ops' kernels need libm; the firmware uses conv, pool, requant */
 #define DT_NO_RANDOM
 #define MICROBATCH_IMPLEMENTATION
 #define DTENSOR_IMPLEMENTATION
@@ -31,10 +31,10 @@
 #include "cnn_model.h"
 #include "cnn_test100.h"
 
-#define HARTS 4
-#define NIMG 100
-#define SLOTS 4
-#define PAYLOAD 1024
+#define HARTS        4
+#define NIMG         100
+#define SLOTS        4
+#define PAYLOAD      1024
 #define REGION_BYTES PG_SHM_REGION_BYTES(HARTS, SLOTS, PAYLOAD)
 
 static uint32_t region[REGION_BYTES / 4] __attribute__((aligned(64), section(".splitcore_shm")));
@@ -77,7 +77,8 @@ void fw_hart_main(unsigned long hart)
     uint64_t t0 = pg_shm_rv_mtime();
     if (hart == 0)
         printf("cnn_fmnist firmware: int8 conv 1->8 3x3 + ReLU + max pool 2x2 + linear 1568->10, each "
-               "image's rows sharded over %d harts (pg_shm, QEMU virt, bare metal)\n", HARTS);
+               "image's rows sharded over %d harts (pg_shm, QEMU virt, bare metal)\n",
+               HARTS);
     if ((rc = fw_run_harts(hart, HARTS, rank_main))) fw_exit(rc);
     printf("predictions:");
     for (i = 0; i < NIMG; i++) {

@@ -19,14 +19,14 @@
 #include <string.h>
 
 #define HARTS 4
-#define NIMG 100
-#define ROWS 13                 /* images per microbatch: the plan's 8 cover 104 (4 padded) */
+#define NIMG  100
+#define ROWS  13 /* images per microbatch: the plan's 8 cover 104 (4 padded) */
 #define SLOTS 4
 
-#define MICROBATCH_IMPLEMENTATION  /* the executor's activation layout uses mb_merge */
+#define MICROBATCH_IMPLEMENTATION /* the executor's activation layout uses mb_merge */
 #include "microbatch.h"
 #define PP_NO_PLANNER
-#define PP_NO_TAKEIN               /* the plan was proven on the host: forward-only, depth 0 */
+#define PP_NO_TAKEIN     /* the plan was proven on the host: forward-only, depth 0 */
 #define PP_MAILBOX_SLOTS SLOTS
 #define PIPELINE_IMPLEMENTATION
 #include "pipeline.h"
@@ -40,9 +40,9 @@
 #include "fmnist_test100.h"
 #include "fmnist_plan.h"
 
-#define PAYLOAD 4096            /* activations travel in pieces of pg_max_msg() */
-#define REGION_BYTES PG_SHM_REGION_BYTES(HARTS, SLOTS, PAYLOAD)
-#define EXEC_BYTES (512u * 1024u)
+#define PAYLOAD        4096 /* activations travel in pieces of pg_max_msg() */
+#define REGION_BYTES   PG_SHM_REGION_BYTES(HARTS, SLOTS, PAYLOAD)
+#define EXEC_BYTES     (512u * 1024u)
 #define FW_TEST_DEVICE ((volatile uint32_t *)0x100000u)
 
 static uint32_t region[REGION_BYTES / 4] __attribute__((aligned(64), section(".splitcore_shm")));
@@ -59,27 +59,31 @@ typedef struct hart_ctx {
     pp_layer layers[MLP_LAYERS];
     pp_exec_cfg cfg;
     pp_exec ex;
-    int base;                   /* first image of the current run */
+    int base; /* first image of the current run */
     int rc;
     uint64_t mem[EXEC_BYTES / 8];
 } hart_ctx;
 static hart_ctx harts[HARTS];
-static volatile int pred[NIMG];  /* written by the last stage's hart, read by hart 0 */
+static volatile int pred[NIMG]; /* written by the last stage's hart, read by hart 0 */
 static float logits[NIMG][MLP_OUT];
 
-static int fw_input(void *user, int mb, mb_tensor *x) {
+static int fw_input(void *user, int mb, mb_tensor *x)
+{
     const hart_ctx *h = (const hart_ctx *)user;
     int r;
     for (r = 0; r < ROWS; r++) {
         int i = h->base + mb * ROWS + r;
         float *dst = (float *)x->data + r * MLP_IN;
-        if (i < NIMG) memcpy(dst, fm_test_x[i], sizeof fm_test_x[i]);
-        else memset(dst, 0, sizeof fm_test_x[0]);
+        if (i < NIMG)
+            memcpy(dst, fm_test_x[i], sizeof fm_test_x[i]);
+        else
+            memset(dst, 0, sizeof fm_test_x[0]);
     }
     return 0;
 }
 
-static int fw_output(void *user, int mb, const mb_tensor *y) {
+static int fw_output(void *user, int mb, const mb_tensor *y)
+{
     const hart_ctx *h = (const hart_ctx *)user;
     int r;
     for (r = 0; r < ROWS; r++) {
@@ -92,7 +96,8 @@ static int fw_output(void *user, int mb, const mb_tensor *y) {
 }
 
 /* Rank `hart`: attach to the region, run its plan row until the 100 images are through. */
-static int rank_main(int hart) {
+static int rank_main(int hart)
+{
     hart_ctx *h = &harts[hart];
     const pp_table *t = &fm_plan[hart];
     pg_shm_hooks hooks;
@@ -105,17 +110,24 @@ static int rank_main(int hart) {
     pg_set_timeout(g, 60000);
     mlp_layers(h->layers, lin, ROWS);
     memset(&h->cfg, 0, sizeof h->cfg);
-    h->cfg.layers = h->layers; h->cfg.nlayers = MLP_LAYERS; h->cfg.balance = mlp_balance;
-    h->cfg.rows = ROWS; h->cfg.dtype = MB_F32; h->cfg.in_bytes = ROWS * MLP_IN * 4;
-    h->cfg.input = fw_input; h->cfg.output = fw_output; h->cfg.user = h;
+    h->cfg.layers = h->layers;
+    h->cfg.nlayers = MLP_LAYERS;
+    h->cfg.balance = mlp_balance;
+    h->cfg.rows = ROWS;
+    h->cfg.dtype = MB_F32;
+    h->cfg.in_bytes = ROWS * MLP_IN * 4;
+    h->cfg.input = fw_input;
+    h->cfg.output = fw_output;
+    h->cfg.user = h;
     if (pp_exec_bytes(&h->cfg, t) == 0 || pp_exec_bytes(&h->cfg, t) > sizeof h->mem) return PP_ERR_ARG;
     if ((rc = pp_exec_init(&h->ex, &h->cfg, t, g, h->mem, sizeof h->mem))) return rc;
     for (h->base = 0; h->base < NIMG; h->base += ROWS * t->nmb)
         if ((rc = pp_exec_run(&h->ex))) return rc;
-    return pg_barrier(g);       /* the last stage's predictions are in pred[] */
+    return pg_barrier(g); /* the last stage's predictions are in pred[] */
 }
 
-static void fw_exit(int rc) {
+static void fw_exit(int rc)
+{
     uint32_t code = (uint32_t)rc & 0xFFFFu;
     *FW_TEST_DEVICE = rc == 0 ? 0x5555u : 0x3333u | (code ? code : 1u) << 16;
     for (;;) __asm__ volatile("wfi");
@@ -124,7 +136,8 @@ static void fw_exit(int rc) {
 static volatile uint32_t done[HARTS];
 
 void fw_hart_main(unsigned long hart);
-void fw_hart_main(unsigned long hart) {
+void fw_hart_main(unsigned long hart)
+{
     int i, rc = 0, same = 0;
     uint64_t t0 = pg_shm_rv_mtime();
     if (hart != 0) {
@@ -142,25 +155,31 @@ void fw_hart_main(unsigned long hart) {
         __asm__ volatile("fence rw, rw" ::: "memory");
     }
     for (i = 0; i < HARTS; i++)
-        if (harts[i].rc) { printf("hart %d: error %d\n", i, harts[i].rc); if (!rc) rc = 2; }
+        if (harts[i].rc) {
+            printf("hart %d: error %d\n", i, harts[i].rc);
+            if (!rc) rc = 2;
+        }
     if (rc) fw_exit(rc);
     printf("predictions:");
-    for (i = 0; i < NIMG; i++) { printf(" %d", pred[i]); same += pred[i] == fm_host_pred[i]; }
+    for (i = 0; i < NIMG; i++) {
+        printf(" %d", pred[i]);
+        same += pred[i] == fm_host_pred[i];
+    }
     printf("\nlogits fnv-1a: %08x\n", (unsigned)mlp_fnv1a(&logits[0][0], NIMG * MLP_OUT));
-    printf("agree with the host's predictions in fmnist_test100.h: %d/%d; %u ms of guest time\n",
-           same, NIMG, (unsigned)((pg_shm_rv_mtime() - t0) / (PG_SHM_RV_MTIME_HZ / 1000u)));
+    printf("agree with the host's predictions in fmnist_test100.h: %d/%d; %u ms of guest time\n", same, NIMG,
+           (unsigned)((pg_shm_rv_mtime() - t0) / (PG_SHM_RV_MTIME_HZ / 1000u)));
     fw_exit(same == NIMG ? 0 : 3);
 }
 
 /* Any exception (mstatus.MIE stays 0, so no interrupt traps): report it and fail. */
 void fw_trap_entry(void) __attribute__((interrupt("machine"), aligned(4)));
-void fw_trap_entry(void) {
+void fw_trap_entry(void)
+{
     unsigned long cause, epc, tval, hart;
     __asm__ volatile("csrr %0, mcause" : "=r"(cause));
     __asm__ volatile("csrr %0, mepc" : "=r"(epc));
     __asm__ volatile("csrr %0, mtval" : "=r"(tval));
     __asm__ volatile("csrr %0, mhartid" : "=r"(hart));
-    printf("\npipeline_mnist firmware: trap on hart %lu: mcause=%#lx mepc=%#lx mtval=%#lx\n",
-           hart, cause, epc, tval);
+    printf("\npipeline_mnist firmware: trap on hart %lu: mcause=%#lx mepc=%#lx mtval=%#lx\n", hart, cause, epc, tval);
     fw_exit(0xEE);
 }

@@ -5,5 +5,8 @@
 #include "freertos/FreeRTOS.h"
 #define configTICK_RATE_HZ 1000u
 void vPortYieldFromISR(void);
-#define portYIELD_FROM_ISR(woken) do { if (woken) vPortYieldFromISR(); } while (0)
+#define portYIELD_FROM_ISR(woken)       \
+    do {                                \
+        if (woken) vPortYieldFromISR(); \
+    } while (0)
 #endif

@@ -13,9 +13,9 @@ typedef struct {
     volatile uint32_t TASKS_CAPTURE[8], RSVD1[360];
     volatile uint32_t MODE, BITMODE, RSVD2, PRESCALER, RSVD3[11], CC[8];
 } NRF_TIMER_Type;
-#define NRF_IPC_S ((NRF_IPC_Type *)0x5002A000u)
-#define NRF_IPC_NS ((NRF_IPC_Type *)0x4002A000u)
-#define NRF_TIMER0_S ((NRF_TIMER_Type *)0x5000F000u)
+#define NRF_IPC_S     ((NRF_IPC_Type *)0x5002A000u)
+#define NRF_IPC_NS    ((NRF_IPC_Type *)0x4002A000u)
+#define NRF_TIMER0_S  ((NRF_TIMER_Type *)0x5000F000u)
 #define NRF_TIMER0_NS ((NRF_TIMER_Type *)0x4000F000u)
 enum { IPC_IRQn = 42 };
 #endif

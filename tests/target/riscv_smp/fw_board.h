@@ -8,7 +8,7 @@
 #include <stdio.h>
 
 #define FW_TEST_DEVICE ((volatile uint32_t *)0x100000u)
-#define FW_MAX_HARTS 8
+#define FW_MAX_HARTS   8
 
 static __attribute__((unused)) void fw_exit(int rc)
 {
@@ -19,17 +19,17 @@ static __attribute__((unused)) void fw_exit(int rc)
 
 /* Defines fw_trap_entry (crt0.S points mtvec at it; mstatus.MIE stays 0, so only
    exceptions trap): prints `<who>: trap on hart ...` and fails. */
-#define FW_TRAP_HANDLER(who)                                                                        \
-    void fw_trap_entry(void) __attribute__((interrupt("machine"), aligned(4)));                      \
-    void fw_trap_entry(void)                                                                        \
-    {                                                                                               \
-        unsigned long cause, epc, tval, hart;                                                       \
-        __asm__ volatile("csrr %0, mcause" : "=r"(cause));                                           \
-        __asm__ volatile("csrr %0, mepc" : "=r"(epc));                                               \
-        __asm__ volatile("csrr %0, mtval" : "=r"(tval));                                             \
-        __asm__ volatile("csrr %0, mhartid" : "=r"(hart));                                           \
+#define FW_TRAP_HANDLER(who)                                                                               \
+    void fw_trap_entry(void) __attribute__((interrupt("machine"), aligned(4)));                            \
+    void fw_trap_entry(void)                                                                               \
+    {                                                                                                      \
+        unsigned long cause, epc, tval, hart;                                                              \
+        __asm__ volatile("csrr %0, mcause" : "=r"(cause));                                                 \
+        __asm__ volatile("csrr %0, mepc" : "=r"(epc));                                                     \
+        __asm__ volatile("csrr %0, mtval" : "=r"(tval));                                                   \
+        __asm__ volatile("csrr %0, mhartid" : "=r"(hart));                                                 \
         printf("\n%s: trap on hart %lu: mcause=%#lx mepc=%#lx mtval=%#lx\n", who, hart, cause, epc, tval); \
-        fw_exit(0xEE);                                                                              \
+        fw_exit(0xEE);                                                                                     \
     }
 
 static volatile uint32_t fw_done[FW_MAX_HARTS];

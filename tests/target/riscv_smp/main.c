@@ -13,7 +13,7 @@
 #include "fw_board.h"
 
 #define PG_SHM_SUITE_HARTS 1
-#define main pg_shm_suite_main
+#define main               pg_shm_suite_main
 /* gcc 12 -O2 sees that pg_rank() may return a negative error where pg_conformance.h
    indexes its per-rank buffers with it (-Warray-bounds); the suite checks the rank first. */
 #pragma GCC diagnostic push
@@ -22,15 +22,17 @@
 #pragma GCC diagnostic pop
 #undef main
 
-uint32_t suite_region[REGION_BYTES / 4 + 16]
-    __attribute__((aligned(64), section(".splitcore_shm")));
+uint32_t suite_region[REGION_BYTES / 4 + 16] __attribute__((aligned(64), section(".splitcore_shm")));
 
 /* The job board: written by hart 0, read by the workers (plain aligned words + fences). */
 static body_fn volatile job;
 static volatile uint32_t job_gen, done_gen[CORES];
 static volatile int job_result[CORES];
 
-void suite_hooks(pg_shm_hooks *h) { pg_shm_rv_hooks(h); }
+void suite_hooks(pg_shm_hooks *h)
+{
+    pg_shm_rv_hooks(h);
+}
 
 void run_on_cores(body_fn f, int *results)
 {
@@ -47,7 +49,6 @@ void run_on_cores(body_fn f, int *results)
         results[c] = job_result[c];
     }
 }
-
 
 void fw_hart_main(unsigned long hart);
 void fw_hart_main(unsigned long hart)

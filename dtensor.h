@@ -96,19 +96,16 @@
 #ifndef DTENSOR_H
 #define DTENSOR_H
 
-/* splitcore release 0.1.0 (CHANGELOG.md): every splitcore header defines the same numbers,
-   so including headers of two different releases together is an error. */
-#ifndef SPLITCORE_VERSION_MAJOR
-#define SPLITCORE_VERSION_MAJOR 0
-#define SPLITCORE_VERSION_MINOR 1
-#define SPLITCORE_VERSION_PATCH 0
-#elif SPLITCORE_VERSION_MAJOR != 0 || SPLITCORE_VERSION_MINOR != 1 || SPLITCORE_VERSION_PATCH != 0
-#error "splitcore: headers of different releases are included together"
-#endif
-
 /* ---- 1. Configuration ------------------------------------------------------------ */
-#ifdef SPLITCORE_CONFIG_FILE
-#include SPLITCORE_CONFIG_FILE
+#include "splitcore_base.h"
+#if SPLITCORE_VERSION != 200
+#error "dtensor.h: splitcore headers of different releases are included together"
+#endif
+#if defined(SPLITCORE_IMPLEMENTATION) && !defined(DTENSOR_IMPLEMENTATION)
+#define DTENSOR_IMPLEMENTATION
+#endif
+#if defined(SPLITCORE_STATIC) && !defined(DTENSOR_STATIC)
+#define DTENSOR_STATIC
 #endif
 #include <stddef.h>
 #include <stdint.h>
@@ -137,29 +134,8 @@ extern "C" {
 #endif
 
 /* ---- 2. Types and error codes ---------------------------------------------------- */
-enum dt_err {
-    DT_OK = 0,
-    DT_ERR_NULL = -1,            /* a required pointer is NULL */
-    DT_ERR_MESH = -2,            /* mesh ndim not 1..DT_MAX_MESH_DIMS, or a mesh size < 1 */
-    DT_ERR_RANK = -3,            /* negative or repeated rank, or index out of range */
-    DT_ERR_NOT_MEMBER = -4,      /* the rank is not in the mesh: it has no coordinate */
-    DT_ERR_MESH_DIM = -5,        /* mesh dim out of range */
-    DT_ERR_PLACEMENT = -6,       /* unknown placement kind or reduce op */
-    DT_ERR_PLACEMENT_COUNT = -7, /* placement count != mesh ndim */
-    DT_ERR_DIM = -8,             /* shard dim (or an op's dim) out of range for the tensor's rank */
-    DT_ERR_SHAPE = -9,           /* bad tensor ndim, negative size or stride, too many bytes */
-    DT_ERR_DTYPE = -10,          /* unknown dtype, or an op undefined for it */
-    DT_ERR_MISMATCH = -11,       /* specs differ in mesh, shape or dtype; tensor != spec */
-    DT_ERR_PARTIAL = -12,        /* redistribute to Partial: public call, or from Shard */
-    DT_ERR_PARTIAL_OP = -13,     /* Partial(a) -> Partial(b), a != b */
-    DT_ERR_UNSUPPORTED = -14,    /* Replicate -> Partial(prod) (torch raises as well) */
-    DT_ERR_TOO_SMALL = -15,      /* caller storage, or a DT_MAX_* capacity, too small */
-    DT_ERR_COMM = -16,           /* a pg collective failed: dt_comm.err holds its pg_err */
-    DT_ERR_NO_STRATEGY = -17,    /* ops: no sharding strategy fits (the cache's failed_op) */
-    DT_ERR_VALUE = -18,          /* a numeric argument out of range (scale, probability) */
-    DT_ERR_NODE = -19,           /* graph: an operand id that is not an earlier node, bad plan step */
-    DT_ERR_BATCH = -20           /* graph: batch-dim analysis failed, or conflicting batch sizes */
-};
+/* Error codes -121..-199: DT_ERRORS in splitcore_base.h lists them (name, value, message). */
+enum dt_err { DT_ERRORS(SPLITCORE__ENUM) DT_OK = 0 };
 
 /* Reduce ops of Partial, in pg.h's pg_red order (a plan's `red` maps 1:1). */
 typedef enum dt_red { DT_SUM = 0, DT_AVG, DT_MAX, DT_MIN, DT_PROD, DT_RED_COUNT } dt_red;
@@ -1289,22 +1265,8 @@ extern "C" {
 
 DT__DEF const char *dt_strerror(int err)
 {
-#ifdef DT_NO_GRAPH /* its codes never occur: "unknown error" (the core's bytes stay) */
-#define DT__GRAPH_MSGS
-#define DT__ERR_LAST DT_ERR_VALUE
-#else
-#define DT__GRAPH_MSGS "bad graph node\0batch dim analysis failed\0"
-#define DT__ERR_LAST   DT_ERR_BATCH
-#endif
-    static const char msg[] =
-        "ok\0null pointer\0bad mesh\0bad rank\0not a mesh member\0bad mesh dim\0"
-        "bad placement\0placement count\0bad shard dim\0bad shape\0bad dtype\0"
-        "mismatch\0to Partial\0Partial op change\0unsupported\0too small\0"
-        "collective failed\0no sharding strategy\0value out of range\0" DT__GRAPH_MSGS "unknown error";
-    const char *p = msg;
-    if (err > 0 || err < DT__ERR_LAST) err = DT__ERR_LAST - 1;
-    for (; err < 0; err++) p += strlen(p) + 1;
-    return p;
+    static const char msg[] = "ok\0" DT_ERRORS(SPLITCORE__MSG) "unknown error";
+    return splitcore__message(msg, err, DT_ERR_BASE, DT__ERR_COUNT);
 }
 
 /* ---- mesh ---- */

@@ -25,14 +25,16 @@
        3. Tensor views                  6. Implementation (MICROBATCH_IMPLEMENTATION)
 
    Configuration (define before including, or in SPLITCORE_CONFIG_FILE):
-       MICROBATCH_IMPLEMENTATION  emit the definitions (exactly one .c file)
+       MICROBATCH_IMPLEMENTATION  emit the definitions (exactly one .c file; or
+                                  SPLITCORE_IMPLEMENTATION, which implements every header)
        MICROBATCH_STATIC          make every function static to its translation unit
        SPLITCORE_CONFIG_FILE      "file.h" included first by every splitcore header
        MB_MAX_DIMS                maximum tensor rank (default 6)
        MB_ASSERT(x)               internal invariant check (default: none)
        MB_MEMCPY(d,s,n), MB_MEMSET(d,v,n)   default: memcpy / memset
 
-   Errors are negative return values (enum mb_err); mb_strerror() names them. Bad input
+   Errors are negative return values, MB_ERR_* -1..-29 (enum mb_err, listed in
+   splitcore_base.h); mb_strerror() names them, splitcore_strerror() any code. Bad input
    never writes to the caller's outputs (docs/error-contract.md lists every case).
 
    Threads, interrupts, memory: every function works only on its arguments (no static or
@@ -45,25 +47,34 @@
 #ifndef MICROBATCH_H
 #define MICROBATCH_H
 
-/* splitcore release 0.1.0 (CHANGELOG.md): every splitcore header defines the same numbers,
-   so including headers of two different releases together is an error. */
-#ifndef SPLITCORE_VERSION_MAJOR
-#define SPLITCORE_VERSION_MAJOR 0
-#define SPLITCORE_VERSION_MINOR 1
-#define SPLITCORE_VERSION_PATCH 0
-#elif SPLITCORE_VERSION_MAJOR != 0 || SPLITCORE_VERSION_MINOR != 1 || SPLITCORE_VERSION_PATCH != 0
-#error "splitcore: headers of different releases are included together"
-#endif
-
 /* ---- 1. Configuration ------------------------------------------------------------ */
-#ifdef SPLITCORE_CONFIG_FILE
-#include SPLITCORE_CONFIG_FILE
+#include "splitcore_base.h"
+#if SPLITCORE_VERSION != 200
+#error "microbatch.h: splitcore headers of different releases are included together"
 #endif
 #include <stddef.h>
 #include <stdint.h>
 
+#if defined(SPLITCORE_IMPLEMENTATION) && !defined(MICROBATCH_IMPLEMENTATION)
+#define MICROBATCH_IMPLEMENTATION
+#endif
+#if defined(SPLITCORE_STATIC) && !defined(MICROBATCH_STATIC)
+#define MICROBATCH_STATIC
+#endif
 #ifndef MB_MAX_DIMS
-#define MB_MAX_DIMS 6
+#define MB_MAX_DIMS 6 /* largest tensor rank: 6 int32 sizes and strides per view */
+#endif
+#if MB_MAX_DIMS < 1 || MB_MAX_DIMS > 16
+#error "MB_MAX_DIMS must be 1..16"
+#endif
+#ifndef MB_MEMCPY
+#define MB_MEMCPY(d, s, n) memcpy((d), (s), (n)) /* every tensor data copy (tests count them) */
+#endif
+#ifndef MB_MEMSET
+#define MB_MEMSET(d, v, n) memset((d), (v), (n))
+#endif
+#ifndef MB_ASSERT
+#define MB_ASSERT(x) ((void)0) /* internal invariants only; bad input is an error value */
 #endif
 #ifdef MICROBATCH_STATIC
 #define MB_API static
@@ -78,24 +89,8 @@ extern "C" {
 /* ---- 2. Types and error codes ---------------------------------------------------- */
 typedef enum mb_dtype { MB_F32, MB_F64, MB_I8, MB_U8, MB_I16, MB_I32, MB_DTYPE_COUNT } mb_dtype;
 
-enum mb_err {
-    MB_OK = 0,
-    MB_ERR_NULL = -1,            /* a required pointer is NULL */
-    MB_ERR_NDIM = -2,            /* ndim < 0 or > MB_MAX_DIMS */
-    MB_ERR_DIM = -3,             /* dim out of range for the tensor's rank */
-    MB_ERR_DTYPE = -4,           /* unknown dtype, dtypes differ, or op undefined for dtype */
-    MB_ERR_SHAPE = -5,           /* negative size, sizes too large (a contiguous stride over
-                                  INT32_MAX, a product of sizes reaching 2^32 before the
-                                  last dim), or shapes that must agree do not */
-    MB_ERR_CHUNKS = -6,          /* chunk count <= 0 */
-    MB_ERR_CHUNK_COUNT = -7,     /* values split into different numbers of chunks */
-    MB_ERR_TOO_SMALL = -8,       /* caller's output array or storage is too small */
-    MB_ERR_SPEC = -9,            /* unknown spec, SPLIT/CONCAT on a scalar, bad reducer */
-    MB_ERR_SPLIT_SIZE = -10,     /* split dim smaller than the chunk count (MB_STRICT) */
-    MB_ERR_NOT_REPLICATED = -11, /* REPLICATE merge: chunks differ */
-    MB_ERR_RANGE = -12,          /* narrow start/length outside the dim */
-    MB_ERR_ALIGN = -13           /* debug-mask storage not 8-byte aligned */
-};
+/* Error codes -1..-29: MB_ERRORS in splitcore_base.h lists them (name, value, message). */
+enum mb_err { MB_ERRORS(SPLITCORE__ENUM) MB_OK = 0 };
 
 typedef struct mb_tensor {
     void *data; /* element [0,..,0] */
@@ -235,15 +230,6 @@ MB_API int mb_merge(const mb_value *chunks, int nchunks, int nvals, const mb_spe
 #define MICROBATCH_IMPLEMENTED
 
 #include <string.h>
-#ifndef MB_MEMCPY
-#define MB_MEMCPY(d, s, n) memcpy((d), (s), (n))
-#endif
-#ifndef MB_MEMSET
-#define MB_MEMSET(d, v, n) memset((d), (v), (n))
-#endif
-#ifndef MB_ASSERT
-#define MB_ASSERT(x) ((void)0)
-#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -271,15 +257,8 @@ extern "C" {
 
 MB__DEF const char *mb_strerror(int err)
 {
-    /* one packed string, named like the enum (MB_ERR_<name>): no pointer table in flash */
-    static const char msg[] = "ok\0null pointer\0ndim\0dim\0dtype\0shape\0chunks\0chunk count\0too small\0spec\0"
-                              "split size\0not replicated\0range\0align\0unknown error";
-    const char *p = msg;
-    unsigned e = 0u - (unsigned)err; /* 0 .. 13 name a code, 14 is the last string */
-    if (e > 14u) e = 14u;
-    while (e--)
-        while (*p++) {}
-    return p;
+    static const char msg[] = "ok\0" MB_ERRORS(SPLITCORE__MSG) "unknown error"; /* no pointer table in flash */
+    return splitcore__message(msg, err, MB_ERR_BASE, MB__ERR_COUNT);
 }
 
 MB__DEF size_t mb_dtype_size(mb_dtype dt)

@@ -67,19 +67,16 @@
 #ifndef PIPELINE_H
 #define PIPELINE_H
 
-/* splitcore release 0.1.0 (CHANGELOG.md): every splitcore header defines the same numbers,
-   so including headers of two different releases together is an error. */
-#ifndef SPLITCORE_VERSION_MAJOR
-#define SPLITCORE_VERSION_MAJOR 0
-#define SPLITCORE_VERSION_MINOR 1
-#define SPLITCORE_VERSION_PATCH 0
-#elif SPLITCORE_VERSION_MAJOR != 0 || SPLITCORE_VERSION_MINOR != 1 || SPLITCORE_VERSION_PATCH != 0
-#error "splitcore: headers of different releases are included together"
-#endif
-
 /* ---- 1. Configuration ------------------------------------------------------------ */
-#ifdef SPLITCORE_CONFIG_FILE
-#include SPLITCORE_CONFIG_FILE
+#include "splitcore_base.h"
+#if SPLITCORE_VERSION != 200
+#error "pipeline.h: splitcore headers of different releases are included together"
+#endif
+#if defined(SPLITCORE_IMPLEMENTATION) && !defined(PIPELINE_IMPLEMENTATION)
+#define PIPELINE_IMPLEMENTATION
+#endif
+#if defined(SPLITCORE_STATIC) && !defined(PIPELINE_STATIC)
+#define PIPELINE_STATIC
 #endif
 #include <stddef.h>
 #include <stdint.h>
@@ -109,35 +106,8 @@ extern "C" {
 #endif
 
 /* ---- 2. Types and error codes ---------------------------------------------------- */
-enum pp_err {
-    PP_OK = 0,
-    PP_ERR_NULL = -1,                     /* a required pointer is NULL */
-    PP_ERR_ARG = -2,                      /* ranks/stages/microbatches <= 0 or above PP_MAX_*, misaligned storage */
-    PP_ERR_TOO_SMALL = -3,                /* caller's buffer or storage is too small */
-    PP_ERR_SCHEDULE = -4,                 /* unknown schedule */
-    PP_ERR_MICROBATCHES = -5,             /* fewer microbatches than stages where the schedule needs M >= P */
-    PP_ERR_ROUNDS = -6,                   /* interleaved: M is not a multiple of max(1, M / P) rounds */
-    PP_ERR_STAGES_PER_RANK = -7,          /* ZBV needs 2 stages per rank, single-stage schedules 1 */
-    PP_ERR_BALANCE_SUM = -8,              /* sum of balance != number of layers */
-    PP_ERR_BALANCE_NONPOSITIVE = -9,      /* a balance entry <= 0 */
-    PP_ERR_PARTITIONS = -10,              /* more partitions than ranks */
-    PP_ERR_CHUNKS = -11,                  /* chunks <= 0 */
-    PP_ERR_CHECKPOINT = -12,              /* checkpoint mode not always / except_last / never */
-    PP_ERR_LAYERS = -13,                  /* fewer layers than partitions (automatic balance) */
-    PP_ERR_ACTION = -14,                  /* unknown action type, stage or microbatch out of range */
-    PP_ERR_STAGE_RANK = -15,              /* a stage appears on two ranks / not on its mapped rank */
-    PP_ERR_DUPLICATE = -16,               /* the same action twice (e.g. a microbatch forwarded twice) */
-    PP_ERR_BACKWARD_BEFORE_FORWARD = -17, /* B or I before its F */
-    PP_ERR_WEIGHT_BEFORE_INPUT = -18,     /* W before its I */
-    PP_ERR_FORWARD_COUNT = -19,           /* a stage does not forward every microbatch */
-    PP_ERR_BACKWARD_COUNT = -20,          /* I != W, or B + I != M, or backward in a forward-only plan */
-    PP_ERR_DEADLOCK = -21,                /* no rank can progress (simulation, lowering, bubble insertion) */
-    PP_ERR_PARSE = -22,                   /* malformed action string or CSV */
-    PP_ERR_RANKS = -23,                   /* CSV rows != ranks */
-    PP_ERR_MAP = -24,                     /* unknown stage-map style, or "v" with stages % ranks != 0 */
-    PP_ERR_MAILBOX = -25                  /* without take-in a rank would wait on a full mailbox (deeper
-                                    than allowed), or the table is not proven for the port's */
-};
+/* Error codes -61..-119: PP_ERRORS in splitcore_base.h lists them (name, value, message). */
+enum pp_err { PP_ERRORS(SPLITCORE__ENUM) PP_OK = 0 };
 
 /* Action types; the letters are PyTorch's _ComputationType values. */
 enum pp_type {
@@ -484,35 +454,8 @@ extern "C" {
 #ifndef PP_NO_PLANNER /* planning half: firmware may link only the executor below */
 PP__DEF const char *pp_strerror(int err)
 {
-    switch (err) {
-    case PP_OK: return "ok";
-    case PP_ERR_NULL: return "required pointer is NULL";
-    case PP_ERR_ARG: return "ranks, stages or microbatches out of range";
-    case PP_ERR_TOO_SMALL: return "buffer or storage too small";
-    case PP_ERR_SCHEDULE: return "unknown schedule";
-    case PP_ERR_MICROBATCHES: return "number of microbatches must be >= number of stages";
-    case PP_ERR_ROUNDS: return "microbatches must be a multiple of the number of rounds";
-    case PP_ERR_STAGES_PER_RANK: return "wrong number of stages per rank for this schedule";
-    case PP_ERR_BALANCE_SUM: return "module and sum of balance have different length";
-    case PP_ERR_BALANCE_NONPOSITIVE: return "all balance numbers must be positive integer";
-    case PP_ERR_PARTITIONS: return "too few ranks to hold given partitions";
-    case PP_ERR_CHUNKS: return "number of chunks must be positive integer";
-    case PP_ERR_CHECKPOINT: return "checkpoint is not one of always, except_last, never";
-    case PP_ERR_LAYERS: return "fewer layers than partitions";
-    case PP_ERR_ACTION: return "invalid action type, stage or microbatch";
-    case PP_ERR_STAGE_RANK: return "stage assigned to two ranks";
-    case PP_ERR_DUPLICATE: return "action appears twice";
-    case PP_ERR_BACKWARD_BEFORE_FORWARD: return "backward before forward";
-    case PP_ERR_WEIGHT_BEFORE_INPUT: return "backward weight before backward input";
-    case PP_ERR_FORWARD_COUNT: return "stage does not forward every microbatch once";
-    case PP_ERR_BACKWARD_COUNT: return "invalid backward microbatches for a stage";
-    case PP_ERR_DEADLOCK: return "schedule is not progressing (deadlock)";
-    case PP_ERR_PARSE: return "invalid action string or CSV";
-    case PP_ERR_RANKS: return "schedule has incorrect number of ranks";
-    case PP_ERR_MAP: return "invalid stage-to-rank map style";
-    case PP_ERR_MAILBOX: return "needs take-in or deeper mailboxes (not proven for this port)";
-    default: return "unknown error";
-    }
+    static const char msg[] = "ok\0" PP_ERRORS(SPLITCORE__MSG) "unknown error";
+    return splitcore__message(msg, err, PP_ERR_BASE, PP__ERR_COUNT);
 }
 
 static void pp__diag(pp_diag *d, int rank, int step, pp_action a)

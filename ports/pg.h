@@ -78,12 +78,20 @@
 #define PG_H
 
 /* ---- 1. Configuration ------------------------------------------------------------ */
-#ifdef SPLITCORE_CONFIG_FILE
-#include SPLITCORE_CONFIG_FILE
+#include "../splitcore_base.h"
+#if SPLITCORE_VERSION != 200
+#error "pg.h: splitcore headers of different releases are included together"
 #endif
 #include <stddef.h>
 #include <stdint.h>
 #include "../microbatch.h" /* mb_dtype (types only: no MICROBATCH_IMPLEMENTATION needed) */
+
+#if defined(SPLITCORE_IMPLEMENTATION) && !defined(PG_IMPLEMENTATION)
+#define PG_IMPLEMENTATION
+#endif
+#if defined(SPLITCORE_STATIC) && !defined(PG_STATIC)
+#define PG_STATIC
+#endif
 
 #ifndef PG_MAX_RANKS
 #define PG_MAX_RANKS 64
@@ -110,25 +118,8 @@ extern "C" {
 #endif
 
 /* ---- 2. Types, error codes, reductions ------------------------------------------- */
-enum pg_err {
-    PG_OK = 0,
-    PG_ERR_NULL = -1,         /* a required pointer is NULL */
-    PG_ERR_RANK = -2,         /* rank or root outside 0..size-1 (or a port's capacity) */
-    PG_ERR_TAG = -3,          /* tag outside 0..PG_TAG_MAX */
-    PG_ERR_SIZE = -4,         /* bad count / size argument, or group size out of range */
-    PG_ERR_TOO_BIG = -5,      /* message larger than a slot, max_msg or the receive buffer */
-    PG_ERR_TIMEOUT = -6,      /* nothing happened within the group's timeout */
-    PG_ERR_ABORTED = -7,      /* some rank called pg_abort() (world stays aborted) */
-    PG_ERR_MISMATCH = -8,     /* peers disagree on sizes/counts of a collective */
-    PG_ERR_DTYPE = -9,        /* unknown dtype, or op undefined for it (AVG on integers) */
-    PG_ERR_OP = -10,          /* unknown reduction op */
-    PG_ERR_CORRUPT = -11,     /* shared state failed validation (port-detected) */
-    PG_ERR_NO_SLOT = -12,     /* no free zero-copy slot / unknown slot pointer */
-    PG_ERR_UNSUPPORTED = -13, /* the port lacks this operation */
-    PG_ERR_NOT_MEMBER = -14,  /* this rank is not in the sub-group (or ranks list invalid) */
-    PG_ERR_PORT = -15         /* the port's underlying system failed (MPI, pthread) */
-};
-#define PG_ERR_LAST PG_ERR_PORT
+/* Error codes -31..-59: PG_ERRORS in splitcore_base.h lists them (name, value, message). */
+enum pg_err { PG_ERRORS(SPLITCORE__ENUM) PG_OK = 0 };
 
 typedef enum pg_red { PG_SUM = 0, PG_AVG, PG_MAX, PG_MIN, PG_PROD, PG_RED_COUNT } pg_red;
 
@@ -358,24 +349,8 @@ enum {
 
 PG__DEF const char *pg_strerror(int err)
 {
-    static const char *const msg[] = {"ok",
-                                      "null pointer",
-                                      "rank out of range",
-                                      "tag out of range",
-                                      "bad size or count",
-                                      "message too big",
-                                      "timeout",
-                                      "aborted",
-                                      "peers disagree (mismatch)",
-                                      "bad dtype for this op",
-                                      "unknown reduction op",
-                                      "corrupt shared state",
-                                      "no free slot",
-                                      "unsupported by this port",
-                                      "not a member of the group",
-                                      "port system error"};
-    if (err > 0 || err < PG_ERR_LAST) return "unknown error";
-    return msg[-err];
+    static const char msg[] = "ok\0" PG_ERRORS(SPLITCORE__MSG) "unknown error";
+    return splitcore__message(msg, err, PG_ERR_BASE, PG__ERR_COUNT);
 }
 
 PG__DEF size_t pg_dtype_size(mb_dtype dt)

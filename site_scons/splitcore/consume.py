@@ -44,7 +44,7 @@ def render(template_path, version):
         return f.read().replace("@SPLITCORE_VERSION@", version)
 
 
-def install(env, headers, prefix, version_header="microbatch.h"):
+def install(env, headers, prefix, version_header="splitcore_base.h"):
     """SCons nodes that install `headers` (repository-relative paths) and the generated
     pkg-config / CMake files under `prefix`."""
     from SCons.Script import Action  # (env.Action would expand $TARGET too early)

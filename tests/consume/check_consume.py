@@ -32,7 +32,7 @@ from splitcore.checks import Checks  # noqa: E402
 from splitcore.consume import GENERATED, INCLUDE_DIR, header_version  # noqa: E402
 
 WARN = ["-std=c99", "-Wall", "-Wextra", "-Wpedantic", "-Werror"]
-TOP_HEADERS = ["microbatch.h", "pipeline.h", "dtensor.h"]
+TOP_HEADERS = ["splitcore_base.h", "microbatch.h", "pipeline.h", "dtensor.h"]
 
 
 def fresh(path):
@@ -92,7 +92,7 @@ def cmd_cmake_package(c, args):
     with open(os.path.join(probe, "CMakeLists.txt"), "w") as f:
         f.write("cmake_minimum_required(VERSION 3.13)\nproject(probe NONE)\n"
                 "find_package(splitcore ${WANT} EXACT REQUIRED)\n")
-    v = header_version(os.path.join(args.repo, "microbatch.h"))
+    v = header_version(os.path.join(args.repo, "splitcore_base.h"))
     major, minor, _ = (int(x) for x in v.split("."))
     c.run(["cmake", "-S", probe, "-B", os.path.join(probe, "b1"), "-DCMAKE_PREFIX_PATH=" + prefix,
            "-DWANT=" + v], "find_package(splitcore %s EXACT) accepts the installed %s" % (v, v))
@@ -128,7 +128,7 @@ def cmd_pkg_config(c, args):
     build = fresh(args.build)
     env = dict(os.environ, PKG_CONFIG_PATH=os.path.join(prefix, "share", "pkgconfig"))
     env.pop("PKG_CONFIG_LIBDIR", None)
-    want = header_version(os.path.join(args.repo, "microbatch.h"))
+    want = header_version(os.path.join(args.repo, "splitcore_base.h"))
     ok, got = c.run(["pkg-config", "--modversion", "splitcore"], "pkg-config finds splitcore", env=env)
     if not ok:
         return
@@ -333,10 +333,15 @@ target_link_libraries(app PRIVATE Threads::Threads m)
 
 def cmd_manifests(c, args):
     repo = args.repo
-    versions = {h: header_version(os.path.join(repo, h)) for h in TOP_HEADERS}
-    version = versions["microbatch.h"]
-    c.ok(version is not None and len(set(versions.values())) == 1,
-         "SPLITCORE_VERSION_* equal in %s" % ", ".join(TOP_HEADERS), str(versions))
+    version = header_version(os.path.join(repo, "splitcore_base.h"))
+    c.ok(version is not None, "splitcore_base.h defines SPLITCORE_VERSION_*", str(version))
+    if version is None:
+        return
+    major, minor, patch = (int(x) for x in version.split("."))
+    number = "SPLITCORE_VERSION != %d" % (major * 10000 + minor * 100 + patch)
+    checking = [h for h in TOP_HEADERS[1:] + ["ports/pg.h"] if number in open(os.path.join(repo, h)).read()]
+    c.ok(len(checking) == len(TOP_HEADERS), "every header checks it is of release %s (%s)" % (version, number),
+         "checking: %s" % ", ".join(checking))
     with open(os.path.join(repo, "CHANGELOG.md")) as f:
         releases = re.findall(r"^## \[?(\d+\.\d+\.\d+)\]?", f.read(), re.M)
     c.ok(releases[:1] == [version], "CHANGELOG.md's newest release is %s" % version, str(releases[:1]))

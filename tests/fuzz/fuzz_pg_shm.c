@@ -15,6 +15,7 @@
    them can already write any memory. The barrier and recover only use counters. */
 #define PG_DEFAULT_TIMEOUT_MS 20u /* recover and init wait this long (fake ms) */
 #define PG_IMPLEMENTATION
+#define SPLITCORE_BASE_IMPLEMENTATION
 #include "ports/pg.h"
 #define PG_SHM_IMPLEMENTATION
 #include "ports/pg_shm.h"
@@ -39,7 +40,7 @@ static uint32_t fake_now(void *ctx)
 
 static int is_err(int rc)
 {
-    return rc <= 0 && rc >= PG_ERR_LAST;
+    return rc == 0 || splitcore_err_module(rc) == SPLITCORE_MODULE_PG;
 }
 
 /* Control-line words of `core` that hold buffer pointers (PTR0..PTR3). */

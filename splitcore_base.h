@@ -243,12 +243,15 @@ extern "C" {
 #define SPLITCORE__DEF
 #endif
 
+/* Per module (enum splitcore_module): its base, its code count, and the codes listed before it. */
+static const signed char splitcore__base[5] = {0, MB_ERR_BASE, PG_ERR_BASE, PP_ERR_BASE, DT_ERR_BASE};
+static const unsigned char splitcore__count[5] = {0, MB__ERR_COUNT, PG__ERR_COUNT, PP__ERR_COUNT, DT__ERR_COUNT};
+
 SPLITCORE__DEF int splitcore_err_module(int err)
 {
-    if (err < 0 && err >= MB_ERR_BASE - MB__ERR_COUNT) return SPLITCORE_MODULE_MICROBATCH;
-    if (err < PG_ERR_BASE && err >= PG_ERR_BASE - PG__ERR_COUNT) return SPLITCORE_MODULE_PG;
-    if (err < PP_ERR_BASE && err >= PP_ERR_BASE - PP__ERR_COUNT) return SPLITCORE_MODULE_PIPELINE;
-    if (err < DT_ERR_BASE && err >= DT_ERR_BASE - DT__ERR_COUNT) return SPLITCORE_MODULE_DTENSOR;
+    int m;
+    for (m = SPLITCORE_MODULE_MICROBATCH; m <= SPLITCORE_MODULE_DTENSOR; m++)
+        if (err < splitcore__base[m] && err >= splitcore__base[m] - splitcore__count[m]) return m;
     return SPLITCORE_MODULE_NONE;
 }
 
@@ -256,13 +259,12 @@ SPLITCORE__DEF const char *splitcore_strerror(int err)
 {
     static const char msg[] = "ok\0" MB_ERRORS(SPLITCORE__MSG) PG_ERRORS(SPLITCORE__MSG) PP_ERRORS(SPLITCORE__MSG)
         DT_ERRORS(SPLITCORE__MSG) "not a splitcore error code";
-    static const signed char base[5] = {0, MB_ERR_BASE, PG_ERR_BASE, PP_ERR_BASE, DT_ERR_BASE};
-    static const unsigned char before[5] = {0, 0, MB__ERR_COUNT, MB__ERR_COUNT + PG__ERR_COUNT,
-                                            MB__ERR_COUNT + PG__ERR_COUNT + PP__ERR_COUNT};
-    int m = splitcore_err_module(err);
+    int m = splitcore_err_module(err), k;
+    unsigned i = 1u; /* the first code's message follows "ok" */
     if (m == SPLITCORE_MODULE_NONE)
         return splitcore__nth(msg, err == 0 ? 0u : MB__ERR_COUNT + PG__ERR_COUNT + PP__ERR_COUNT + DT__ERR_COUNT + 1u);
-    return splitcore__nth(msg, before[m] + (unsigned)(base[m] - err));
+    for (k = SPLITCORE_MODULE_MICROBATCH; k < m; k++) i += splitcore__count[k];
+    return splitcore__nth(msg, i + (unsigned)(splitcore__base[m] - 1 - err));
 }
 
 #ifdef __cplusplus

@@ -460,6 +460,18 @@ def main(argv=None):
     for b, peer, metric, n, wins, med in summary(rows):
         md.append("| %s | %s | %s | %d | %d | %.3g |" % (b, md_escape(peer), metric, n, wins, med))
     md.append("")
+    skipped_path = os.path.join(os.path.dirname(os.path.abspath(args.results)), "skipped.json")
+    if os.path.exists(skipped_path):
+        with open(skipped_path) as f:
+            skipped = json.load(f)
+        md += ["## Not measured in this run", ""]
+        if skipped:
+            md += ["What a benchmark said it could not measure (a peer's package or a tool missing): these "
+                   "rows are absent above, not won.", ""]
+            md += ["- %s: %s" % (s["bench"], md_escape(s["line"])) for s in skipped]
+        else:
+            md += ["Nothing: every peer and row of every benchmark was measured."]
+        md.append("")
     benches = []
     for r in rows:
         if r["bench"] not in benches:

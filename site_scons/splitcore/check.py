@@ -145,3 +145,35 @@ def _version(tool):
         return subprocess.run([tool, "--version"], stdout=subprocess.PIPE, universal_newlines=True).stdout.split()[-1]
     except OSError:
         return "?"
+
+
+def format_differences(files, clang_format="clang-format"):
+    """The files (repository-relative C sources and headers) whose text differs from what
+    the committed .clang-format makes of it: [(path, first differing line)]."""
+    out = []
+    for path in files:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        formatted = subprocess.run([clang_format, "--style=file", "--assume-filename=" + path], input=text,
+                                   stdout=subprocess.PIPE, universal_newlines=True, check=True).stdout
+        if formatted != text:
+            a, b = text.splitlines(), formatted.splitlines()
+            line = next((i + 1 for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)) + 1)
+            out.append((path, line))
+    return out
+
+
+def format_action(files):
+    """An SCons action: fails when a file is not formatted as .clang-format says, naming each
+    file and its first differing line (the fix: clang-format -i FILE)."""
+    def action(target, source, env):
+        diffs = format_differences(files)
+        with open(str(target[0]), "w") as log:
+            for path, line in diffs:
+                log.write("%s:%d: not formatted as .clang-format says (clang-format -i %s)\n" % (path, line, path))
+        for path, line in diffs:
+            print("FORMAT %s:%d: differs from clang-format's output (clang-format -i %s)" % (path, line, path))
+        print("format: %d C file(s) checked against .clang-format, %d differ" % (len(files), len(diffs)))
+        return 1 if diffs else 0
+    action.__name__ = "format"
+    return action

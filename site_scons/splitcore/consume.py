@@ -112,6 +112,16 @@ def tests(env, headers, tools, mpi):
                            "zephyr/Kconfig", "CHANGELOG.md"],
                           base + ["manifests", "--build", "build/consume/manifests"] +
                           (["--cmake"] if shutil.which("cmake") else [])))
+    # README's two commands in order, packages installed in between (tests/consume/check_newcomer.py).
+    # It hides the test packages' headers in a private mount namespace: root only (CI is root);
+    # elsewhere one NOT RUN line, counted in the run's last line.
+    newcomer = "tests/consume/check_newcomer.py"
+    if os.geteuid() == 0 and shutil.which("unshare") and shutil.which("git"):
+        steps.append(step("newcomer: README's demo then test command, packages installed between",
+                          "build/newcomer/check_newcomer.log", [newcomer],
+                          [py, newcomer, "--repo", Dir("#").abspath, "--build", "build/newcomer"]))
+    else:
+        print("NOT RUN: the newcomer replay (tests/consume/check_newcomer.py) needs root for unshare -m; CI runs it")
     docs = "tests/docs/check_docs.py"
     steps.append(step("docs: examples compile, links resolve", "build/docs/check_docs.log", [docs],
                       [py, docs, "--repo", Dir("#").abspath, "--build", "build/docs"]))

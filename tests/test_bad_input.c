@@ -152,6 +152,120 @@ static pg_ops ops_nosend;
 static float pin[64];
 static size_t counts2[2] = {2, 2}, counts_big[2] = {(size_t)-1 / 2, 2};
 
+/* ---- hostile public structs: a valid plan or table with one field made hostile -------- */
+/* Plans: copies of `sched` (2 ranks, 2 stages, 4 microbatches, 1F1B compute table); for
+   pp_csv_read (which replaces the rows) their rows lie in the canary area. */
+enum {
+    HP_NULL,
+    HP_NRANKS0,
+    HP_NRANKS_BIG,
+    HP_NSTAGES_BIG,
+    HP_NMB0,
+    HP_CAP_NEG,
+    HP_LEN_OVER,
+    HP_STAGE_RANK,
+    HP_TYPE,
+    HP_STAGE,
+    HP_MB,
+    HP_COUNT
+};
+static pp_plan hp[HP_COUNT], hpc[HP_COUNT];
+static pp_action hp_rows[3][512];
+/* Tables: copies of table0 (rank 0 of the lowered 1F1B plan) with xcfg; table_fo1: rank 1
+   (the last stage) of a lowered 2-rank forward-only plan, with xcfg_fo (inference). */
+enum {
+    HT_NULL,
+    HT_MAP_NULL,
+    HT_NRANKS0,
+    HT_RANK,
+    HT_NSTAGES0,
+    HT_NSTAGES_BIG,
+    HT_NMB0,
+    HT_SLOTS0,
+    HT_STAGE_RANK,
+    HT_OTHER_RANK,
+    HT_TYPE,
+    HT_STAGE,
+    HT_MB,
+    HT_COUNT
+};
+static pp_table ht[HT_COUNT], table_fo1;
+static pp_action ht_rows[3][64];
+static const uint8_t map_bad[2] = {0, 200}, map_other[2] = {1, 1};
+static pp_exec_cfg xcfg_fo, xcfg_fo_nout;
+
+/* Each plan function's call with plan P (outputs in the canary area). */
+#define HP_TABLE(P)    pp_plan_table(P, 0, OUT(pp_table))
+#define HP_PEAK(P)     pp_peak_inflight(P, 0)
+#define HP_LOWER(P)    pp_lower(P, OUT_AT(pp_plan, 4096), OUT(void), 4096, NULL)
+#define HP_VALIDATE(P) pp_validate(P, NULL)
+#define HP_SIMBYTES(P) (int)pp_sim_bytes(P)
+#define HP_SIMULATE(P) pp_simulate(P, &costs, work, sizeof work, OUT(pp_sim), NULL, 0, NULL, NULL)
+#define HP_MAILBOX(P)  pp_mailbox_depth(P, 4, work, sizeof work, NULL)
+#define HP_CSVW(P)     pp_csv_write(P, OUT(char), 4096, OUT_AT(size_t, 8192))
+#define HP_EMIT(P)     pp_emit_c(P, "plan", OUT(char), 4096, OUT_AT(size_t, 8192))
+#define HP_TIMELINE(P) pp_timeline(P, OUT(char), 4096, OUT_AT(size_t, 8192))
+#define HP_CSVR(P)     pp_csv_read(&hpc[(P)-hp], "0F0\r\n1F0\r\n", 10, NULL)
+/* The fields every plan function checks first (f: the function's name, C: its call, then
+   the codes for a NULL, an out-of-range and a stage-map field; W: what a size query adds). */
+#define HP_STRUCT_ROWS(ROW, id, f, C, NUL, ARG, MAP, W)                                              \
+    ROW(id##_null, "pipeline.h", f, "plan: NULL actions" W, NUL, C(&hp[HP_NULL]))                    \
+    ROW(id##_nr0, "pipeline.h", f, "plan: nranks 0" W, ARG, C(&hp[HP_NRANKS0]))                      \
+    ROW(id##_nrbig, "pipeline.h", f, "plan: nranks > PP_MAX_RANKS" W, ARG, C(&hp[HP_NRANKS_BIG]))    \
+    ROW(id##_nsbig, "pipeline.h", f, "plan: nstages > PP_MAX_STAGES" W, ARG, C(&hp[HP_NSTAGES_BIG])) \
+    ROW(id##_nmb0, "pipeline.h", f, "plan: nmb 0" W, ARG, C(&hp[HP_NMB0]))                           \
+    ROW(id##_cap, "pipeline.h", f, "plan: cap < 0" W, ARG, C(&hp[HP_CAP_NEG]))                       \
+    ROW(id##_len, "pipeline.h", f, "plan: a row's len > cap" W, ARG, C(&hp[HP_LEN_OVER]))            \
+    ROW(id##_map, "pipeline.h", f, "plan: stage_rank[1] = 200 (no such rank)" W, MAP, C(&hp[HP_STAGE_RANK]))
+/* ... and the rows' actions. */
+#define HP_ACTION_ROWS(ROW, id, f, C)                                                                       \
+    ROW(id##_type, "pipeline.h", f, "plan: an action of type 200", PP_ERR_ACTION, C(&hp[HP_TYPE]))          \
+    ROW(id##_stage, "pipeline.h", f, "plan: an action's stage >= nstages", PP_ERR_ACTION, C(&hp[HP_STAGE])) \
+    ROW(id##_mb, "pipeline.h", f, "plan: an action's microbatch >= nmb", PP_ERR_ACTION, C(&hp[HP_MB]))
+#define HP_ROWS(ROW, id, f, C)                                                    \
+    HP_STRUCT_ROWS(ROW, id, f, C, PP_ERR_NULL, PP_ERR_ARG, PP_ERR_STAGE_RANK, "") \
+    HP_ACTION_ROWS(ROW, id, f, C)
+/* Each table function's call with table T. */
+#define HT_QUERY(T) pp_exec_query(&xcfg, T, OUT(size_t))
+#define HT_BYTES(T) (int)pp_exec_bytes(&xcfg, T)
+#define HT_INIT(T)  pp_exec_init(OUT(pp_exec), &xcfg, T, g0, OUT_AT(void, 4096), 8192)
+#define HT_ROWS(ROW, id, f, C, NUL, ARG, MAP, ACT, W)                                                         \
+    ROW(id##_null, "pipeline.h", f, "table: NULL actions" W, NUL, C(&ht[HT_NULL]))                            \
+    ROW(id##_mapnull, "pipeline.h", f, "table: NULL stage_rank" W, NUL, C(&ht[HT_MAP_NULL]))                  \
+    ROW(id##_nr0, "pipeline.h", f, "table: nranks 0" W, ARG, C(&ht[HT_NRANKS0]))                              \
+    ROW(id##_rank, "pipeline.h", f, "table: rank >= nranks" W, ARG, C(&ht[HT_RANK]))                          \
+    ROW(id##_ns0, "pipeline.h", f, "table: nstages 0" W, ARG, C(&ht[HT_NSTAGES0]))                            \
+    ROW(id##_nsbig, "pipeline.h", f, "table: nstages > PP_MAX_STAGES" W, ARG, C(&ht[HT_NSTAGES_BIG]))         \
+    ROW(id##_nmb0, "pipeline.h", f, "table: nmb 0" W, ARG, C(&ht[HT_NMB0]))                                   \
+    ROW(id##_slots0, "pipeline.h", f, "table: slots 0" W, ARG, C(&ht[HT_SLOTS0]))                             \
+    ROW(id##_map, "pipeline.h", f, "table: stage_rank[1] = 200 (no such rank)" W, MAP, C(&ht[HT_STAGE_RANK])) \
+    ROW(id##_other, "pipeline.h", f, "table: an action of a stage mapped to another rank" W, MAP,             \
+        C(&ht[HT_OTHER_RANK]))                                                                                \
+    ROW(id##_type, "pipeline.h", f, "table: an action of type 200" W, ACT, C(&ht[HT_TYPE]))                   \
+    ROW(id##_stage, "pipeline.h", f, "table: an action's stage >= nstages" W, ACT, C(&ht[HT_STAGE]))          \
+    ROW(id##_mb, "pipeline.h", f, "table: an action's microbatch >= nmb" W, ACT, C(&ht[HT_MB]))
+#define PP_HOSTILE_ROWS(ROW)                                                                                           \
+    HP_ROWS(ROW, hp_table, "pp_plan_table", HP_TABLE)                                                                  \
+    HP_ROWS(ROW, hp_peak, "pp_peak_inflight", HP_PEAK)                                                                 \
+    HP_ROWS(ROW, hp_lower, "pp_lower", HP_LOWER)                                                                       \
+    HP_ROWS(ROW, hp_validate, "pp_validate", HP_VALIDATE)                                                              \
+    HP_STRUCT_ROWS(ROW, hp_simbytes, "pp_sim_bytes", HP_SIMBYTES, 0, 0, 0, " (returns 0)")                             \
+    HP_ROWS(ROW, hp_simulate, "pp_simulate", HP_SIMULATE)                                                              \
+    HP_ROWS(ROW, hp_mailbox, "pp_mailbox_depth", HP_MAILBOX)                                                           \
+    HP_ROWS(ROW, hp_csvw, "pp_csv_write", HP_CSVW)                                                                     \
+    HP_STRUCT_ROWS(ROW, hp_csvr, "pp_csv_read", HP_CSVR, PP_ERR_NULL, PP_ERR_ARG, PP_ERR_STAGE_RANK,                   \
+                   " (its rows are replaced, not read)")                                                               \
+    HP_ROWS(ROW, hp_emit, "pp_emit_c", HP_EMIT)                                                                        \
+    HP_ROWS(ROW, hp_timeline, "pp_timeline", HP_TIMELINE)                                                              \
+    HT_ROWS(ROW, ht_query, "pp_exec_query", HT_QUERY, PP_ERR_NULL, PP_ERR_ARG, PP_ERR_STAGE_RANK, PP_ERR_ACTION, "")   \
+    HT_ROWS(ROW, ht_bytes, "pp_exec_bytes", HT_BYTES, 0, 0, 0, 0, " (returns 0)")                                      \
+    HT_ROWS(ROW, ht_init, "pp_exec_init", HT_INIT, PP_ERR_NULL, PP_ERR_ARG, PP_ERR_STAGE_RANK, PP_ERR_ACTION, "")      \
+    ROW(ht_out, "pipeline.h", "pp_exec_init", "inference cfg without output, on the last stage's rank", PP_ERR_NULL,   \
+        pp_exec_init(OUT(pp_exec), &xcfg_fo_nout, &table_fo1, g1, OUT_AT(void, 4096), 8192))                           \
+    ROW(ht_outq, "pipeline.h", "pp_exec_query", "inference cfg without output, on the last stage's rank", PP_ERR_NULL, \
+        pp_exec_query(&xcfg_fo_nout, &table_fo1, OUT(size_t)))                                                         \
+    ROW(ht_qnull, "pipeline.h", "pp_exec_query", "NULL bytes", PP_ERR_NULL, pp_exec_query(&xcfg, &table0, NULL))
+
 /* ---- the table ------------------------------------------------------------------------
    ROW(id, header, function, case, expected code, call): `call` runs with every output in
    the canary area. The expected code is written by name, so the document shows it. */
@@ -349,6 +463,7 @@ static size_t counts2[2] = {2, 2}, counts_big[2] = {(size_t)-1 / 2, 2};
         pp_mailbox_depth(&lowered, 4, work, 8, NULL))                                                                  \
     ROW(pp68, "pipeline.h", "pp_mailbox_depth", "needs a deeper mailbox than max_depth (1F1B: 1; plan unchanged)",     \
         PP_ERR_MAILBOX, pp_mailbox_depth(&lowered, 0, work, sizeof work, NULL))                                        \
+    PP_HOSTILE_ROWS(ROW)                                                                                               \
                                                                                                                        \
     ROW(dt1, "dtensor.h", "dt_strerror", "unknown code (returns a string, never NULL)", 0, dt_strerror(12345) == NULL) \
     ROW(dt2, "dtensor.h", "dt_mesh_init", "NULL mesh", DT_ERR_NULL, dt_mesh_init(NULL, 1, shape_m2, NULL, 0))          \
@@ -1028,6 +1143,68 @@ static pp_plan *out_plan(void)
     pp_plan_init(&p, st, sizeof st, 2, 2, 1);
     return &p;
 }
+/* The hostile plans and tables (see above the table), from sched, table0 and xcfg. */
+static int dummy_output(void *user, int mb, const mb_tensor *y)
+{
+    (void)user;
+    (void)mb;
+    (void)y;
+    return 0;
+}
+static void hostile_fixtures(void)
+{
+    static pp_action fo_store[2][256];
+    static pp_plan fo, fo_low;
+    int k;
+    for (k = 0; k < 3; k++) memcpy(hp_rows[k], sched.actions, sizeof hp_rows[k]);
+    for (k = 0; k < HP_COUNT; k++) hp[k] = sched;
+    hp[HP_NULL].actions = NULL;
+    hp[HP_NRANKS0].nranks = 0;
+    hp[HP_NRANKS_BIG].nranks = PP_MAX_RANKS + 1;
+    hp[HP_NSTAGES_BIG].nstages = PP_MAX_STAGES + 1;
+    hp[HP_NMB0].nmb = 0;
+    hp[HP_CAP_NEG].cap = -1;
+    hp[HP_LEN_OVER].len[1] = sched.cap + 1;
+    hp[HP_STAGE_RANK].stage_rank[1] = 200;
+    hp[HP_TYPE].actions = hp_rows[0];
+    hp_rows[0][0].type = 200;
+    hp[HP_STAGE].actions = hp_rows[1];
+    hp_rows[1][0].stage = 9;
+    hp[HP_MB].actions = hp_rows[2];
+    hp_rows[2][0].mb = 9;
+    for (k = 0; k < HP_COUNT; k++) {
+        hpc[k] = hp[k];
+        if (k != HP_NULL) hpc[k].actions = OUT_AT(pp_action, 16384); /* rows are outputs here */
+    }
+    assert_true((size_t)table0.len <= sizeof ht_rows[0] / sizeof ht_rows[0][0]);
+    for (k = 0; k < 3; k++) memcpy(ht_rows[k], table0.actions, table0.len * sizeof(pp_action));
+    for (k = 0; k < HT_COUNT; k++) ht[k] = table0;
+    ht[HT_NULL].actions = NULL;
+    ht[HT_MAP_NULL].stage_rank = NULL;
+    ht[HT_NRANKS0].nranks = 0;
+    ht[HT_RANK].rank = 2;
+    ht[HT_NSTAGES0].nstages = 0;
+    ht[HT_NSTAGES_BIG].nstages = PP_MAX_STAGES + 1;
+    ht[HT_NMB0].nmb = 0;
+    ht[HT_SLOTS0].slots = 0;
+    ht[HT_STAGE_RANK].stage_rank = map_bad;
+    ht[HT_OTHER_RANK].stage_rank = map_other;
+    ht[HT_TYPE].actions = ht_rows[0];
+    ht_rows[0][0].type = 200;
+    ht[HT_STAGE].actions = ht_rows[1];
+    ht_rows[1][0].stage = 9;
+    ht[HT_MB].actions = ht_rows[2];
+    ht_rows[2][0].mb = 9;
+    assert_int_equal(pp_schedule_build(&fo, PP_SCHED_FORWARD_ONLY, 2, 1, 4, fo_store[0], sizeof fo_store[0], NULL), 0);
+    assert_int_equal(pp_lower(&fo, &fo_low, fo_store[1], sizeof fo_store[1], NULL), 0);
+    assert_int_equal(pp_plan_table(&fo_low, 1, &table_fo1), 0);
+    xcfg_fo = xcfg;
+    xcfg_fo.loss = NULL;
+    xcfg_fo.output = dummy_output;
+    xcfg_fo_nout = xcfg_fo;
+    xcfg_fo_nout.output = NULL;
+    assert_int_equal(pp_exec_query(&xcfg_fo, &table_fo1, &needed), 0); /* valid but for the output */
+}
 static const pp_exec_cfg *xcfg_bad_balance(void)
 {
     static pp_exec_cfg c;
@@ -1135,6 +1312,7 @@ static void fixtures(void)
     xcfg.input = dummy_input;
     xcfg.loss = dummy_loss;
     memset(&xexec_unset, 0, sizeof xexec_unset);
+    hostile_fixtures();
     memset(events1, 0, sizeof events1);
 
     assert_int_equal(dt_mesh_init(&mesh2, 1, shape_m2, NULL, 0), 0);
@@ -1335,8 +1513,10 @@ static int markdown(char *buf, size_t cap)
         "afterwards no message is in any mailbox and the peer's group is unchanged: **bad input never "
         "reaches a peer**. The port rows (`pg_pthread.h`, `pg_shm.h`) fail before a thread starts or the "
         "region is read. Functions returning a size or a pointer report bad input as 0 / NULL (stated in "
-        "the case). Faults at run time (timeouts, aborts, corrupt shared memory) are covered by "
-        "`tests/test_faults.c`.\n");
+        "the case). Rows whose case starts with `plan:` or `table:` pass a caller-filled `pp_plan` or "
+        "`pp_table` with one hostile field (the rest valid): every function taking one validates it "
+        "before any field is used as an index or a count. Faults at run time (timeouts, aborts, "
+        "corrupt shared memory) are covered by `tests/test_faults.c`.\n");
     for (i = 0; i < NROWS; i++) {
         if (strcmp(last, rows[i].header) != 0) {
             PUT("\n## `%s`\n\n| function | invalid input | returns |\n|---|---|---|\n", rows[i].header);

@@ -13,7 +13,7 @@
 #define MICROBATCH_IMPLEMENTATION
 #include "microbatch.h"
 #define PIPELINE_IMPLEMENTATION
-#define PP_NO_EXECUTOR
+#define PP_NO_EXECUTOR 1
 #include "pipeline.h"
 #define PG_IMPLEMENTATION
 #define DTENSOR_IMPLEMENTATION

@@ -2,9 +2,12 @@
    Pipeline-parallel training of a small MLP (8 layers, 4 stages of Linear+ReLU pairs) for
    every schedule x checkpoint mode, on pg_pthread and on pg_shm (host threads as cores),
    must give the parameters of plain single-rank training on the same microbatches
-   (f32, relative 1e-5). Inference streaming equals a single-rank forward. A layer error on
-   one rank makes every rank return that error (and the world is usable afterwards).
-   Bad inputs give error codes. No timing assertions. */
+   (f32, relative 1e-5). Inference streaming equals a single-rank forward, also for a
+   hand-written uneven plan (3 stages on 2 ranks) that pp_validate accepts. A layer error on
+   one rank makes every rank return PP_ERR_LAYER with that layer's code and rank (errors on
+   two ranks: the lower rank's, on every rank), and the world is usable afterwards. Storage
+   queries are exact (inference slots hold no gradients). Bad inputs give error codes. No
+   timing assertions. */
 #define _DEFAULT_SOURCE 1 /* clock_gettime, syscall (host_threads.h) under -std=c99 */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,6 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <math.h>
+#include <sched.h>
 #include <cmocka.h>
 
 #define MICROBATCH_IMPLEMENTATION
@@ -45,7 +49,9 @@ typedef struct lin {
     int in, out;
     float w[8 * 8], b[8];
     double gw[8 * 8], gb[8];
-    int fail_mb;
+    int fail_mb, fail_rc; /* the ReLU after it fails on call fail_mb with fail_rc, */
+    int *fail_after;      /* if set, only once *fail_after is non-zero; */
+    int *failed;          /* if set, it sets *failed then */
 } lin;
 typedef struct model {
     lin lin[4];
@@ -104,7 +110,11 @@ static int relu_fwd(void *self, const mb_tensor *x, mb_tensor *y)
     const float *a = (const float *)x->data;
     float *b = (float *)y->data;
     lin *L = (lin *)self; /* the Linear before it: error injection */
-    if (L->fail_mb >= 0 && L->fail_mb-- == 0) return -77;
+    if (L->fail_mb >= 0 && L->fail_mb-- == 0) {
+        while (L->fail_after && !__atomic_load_n(L->fail_after, __ATOMIC_ACQUIRE)) sched_yield();
+        if (L->failed) __atomic_store_n(L->failed, 1, __ATOMIC_RELEASE);
+        return L->fail_rc;
+    }
     for (i = 0; i < n; i++) b[i] = a[i] > 0 ? a[i] : 0.1f * a[i]; /* leaky: no dead units */
     return 0;
 }
@@ -167,6 +177,7 @@ static void model_init(model *m)
         L->in = dims[k];
         L->out = dims[k + 1];
         L->fail_mb = -1;
+        L->fail_rc = -77;
         for (i = 0; i < L->in * L->out; i++) L->w[i] = frand();
         for (i = 0; i < L->out; i++) L->b[i] = 0.1f * frand();
     }
@@ -317,7 +328,7 @@ static pp_exec_cfg cfg;
 static int32_t balance[4] = {2, 2, 2, 2};
 static uint64_t exec_mem[MAXR][8192];
 static double rank_loss[MAXR];
-static int rank_has_loss[MAXR];
+static int rank_has_loss[MAXR], rank_err[MAXR], rank_err_rank[MAXR];
 static job the_job;
 
 static int rank_body(pg_group *g, void *arg)
@@ -330,6 +341,8 @@ static int rank_body(pg_group *g, void *arg)
     rc = pp_exec_init(&e, &cfg, &tables[r], g, exec_mem[r], sizeof exec_mem[r]);
     if (rc) return rc;
     rc = pp_exec_run(&e);
+    rank_err[r] = e.err;
+    rank_err_rank[r] = e.err_rank;
     if (rc == 0 && e.losses) {
         mb_spec s = MB_REDUCE(MB_RED_SUM);
         if ((rc = pp_exec_loss(&e, &s, &rank_loss[r])) == 0) rank_has_loss[r] = 1;
@@ -469,12 +482,31 @@ static void test_train_shm(void **st)
     train_equal(PORT_SHM);
 }
 
+/* The single-rank forward of nmb microbatches: their outputs into want. */
+static void forward_reference(model *m, int nmb, float want[][DOUT])
+{
+    int mb, l;
+    for (mb = 0; mb < nmb; mb++) {
+        float a[2][ROWS * 8];
+        mb_tensor t[2];
+        int32_t sh[2] = {ROWS, DIN};
+        mb_tensor_init(&t[0], a[0], MB_F32, 2, sh);
+        in_cb(&the_job, mb, &t[0]);
+        for (l = 0; l < NL; l++) {
+            sh[1] = (int32_t)(m->layers[l].act_bytes / 4 / ROWS);
+            mb_tensor_init(&t[(l + 1) & 1], a[(l + 1) & 1], MB_F32, 2, sh);
+            assert_int_equal(m->layers[l].forward(m->layers[l].self, &t[l & 1], &t[(l + 1) & 1]), 0);
+        }
+        memcpy(want[mb * ROWS], a[NL & 1], sizeof(float) * ROWS * DOUT);
+    }
+}
+
 /* Inference streaming: 6 frames through 4 stages (forward-only), equal to a plain forward. */
 static void infer_equal(int port, int nmb)
 {
     static model m;
     static float want[BATCH][DOUT];
-    int r, rcs[MAXR], mb, l;
+    int r, rcs[MAXR];
     data_init();
     model_init(&m);
     build_plan(PP_SCHED_FORWARD_ONLY, 4, 1, nmb);
@@ -483,19 +515,7 @@ static void infer_equal(int port, int nmb)
     memset(the_job.out, 0, sizeof the_job.out);
     run_ranks(port, 4, rcs);
     for (r = 0; r < 4; r++) assert_int_equal(rcs[r], 0);
-    for (mb = 0; mb < nmb; mb++) {
-        float a[2][ROWS * 8];
-        mb_tensor t[2];
-        int32_t sh[2] = {ROWS, DIN};
-        mb_tensor_init(&t[0], a[0], MB_F32, 2, sh);
-        in_cb(&the_job, mb, &t[0]);
-        for (l = 0; l < NL; l++) {
-            sh[1] = (int32_t)(m.layers[l].act_bytes / 4 / ROWS);
-            mb_tensor_init(&t[(l + 1) & 1], a[(l + 1) & 1], MB_F32, 2, sh);
-            assert_int_equal(m.layers[l].forward(m.layers[l].self, &t[l & 1], &t[(l + 1) & 1]), 0);
-        }
-        memcpy(want[mb * ROWS], a[NL & 1], sizeof(float) * ROWS * DOUT);
-    }
+    forward_reference(&m, nmb, want);
     assert_memory_equal(want, the_job.out, sizeof(float) * ROWS * DOUT * (size_t)nmb);
 }
 static void test_infer_pthread(void **st)
@@ -549,7 +569,8 @@ static void test_train_large_m_shm(void **st)
     train_large(PORT_SHM);
 }
 
-/* A layer error on one rank: every rank returns it; the next step works again. */
+/* A layer error on one rank: every rank returns PP_ERR_LAYER with the layer's code and
+   the failing rank; the next step works again. */
 static void error_everywhere(int port, int kind, int P, int V, int layer_pair)
 {
     static model m;
@@ -560,10 +581,44 @@ static void error_everywhere(int port, int kind, int P, int V, int layer_pair)
     cfg_init(&m, 1, PP_CKPT_NEVER);
     m.lin[layer_pair].fail_mb = 1; /* its ReLU fails on the second call */
     run_ranks(port, P, rcs);
-    for (r = 0; r < P; r++) assert_int_equal(rcs[r], -77);
+    for (r = 0; r < P; r++) {
+        assert_int_equal(rcs[r], PP_ERR_LAYER);
+        assert_int_equal(rank_err[r], -77);
+        assert_int_equal(rank_err_rank[r], plan.stage_rank[layer_pair]); /* stage = pair */
+    }
     m.lin[layer_pair].fail_mb = -1;
     run_ranks(port, P, rcs);
-    for (r = 0; r < P; r++) assert_int_equal(rcs[r], 0);
+    for (r = 0; r < P; r++) {
+        assert_int_equal(rcs[r], 0);
+        assert_int_equal(rank_err[r], 0);
+        assert_int_equal(rank_err_rank[r], -1);
+    }
+}
+/* Two ranks fail with different codes: rank 2 first (its stage's first microbatch), rank 0
+   afterwards (its second microbatch waits for rank 2's failure): every rank returns rank 0's
+   code, the lowest rank's, not the first one's. */
+static void two_errors(int port)
+{
+    static model m;
+    static int rank2_failed;
+    int r, rcs[MAXR];
+    data_init();
+    model_init(&m);
+    build_plan(PP_SCHED_GPIPE, 4, 1, NMB);
+    cfg_init(&m, 1, PP_CKPT_NEVER);
+    rank2_failed = 0;
+    m.lin[2].fail_mb = 0;
+    m.lin[2].fail_rc = -66;
+    m.lin[0].fail_mb = 1;
+    m.lin[0].fail_rc = -55;
+    m.lin[0].fail_after = &rank2_failed;
+    m.lin[2].failed = &rank2_failed;
+    run_ranks(port, 4, rcs);
+    for (r = 0; r < 4; r++) {
+        assert_int_equal(rcs[r], PP_ERR_LAYER);
+        assert_int_equal(rank_err[r], -55);
+        assert_int_equal(rank_err_rank[r], 0);
+    }
 }
 static void test_error_aborts(void **st)
 {
@@ -572,6 +627,109 @@ static void test_error_aborts(void **st)
     error_everywhere(PORT_PTHREAD, PP_SCHED_1F1B, 4, 1, 0);
     error_everywhere(PORT_PTHREAD, PP_SCHED_ZBV, 2, 2, 3 - 1);
     error_everywhere(PORT_SHM, PP_SCHED_GPIPE, 4, 1, 1);
+    two_errors(PORT_PTHREAD);
+    two_errors(PORT_SHM);
+}
+
+/* A hand-written uneven inference plan, 3 stages on 2 ranks (stages 0 and 1 on rank 0,
+   stage 2 on rank 1): pp_validate accepts it marked custom or forward-only, it lowers,
+   needs mailbox depth 0, emits, and runs equal to a single-rank forward on both ports. */
+static void uneven_forward_only(int port)
+{
+    static model m;
+    static float want[BATCH][DOUT];
+    static pp_action st3[2][512];
+    static char text[8192];
+    static const int32_t bal3[3] = {2, 4, 2};
+    static uint32_t work[6 * 3 * NMB];
+    static const char csv[] = "0F0,1F0,0F1,1F1,0F2,1F2,0F3,1F3\r\n2F0,2F1,2F2,2F3\r\n";
+    pp_plan p;
+    int r, rcs[MAXR];
+    data_init();
+    model_init(&m);
+    assert_int_equal(pp_plan_init(&p, st3[0], sizeof st3[0], 2, 3, NMB), 0);
+    assert_int_equal(pp_csv_read(&p, csv, sizeof csv - 1, NULL), 0);
+    assert_int_equal(p.stage_rank[0], 0);
+    assert_int_equal(p.stage_rank[1], 0);
+    assert_int_equal(p.stage_rank[2], 1);
+    assert_int_equal(pp_validate(&p, NULL), 0);
+    p.schedule = PP_SCHED_FORWARD_ONLY;
+    assert_int_equal(pp_validate(&p, NULL), 0);
+    assert_int_equal(pp_lower(&p, &plan, st3[1], sizeof st3[1], NULL), 0);
+    assert_int_equal(pp_validate(&plan, NULL), 0);
+    assert_int_equal(pp_mailbox_depth(&plan, 0, work, sizeof work, NULL), 0);
+    assert_true(pp_emit_c(&plan, "uneven", text, sizeof text, NULL) > 0);
+    for (r = 0; r < 2; r++) assert_int_equal(pp_plan_table(&plan, r, &tables[r]), 0);
+    cfg_init(&m, 0, PP_CKPT_NEVER);
+    cfg.balance = bal3;
+    the_job.step = 0;
+    memset(the_job.out, 0, sizeof the_job.out);
+    run_ranks(port, 2, rcs);
+    for (r = 0; r < 2; r++) assert_int_equal(rcs[r], 0);
+    forward_reference(&m, NMB, want);
+    assert_memory_equal(want, the_job.out, sizeof(float) * ROWS * DOUT * NMB);
+}
+static void test_uneven_forward_only(void **st)
+{
+    (void)st;
+    uneven_forward_only(PORT_PTHREAD);
+    uneven_forward_only(PORT_SHM);
+}
+
+/* Exact storage: an inference slot holds the stage input and its layers' outputs, a
+   training slot their gradients too (twice as much), plus one state word per slot (8-byte
+   rounded) and, on the training loss's rank, one mb_value per microbatch. pp_exec_query
+   and pp_exec_bytes agree; pp_exec_init takes exactly that many bytes. The query's codes are
+   pp_exec_init's, and a failed query leaves *bytes alone. */
+#define R8(x) (((size_t)(x) + 7u) & ~(size_t)7u)
+static void test_storage_query(void **st)
+{
+    static model m;
+    pp_exec e;
+    pg_group *g;
+    pp_table t;
+    size_t q, slot;
+    int r, train;
+    (void)st;
+    model_init(&m);
+    assert_int_equal(pg_pthread_world_init(&world, 4), 0);
+    for (train = 0; train < 2; train++) {
+        build_plan(train ? PP_SCHED_1F1B : PP_SCHED_FORWARD_ONLY, 4, 1, NMB);
+        cfg_init(&m, train, PP_CKPT_NEVER);
+        for (r = 0; r < 4; r++) {
+            size_t in = r ? m.layers[2 * r - 1].act_bytes : ROWS * DIN * 4;
+            slot = (R8(in) + R8(m.layers[2 * r].act_bytes) + R8(m.layers[2 * r + 1].act_bytes)) * (size_t)(1 + train);
+            q = 0;
+            assert_int_equal(pp_exec_query(&cfg, &tables[r], &q), 0);
+            assert_int_equal(q, pp_exec_bytes(&cfg, &tables[r]));
+            assert_int_equal(tables[r].slots, train ? 4 - r : 1);
+            assert_int_equal(q, R8(4u * tables[r].slots) + tables[r].slots * slot +
+                                    (train && r == 3 ? sizeof(mb_value) * NMB : 0));
+            g = pg_pthread_group(&world, r);
+            assert_int_equal(pp_exec_init(&e, &cfg, &tables[r], g, exec_mem[r], q - 1), PP_ERR_TOO_SMALL);
+            assert_int_equal(pp_exec_init(&e, &cfg, &tables[r], g, exec_mem[r], q), 0);
+        }
+    }
+    /* forward-only, rank 0: one slot of (48 + 64 + 64) B and its state word (a training slot: 352 B) */
+    build_plan(PP_SCHED_FORWARD_ONLY, 4, 1, NMB);
+    cfg_init(&m, 0, PP_CKPT_NEVER);
+    assert_int_equal(pp_exec_bytes(&cfg, &tables[0]), 184);
+    q = 12345;
+    assert_int_equal(pp_exec_query(NULL, &tables[0], &q), PP_ERR_NULL);
+    assert_int_equal(pp_exec_query(&cfg, NULL, &q), PP_ERR_NULL);
+    assert_int_equal(pp_exec_query(&cfg, &tables[0], NULL), PP_ERR_NULL);
+    t = tables[0];
+    t.rank = 4;
+    assert_int_equal(pp_exec_query(&cfg, &t, &q), PP_ERR_ARG);
+    t = tables[0];
+    t.nranks = 0;
+    assert_int_equal(pp_exec_query(&cfg, &t, &q), PP_ERR_ARG);
+    assert_int_equal(q, 12345);
+    cfg.output = NULL; /* the last stage's rank needs its output callback */
+    assert_int_equal(pp_exec_query(&cfg, &tables[3], &q), PP_ERR_NULL);
+    assert_int_equal(pp_exec_bytes(&cfg, &tables[3]), 0);
+    assert_true(pp_exec_bytes(&cfg, &tables[0]) > 0); /* other ranks do not */
+    assert_int_equal(q, 12345);
 }
 
 /* Bad inputs: codes, and nothing run. */
@@ -644,6 +802,7 @@ int main(void)
         cmocka_unit_test(test_infer_pthread),         cmocka_unit_test(test_infer_shm),
         cmocka_unit_test(test_train_large_m_pthread), cmocka_unit_test(test_train_large_m_shm),
         cmocka_unit_test(test_error_aborts),          cmocka_unit_test(test_bad_inputs),
+        cmocka_unit_test(test_uneven_forward_only),   cmocka_unit_test(test_storage_query),
     };
     return cmocka_run_group_tests_name("pipeline executor", tests, NULL, NULL);
 }

@@ -7,7 +7,7 @@
    and on pg_shm (4 slots of 32 B, an activation is two messages: 2 transfers, the depth the
    zero-bubble and interleaved plans need). The model, runs and checks are
    tests/test_pipeline_exec.c's. No timing assertions. */
-#define PP_NO_TAKEIN
+#define PP_NO_TAKEIN     1
 #define PP_MAILBOX_SLOTS 4 /* messages per ordered pair on both ports below */
 #define SHM_SLOTS        4
 #define PIPELINE_EXEC_TEST_NO_MAIN
@@ -168,6 +168,8 @@ int main(void)
     (void)test_train_large_m_shm;
     (void)test_error_aborts;
     (void)test_bad_inputs;
+    (void)test_uneven_forward_only;
+    (void)test_storage_query;
     (void)train_large;
     return cmocka_run_group_tests_name("pipeline executor without take-in", tests, NULL, NULL);
 }

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#define PP_NO_EXECUTOR /* planning only: the executor (and pg.h's code) is in test_pipeline_exec.c */
+#define PP_NO_EXECUTOR 1 /* planning only: the executor (and pg.h's code) is in test_pipeline_exec.c */
 #define PIPELINE_IMPLEMENTATION
 #include "pipeline.h"
 
@@ -794,14 +794,14 @@ static void test_emit_c(void **state)
                            "const pp_table my_plan[2] = {\n    {my_plan_r0, 8, 0, 2, 2, 2, 2, my_plan_stage_rank, 0},\n"
                            "    {my_plan_r1, 8, 1, 2, 2, 2, 1, my_plan_stage_rank, 0},\n};\n"));
     /* not proven: a PP_NO_TAKEIN build stops */
-    assert_non_null(strstr(text, "#ifdef PP_NO_TAKEIN\n#error \"my_plan: not proven to run without take-in"));
+    assert_non_null(strstr(text, "#if PP_NO_TAKEIN\n#error \"my_plan: not proven to run without take-in"));
     assert_null(strstr(text, "MAILBOX_DEPTH"));
     /* proven (1F1B needs one transfer of room per pair): the depth and its check */
     assert_int_equal(pp_mailbox_depth(&low, 4, st_c, sizeof st_c, NULL), 1);
     assert_int_equal(low.mailbox, 2);
     n = pp_emit_c(&low, "my_plan", text, sizeof text, NULL);
     assert_true(n > 0);
-    assert_non_null(strstr(text, "#define my_plan_MAILBOX_DEPTH 1\n#if defined(PP_NO_TAKEIN) && PP_MAILBOX_SLOTS < 1\n"
+    assert_non_null(strstr(text, "#define my_plan_MAILBOX_DEPTH 1\n#if PP_NO_TAKEIN && PP_MAILBOX_SLOTS < 1\n"
                                  "#error \"my_plan: PP_MAILBOX_SLOTS is below"));
     assert_non_null(strstr(text, "{my_plan_r1, 8, 1, 2, 2, 2, 1, my_plan_stage_rank, 2},\n};\n"));
     assert_null(strstr(text, "not proven"));

@@ -19,6 +19,7 @@
 #include <time.h>
 #include <zlib.h>
 
+#define SPLITCORE_BASE_IMPLEMENTATION /* splitcore_strerror: the message of any code */
 #define MICROBATCH_IMPLEMENTATION
 #include "microbatch.h"
 #define PIPELINE_IMPLEMENTATION
@@ -110,11 +111,21 @@ typedef struct rank_ctx {
 static rank_ctx ctx[RANKS];
 static pp_exec_cfg train_cfg[RANKS], eval_cfg[RANKS];
 static uint64_t train_mem[RANKS][(1 << 20) / 8], eval_mem[RANKS][(1 << 20) / 8];
+static size_t train_bytes[RANKS], eval_bytes[RANKS];
 static pp_event events[RANKS][256];
 static int nevents[RANKS];
 static int eval_pred[NTEST];
 static float logits100[100][MLP_OUT]; /* the first 100 test images' logits (last evaluation) */
 static uint32_t t_origin;
+
+/* A failed step: the pipeline's code, and for PP_ERR_LAYER / PP_ERR_COMM the layer's or the
+   port's code it kept, with the rank it happened on. */
+static void step_failed(int r, const char *what, int i, int rc, const pp_exec *e)
+{
+    fprintf(stderr, "rank %d: %s %d: %d (%s)", r, what, i, rc, pp_strerror(rc));
+    if (e->err) fprintf(stderr, ": %d (%s) on rank %d", (int)e->err, splitcore_strerror(e->err), (int)e->err_rank);
+    fputc('\n', stderr);
+}
 
 static void image(float *dst, const unsigned char *src)
 {
@@ -192,7 +203,7 @@ static int rank_body(pg_group *g, void *arg)
         double t0, t1;
         float lr = LR * (epoch < 3 ? 1.0f : epoch == 3 ? 0.3f : 0.1f); /* step decay */
         if ((rc = pg_barrier(g))) {
-            fprintf(stderr, "rank %d: barrier: %d\n", r, rc);
+            fprintf(stderr, "rank %d: barrier: %d (%s)\n", r, rc, splitcore_strerror(rc));
             return rc;
         }
         if (r == 0) { /* rank 0 shuffles; the barrier publishes it */
@@ -219,7 +230,7 @@ static int rank_body(pg_group *g, void *arg)
                 te.max_events = 256;
             }
             if ((rc = pp_exec_run(&te))) {
-                fprintf(stderr, "rank %d: epoch %d step %d: %d\n", r, epoch + 1, step, rc);
+                step_failed(r, "training step", epoch * (NTRAIN / BATCH) + step, rc, &te);
                 return rc;
             }
             if (traced) {
@@ -253,7 +264,7 @@ static int rank_body(pg_group *g, void *arg)
         for (i = 0; i < NTEST; i += EVAL_ROWS * EVAL_CHUNKS) {
             c->base = i;
             if ((rc = pp_exec_run(&ee))) {
-                fprintf(stderr, "rank %d: epoch %d evaluation at %d: %d\n", r, epoch + 1, i, rc);
+                step_failed(r, "evaluation from image", i, rc, &ee);
                 return rc;
             }
         }
@@ -271,7 +282,7 @@ static int rank_body(pg_group *g, void *arg)
 static int check(int rc, const char *what)
 {
     if (rc < 0) {
-        fprintf(stderr, "pipeline_mnist: %s: %d (%s)\n", what, rc, pp_strerror(rc));
+        fprintf(stderr, "pipeline_mnist: %s: %d (%s)\n", what, rc, splitcore_strerror(rc));
         exit(1);
     }
     return rc;
@@ -370,8 +381,9 @@ int main(int argc, char **argv)
         e->loss = NULL;
         e->output = eval_output;
         e->now_us = NULL;
-        if (pp_exec_bytes(c, &train_tab[r]) > sizeof train_mem[r] ||
-            pp_exec_bytes(e, &eval_tab[r]) > sizeof eval_mem[r]) {
+        check(pp_exec_query(c, &train_tab[r], &train_bytes[r]), "training storage");
+        check(pp_exec_query(e, &eval_tab[r], &eval_bytes[r]), "evaluation storage");
+        if (train_bytes[r] > sizeof train_mem[r] || eval_bytes[r] > sizeof eval_mem[r]) {
             fprintf(stderr, "pipeline_mnist: executor storage too small\n");
             return 1;
         }
@@ -379,7 +391,11 @@ int main(int argc, char **argv)
     printf("pipeline_mnist: 784-256-128-64-10 MLP, 4 stages on 4 ranks (pg_pthread), 1F1B, "
            "%d microbatches x %d images, SGD lr %.2f (x0.3, x0.1 in the last two epochs) momentum %.1f\n",
            CHUNKS, MB_ROWS, LR, MOMENTUM);
-    printf("1F1B step, one rank per line (compute actions in PyTorch's order, . = idle):\n");
+    printf("executor storage per rank (pp_exec_query): training");
+    for (r = 0; r < RANKS; r++) printf(" %u", (unsigned)train_bytes[r]);
+    printf(" B; evaluation (forward-only, one slot, no gradient room)");
+    for (r = 0; r < RANKS; r++) printf(" %u", (unsigned)eval_bytes[r]);
+    printf(" B\n1F1B step, one rank per line (compute actions in PyTorch's order, . = idle):\n");
     check(pp_timeline(&train_sched, text, sizeof text, NULL), "timeline");
     fputs(text, stdout);
     fflush(stdout);
@@ -388,11 +404,12 @@ int main(int argc, char **argv)
     rc = pg_pthread_run(&world, RANKS, rank_body, NULL);
     for (r = 0; r < RANKS; r++)
         if (world.rc[r]) {
-            fprintf(stderr, "pipeline_mnist: rank %d failed: %d\n", r, world.rc[r]);
+            fprintf(stderr, "pipeline_mnist: rank %d failed: %d (%s)\n", r, world.rc[r],
+                    splitcore_strerror(world.rc[r]));
             return 1;
         }
     if (rc) {
-        fprintf(stderr, "pipeline_mnist: run failed: %d\n", rc);
+        fprintf(stderr, "pipeline_mnist: run failed: %d (%s)\n", rc, splitcore_strerror(rc));
         return 1;
     }
 

@@ -13,7 +13,7 @@
    accepts builds, validates, lowers and simulates without deadlock, and round-trips
    through CSV; pp_schedule_from_name of any string. */
 #define PIPELINE_IMPLEMENTATION
-#define PP_NO_EXECUTOR
+#define PP_NO_EXECUTOR 1
 #include "pipeline.h"
 #include "fuzz.h"
 

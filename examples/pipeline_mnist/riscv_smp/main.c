@@ -5,8 +5,10 @@
    tests/target/riscv_smp/ and the headers the host run wrote into build/demo/: the weights
    (fmnist_weights.h), the first 100 test images (fmnist_test100.h) and the forward-only plan
    (fmnist_plan.h, emitted by pp_emit_c after pp_mailbox_depth proved it needs no mailbox
-   depth). pipeline.h is compiled with PP_NO_PLANNER and PP_NO_TAKEIN: only the executor is
-   linked, without take-in (the plan carries the deadlock freedom). Hart h is rank h of a
+   depth). pipeline.h is compiled with PP_NO_PLANNER, PP_NO_TAKEIN and PP_NO_TRAINING: only
+   the inference executor is linked, without take-in (the plan carries the deadlock freedom),
+   and each hart's executor storage is exactly what pp_exec_bytes asks for (one slot: the
+   stage input and its layers' outputs), which the hart checks. Hart h is rank h of a
    pg_shm world (riscv_virt.h hooks: CLINT doorbell + wfi) and runs its row of the plan; the
    layer code is mlp.h, the host's own, so with the same summation order and IEEE single
    precision (soft float here, SSE without contraction on the host) every logit has the
@@ -23,10 +25,12 @@
 #define ROWS  13 /* images per microbatch: the plan's 8 cover 104 (4 padded) */
 #define SLOTS 4
 
-#define MICROBATCH_IMPLEMENTATION /* the executor's activation layout uses mb_merge */
+#define SPLITCORE_BASE_IMPLEMENTATION /* splitcore_strerror names a failure's codes */
+#define MICROBATCH_IMPLEMENTATION
 #include "microbatch.h"
-#define PP_NO_PLANNER
-#define PP_NO_TAKEIN     /* the plan was proven on the host: forward-only, depth 0 */
+#define PP_NO_PLANNER    1
+#define PP_NO_TAKEIN     1 /* the plan was proven on the host: forward-only, depth 0 */
+#define PP_NO_TRAINING   1
 #define PP_MAILBOX_SLOTS SLOTS
 #define PIPELINE_IMPLEMENTATION
 #include "pipeline.h"
@@ -40,10 +44,18 @@
 #include "fmnist_test100.h"
 #include "fmnist_plan.h"
 
-#define PAYLOAD        4096 /* activations travel in pieces of pg_max_msg() */
-#define REGION_BYTES   PG_SHM_REGION_BYTES(HARTS, SLOTS, PAYLOAD)
-#define EXEC_BYTES     (512u * 1024u)
-#define FW_TEST_DEVICE ((volatile uint32_t *)0x100000u)
+#define PAYLOAD                   4096 /* activations travel in pieces of pg_max_msg() */
+#define REGION_BYTES              PG_SHM_REGION_BYTES(HARTS, SLOTS, PAYLOAD)
+#define FW_TEST_DEVICE            ((volatile uint32_t *)0x100000u)
+/* Executor storage of hart h: one slot (forward-only plans hold one microbatch at a time)
+   with the stage input and each of its layers' outputs (f32, whole 8-byte units here), and
+   the slot's 8-byte state word. Stage h: Linear and ReLU of mlp_dims[h] -> mlp_dims[h + 1];
+   the last stage has no ReLU. */
+#define EXEC_BYTES(in, out, nout) (8u + 4u * ROWS * ((in) + (nout) * (out)))
+static uint64_t mem0[EXEC_BYTES(784, 256, 2) / 8], mem1[EXEC_BYTES(256, 128, 2) / 8], mem2[EXEC_BYTES(128, 64, 2) / 8],
+    mem3[EXEC_BYTES(64, 10, 1) / 8];
+static uint64_t *const exec_mem[HARTS] = {mem0, mem1, mem2, mem3};
+static const size_t exec_bytes[HARTS] = {sizeof mem0, sizeof mem1, sizeof mem2, sizeof mem3};
 
 static uint32_t region[REGION_BYTES / 4] __attribute__((aligned(64), section(".splitcore_shm")));
 
@@ -61,7 +73,6 @@ typedef struct hart_ctx {
     pp_exec ex;
     int base; /* first image of the current run */
     int rc;
-    uint64_t mem[EXEC_BYTES / 8];
 } hart_ctx;
 static hart_ctx harts[HARTS];
 static volatile int pred[NIMG]; /* written by the last stage's hart, read by hart 0 */
@@ -102,6 +113,7 @@ static int rank_main(int hart)
     const pp_table *t = &fm_plan[hart];
     pg_shm_hooks hooks;
     pg_group *g;
+    size_t need = 0;
     int rc;
     pg_shm_rv_hooks(&hooks);
     if (hart == 0 && (rc = pg_shm_format(region, sizeof region, HARTS, SLOTS, PAYLOAD))) return rc;
@@ -119,8 +131,9 @@ static int rank_main(int hart)
     h->cfg.input = fw_input;
     h->cfg.output = fw_output;
     h->cfg.user = h;
-    if (pp_exec_bytes(&h->cfg, t) == 0 || pp_exec_bytes(&h->cfg, t) > sizeof h->mem) return PP_ERR_ARG;
-    if ((rc = pp_exec_init(&h->ex, &h->cfg, t, g, h->mem, sizeof h->mem))) return rc;
+    if ((rc = pp_exec_query(&h->cfg, t, &need))) return rc;
+    if (need != exec_bytes[hart]) return PP_ERR_TOO_SMALL; /* the sizes above are exact */
+    if ((rc = pp_exec_init(&h->ex, &h->cfg, t, g, exec_mem[hart], exec_bytes[hart]))) return rc;
     for (h->base = 0; h->base < NIMG; h->base += ROWS * t->nmb)
         if ((rc = pp_exec_run(&h->ex))) return rc;
     return pg_barrier(g); /* the last stage's predictions are in pred[] */
@@ -155,8 +168,11 @@ void fw_hart_main(unsigned long hart)
         __asm__ volatile("fence rw, rw" ::: "memory");
     }
     for (i = 0; i < HARTS; i++)
-        if (harts[i].rc) {
-            printf("hart %d: error %d\n", i, harts[i].rc);
+        if (harts[i].rc) { /* a pipeline code; for PP_ERR_LAYER / PP_ERR_COMM the kept one */
+            const pp_exec *x = &harts[i].ex;
+            printf("hart %d: error %d (%s)", i, harts[i].rc, splitcore_strerror(harts[i].rc));
+            if (x->err) printf(": %d (%s) on rank %d", (int)x->err, splitcore_strerror(x->err), (int)x->err_rank);
+            printf("\n");
             if (!rc) rc = 2;
         }
     if (rc) fw_exit(rc);
@@ -168,6 +184,10 @@ void fw_hart_main(unsigned long hart)
     printf("\nlogits fnv-1a: %08x\n", (unsigned)mlp_fnv1a(&logits[0][0], NIMG * MLP_OUT));
     printf("agree with the host's predictions in fmnist_test100.h: %d/%d; %u ms of guest time\n", same, NIMG,
            (unsigned)((pg_shm_rv_mtime() - t0) / (PG_SHM_RV_MTIME_HZ / 1000u)));
+    printf("RAM per hart: executor storage %u, %u, %u, %u B (pp_exec_bytes: one slot, no gradient room); "
+           "shared region %u B (%d slots of %d B per ordered pair of harts)\n",
+           (unsigned)exec_bytes[0], (unsigned)exec_bytes[1], (unsigned)exec_bytes[2], (unsigned)exec_bytes[3],
+           (unsigned)REGION_BYTES, SLOTS, PAYLOAD);
     fw_exit(same == NIMG ? 0 : 3);
 }
 

@@ -49,9 +49,9 @@
    static or global state, no locks, no heap), so calls on distinct plans are safe from
    any thread; a plan being written (build, lower, csv_read) must not be read meanwhile.
    Every buffer is the caller's, sized by a query: pp_plan_bytes, pp_sim_bytes,
-   pp_exec_bytes, and (buf, cap, needed) for text. The executor (section 9) runs one rank
-   per thread or core and blocks in the port (pg.h), so it is never called from an ISR;
-   its layer, input, loss and output callbacks run in that thread. Stack use is bounded
+   pp_exec_query (pp_exec_bytes), and (buf, cap, needed) for text. The executor (section 9)
+   runs one rank per thread or core and blocks in the port (pg.h), so it is never called from
+   an ISR; its layer, input, loss and output callbacks run in that thread. Stack use is bounded
    (no recursion; `scons size` lists the worst frame of every function on Cortex-M4). */
 #ifndef PIPELINE_H
 #define PIPELINE_H
@@ -2355,16 +2355,15 @@ static int pp__move(pp_exec *e, int k, pp_action a, int part)
 {
     uint32_t done = 0, tmo = e->g->timeout_ms, waited = 0, slice = 1, w;
     int rc;
-    for (;;) {
+    do {
         w = tmo - waited < slice ? tmo - waited : slice;
         rc = pp__xfer(e, k, a, part, w, &done);
         if (rc != PG_ERR_TIMEOUT || (waited += w) >= tmo) break;
-        if ((rc = pp__takein(e)) < 0) break;
-        if (rc)
+        if ((rc = pp__takein(e)) > 0)
             waited = 0, slice = 1;
         else if (slice < PP_WAIT_SLICE_MAX_MS)
             slice <<= 1;
-    }
+    } while (rc >= 0);
     return pp__keep(e, rc, PP_ERR_COMM);
 }
 #else
@@ -2504,7 +2503,7 @@ static int pp__report(pp_exec *e, int root, int32_t *v, size_t n)
 {
     const pp_table *t = e->t;
     int me = t->rank, pass, r, x = PP_OK;
-    int32_t in[3];
+    int32_t in[3] = {0, 0, 0};
     size_t got = 0;
     for (pass = 0; pass < 2; pass++)
         for (r = 0; r < t->nranks && x >= 0; r++) {

@@ -309,6 +309,10 @@ static size_t counts2[2] = {2, 2}, counts_big[2] = {(size_t)-1 / 2, 2};
         PP_ERR_TOO_SMALL, pp_lower(&sched, OUT_AT(pp_plan, 4096), lower_work, 8, NULL))                                \
     ROW(pp39, "pipeline.h", "pp_lower", "NULL input plan", PP_ERR_NULL,                                                \
         pp_lower(NULL, OUT_AT(pp_plan, 4096), OUT(void), 4096, NULL))                                                  \
+    ROW(pp69, "pipeline.h", "pp_lower_mode", "unknown mode", PP_ERR_ARG,                                               \
+        pp_lower_mode(&sched, OUT_AT(pp_plan, 4096), OUT(void), 4096, 2, NULL))                                        \
+    ROW(pp70, "pipeline.h", "pp_lower_mode", "PP_LOWER_TORCH, storage too small (working memory; `out` untouched)",    \
+        PP_ERR_TOO_SMALL, pp_lower_mode(&sched, OUT_AT(pp_plan, 4096), lower_work, 8, PP_LOWER_TORCH, NULL))           \
     ROW(pp40, "pipeline.h", "pp_validate", "NULL", PP_ERR_NULL, pp_validate(NULL, NULL))                               \
     ROW(pp41, "pipeline.h", "pp_sim_bytes", "NULL (returns 0)", 0, (int)pp_sim_bytes(NULL))                            \
     ROW(pp42, "pipeline.h", "pp_simulate", "work too small", PP_ERR_TOO_SMALL,                                         \

@@ -168,6 +168,8 @@ int main(void)
     (void)test_train_large_m_shm;
     (void)test_error_aborts;
     (void)test_bad_inputs;
+    (void)test_train_torch_csv_pthread;
+    (void)test_train_torch_csv_shm;
     (void)train_large;
     return cmocka_run_group_tests_name("pipeline executor without take-in", tests, NULL, NULL);
 }

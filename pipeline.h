@@ -491,6 +491,11 @@ extern "C" {
 #else
 #define PP__DEF
 #endif
+#if defined(__GNUC__) || defined(__clang__)
+#define PP__NOINLINE __attribute__((noinline)) /* a frame of its own (scons size: <= 512 B each) */
+#else
+#define PP__NOINLINE
+#endif
 
 #ifndef PP_NO_PLANNER /* planning half: firmware may link only the executor below */
 PP__DEF const char *pp_strerror(int err)
@@ -1131,9 +1136,10 @@ static int pp__check_action(const pp_plan *p, pp_action a)
    next 3 distinct stages from action i on are the 3 with the nearest next use (nxt[]). The
    unsharded set is always those 3, so at most one stage leaves per action and the order of
    PyTorch's set never shows. */
-static int pp__fsdp_row(const pp_plan *p, const pp_action *in, int n, pp_action *out, int cap)
+static PP__NOINLINE int pp__fsdp_row(const pp_plan *p, const pp_action *in, int n, pp_action *out, int cap)
 {
-    int nxt[PP_MAX_STAGES], cnt[PP_MAX_STAGES], i, j, s, k, len = 0;
+    int nxt[PP_MAX_STAGES], i, j, s, k, len = 0;
+    uint16_t cnt[PP_MAX_STAGES]; /* B / W per stage: at most PP_MAX_MICROBATCHES */
     uint64_t active = 0, near;
     pp__gen g;
     g.row = out;

@@ -135,16 +135,24 @@
 #if PP_MAX_STAGES < 1 || PP_MAX_STAGES > 255
 #error "pipeline.h: PP_MAX_STAGES must be 1..255 (an action's stage is 8 bits)"
 #endif
-#if PP_NO_EXECUTOR != 0 && PP_NO_EXECUTOR != 1
+#if SPLITCORE__EMPTY(PP_NO_EXECUTOR)
+#error "pipeline.h: PP_NO_EXECUTOR is defined without a value: define it to 1 (or 0)"
+#elif PP_NO_EXECUTOR != 0 && PP_NO_EXECUTOR != 1
 #error "pipeline.h: PP_NO_EXECUTOR must be 0 or 1"
 #endif
-#if PP_NO_PLANNER != 0 && PP_NO_PLANNER != 1
+#if SPLITCORE__EMPTY(PP_NO_PLANNER)
+#error "pipeline.h: PP_NO_PLANNER is defined without a value: define it to 1 (or 0)"
+#elif PP_NO_PLANNER != 0 && PP_NO_PLANNER != 1
 #error "pipeline.h: PP_NO_PLANNER must be 0 or 1"
 #endif
-#if PP_NO_TAKEIN != 0 && PP_NO_TAKEIN != 1
+#if SPLITCORE__EMPTY(PP_NO_TAKEIN)
+#error "pipeline.h: PP_NO_TAKEIN is defined without a value: define it to 1 (or 0)"
+#elif PP_NO_TAKEIN != 0 && PP_NO_TAKEIN != 1
 #error "pipeline.h: PP_NO_TAKEIN must be 0 or 1"
 #endif
-#if PP_NO_TRAINING != 0 && PP_NO_TRAINING != 1
+#if SPLITCORE__EMPTY(PP_NO_TRAINING)
+#error "pipeline.h: PP_NO_TRAINING is defined without a value: define it to 1 (or 0)"
+#elif PP_NO_TRAINING != 0 && PP_NO_TRAINING != 1
 #error "pipeline.h: PP_NO_TRAINING must be 0 or 1"
 #endif
 #if PP_MAILBOX_SLOTS < 0
@@ -188,9 +196,9 @@ enum pp_type {
     PP_RECV_F = 6,
     PP_SEND_B = 7,
     PP_RECV_B = 8,
-    PP_UNSHARD = 9,
-    PP_RESHARD = 10,
-    PP_REDUCE_GRAD = 11, /* parsed and printed only */
+    PP_UNSHARD = 9,      /* FSDP's actions and the gradient reduction, as PP_LOWER_TORCH inserts */
+    PP_RESHARD = 10,     /* them: the executor skips them (no FSDP; weight gradients stay in the */
+    PP_REDUCE_GRAD = 11, /* layers for the caller) */
     PP_TYPE_COUNT = 12
 };
 
@@ -318,8 +326,19 @@ PP_API int pp_plan_table(const pp_plan *plan, int rank, pp_table *out);
 PP_API int pp_peak_inflight(const pp_plan *plan, int rank);
 
 /* ---- 5. Lowering --------------------------------------------------------------------- */
-/* torch's _add_send_recv: insert SEND_F/RECV_F/SEND_B/RECV_B between ranks, drop idles. */
+/* torch's _add_send_recv applied to the table as it is: insert SEND_F/RECV_F/SEND_B/RECV_B
+   between ranks; an idle slot takes a round of the insertion, then is dropped
+   (pp_lower_mode(..., PP_LOWER_ROUNDS, ...)). */
 PP_API int pp_lower(const pp_plan *in, pp_plan *out, void *storage, size_t bytes, pp_diag *diag);
+#define PP_LOWER_ROUNDS 0 /* pp_lower's */
+#define PP_LOWER_TORCH  1 /* PyTorch's runtime's (below) */
+/* pp_lower with a mode. PP_LOWER_TORCH: _PipelineScheduleRuntime._prepare_schedule_with_comms,
+   PyTorch's exact lowered order: idle slots dropped, then per rank _add_unshard_reshard (a stage
+   is UNSHARDed when it becomes one of the next 3 distinct stages to run, RESHARDed when it stops
+   being one) and _add_reduce_grad (REDUCE_GRAD after a stage's M-th B or W), then
+   _add_send_recv. The executor skips UNSHARD, RESHARD and REDUCE_GRAD. Errors as pp_lower's,
+   and PP_ERR_ARG for an unknown mode. */
+PP_API int pp_lower_mode(const pp_plan *in, pp_plan *out, void *storage, size_t bytes, int mode, pp_diag *diag);
 
 /* ---- 6. Validation and simulation ------------------------------------------------------ */
 /* torch's _validate_schedule + pp_schedule_check: stage/microbatch ranges, stage on its
@@ -542,6 +561,11 @@ extern "C" {
 #define PP__DEF static
 #else
 #define PP__DEF
+#endif
+#if defined(__GNUC__) || defined(__clang__)
+#define PP__NOINLINE __attribute__((noinline)) /* a frame of its own (scons size: <= 512 B each) */
+#else
+#define PP__NOINLINE
 #endif
 
 #if !PP_NO_PLANNER /* planning half: firmware may link only the executor below */
@@ -828,10 +852,12 @@ PP__DEF int pp_schedule_check(int sched, int P, int V, int M)
 }
 
 /* Per-rank row capacity: >= every generator's compute table and any lowering (7 per
-   local (stage, microbatch): F, I, W, SEND_F, SEND_B, RECV_F, RECV_B). */
+   local (stage, microbatch): F, I, W, SEND_F, SEND_B, RECV_F, RECV_B; PP_LOWER_TORCH adds an
+   UNSHARD, a RESHARD and a REDUCE_GRAD per stage, and with more than 3 stages per rank up to
+   an UNSHARD and a RESHARD per compute action). */
 static long pp__cap(int P, int V, int M)
 {
-    return 7L * V * M + 4L * V * P + 4L * P + 8;
+    return 7L * V * M + 4L * V * P + 4L * P + 8 + (V > 3 ? 6L * V * M + 8 : 0);
 }
 
 PP__DEF size_t pp_plan_bytes(int P, int V, int M)
@@ -879,11 +905,15 @@ typedef struct pp__gen {
     pp_action *row;
     int n, cap;
 } pp__gen;
+static void pp__add(pp__gen *g, int type, int stage, int mb) /* past cap: only counted */
+{
+    if (g->n < g->cap) g->row[g->n] = pp__act(type, stage, mb);
+    g->n++;
+}
 static void pp__push(pp__gen *g, int type, int stage, int mb)
 {
     PP_ASSERT(g->n < g->cap);
-    if (g->n < g->cap) g->row[g->n] = pp__act(type, stage, mb);
-    g->n++;
+    pp__add(g, type, stage, mb);
 }
 static void pp__idle(pp__gen *g, int k)
 {
@@ -1178,15 +1208,70 @@ static int pp__has_comms(const pp_plan *p, pp_action a)
     return 0;
 }
 
+/* _add_unshard_reshard then _add_reduce_grad for rank r's compute row in[0..n) (idles dropped),
+   written to out (room for cap actions). Returns the length, or -1 when it does not fit. The
+   next 3 distinct stages from action i on are the 3 with the nearest next use (nxt[]). The
+   unsharded set is always those 3, so at most one stage leaves per action and the order of
+   PyTorch's set never shows. */
+static PP__NOINLINE int pp__fsdp_row(const pp_plan *p, const pp_action *in, int n, pp_action *out, int cap)
+{
+    int nxt[PP_MAX_STAGES], i, j, s, k, len = 0;
+    uint16_t cnt[PP_MAX_STAGES]; /* B / W per stage: at most PP_MAX_MICROBATCHES */
+    uint64_t active = 0, near;
+    pp__gen g;
+    g.row = out;
+    g.n = 0;
+    g.cap = cap;
+    for (s = 0; s < p->nstages; s++) {
+        nxt[s] = n;
+        cnt[s] = 0;
+    }
+    for (i = n; i-- > 0;)
+        if (in[i].type != PP_IDLE) nxt[in[i].stage] = i;
+    for (i = 0; i < n; i++) {
+        pp_action a = in[i];
+        if (a.type == PP_IDLE) continue;
+        near = 0;
+        for (k = 0; k < 3; k++) { /* the 3 stages used soonest from i on */
+            int best = -1;
+            for (s = 0; s < p->nstages; s++)
+                if (nxt[s] < n && !(near >> s & 1u) && (best < 0 || nxt[s] < nxt[best])) best = s;
+            if (best >= 0) near |= (uint64_t)1 << best;
+        }
+        for (s = 0; s < p->nstages; s++) /* evict, then fetch in order of use */
+            if ((active & ~near) >> s & 1u) pp__add(&g, PP_RESHARD, s, 0);
+        active &= near;
+        for (j = i; j < n && active != near; j++)
+            if (in[j].type != PP_IDLE && ((near & ~active) >> in[j].stage & 1u)) {
+                active |= (uint64_t)1 << in[j].stage;
+                pp__add(&g, PP_UNSHARD, in[j].stage, 0);
+            }
+        pp__add(&g, a.type, a.stage, a.mb);
+        if ((a.type == PP_B || a.type == PP_W) && ++cnt[a.stage] == p->nmb) pp__add(&g, PP_REDUCE_GRAD, a.stage, 0);
+        for (j = i + 1; j < n && (in[j].type == PP_IDLE || in[j].stage != a.stage); j++) {}
+        nxt[a.stage] = j; /* this stage's next use */
+    }
+    for (s = 0; s < p->nstages; s++)
+        if (active >> s & 1u) pp__add(&g, PP_RESHARD, s, 0);
+    len = g.n;
+    return len > cap ? -1 : len;
+}
+
 PP__DEF int pp_lower(const pp_plan *in, pp_plan *out, void *storage, size_t bytes, pp_diag *diag)
 {
+    return pp_lower_mode(in, out, storage, bytes, PP_LOWER_ROUNDS, diag);
+}
+
+PP__DEF int pp_lower_mode(const pp_plan *in, pp_plan *out, void *storage, size_t bytes, int mode, pp_diag *diag)
+{
     pp_plan t;
-    int cap, rc, r, i, cur[PP_MAX_RANKS], left;
+    const pp_action *pre[PP_MAX_RANKS];
+    int cap, rc, r, i, cur[PP_MAX_RANKS], len[PP_MAX_RANKS], left;
     if (!in || !out || !storage) return PP_ERR_NULL;
     if ((rc = pp__plan_rows_check(in, diag)) != PP_OK) return rc;
     rc = pp__init(&t, storage, bytes, in->nranks, in->nstages, in->nmb, &cap);
     if (rc) return rc;
-    if ((const void *)in->actions == storage) return PP_ERR_ARG;
+    if ((const void *)in->actions == storage || (unsigned)mode > PP_LOWER_TORCH) return PP_ERR_ARG;
     for (r = 0; r < in->nranks; r++)
         for (i = 0; i < in->len[r]; i++) {
             pp_action a = pp__row(in, r)[i];
@@ -1198,16 +1283,28 @@ PP__DEF int pp_lower(const pp_plan *in, pp_plan *out, void *storage, size_t byte
     pp__set(&t, storage, cap, in->nranks, in->nstages, in->nmb, in->schedule);
     PP_MEMCPY(t.stage_rank, in->stage_rank, sizeof t.stage_rank);
     t.lowered = 1;
-    for (r = 0; r < in->nranks; r++) cur[r] = 0;
+    for (r = 0; r < in->nranks; r++) { /* what each rank lowers: its row, or torch's expansion parked
+                                          at the end of its output row (read before written over) */
+        cur[r] = 0;
+        pre[r] = pp__row(in, r);
+        len[r] = in->len[r];
+        if (mode == PP_LOWER_TORCH) {
+            pp_action *row = pp__row(&t, r);
+            len[r] = pp__fsdp_row(in, pre[r], in->len[r], row, cap);
+            if (len[r] < 0) return PP_ERR_TOO_SMALL;
+            PP_MEMMOVE(row + cap - len[r], row, (size_t)len[r] * sizeof(pp_action));
+            pre[r] = row + cap - len[r];
+        }
+    }
     for (;;) {
         int progress = 0;
         left = 0;
         for (r = 0; r < in->nranks; r++) {
             pp_action a, *row = pp__row(&t, r);
-            int ready = 1;
-            if (cur[r] >= in->len[r]) continue;
+            int ready = 1, room;
+            if (cur[r] >= len[r]) continue;
             left = 1;
-            a = pp__row(in, r)[cur[r]];
+            a = pre[r][cur[r]];
             if (a.type == PP_F && a.stage != 0)
                 ready = pp__in_row(row, t.len[r], pp__act(PP_RECV_F, a.stage, a.mb)) ||
                         pp__in_row(row, t.len[r], pp__act(PP_F, a.stage - 1, a.mb));
@@ -1216,25 +1313,27 @@ PP__DEF int pp_lower(const pp_plan *in, pp_plan *out, void *storage, size_t byte
                         pp__in_row(row, t.len[r], pp__act(PP_I, a.stage + 1, a.mb)) ||
                         pp__in_row(row, t.len[r], pp__act(PP_B, a.stage + 1, a.mb));
             if (!ready) continue;
+            cur[r]++; /* its parked slot is free from here */
             if (a.type != PP_IDLE) {
-                if (t.len[r] >= cap) return PP_ERR_TOO_SMALL;
+                room = cap - (mode == PP_LOWER_TORCH ? len[r] - cur[r] : 0);
+                if (t.len[r] >= room) return PP_ERR_TOO_SMALL;
                 row[t.len[r]++] = a;
                 if (pp__has_comms(in, a)) {
                     int fwd = a.type == PP_F, rs = fwd ? a.stage + 1 : a.stage - 1;
                     int rr = t.stage_rank[rs];
-                    if (t.len[r] >= cap || t.len[rr] >= cap) return PP_ERR_TOO_SMALL;
+                    int rroom = cap - (mode == PP_LOWER_TORCH ? len[rr] - cur[rr] : 0);
+                    if (t.len[r] >= room || t.len[rr] >= rroom) return PP_ERR_TOO_SMALL;
                     row[t.len[r]++] = pp__act(fwd ? PP_SEND_F : PP_SEND_B, a.stage, a.mb);
                     pp__row(&t, rr)[t.len[rr]++] = pp__act(fwd ? PP_RECV_F : PP_RECV_B, rs, a.mb);
                 }
             }
-            cur[r]++;
             progress = 1;
         }
         if (!left) break;
         if (!progress) {
             for (r = 0; r < in->nranks; r++)
-                if (cur[r] < in->len[r]) {
-                    pp__diag(diag, r, cur[r], pp__row(in, r)[cur[r]]);
+                if (cur[r] < len[r]) {
+                    pp__diag(diag, r, cur[r], pre[r][cur[r]]);
                     break;
                 }
             return PP_ERR_DEADLOCK;
@@ -2119,7 +2218,7 @@ static int pp__xcheck(const pp_exec_cfg *c, const pp_table *t, int16_t *first, u
     }
     for (l = 0; l < t->len; l++) {
         pp_action a = t->actions[l];
-        if (a.type > PP_RECV_B || a.stage >= t->nstages || a.mb >= t->nmb) return PP_ERR_ACTION;
+        if (a.type >= PP_TYPE_COUNT || a.stage >= t->nstages || a.mb >= t->nmb) return PP_ERR_ACTION;
         if (a.type != PP_IDLE && t->stage_rank[a.stage] != t->rank) return PP_ERR_STAGE_RANK;
         if (!train && a.type >= PP_B && a.type <= PP_W) return PP_ERR_BACKWARD_COUNT;
     }
@@ -2406,7 +2505,9 @@ static int pp__action(pp_exec *e, pp_action a)
 #if !PP_NO_TRAINING
     int l;
 #endif
-    if ((1u << a.type) & (1u << PP_IDLE | 1u << PP_RECV_F | 1u << PP_RECV_B)) return PP_OK; /* posted */
+    if ((1u << a.type) & (1u << PP_IDLE | 1u << PP_RECV_F | 1u << PP_RECV_B | 1u << PP_UNSHARD | 1u << PP_RESHARD |
+                          1u << PP_REDUCE_GRAD))
+        return PP_OK; /* receives are posted; no FSDP here, gradients stay in the layers */
     if (a.type == PP_F) {
         if ((k = pp__find(e, s, m)) >= 0) {
             if (!PP__GOT(k, PP__GOTX)) return PP_ERR_DUPLICATE;

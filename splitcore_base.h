@@ -61,6 +61,10 @@
 #ifdef SPLITCORE_STATIC
 #define SPLITCORE_BASE_STATIC
 #endif
+/* 1 when a configuration flag was defined without a value (`#define PP_NO_TAKEIN`): in an
+   #if it expands to ((1 - - 1) == 2). Flags are 0 or 1; each header's configuration block
+   uses this to stop with a clear #error instead of a preprocessor syntax error. */
+#define SPLITCORE__EMPTY(flag) ((1 - flag - 1) == 2)
 #if defined(SPLITCORE_IMPLEMENTATION) && !defined(SPLITCORE_BASE_IMPLEMENTATION)
 #define SPLITCORE_BASE_IMPLEMENTATION
 #endif
@@ -92,7 +96,8 @@
     X(MB_ERR_SPLIT_SIZE, -10, "split size")  /* split dim smaller than the chunk count (MB_STRICT) */            \
     X(MB_ERR_NOT_REPLICATED, -11, "not replicated") /* REPLICATE merge: chunks differ */                         \
     X(MB_ERR_RANGE, -12, "range")                   /* narrow start/length outside the dim */                    \
-    X(MB_ERR_ALIGN, -13, "align")                   /* debug-mask storage not 8-byte aligned */
+    X(MB_ERR_ALIGN, -13, "align")                   /* debug-mask storage not 8-byte aligned */                  \
+    X(MB_ERR_OVERLAP, -14, "overlap")               /* a custom reducer's output is one of its chunks */
 
 #define PG_ERRORS(X)                                                                                                 \
     X(PG_ERR_NULL, -31, "null pointer")                    /* a required pointer is NULL */                          \

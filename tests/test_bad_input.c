@@ -51,6 +51,11 @@ static mb_value args[2], args_bad_kind[1], chunks4[4];
 static mb_spec spec_split5 = MB_SPLIT(5), spec_bad_kind = {99, 0, 0, 0},
                spec_custom_null = {MB_SPEC_REDUCE, 0, MB_RED_CUSTOM, 0};
 static mb_spec spec_concat0 = MB_CONCAT(0);
+static int reducer_add(mb_value *acc, const mb_value *chunk, void *user);
+static mb_reducer red_add = {reducer_add, {MB_VALUE_SCALAR, 0.0, {0, MB_F32, 0, {0}, {0}}}, 0};
+static mb_spec spec_custom_add = MB_REDUCE_CUSTOM(&red_add);
+static mb_value scalars2[2] = {{MB_VALUE_SCALAR, 1.0, {0, MB_F32, 0, {0}, {0}}},
+                               {MB_VALUE_SCALAR, 1.0, {0, MB_F32, 0, {0}, {0}}}};
 
 static pp_plan sched, lowered;
 static pp_table table0;
@@ -318,7 +323,7 @@ static pp_exec_cfg xcfg_fo, xcfg_fo_nout;
     ROW(mb33, "microbatch.h", "mb_split", "NULL args", MB_ERR_NULL,                                                    \
         mb_split(NULL, NULL, 1, 2, 0, OUT(mb_value), 4, NULL))                                                         \
     ROW(mb34, "microbatch.h", "mb_split", "NULL out", MB_ERR_NULL, mb_split(args, NULL, 2, 2, 0, NULL, 4, NULL))       \
-    ROW(mb35, "microbatch.h", "mb_split", "chunks <= 0", MB_ERR_CHUNKS,                                                \
+    ROW(mb35, "microbatch.h", "mb_split", "chunks <= 0 with a value to split", MB_ERR_CHUNKS,                          \
         mb_split(args, NULL, 2, 0, 0, OUT(mb_value), 4, NULL))                                                         \
     ROW(mb36, "microbatch.h", "mb_split", "out[] smaller than chunks x nargs", MB_ERR_TOO_SMALL,                       \
         mb_split(args, NULL, 2, 4, 0, OUT(mb_value), 3, NULL))                                                         \
@@ -337,7 +342,7 @@ static pp_exec_cfg xcfg_fo, xcfg_fo_nout;
     ROW(mb43, "microbatch.h", "mb_split_masked", "storage not 8-byte aligned", MB_ERR_ALIGN,                           \
         mb_split_masked(args, NULL, 1, 2, 0, OUT(mb_value), 4, OUT_AT(void, 4097), 4096, NULL))                        \
     ROW(mb44, "microbatch.h", "mb_merge", "NULL chunks", MB_ERR_NULL, mb_merge(NULL, 2, 1, NULL, 0, OUT(mb_value)))    \
-    ROW(mb45, "microbatch.h", "mb_merge", "nchunks <= 0", MB_ERR_CHUNKS,                                               \
+    ROW(mb45, "microbatch.h", "mb_merge", "no chunks to concatenate", MB_ERR_CHUNKS,                                   \
         mb_merge(chunks4, 0, 1, NULL, 0, out_value(8, 4)))                                                             \
     ROW(mb46, "microbatch.h", "mb_merge", "output shape != merged shape", MB_ERR_SHAPE,                                \
         mb_merge(chunks4, 4, 1, NULL, 0, out_value(4, 4)))                                                             \
@@ -347,6 +352,10 @@ static pp_exec_cfg xcfg_fo, xcfg_fo_nout;
         mb_merge(chunks4, 4, 1, &spec_custom_null, 0, out_value(2, 4)))                                                \
     ROW(mb49, "microbatch.h", "mb_merge", "output dtype differs", MB_ERR_DTYPE,                                        \
         mb_merge(chunks4, 4, 1, &spec_concat0, 0, out_value_dt(MB_I32, 8, 4)))                                         \
+    ROW(mb50, "microbatch.h", "mb_merge", "a custom reducer's output is one of the chunks", MB_ERR_OVERLAP,            \
+        mb_merge(chunks4, 4, 1, &spec_custom_add, 0, &chunks4[1]))                                                     \
+    ROW(mb51, "microbatch.h", "mb_merge", "default spec for a scalar (torch.cat of floats)", MB_ERR_SPEC,              \
+        mb_merge(scalars2, 2, 1, NULL, 0, OUT(mb_value)))                                                              \
                                                                                                                        \
     ROW(pp1, "pipeline.h", "pp_strerror", "unknown code (returns a string, never NULL)", 0,                            \
         pp_strerror(12345) == NULL)                                                                                    \
@@ -414,6 +423,10 @@ static pp_exec_cfg xcfg_fo, xcfg_fo_nout;
         PP_ERR_TOO_SMALL, pp_lower(&sched, OUT_AT(pp_plan, 4096), lower_work, 8, NULL))                                \
     ROW(pp39, "pipeline.h", "pp_lower", "NULL input plan", PP_ERR_NULL,                                                \
         pp_lower(NULL, OUT_AT(pp_plan, 4096), OUT(void), 4096, NULL))                                                  \
+    ROW(pp69, "pipeline.h", "pp_lower_mode", "unknown mode", PP_ERR_ARG,                                               \
+        pp_lower_mode(&sched, OUT_AT(pp_plan, 4096), OUT(void), 4096, 2, NULL))                                        \
+    ROW(pp70, "pipeline.h", "pp_lower_mode", "PP_LOWER_TORCH, storage too small (working memory; `out` untouched)",    \
+        PP_ERR_TOO_SMALL, pp_lower_mode(&sched, OUT_AT(pp_plan, 4096), lower_work, 8, PP_LOWER_TORCH, NULL))           \
     ROW(pp40, "pipeline.h", "pp_validate", "NULL", PP_ERR_NULL, pp_validate(NULL, NULL))                               \
     ROW(pp41, "pipeline.h", "pp_sim_bytes", "NULL (returns 0)", 0, (int)pp_sim_bytes(NULL))                            \
     ROW(pp42, "pipeline.h", "pp_simulate", "work too small", PP_ERR_TOO_SMALL,                                         \
@@ -1095,6 +1108,14 @@ static mb_tensor *out_tensor(mb_dtype dt, int32_t rows, int32_t cols)
     mb_tensor_init(&t, out_area.b + 16384, dt, 2, sh);
     return &t;
 }
+static int reducer_add(mb_value *acc, const mb_value *chunk, void *user)
+{
+    (void)acc;
+    (void)chunk;
+    (void)user;
+    return MB_OK;
+}
+
 static mb_value *out_value_dt(mb_dtype dt, int32_t rows, int32_t cols)
 {
     static mb_value v;

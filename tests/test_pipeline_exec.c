@@ -425,15 +425,14 @@ static const struct {
     {PP_SCHED_LOOPED_BFS, 2, 2}, {PP_SCHED_INTERLEAVED_ZB, 2, 2}, {PP_SCHED_ZBV, 2, 2},
 };
 
-/* Trains 2 steps of schedule si with nmb microbatches and checkpoint mode ck on `port`
-   and compares loss and parameters with single-rank training. */
-static void train_one(int port, int kind, int P, int V, int nmb, int ck)
+/* Trains 2 steps of the plan in `tables` (P ranks, nmb microbatches, name for messages) with
+   checkpoint mode ck on `port` and compares loss and parameters with single-rank training. */
+static void train_plan(int port, const char *name, int P, int nmb, int ck)
 {
     static model par, ref;
     int step, r, rcs[MAXR];
     model_init(&par);
     model_init(&ref);
-    build_plan(kind, P, V, nmb);
     cfg_init(&par, 1, ck);
     for (step = 0; step < 2; step++) {
         double want, got = 0;
@@ -446,7 +445,7 @@ static void train_one(int port, int kind, int P, int V, int nmb, int ck)
         /* each stage is Linear + activation: F runs its Linear once per microbatch,
            and I/B runs it again for checkpointed ones (microbatch i < stop) */
         for (r = 0; r < P; r++) {
-            if (rcs[r]) print_error("%s M=%d ckpt %d rank %d: %d\n", pp_schedule_name(kind), nmb, ck, r, rcs[r]);
+            if (rcs[r]) print_error("%s M=%d ckpt %d rank %d: %d\n", name, nmb, ck, r, rcs[r]);
             assert_int_equal(rcs[r], 0);
             if (rank_has_loss[r]) {
                 got = rank_loss[r];
@@ -461,6 +460,13 @@ static void train_one(int port, int kind, int P, int V, int nmb, int ck)
         model_sgd(&ref, 0.05f);
     }
     assert_models_close(&par, &ref);
+}
+
+/* The same for schedule `kind` as pp_schedule_build and pp_lower make it. */
+static void train_one(int port, int kind, int P, int V, int nmb, int ck)
+{
+    build_plan(kind, P, V, nmb);
+    train_plan(port, pp_schedule_name(kind), P, nmb, ck);
 }
 
 static void train_equal(int port)
@@ -567,6 +573,87 @@ static void test_train_large_m_shm(void **st)
 {
     (void)st;
     train_large(PORT_SHM);
+}
+
+/* CSVs as PyTorch's _dump_csv writes them (torch/distributed/pipelining/schedules.py at
+   pytorch/pytorch@00722e648b740f91d0e71494baa17891749fd291: pipeline_order, compute only with
+   idle cells, and pipeline_order_with_comms, lowered with UNSHARD / RESHARD / REDUCE_GRAD;
+   tests/torch/schedules_pytorch.jsonl.xz holds them all) load with pp_csv_read and train
+   like one rank: a compute table lowered here as PyTorch lowers it (PP_LOWER_TORCH), a
+   lowered one run as it is (the executor skips UNSHARD, RESHARD and REDUCE_GRAD). */
+static const struct {
+    const char *name;
+    int P, V, lowered;
+    const char *csv;
+} TORCH_CSV[] = {
+    {"Interleaved1F1B compute", 2, 2, 0,
+     "0F0,0F1,2F0,2F1,,,0F2,2B0,0F3,2B1,2F2,0B0,2F3,0B1,,2B2,,2B3,,0B2,,0B3\r\n"
+     ",1F0,1F1,,3F0,3B0,3F1,3B1,1F2,1B0,1F3,1B1,3F2,3B2,3F3,3B3,,1B2,,1B3\r\n"},
+    {"Interleaved1F1B lowered", 2, 2, 1,
+     "0UNSHARD,2UNSHARD,0F0,0SEND_F0,2RECV_F0,0F1,0SEND_F1,2RECV_F1,2F0,2SEND_F0,2F1,2SEND_F1,2RECV_B0,0F2,0SEND_F2,"
+     "2B0,2SEND_B0,2RECV_B1,0F3,0SEND_F3,2RECV_F2,2B1,2SEND_B1,0RECV_B0,2F2,2SEND_F2,2RECV_F3,0B0,0RECV_B1,2F3,2SEND_"
+     "F3,0B1,2RECV_B2,2B2,2SEND_B2,2RECV_B3,2B3,2SEND_B3,2REDUCE_GRAD,2RESHARD,0RECV_B2,0B2,0RECV_B3,0B3,0REDUCE_GRAD,"
+     "0RESHARD\r\n"
+     "1UNSHARD,3UNSHARD,1RECV_F0,1F0,1SEND_F0,1RECV_F1,1F1,1SEND_F1,3RECV_F0,3F0,3RECV_F1,3B0,3SEND_B0,1RECV_F2,3F1,"
+     "1RECV_B0,3B1,3SEND_B1,1RECV_F3,1F2,1SEND_F2,1RECV_B1,1B0,1SEND_B0,3RECV_F2,1F3,1SEND_F3,1B1,1SEND_B1,3RECV_F3,"
+     "3F2,3B2,3SEND_B2,1RECV_B2,3F3,3B3,3SEND_B3,1RECV_B3,3REDUCE_GRAD,3RESHARD,1B2,1SEND_B2,1B3,1SEND_B3,1REDUCE_GRAD,"
+     "1RESHARD\r\n"},
+    {"InterleavedZeroBubble compute", 2, 2, 0,
+     "0F0,0F1,2F0,,2F1,2I0,2W0,0F2,2I1,2W1,0F3,0I0,0W0,2F2,0I1,0W1,2F3,2I2,2W2,2I3,2W3,0I2,0W2,0I3,0W3\r\n"
+     ",1F0,1F1,3F0,3I0,3F1,3I1,3W0,1F2,1I0,3W1,1F3,1I1,1W0,3F2,3I2,1W1,3F3,3I3,3W2,1I2,3W3,1I3,1W2,1W3\r\n"},
+    {"ZBVZeroBubble lowered", 2, 2, 1,
+     "0UNSHARD,3UNSHARD,0F0,0SEND_F0,0F1,0SEND_F1,3RECV_F0,0F2,0SEND_F2,3F0,3RECV_F1,3I0,3SEND_B0,3W0,3F1,3I1,3SEND_B1,"
+     "0RECV_B0,3W1,0F3,0SEND_F3,3RECV_F2,0I0,0W0,3F2,3I2,3SEND_B2,0RECV_B1,3W2,0I1,3RECV_F3,0W1,3F3,3I3,3SEND_B3,0RECV_"
+     "B2,3W3,3REDUCE_GRAD,0RECV_B3,3RESHARD,0I2,0W2,0I3,0W3,0REDUCE_GRAD,0RESHARD\r\n"
+     "1UNSHARD,2UNSHARD,1RECV_F0,1F0,1RECV_F1,2F0,2SEND_F0,1RECV_F2,1F1,2F1,2SEND_F1,2RECV_B0,2I0,2W0,1F2,2RECV_B1,1I0,"
+     "1SEND_B0,1W0,1RECV_F3,2F2,2SEND_F2,2I1,2W1,1F3,2RECV_B2,1I1,1SEND_B1,1W1,2F3,2SEND_F3,2I2,2W2,2RECV_B3,1I2,1SEND_"
+     "B2,2I3,1I3,1SEND_B3,1W2,2W3,2REDUCE_GRAD,2RESHARD,1W3,1REDUCE_GRAD,1RESHARD\r\n"},
+    {"LoopedBFS lowered", 2, 2, 1,
+     "0UNSHARD,2UNSHARD,0F0,0SEND_F0,2RECV_F0,0F1,0SEND_F1,2RECV_F1,0F2,0SEND_F2,2RECV_F2,0F3,0SEND_F3,2RECV_F3,2F0,"
+     "2SEND_F0,2F1,2SEND_F1,2F2,2SEND_F2,2F3,2SEND_F3,2RECV_B3,2B3,2SEND_B3,2RECV_B2,2B2,2SEND_B2,2RECV_B1,2B1,2SEND_"
+     "B1,2RECV_B0,2B0,2SEND_B0,2REDUCE_GRAD,2RESHARD,0RECV_B3,0B3,0RECV_B2,0B2,0RECV_B1,0B1,0RECV_B0,0B0,0REDUCE_GRAD,"
+     "0RESHARD\r\n"
+     "1UNSHARD,3UNSHARD,1RECV_F0,1F0,1SEND_F0,1RECV_F1,1F1,1SEND_F1,1RECV_F2,1F2,1SEND_F2,1RECV_F3,1F3,1SEND_F3,3RECV_"
+     "F0,3F0,3RECV_F1,3F1,3RECV_F2,3F2,3RECV_F3,3F3,3B3,3SEND_B3,1RECV_B3,3B2,3SEND_B2,1RECV_B2,3B1,3SEND_B1,1RECV_B1,"
+     "3B0,3SEND_B0,1RECV_B0,3REDUCE_GRAD,3RESHARD,1B3,1SEND_B3,1B2,1SEND_B2,1B1,1SEND_B1,1B0,1SEND_B0,1REDUCE_GRAD,"
+     "1RESHARD\r\n"},
+    {"GPipe lowered", 4, 1, 1,
+     "0UNSHARD,0F0,0SEND_F0,0F1,0SEND_F1,0F2,0SEND_F2,0F3,0SEND_F3,0RECV_B0,0B0,0RECV_B1,0B1,0RECV_B2,0B2,0RECV_B3,0B3,"
+     "0REDUCE_GRAD,0RESHARD\r\n"
+     "1UNSHARD,1RECV_F0,1F0,1SEND_F0,1RECV_F1,1F1,1SEND_F1,1RECV_F2,1F2,1SEND_F2,1RECV_F3,1F3,1SEND_F3,1RECV_B0,1B0,"
+     "1SEND_B0,1RECV_B1,1B1,1SEND_B1,1RECV_B2,1B2,1SEND_B2,1RECV_B3,1B3,1SEND_B3,1REDUCE_GRAD,1RESHARD\r\n"
+     "2UNSHARD,2RECV_F0,2F0,2SEND_F0,2RECV_F1,2F1,2SEND_F1,2RECV_F2,2F2,2SEND_F2,2RECV_F3,2F3,2SEND_F3,2RECV_B0,2B0,"
+     "2SEND_B0,2RECV_B1,2B1,2SEND_B1,2RECV_B2,2B2,2SEND_B2,2RECV_B3,2B3,2SEND_B3,2REDUCE_GRAD,2RESHARD\r\n"
+     "3UNSHARD,3RECV_F0,3F0,3RECV_F1,3F1,3RECV_F2,3F2,3RECV_F3,3F3,3B0,3SEND_B0,3B1,3SEND_B1,3B2,3SEND_B2,3B3,3SEND_B3,"
+     "3REDUCE_GRAD,3RESHARD\r\n"},
+};
+static void train_torch_csv(int port)
+{
+    int i, r;
+    data_init();
+    for (i = 0; i < (int)(sizeof TORCH_CSV / sizeof TORCH_CSV[0]); i++) {
+        int P = TORCH_CSV[i].P, S = P * TORCH_CSV[i].V;
+        pp_plan *run = TORCH_CSV[i].lowered ? &sched : &plan;
+        assert_int_equal(pp_plan_init(&sched, plan_store[0], sizeof plan_store[0], P, S, NMB), 0);
+        assert_int_equal(pp_csv_read(&sched, TORCH_CSV[i].csv, strlen(TORCH_CSV[i].csv), NULL), 0);
+        assert_int_equal(sched.lowered, TORCH_CSV[i].lowered);
+        assert_int_equal(pp_validate(&sched, NULL), 0);
+        if (!TORCH_CSV[i].lowered)
+            assert_int_equal(pp_lower_mode(&sched, &plan, plan_store[1], sizeof plan_store[1], PP_LOWER_TORCH, NULL),
+                             0);
+        for (r = 0; r < P; r++) assert_int_equal(pp_plan_table(run, r, &tables[r]), 0);
+        train_plan(port, TORCH_CSV[i].name, P, NMB, i % 2 ? PP_CKPT_EXCEPT_LAST : PP_CKPT_NEVER);
+    }
+}
+static void test_train_torch_csv_pthread(void **st)
+{
+    (void)st;
+    train_torch_csv(PORT_PTHREAD);
+}
+static void test_train_torch_csv_shm(void **st)
+{
+    (void)st;
+    train_torch_csv(PORT_SHM);
 }
 
 /* A layer error on one rank: every rank returns PP_ERR_LAYER with the layer's code and
@@ -798,11 +885,18 @@ static void test_bad_inputs(void **st)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_train_pthread),         cmocka_unit_test(test_train_shm),
-        cmocka_unit_test(test_infer_pthread),         cmocka_unit_test(test_infer_shm),
-        cmocka_unit_test(test_train_large_m_pthread), cmocka_unit_test(test_train_large_m_shm),
-        cmocka_unit_test(test_error_aborts),          cmocka_unit_test(test_bad_inputs),
-        cmocka_unit_test(test_uneven_forward_only),   cmocka_unit_test(test_storage_query),
+        cmocka_unit_test(test_train_pthread),
+        cmocka_unit_test(test_train_shm),
+        cmocka_unit_test(test_infer_pthread),
+        cmocka_unit_test(test_infer_shm),
+        cmocka_unit_test(test_train_large_m_pthread),
+        cmocka_unit_test(test_train_large_m_shm),
+        cmocka_unit_test(test_error_aborts),
+        cmocka_unit_test(test_bad_inputs),
+        cmocka_unit_test(test_uneven_forward_only),
+        cmocka_unit_test(test_storage_query),
+        cmocka_unit_test(test_train_torch_csv_pthread),
+        cmocka_unit_test(test_train_torch_csv_shm),
     };
     return cmocka_run_group_tests_name("pipeline executor", tests, NULL, NULL);
 }

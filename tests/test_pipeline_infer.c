@@ -44,6 +44,8 @@ int main(void)
     (void)test_error_aborts;
     (void)test_bad_inputs;
     (void)test_storage_query;
+    (void)test_train_torch_csv_pthread;
+    (void)test_train_torch_csv_shm;
     (void)train_large;
     return cmocka_run_group_tests_name("pipeline executor, inference only", tests, NULL, NULL);
 }

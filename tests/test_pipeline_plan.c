@@ -411,6 +411,43 @@ static void test_lowering_two_rank(void **state)
     assert_int_equal(pp_lower(&low, &p, st_c, sizeof st_c, NULL), PP_ERR_ACTION);
 }
 
+/* PP_LOWER_TORCH: _PipelineScheduleRuntime._prepare_schedule_with_comms of PyTorch main
+   (pytorch/pytorch@00722e64; tests/torch/check_schedules.py compares every schedule over a
+   grid): idle slots dropped, UNSHARD / RESHARD and REDUCE_GRAD inserted, then _add_send_recv.
+   pp_lower (PP_LOWER_ROUNDS) lets each idle slot take a round: other RECV positions. */
+static void test_lower_torch_mode(void **state)
+{
+    static const char csv[] = "0F0,0F1,,0B0,,0B1\r\n,1F0,1B0,1F1,1B1,\r\n";
+    pp_plan p, low;
+    size_t bytes;
+    (void)state;
+    assert_int_equal(pp_plan_init(&p, st_a, sizeof st_a, 2, 2, 2), PP_OK);
+    assert_int_equal(pp_csv_read(&p, csv, sizeof csv - 1, NULL), PP_OK);
+    assert_int_equal(pp_lower_mode(&p, &low, st_b, sizeof st_b, PP_LOWER_TORCH, NULL), PP_OK);
+    expect_row(&low, 0, "0UNSHARD 0F0 0SEND_F0 0F1 0SEND_F1 0RECV_B0 0B0 0RECV_B1 0B1 0REDUCE_GRAD 0RESHARD");
+    expect_row(&low, 1, "1UNSHARD 1RECV_F0 1F0 1RECV_F1 1B0 1SEND_B0 1F1 1B1 1SEND_B1 1REDUCE_GRAD 1RESHARD");
+    assert_int_equal(pp_validate(&low, NULL), PP_OK);
+    build(&p, PP_SCHED_INTERLEAVED_1F1B, 2, 2, 2, st_a, sizeof st_a);
+    assert_int_equal(pp_lower_mode(&p, &low, st_b, sizeof st_b, PP_LOWER_TORCH, NULL), PP_OK);
+    expect_row(&low, 0,
+               "0UNSHARD 2UNSHARD 0F0 0SEND_F0 2RECV_F0 0F1 0SEND_F1 2RECV_F1 2F0 2SEND_F0 2F1 2SEND_F1 2RECV_B0 2B0 "
+               "2SEND_B0 2RECV_B1 2B1 2SEND_B1 2REDUCE_GRAD 2RESHARD 0RECV_B0 0B0 0RECV_B1 0B1 0REDUCE_GRAD 0RESHARD");
+    assert_int_equal(pp_lower(&p, &low, st_b, sizeof st_b, NULL), PP_OK);
+    expect_row(
+        &low, 0,
+        "0F0 0SEND_F0 0F1 0SEND_F1 2RECV_F0 2F0 2SEND_F0 2RECV_F1 2F1 2SEND_F1 2RECV_B0 2B0 2SEND_B0 2RECV_B1 2B1 "
+        "2SEND_B1 0RECV_B0 0B0 0RECV_B1 0B1");
+    /* more than 3 stages on a rank: stages leave and come back (at most 3 unsharded), within
+       pp_plan_bytes, and the plan still validates */
+    bytes = pp_plan_bytes(2, 4, 3);
+    assert_true(bytes <= sizeof st_a);
+    assert_int_equal(pp_schedule_build(&p, PP_SCHED_INTERLEAVED_1F1B, 2, 4, 3, st_a, bytes, NULL), PP_OK);
+    assert_int_equal(pp_lower_mode(&p, &low, st_b, bytes, PP_LOWER_TORCH, NULL), PP_OK);
+    assert_int_equal(pp_validate(&low, NULL), PP_OK);
+    assert_int_equal(pp_lower_mode(&p, &low, st_b, sizeof st_b, 2, NULL), PP_ERR_ARG);
+    assert_int_equal(pp_lower_mode(&p, &low, st_b, sizeof st_b, -1, NULL), PP_ERR_ARG);
+}
+
 static void test_stage_maps(void **state)
 {
     uint8_t m[8];
@@ -686,7 +723,7 @@ static void test_strings(void **state)
     static const char *const ok[] = {"0F0",      "2I1",       "0W3",      "1SEND_F1", "1RECV_B0",     "3B2",
                                      "0SEND_B7", "4RECV_F12", "1UNSHARD", "2RESHARD", "0REDUCE_GRAD", "255F65535"};
     static const char *const bad[] = {"F0",      "0X1",     "0F",   "0F0x", "0UNSHARD1", "256F0",
-                                      "0F65536", "0SEND_F", "-1F0", "0 F0", "0SEND_X1"};
+                                      "0F65536", "0SEND_F", "-1F0", "0 F0", "0SEND_X1",  "(0F0;1B1)OVERLAP_F_B"};
     pp_action a, keep;
     char s[24];
     unsigned i;
@@ -1022,6 +1059,7 @@ int main(void)
         cmocka_unit_test(test_1f1b_issue_golden),
         cmocka_unit_test(test_forward_only_and_all_sizes),
         cmocka_unit_test(test_lowering_two_rank),
+        cmocka_unit_test(test_lower_torch_mode),
         cmocka_unit_test(test_stage_maps),
         cmocka_unit_test(test_schedule_errors),
         cmocka_unit_test(test_validation_errors),

@@ -132,4 +132,5 @@ PACKAGE_OF = {
     "qemu-system-arm": "qemu-system-arm",
     "qemu-system-riscv32": "qemu-system-misc",
     "qemu-system-riscv64": "qemu-system-misc",
+    "python3-torch": "python3-torch",
 }

@@ -26,6 +26,7 @@
 #define PGC_STRESS_MESSAGES 200000L
 #define PGC_TIMEOUT_MS      3000u
 #include "tests/ports/driver.h"
+#include "tests/ports/freertos/port.h"
 
 static pgm_rtos_task task[PGD_CORES];
 static pg_shm_freertos_bells bells;
@@ -62,22 +63,6 @@ static void port_attach(int core, pg_shm_hooks *h)
 {
     pgm_rtos_enter(&task[core]);
     pg_shm_freertos_hooks(h, &bells);
-}
-
-static void *port_region(int core)
-{
-    (void)core;
-    return pgd_ram;
-}
-
-static void port_quiet(int on)
-{
-    pgm_rtos.quiet = on;
-}
-
-static uint64_t port_lost(void)
-{
-    return pgm_rtos.lost;
 }
 
 static int port_storm_check(uint64_t notifies)

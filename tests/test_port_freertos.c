@@ -30,6 +30,7 @@
 #define PGC_STRESS_MESSAGES 100000L
 #define PGC_TIMEOUT_MS      3000u
 #include "tests/ports/driver.h"
+#include "tests/ports/freertos/port.h"
 
 static int amp; /* 0: one SMP kernel; 1: ranks r on kernel r % 2, doorbells are interrupts */
 static pgm_rtos_task task[PGD_CORES];
@@ -115,22 +116,6 @@ static void port_attach(int core, pg_shm_hooks *h)
 {
     pgm_rtos_enter(&task[core]);
     pg_shm_freertos_hooks(h, &bells[amp ? core % 2 : 0]);
-}
-
-static void *port_region(int core)
-{
-    (void)core;
-    return pgd_ram;
-}
-
-static void port_quiet(int on)
-{
-    pgm_rtos.quiet = on;
-}
-
-static uint64_t port_lost(void)
-{
-    return pgm_rtos.lost;
 }
 
 static int port_storm_check(uint64_t notifies)

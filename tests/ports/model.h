@@ -442,14 +442,18 @@ static inline void pgm__line(pgm_cache *c, size_t off, int clean, int invalidate
     }
 }
 
+/* Maintenance of the line holding `addr` (an address in the core's view); other addresses
+   are not the shared region, which nobody else reads. */
+static inline void pgm_cache_line_op(pgm_cache *c, uintptr_t addr, int clean, int invalidate)
+{
+    uintptr_t off = addr - (uintptr_t)c->view;
+    if (off < c->bytes) pgm__line(c, off / c->line * c->line, clean, invalidate);
+}
+
 static inline void pgm__cache_op(pgm_core *k, uintptr_t addr, int clean, int invalidate)
 {
-    pgm_cache *c = k->cache;
-    uintptr_t off;
-    if (!c) pgm_fatal("cache maintenance on a core without a cache", addr);
-    off = addr - (uintptr_t)c->view;
-    if (off >= c->bytes) return; /* not the shared region: nobody else reads it */
-    pgm__line(c, off / c->line * c->line, clean, invalidate);
+    if (!k->cache) pgm_fatal("cache maintenance on a core without a cache", addr);
+    pgm_cache_line_op(k->cache, addr, clean, invalidate);
 }
 
 static inline void pgm__maybe_evict(pgm_core *k)

@@ -19,6 +19,7 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include "host.h"
 
 #define PGD_SLOTS   8
 #define PGD_PAYLOAD 1024
@@ -172,24 +173,17 @@ static inline void pgd_test_storm(void **state)
 /* ---- the clock: now_us counts microseconds, also across its 32-bit wrap (the models start
    their counters just before it). Between two readings at least the time slept passed and
    at most what the host clock saw around them, to PGD_CLOCK_US. ---- */
-static inline uint64_t pgd_host_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
 static inline int pgd_clock_body(pg_group *g, int core, void *arg)
 {
     pg_shm_hooks *h = &pgd_hooks[core];
     struct timespec ts = {0, 25000000};
-    uint64_t h0 = pgd_host_us(), h1;
+    uint64_t h0 = pgh_ns() / 1000u, h1;
     uint32_t t0 = h->now_us(h->ctx), t1;
     (void)g;
     (void)arg;
     nanosleep(&ts, NULL);
     t1 = h->now_us(h->ctx);
-    h1 = pgd_host_us();
+    h1 = pgh_ns() / 1000u;
     return t1 - t0 + PGD_CLOCK_US >= 25000u && t1 - t0 <= h1 - h0 + PGD_CLOCK_US ? 0 : __LINE__;
 }
 

@@ -41,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "host.h"
 
 #define PGM_CORES          4
 #define PGM_IRQS           160
@@ -105,20 +106,7 @@ static inline void pgm_fatal(const char *what, uintptr_t a)
     abort();
 }
 
-static inline uint64_t pgm_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static inline void pgm_deadline(struct timespec *ts, uint64_t ns_from_now)
-{
-    clock_gettime(CLOCK_REALTIME, ts);
-    ns_from_now += (uint64_t)ts->tv_nsec;
-    ts->tv_sec += (time_t)(ns_from_now / 1000000000u);
-    ts->tv_nsec = (long)(ns_from_now % 1000000000u);
-}
+#define pgm_now_ns pgh_ns
 
 static inline pgm_core *pgm_me(void)
 {
@@ -271,7 +259,6 @@ static inline void *pgm__thread(void *unused)
     while (!pgm.stop) {
         uint64_t now = pgm_now_ns();
         int c;
-        struct timespec ts;
         for (c = 0; c < pgm.ncores; c++) {
             pgm_core *k = &pgm.core[c];
             uint64_t period = ((uint64_t)k->syst_rvr + 1u) * 1000u / (k->mhz ? k->mhz : 1u);
@@ -287,10 +274,7 @@ static inline void *pgm__thread(void *unused)
                 pthread_mutex_unlock(&pgm.core[c].gate);
             }
         pthread_mutex_lock(&pgm.lock);
-        if (!pgm.kicked && !pgm.stop) {
-            pgm_deadline(&ts, 100000u);
-            pthread_cond_timedwait(&pgm.kick_cv, &pgm.lock, &ts);
-        }
+        if (!pgm.kicked && !pgm.stop) pgh_wait(&pgm.kick_cv, &pgm.lock, 100000u);
         pgm.kicked = 0;
     }
     pthread_mutex_unlock(&pgm.lock);
@@ -385,7 +369,6 @@ static inline void pgm_irq_restore(uint32_t old)
 static inline void pgm__sleep(pgm_core *k, int wfe)
 {
     uint64_t start = pgm_now_ns(), taken;
-    struct timespec ts;
     pthread_mutex_lock(&pgm.lock);
     taken = k->taken;
     for (;;) {
@@ -394,8 +377,7 @@ static inline void pgm__sleep(pgm_core *k, int wfe)
             pgm.lost++;
             break;
         }
-        pgm_deadline(&ts, 1000000u);
-        pthread_cond_timedwait(&k->cv, &pgm.lock, &ts);
+        pgh_wait(&k->cv, &pgm.lock, 1000000u);
     }
     if (wfe) k->event = 0;
     pthread_mutex_unlock(&pgm.lock);

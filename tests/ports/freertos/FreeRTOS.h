@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
+#include "tests/ports/host.h"
 
 #define tskKERNEL_VERSION_MAJOR               11
 #define configTASK_NOTIFICATION_ARRAY_ENTRIES 3
@@ -55,12 +56,7 @@ static struct {
 } pgm_rtos = {1000u, 0, 0, 0, 0, 0, 0, 0};
 static __thread pgm_rtos_task *pgm_rtos_current;
 
-static inline uint64_t pgm_rtos_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
+#define pgm_rtos_ns pgh_ns
 
 static inline void pgm_rtos_reset(void)
 {
@@ -114,14 +110,9 @@ static inline uint32_t ulTaskNotifyTakeIndexed(UBaseType_t index, BaseType_t cle
     limit = pgm_rtos.quiet ? 2000000000u : (uint64_t)ticks * 1000000000u / pgm_rtos.tick_hz;
     pthread_mutex_lock(&t->lock);
     while (!t->count[index]) {
-        struct timespec ts;
-        uint64_t now = pgm_rtos_ns();
-        if (now - start >= limit) break;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        now = (uint64_t)ts.tv_nsec + (limit - (now - start) < 1000000u ? limit - (now - start) : 1000000u);
-        ts.tv_sec += (time_t)(now / 1000000000u);
-        ts.tv_nsec = (long)(now % 1000000000u);
-        pthread_cond_timedwait(&t->cv, &t->lock, &ts);
+        uint64_t waited = pgh_ns() - start;
+        if (waited >= limit) break;
+        pgh_wait(&t->cv, &t->lock, limit - waited < 1000000u ? limit - waited : 1000000u);
     }
     v = t->count[index];
     if (v) {

@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
+#include "tests/ports/host.h"
 
 #define CONFIG_SYS_CLOCK_TICKS_PER_SEC 10000
 #define PGZ_CYC_HZ                     64000000u
@@ -42,12 +43,7 @@ static struct {
     int quiet;
 } pgz;
 
-static inline uint64_t pgz_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
+#define pgz_ns pgh_ns
 
 static inline void pgz_reset(void)
 {
@@ -81,15 +77,9 @@ static inline int k_sem_take(struct k_sem *s, k_timeout_t timeout)
     limit = pgz.quiet || timeout.us < 0 ? 2000000000u : (uint64_t)timeout.us * 1000u;
     pthread_mutex_lock(&s->lock);
     while (!s->count) {
-        struct timespec ts;
-        uint64_t now = pgz_ns(), left;
-        if (now - start >= limit) break;
-        left = limit - (now - start) < 1000000u ? limit - (now - start) : 1000000u;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        left += (uint64_t)ts.tv_nsec;
-        ts.tv_sec += (time_t)(left / 1000000000u);
-        ts.tv_nsec = (long)(left % 1000000000u);
-        pthread_cond_timedwait(&s->cv, &s->lock, &ts);
+        uint64_t waited = pgh_ns() - start;
+        if (waited >= limit) break;
+        pgh_wait(&s->cv, &s->lock, limit - waited < 1000000u ? limit - waited : 1000000u);
     }
     if (s->count) {
         s->count--;

@@ -60,7 +60,6 @@ static inline uint32_t pg_shm_cm__irq_save(void)
 #define PG_SHM_CM_ISER     0xE000E100u
 #define PG_SHM_CM_ICER     0xE000E180u
 #define PG_SHM_CM_ICPR     0xE000E280u
-#define PG_SHM_CM_DCIMVAC  0xE000EF5Cu /* invalidate by address to the point of coherency */
 #define PG_SHM_CM_DCCMVAC  0xE000EF68u /* clean by address */
 #define PG_SHM_CM_DCCIMVAC 0xE000EF70u /* clean and invalidate by address */
 #define PG_SHM_CM_MPU_CTRL 0xE000ED94u /* ENABLE 1, PRIVDEFENA 4 */
@@ -70,9 +69,8 @@ static inline uint32_t pg_shm_cm__irq_save(void)
 #define PG_SHM_CM_DEMCR    0xE000EDFCu /* TRCENA 1 << 24 */
 #define PG_SHM_CM_DWT_CTRL 0xE0001000u /* CYCCNTENA 1 */
 #define PG_SHM_CM_CYCCNT   0xE0001004u
-#define PG_SHM_CM_M7       0xC27u /* CPUID.PARTNO */
-#define PG_SHM_CM_M4       0xC24u
-#define PG_SHM_CM_LINE     32u /* Cortex-M7 D-cache line */
+#define PG_SHM_CM_M7       0xC27u /* CPUID.PARTNO of a Cortex-M7 (a Cortex-M4: 0xC24) */
+#define PG_SHM_CM_LINE     32u    /* Cortex-M7 D-cache line */
 
 /* CPUID.PARTNO of the executing core: 0xC27 Cortex-M7, 0xC24 Cortex-M4, 0xD21 Cortex-M33. */
 static inline uint32_t pg_shm_cm_partno(void)

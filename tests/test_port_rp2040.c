@@ -2,8 +2,8 @@
    against the model of its SIO FIFOs, TIMER and Cortex-M0+ cores (tests/ports/): the port
    conformance suite over pg_shm and the doorbell storm. tests/test_port_rp2040_shared.c
    builds the same with PG_SHM_RP2040_SHARED_FIFO: the FIFO then belongs to a handler that
-   behaves like pico-sdk's multicore_lockout victim (drain, ignore other words), and pg_shm
-   must never touch it. */
+   behaves like pico-sdk's multicore_lockout victim (drain, echo its magic word, ignore the
+   rest); pg_shm must never touch it, and lockout handshakes run between its messages. */
 #define _DEFAULT_SOURCE 1
 #include <setjmp.h>
 #include <stdarg.h>
@@ -44,17 +44,65 @@ static void rp2040_isr(void *arg)
     pg_shm_rp2040_isr((pg_shm_rp2040 *)arg);
 }
 
-/* Shared mode: the FIFO's owner (as pico-sdk's lockout victim handler: drain it, act only
-   on its own magic word, ignore the rest). */
+/* Shared mode: the FIFO's owner, as pico-sdk's multicore_lockout victim handler: drain it,
+   answer its own magic word (push it back, SEV), ignore the rest. */
+#define LOCKOUT_MAGIC 0x73a8831eu
 static void foreign_isr(void *arg)
 {
     (void)arg;
     while (PG_SHM_MMIO_RD(PG_SHM_RP2040_FIFO_ST) & PG_SHM_RP2040_VLD) {
-        (void)PG_SHM_MMIO_RD(PG_SHM_RP2040_FIFO_RD);
+        uint32_t word = PG_SHM_MMIO_RD(PG_SHM_RP2040_FIFO_RD);
         foreign_words++;
+        if (word == LOCKOUT_MAGIC && (PG_SHM_MMIO_RD(PG_SHM_RP2040_FIFO_ST) & PG_SHM_RP2040_RDY)) {
+            PG_SHM_MMIO_WR(PG_SHM_RP2040_FIFO_WR, LOCKOUT_MAGIC);
+            PG_SHM_CM_SEV();
+        }
     }
     PG_SHM_MMIO_WR(PG_SHM_RP2040_FIFO_ST, 0xFFu);
 }
+
+#if PG_SHM_RP2040_SHARED_FIFO
+/* Core 0 locks core 1 out over the FIFO (as multicore_lockout_start does: its own FIFO
+   interrupt off, the magic word out, the echo back) between pg_shm messages both ways. */
+static int lockout_body(pg_group *g, int core, void *arg)
+{
+    uint32_t i, v = 0, handshakes = 0;
+    size_t got;
+    (void)arg;
+    for (i = 0; i < 300; i++) {
+        if (core == 0 && i % 3 == 0) {
+            pg_shm_cm_irq_disable(15u);
+            while (!(PG_SHM_MMIO_RD(PG_SHM_RP2040_FIFO_ST) & PG_SHM_RP2040_RDY)) PG_SHM_CM_WFE();
+            PG_SHM_MMIO_WR(PG_SHM_RP2040_FIFO_WR, LOCKOUT_MAGIC);
+            PG_SHM_CM_SEV();
+            while (!(PG_SHM_MMIO_RD(PG_SHM_RP2040_FIFO_ST) & PG_SHM_RP2040_VLD)) PG_SHM_CM_WFE();
+            if (PG_SHM_MMIO_RD(PG_SHM_RP2040_FIFO_RD) != LOCKOUT_MAGIC) return __LINE__;
+            handshakes++;
+            pg_shm_cm_irq_enable(15u);
+        }
+        if (core == 0) {
+            if (pg_send(g, 1, 7, &i, sizeof i) || pg_recv(g, 1, 8, &v, sizeof v, &got) || v != i + 1) return __LINE__;
+        } else {
+            if (pg_recv(g, 0, 7, &v, sizeof v, &got) || v != i) return __LINE__;
+            v = i + 1;
+            if (pg_send(g, 0, 8, &v, sizeof v)) return __LINE__;
+        }
+    }
+    return core == 0 && handshakes != 100 ? __LINE__ : 0;
+}
+
+/* Shared mode: pico-sdk's lockout handshakes over the FIFO and pg_shm's traffic interleave;
+   each sees only its own words. */
+static void test_lockout_coexists(void **state)
+{
+    (void)state;
+    assert_int_equal(pgd_run(lockout_body, NULL), 0);
+    print_message("100 lockout handshakes over the FIFO between 300 pg_shm round trips; the owner's handler "
+                  "drained %llu words\n",
+                  (unsigned long long)foreign_words);
+    assert_int_equal((int)foreign_words, 100);
+}
+#endif
 
 static void port_start(void)
 {
@@ -99,6 +147,9 @@ static int port_storm_check(uint64_t notifies)
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(pgd_test_clock),
     cmocka_unit_test(pgd_test_storm),
+#if PG_SHM_RP2040_SHARED_FIFO
+    cmocka_unit_test(test_lockout_coexists),
+#endif
 };
 
 PGD_SUITE(tests)

@@ -109,7 +109,7 @@ def tests(env, headers, tools, mpi):
     if have("python3-yaml", "Zephyr module.yml check", found=_have_yaml()):
         steps.append(step("consume PlatformIO and Zephyr manifests, versions", "build/consume/manifests.log",
                           [check, "library.json", "zephyr/module.yml", "zephyr/CMakeLists.txt",
-                           "zephyr/Kconfig", "CHANGELOG.md"],
+                           "zephyr/Kconfig", "CHANGELOG.md", "idf_component.yml", "CMakeLists.txt"],
                           base + ["manifests", "--build", "build/consume/manifests"] +
                           (["--cmake"] if shutil.which("cmake") else [])))
     # README's two commands in order, packages installed in between (tests/consume/check_newcomer.py).

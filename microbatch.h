@@ -181,6 +181,14 @@ MB_API int mb_narrow(const mb_tensor *t, int dim, int32_t start, int32_t length,
 MB_API int mb_copy(mb_tensor *dst, const mb_tensor *src);
 /* Set every element of the view to zero (any strides). Errors: MB_ERR_NULL, MB_ERR_SHAPE. */
 MB_API int mb_zero(mb_tensor *t);
+/* A visitor of mb_walk: a and b point at the two views' elements at index[0..ndim).
+   Return 0 to go on; any other value stops the walk and mb_walk returns it. */
+typedef int (*mb_visitor)(void *user, void *a, void *b, const int32_t *index);
+/* The strided element walk every splitcore header shares: fn(user, &a[i], &b[i], i) for
+   every index i of a in row-major order, b a view of a's shape (any dtype and strides;
+   NULL: a itself). Errors: MB_ERR_NULL (a or fn), MB_ERR_SHAPE (invalid views or shapes
+   differ), or the visitor's own value. */
+MB_API int mb_walk(const mb_tensor *a, const mb_tensor *b, mb_visitor fn, void *user);
 
 /* ---- 4. Split -------------------------------------------------------------------- */
 /* Chunk sizes of `size` into `chunks` (MB_BALANCED or MB_CEIL in flags). Returns the chunk
@@ -246,14 +254,15 @@ extern "C" {
 #define MB__NOINLINE
 #endif
 
-/* Flash size (issue #2 aims at <= 2 KB on Cortex-M4; `scons size` measures 3,255 B, README says
+/* Flash size (issue #2 aims at <= 2 KB on Cortex-M4; `scons size` measures 3,375 B, README says
    where they go): views go
    by pointer and scalars take part as 0-d f64 views; one element walker (row index from its flat number) serves
    copy (per contiguous row, one memmove; an element copied onto itself is skipped, so chunks that view
    the output cost nothing), zero and mean (a broadcast 0-d source), compare and reduce
-   (one load/store-as-double path); one slice-copy helper fills masked
-   split chunks and concatenates merge chunks; split plans in two identical passes then writes; merge
-   runs one per-value routine twice (validate everything, then write). */
+   (one load/store-as-double path), and the other headers' element walks (mb_walk's visitor); one
+   slice-copy helper fills masked split chunks and concatenates merge chunks; split plans in two
+   identical passes then writes; merge runs one per-value routine twice (validate everything,
+   then write). */
 
 MB__DEF const char *mb_strerror(int err)
 {
@@ -377,13 +386,14 @@ MB__DEF int mb_narrow(const mb_tensor *t, int dim, int32_t start, int32_t length
 }
 
 /* MB_OK when views b and a are valid (mb_tensor_check, b's error first) and a's dtype, rank
-   and every size but dim `skip` agree with b's. */
+   and every size but dim `skip` agree with b's; skip MB__ANY_DTYPE: every size, any dtypes. */
+#define MB__ANY_DTYPE (-2)
 static MB__NOINLINE int mb__same_shape(const mb_tensor *a, const mb_tensor *b, int skip)
 {
     int d = mb_tensor_check(b);
     if (!d) d = mb_tensor_check(a);
     if (d) return d;
-    if (a->dtype != b->dtype) return MB_ERR_DTYPE;
+    if (a->dtype != b->dtype && skip != MB__ANY_DTYPE) return MB_ERR_DTYPE;
     if (a->ndim != b->ndim) return MB_ERR_SHAPE;
     for (d = 0; d < a->ndim; d++)
         if (d != skip && a->shape[d] != b->shape[d]) return MB_ERR_SHAPE;
@@ -400,9 +410,14 @@ static MB__NOINLINE mb_tensor *mb__scalar(mb_tensor *s, void *x)
 }
 
 /* Element-wise walk over dst; a 0-d src is broadcast. Ops: copy and compare (bitwise,
-   same dtype), and dst = dst op src computed in double: exact for f32/f64 sums, max and
-   min, and for every int32 sum (integer results wrap like torch's). */
-enum { MB__COPY = MB_RED_CUSTOM + 1, MB__EQ, MB__DIV }; /* after the reduce ops, which are walk ops too */
+   same dtype), dst = dst op src computed in double: exact for f32/f64 sums, max and
+   min, and for every int32 sum (integer results wrap like torch's), and a visit (mb_walk's
+   visitor v, NULL for the other ops). */
+enum { MB__COPY = MB_RED_CUSTOM + 1, MB__EQ, MB__DIV, MB__VISIT }; /* after the reduce ops, walk ops too */
+typedef struct mb__visit {
+    mb_visitor fn;
+    void *user;
+} mb__visit;
 
 static double mb__get(const char *p, int dt)
 {
@@ -416,15 +431,16 @@ static double mb__get(const char *p, int dt)
     return i;
 }
 
-/* Returns 1 when MB__EQ found a difference. Visits dst's rows in order, each row's index
-   taken apart from its flat number by division (no index array, no recursion; smaller
-   than an odometer); copies between two rows of stride 1 go one row at a time. The row
+/* Returns 1 when MB__EQ found a difference, or a visitor's nonzero value. Visits dst's rows
+   in order, each row's index taken apart from its flat number by division (no recursion;
+   smaller than an odometer); copies between two rows of stride 1 go one row at a time. The row
    count is a size_t: on a 32-bit target a view of 2^32 or more elements (possible only
    with repeated, stride-0 elements, or beyond the address space) walks numel mod 2^32. */
-static int mb__walk(int op, const mb_tensor *dst, const mb_tensor *src)
+static int mb__walk(int op, const mb_tensor *dst, const mb_tensor *src, const mb__visit *v)
 {
-    int d, nd = dst->ndim, dt = dst->dtype;
-    size_t es = mb_dtype_size(dst->dtype), n = es, e, rows = (size_t)mb_numel(dst);
+    int d, nd = dst->ndim, dt = dst->dtype, rc;
+    int32_t idx[MB_MAX_DIMS];
+    size_t es = mb_dtype_size(dst->dtype), ss = mb_dtype_size(src->dtype), n = es, e, rows = (size_t)mb_numel(dst);
     if (op == MB__COPY && rows && nd && dst->stride[nd - 1] == 1 && src->stride[nd - 1] == 1) {
         n *= (size_t)dst->shape[--nd]; /* a contiguous row: one copy */
         rows /= (size_t)dst->shape[nd];
@@ -435,11 +451,14 @@ static int mb__walk(int op, const mb_tensor *dst, const mb_tensor *src)
         for (d = nd; d-- > 0;) { /* row e's index, last dim fastest */
             k = r % (size_t)dst->shape[d];
             r /= (size_t)dst->shape[d];
-            k *= es;
-            dp += (ptrdiff_t)k * dst->stride[d];
-            sp += (ptrdiff_t)k * src->stride[d]; /* src: dst's shape, or 0-d with strides 0 */
+            idx[d] = (int32_t)k;
+            dp += (ptrdiff_t)(k * es) * dst->stride[d];
+            sp += (ptrdiff_t)(k * ss) * src->stride[d]; /* src: dst's shape, or 0-d with strides 0 */
         }
-        if (op == MB__COPY) {
+        if (op == MB__VISIT) {
+            rc = v->fn(v->user, dp, sp, idx);
+            if (rc) return rc;
+        } else if (op == MB__COPY) {
             if (dp != sp) { /* in place (a chunk that views the output): no copy */
                 if (dp < sp + n && sp < dp + n)
                     memmove(dp, sp, n); /* overlapping rows stay defined */
@@ -480,13 +499,13 @@ static MB__NOINLINE void mb__put(const mb_tensor *dst, const mb_tensor *src, int
     mb_tensor d, s;
     mb__narrow(&d, dst, dim, doff, len);
     mb__narrow(&s, src, dim, soff, len);
-    mb__walk(MB__COPY, &d, &s);
+    mb__walk(MB__COPY, &d, &s, 0);
 }
 
 MB__DEF int mb_copy(mb_tensor *dst, const mb_tensor *src)
 {
     int rc = mb__same_shape(src, dst, -1);
-    if (!rc) mb__walk(MB__COPY, dst, src);
+    if (!rc) mb__walk(MB__COPY, dst, src, 0);
     return rc;
 }
 
@@ -494,8 +513,21 @@ MB__DEF int mb_zero(mb_tensor *t)
 {
     mb_tensor z;
     int rc = mb_tensor_check(t);
-    if (!rc) mb__walk(MB__COPY, t, mb__scalar(&z, z.stride)); /* broadcast z's own zeroed bytes */
+    if (!rc) mb__walk(MB__COPY, t, mb__scalar(&z, z.stride), 0); /* broadcast z's own zeroed bytes */
     return rc;
+}
+
+MB__DEF int mb_walk(const mb_tensor *a, const mb_tensor *b, mb_visitor fn, void *user)
+{
+    mb__visit v;
+    int rc;
+    if (!b) b = a;
+    rc = mb__same_shape(a, b, MB__ANY_DTYPE);
+    if (!rc && !fn) rc = MB_ERR_NULL;
+    if (rc) return rc;
+    v.fn = fn;
+    v.user = user;
+    return mb__walk(MB__VISIT, a, b, &v);
 }
 
 /* Length of chunk c when `total` is split into n chunks (c below the chunk count, so c
@@ -693,7 +725,7 @@ static int mb__merge_one(const mb_value *v, int nchunks, int nvals, const mb_spe
         out->kind = k;
         for (c = 0; c < nchunks; c++) /* reduce in place when the output is one of the chunks */
             if ((k ? (const void *)&v[c * nvals].scalar : v[c * nvals].tensor.data) == o->data) start = c;
-        if (red) mb__walk(MB__COPY, o, w);
+        if (red) mb__walk(MB__COPY, o, w, 0);
     }
     for (c = 0; c < nchunks; c++) {
         const mb_value *cv = &v[c * nvals];
@@ -701,7 +733,7 @@ static int mb__merge_one(const mb_value *v, int nchunks, int nvals, const mb_spe
         a = mb__view(cv, k, &sa);
         if (check) {
             rc = mb__same_shape(a, red ? f : o, cat && !mask ? dim : -1);
-            if (!rc && op == MB__EQ && mb__walk(MB__EQ, f, a)) rc = MB_ERR_NOT_REPLICATED;
+            if (!rc && op == MB__EQ && mb__walk(MB__EQ, f, a, 0)) rc = MB_ERR_NOT_REPLICATED;
             if (rc) return rc;
             if (cat) off += a->shape[dim];
         } else if (cat) { /* the chunk's slice of the output; masked chunks are re-sliced */
@@ -712,13 +744,13 @@ static int mb__merge_one(const mb_value *v, int nchunks, int nvals, const mb_spe
             rc = red->fn(out, cv, red->user);
             if (rc < 0) return rc;
         } else {
-            mb__walk(c == start ? MB__COPY : op, o, a);
+            mb__walk(c == start ? MB__COPY : op, o, a, 0);
         }
     }
     if (!check && op == MB_RED_MEAN) {
         int32_t cnt = nchunks; /* divide by the count, a broadcast 0-d int32 */
         mb__scalar(&sa, &cnt)->dtype = MB_I32;
-        mb__walk(MB__DIV, o, &sa);
+        mb__walk(MB__DIV, o, &sa, 0);
     }
     return cat && !mask && off != o->shape[dim] ? MB_ERR_SHAPE : MB_OK;
 }

@@ -21,7 +21,10 @@
 #define MICROBATCH_IMPLEMENTATION
 #define PG_IMPLEMENTATION
 #define DTENSOR_IMPLEMENTATION
-#include "dtensor.h"
+#define DTENSOR_CONV_IMPLEMENTATION
+#define DTENSOR_QUANT_IMPLEMENTATION
+#define DTENSOR_QCONV_IMPLEMENTATION
+#include "dtensor_qconv.h"
 #define PG_PTHREAD_IMPLEMENTATION
 #include "ports/pg_pthread.h"
 

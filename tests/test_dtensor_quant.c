@@ -17,7 +17,8 @@
 #define MICROBATCH_IMPLEMENTATION
 #define PG_IMPLEMENTATION
 #define DTENSOR_IMPLEMENTATION
-#include "dtensor.h"
+#define DTENSOR_QUANT_IMPLEMENTATION
+#include "dtensor_quant.h"
 #define PG_PTHREAD_IMPLEMENTATION
 #include "ports/pg_pthread.h"
 

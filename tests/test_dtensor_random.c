@@ -14,7 +14,8 @@
 #define MICROBATCH_IMPLEMENTATION
 #define PG_IMPLEMENTATION
 #define DTENSOR_IMPLEMENTATION
-#include "dtensor.h"
+#define DTENSOR_RANDOM_IMPLEMENTATION
+#include "dtensor_random.h"
 
 /* Random123 1.14 tests/kat_vectors, the three philox4x32 10 lines: ctr[4] key[2] -> out[4] */
 static void test_philox_kat(void **state)

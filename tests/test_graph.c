@@ -24,7 +24,9 @@
 #define MICROBATCH_IMPLEMENTATION
 #define PG_IMPLEMENTATION
 #define DTENSOR_IMPLEMENTATION
-#include "dtensor.h"
+#define DTENSOR_OPS_IMPLEMENTATION
+#define DTENSOR_GRAPH_IMPLEMENTATION
+#include "dtensor_graph.h"
 #define PG_PTHREAD_IMPLEMENTATION
 #include "ports/pg_pthread.h"
 
@@ -917,7 +919,7 @@ static void test_emit_compile_run(void **state)
     mkdir("build/graph_emit", 0777);
     f = fopen("build/graph_emit/plan.c", "w");
     assert_non_null(f);
-    fputs("#include \"dtensor.h\"\n", f);
+    fputs("#include \"dtensor_graph.h\"\n", f);
     fputs(src, f);
     fclose(f);
     f = fopen("build/graph_emit/arena.bin", "wb");
@@ -927,7 +929,8 @@ static void test_emit_compile_run(void **state)
     f = fopen("build/graph_emit/main.c", "w");
     assert_non_null(f);
     fputs("#include <stdio.h>\n#define MICROBATCH_IMPLEMENTATION\n#define PG_IMPLEMENTATION\n"
-          "#define DTENSOR_IMPLEMENTATION\n#include \"dtensor.h\"\nextern const dt_gplan mlp_plan;\n"
+          "#define DTENSOR_IMPLEMENTATION\n#define DTENSOR_OPS_IMPLEMENTATION\n#define DTENSOR_GRAPH_IMPLEMENTATION\n"
+          "#include \"dtensor_graph.h\"\nextern const dt_gplan mlp_plan;\n"
           "static unsigned long long arena[1 << 17];\n"
           "int main(void) {\n"
           "    FILE *f = fopen(\"build/graph_emit/arena.bin\", \"rb\");\n"

@@ -27,7 +27,9 @@
 #define MICROBATCH_IMPLEMENTATION
 #define PG_IMPLEMENTATION
 #define DTENSOR_IMPLEMENTATION
-#include "dtensor.h"
+#define DTENSOR_OPS_IMPLEMENTATION
+#define DTENSOR_GRAPH_IMPLEMENTATION
+#include "dtensor_graph.h"
 #define PG_PTHREAD_IMPLEMENTATION
 #define PG_PTHREAD_YIELD_NS 100000000 /* rank 1 yields through the 1-rank step (above) */
 #include "ports/pg_pthread.h"

@@ -24,7 +24,9 @@
 #define MICROBATCH_IMPLEMENTATION
 #define PG_IMPLEMENTATION
 #define DTENSOR_IMPLEMENTATION
-#include "dtensor.h"
+#define DTENSOR_OPS_IMPLEMENTATION
+#define DTENSOR_GRAPH_IMPLEMENTATION
+#include "dtensor_graph.h"
 #include "fuzz.h"
 
 #define CAP   24

@@ -16,7 +16,10 @@
 #define MICROBATCH_IMPLEMENTATION
 #define PG_IMPLEMENTATION
 #define DTENSOR_IMPLEMENTATION
-#include "dtensor.h"
+#define DTENSOR_QUANT_IMPLEMENTATION
+#define DTENSOR_RANDOM_IMPLEMENTATION
+#include "dtensor_quant.h"
+#include "dtensor_random.h"
 #include "fuzz.h"
 
 static int is_err(int rc)

@@ -13,7 +13,7 @@
    inference streaming; an error on one rank aborts every rank). No heap, C99, C++-clean.
 
    Example:
-       #define PIPELINE_IMPLEMENTATION
+       #define SPLITCORE_IMPLEMENTATION  // pipeline.h, and microbatch.h and pg.h for its executor
        #include "pipeline.h"
        static pp_action st[2][512];  pp_plan sched, plan;  pp_sim sim;  static uint32_t ws[4096];
        int rc = pp_schedule_build(&sched, PP_SCHED_1F1B, 4, 1, 8, st[0], sizeof st[0], NULL);
@@ -32,15 +32,17 @@
                                        9. Executor (declarations; definitions in 8)
 
    Configuration (define before including, or in SPLITCORE_CONFIG_FILE):
-       PIPELINE_IMPLEMENTATION   emit the definitions (exactly one .c file)
+       PIPELINE_IMPLEMENTATION   emit the definitions (exactly one .c file; with the executor,
+                                 the file also implements microbatch.h and ports/pg.h, or
+                                 SPLITCORE_IMPLEMENTATION implements all three)
        PIPELINE_STATIC           make every function static to its translation unit
        PP_MAX_RANKS              ranks per plan (default 16)
        PP_MAX_STAGES             stages per plan (default 64, at most 255)
        PP_ASSERT(x)              internal invariant check (default: none)
        PP_MEMCPY(d,s,n), PP_MEMSET(d,v,n), PP_MEMMOVE(d,s,n)   default: string.h
        PP_NO_EXECUTOR            leave out the executor (section 9): planning only, no pg.h
-                                 code needed. Otherwise the executor's definitions call pg.h:
-                                 link PG_IMPLEMENTATION somewhere (like the ports)
+                                 code needed (the executor's definitions call pg.h and
+                                 microbatch.h)
        PP_NO_PLANNER             executor only (firmware with an emitted plan): no schedules,
                                  validator, simulator or exporters; pp_strerror() is left out too
        PP_NO_TAKEIN              executor without taking in early messages while it waits
@@ -1937,6 +1939,14 @@ PP__DEF int pp_trace_json(const pp_event *ev, int n, char *buf, size_t cap, size
 /* ---- executor ---- */
 #if !defined(PP_NO_EXECUTOR) && !defined(PP_EXECUTOR_IMPLEMENTED)
 #define PP_EXECUTOR_IMPLEMENTED
+#if !defined(PG_IMPLEMENTATION) && (defined(PG_STATIC) || !defined(SPLITCORE_SEPARATE_IMPLEMENTATIONS))
+#error \
+    "pipeline.h: PIPELINE_IMPLEMENTATION's executor needs PG_IMPLEMENTATION in the same file (or SPLITCORE_IMPLEMENTATION)"
+#endif
+#if !defined(MICROBATCH_IMPLEMENTATION) && (defined(MICROBATCH_STATIC) || !defined(SPLITCORE_SEPARATE_IMPLEMENTATIONS))
+#error \
+    "pipeline.h: PIPELINE_IMPLEMENTATION's executor needs MICROBATCH_IMPLEMENTATION in the same file (or SPLITCORE_IMPLEMENTATION)"
+#endif
 #define PP__R8(x) (((uint32_t)(x) + 7u) & ~7u)
 static const unsigned char pp__es[MB_DTYPE_COUNT] = {4, 8, 1, 1, 2, 4};
 /* slot flags; PP__GOTX / PP__GOTDY: the input / output gradient arrived ahead (pp__takein) */

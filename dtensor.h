@@ -461,6 +461,13 @@ DT__INTERNAL int32_t dt__num_shards(const dt_mesh *m, const dt_placement *p);
 DT__INTERNAL int dt__comm_check(const dt_comm *c, const dt_mesh *m);
 /* dt_plan_cost_ns(the plan src -> dst, DT_LINK_TORCH) without a dt_plan. */
 DT__INTERNAL int dt__plan_cost(const dt_spec *src, const dt_spec *dst, int flags, uint64_t *ns);
+/* The least-recently-used lookup of the plan cache and dtensor_ops.h's strategy cache:
+   among entries[0..count) (`stride` bytes each: a key of key_bytes, then its uint32_t
+   stamp of last use), looked at from `first` on, the one whose key is `key`; when none
+   is, -1 - the entry a miss fills: the next unused one while count < capacity, else the
+   least recently used. */
+DT__INTERNAL int32_t dt__lru(const void *entries, size_t stride, size_t key_bytes, int32_t count, int32_t capacity,
+                             int32_t first, const void *key);
 
 #ifdef __cplusplus
 }
@@ -663,10 +670,10 @@ DT__DEF int dt_spec_init(dt_spec *s, const dt_mesh *mesh, const dt_placement *pl
             st = (int64_t)INT32_MAX + 1;
         }
     }
-    for (i = 0; i < nplacements; i++) {
+    for (i = 0; i < nplacements; i++) { /* shard dims from the end normalised (dt_spec_check refuses bad ones) */
+        int d = mb_normalize_dim(placements[i].arg, ndim);
         v.placements[i] = placements[i];
-        if (v.placements[i].kind == DT_KIND_SHARD && v.placements[i].arg < 0)
-            v.placements[i].arg = (int16_t)(v.placements[i].arg + ndim);
+        if (v.placements[i].kind == DT_KIND_SHARD && d >= 0) v.placements[i].arg = (int16_t)d;
     }
     rc = dt_spec_check(&v);
     if (!rc) *s = v;
@@ -740,10 +747,7 @@ DT__DEF void dt__local(const dt_spec *s, const int32_t *coord, const dt_placemen
 
 DT__DEF uint64_t dt__bytes(const int32_t *shape, int ndim, mb_dtype dt)
 {
-    uint64_t n = mb_dtype_size(dt);
-    int d;
-    for (d = 0; d < ndim; d++) n *= (uint64_t)shape[d];
-    return n;
+    return (uint64_t)mb_shape_numel(shape, ndim) * mb_dtype_size(dt);
 }
 
 DT__DEF int dt_local_shape(const dt_spec *s, int rank, int32_t *shape, int32_t *offset)
@@ -1192,43 +1196,60 @@ DT__DEF int dt_plan_cache_clear(dt_plan_cache *c)
     return DT_OK;
 }
 
+/* The plan cache's entries follow dt__lru's layout: the key, then the stamp. */
+typedef char dt__plan_stamp_follows_key[offsetof(dt_cache_entry, stamp) == sizeof(dt_plan_key) ? 1 : -1];
+
+DT__DEF int32_t dt__lru(const void *entries, size_t stride, size_t key_bytes, int32_t count, int32_t capacity,
+                        int32_t first, const void *key)
+{
+    const unsigned char *e;
+    uint32_t stamp, oldest = 0;
+    int32_t i, j, victim = count;
+    for (j = 0; j < count; j++) {
+        i = first + j; /* first < count (or both 0), so i < 2 * count */
+        i -= i < count ? 0 : count;
+        e = (const unsigned char *)entries + (size_t)i * stride;
+        if (!memcmp(e, key, key_bytes)) return i;
+        stamp = *(const uint32_t *)(const void *)(e + key_bytes);
+        if (count >= capacity && (victim == count || stamp < oldest)) {
+            victim = i;
+            oldest = stamp;
+        }
+    }
+    return -1 - victim;
+}
+
 /* dt_plan_cached (inlined into dt_redistribute where the build optimizes for speed) */
 static DT__HOT int dt__cached(dt_plan_cache *c, const dt_spec *src, const dt_spec *dst, int flags, const dt_plan **plan)
 {
     dt_plan_key k;
-    dt_cache_entry *e, *victim;
-    int i, j, rc;
+    dt_cache_entry *e;
+    int32_t i;
+    int rc;
     if (!c || !c->entries || !plan || !src || !dst || !src->mesh || !dst->mesh) return DT_ERR_NULL;
-    victim = c->entries;
+    /* a stored key came from valid specs on one mesh, so an equal key on one mesh is a valid,
+       equal request; specs on two meshes go to the planner, which refuses them */
+    if (!dt__mesh_same(src->mesh, dst->mesh)) return dt__plan(src, dst, flags, 0, 0);
+    k.flags = flags;
+    DT_MEMCPY(k.mesh, src->mesh, sizeof k.mesh);
+    DT_MEMCPY(k.src, src->placements, sizeof k.src);
+    DT_MEMCPY(k.dst, dst->placements, sizeof k.dst);
     /* from the entry used last: a loop redistributing one way hits at the first compare */
-    for (j = 0; j < c->count; j++) {
-        i = c->last + j; /* c->last < c->count (or both 0), so i < 2 * c->count */
-        i -= i < c->count ? 0 : c->count;
-        e = &c->entries[i];
-        /* a stored key came from valid specs on one mesh, so an equal key on one mesh is
-           a valid, equal request */
-        if (e->key.flags == flags && !memcmp(e->key.mesh, src->mesh, sizeof k.mesh) &&
-            !memcmp(e->key.src, src->placements, sizeof k.src) && !memcmp(e->key.dst, dst->placements, sizeof k.dst) &&
-            dt__mesh_same(src->mesh, dst->mesh)) {
-            victim = e;
-            c->hits++;
-            c->last = i;
-            goto found;
-        }
-        if (e->stamp < victim->stamp) victim = e;
+    i = dt__lru(c->entries, sizeof *e, sizeof k, c->count, c->capacity, c->last, &k);
+    if (i >= 0) {
+        c->hits++;
+        c->last = i;
+    } else {
+        i = -1 - i;
+        rc = dt_plan_redistribute(src, dst, flags, &c->entries[i].plan); /* writes nothing on error */
+        if (rc) return rc;
+        if (i == c->count) c->count++;
+        c->entries[i].key = k;
+        c->misses++;
     }
-    if (c->count < c->capacity) victim = &c->entries[c->count];
-    rc = dt_plan_redistribute(src, dst, flags, &victim->plan); /* writes nothing on error */
-    if (rc) return rc;
-    if (victim == &c->entries[c->count]) c->count++;
-    victim->key.flags = flags;
-    DT_MEMCPY(victim->key.mesh, src->mesh, sizeof k.mesh);
-    DT_MEMCPY(victim->key.src, src->placements, sizeof k.src);
-    DT_MEMCPY(victim->key.dst, dst->placements, sizeof k.dst);
-    c->misses++;
-found:
-    victim->stamp = ++c->clock;
-    *plan = &victim->plan;
+    e = &c->entries[i];
+    e->stamp = ++c->clock;
+    *plan = &e->plan;
     return DT_OK;
 }
 

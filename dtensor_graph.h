@@ -60,6 +60,9 @@
 #if defined(SPLITCORE_STATIC) && !defined(DTENSOR_GRAPH_STATIC)
 #define DTENSOR_GRAPH_STATIC
 #endif
+#if DT_NO_MODEL_OPS
+#error "dtensor_graph.h: the graph's view shapes are dtensor_ops.h's view code: it needs DT_NO_MODEL_OPS 0"
+#endif
 #ifndef DT_NO_GRAPH_DIST
 #define DT_NO_GRAPH_DIST 0 /* 1: no dt_graph_dist_* (the run through the dispatcher) */
 #endif
@@ -343,68 +346,37 @@ static int dt__g_finite(float x)
     return x - x == 0.0f; /* inf - inf and NaN - NaN are NaN */
 }
 
-static int32_t dt__g_dim(int32_t d, int32_t n) /* normalised dim, or -1 */
-{
-    if (d < 0) d += n;
-    return d >= 0 && d < n ? d : -1;
-}
-
-static int64_t dt__g_numel(const int32_t *shape, int ndim)
-{
-    int64_t n = 1;
-    int d;
-    for (d = 0; d < ndim; d++) n *= shape[d];
-    return n;
-}
-
 /* Output shape of op on operands of shapes (ind[i], ish[i]) with attrs a (dims
    normalised into *a). local: the operands are local pieces (a plan's check): shape
    attributes of placeholders, factories and views are not compared. */
 static int dt__g_infer(int op, dt_op_attrs *a, const int32_t *const *ish, const int32_t *ind, int nin, int32_t *osh,
                        int32_t *ond, int local)
 {
-    int32_t d, k, n0 = nin > 0 ? ind[0] : 0, infer = -1;
+    int32_t d, k, n0 = nin > 0 ? ind[0] : 0;
     int64_t prod = 1;
+    int rc;
     const int32_t *s0 = nin > 0 ? ish[0] : 0;
-    if (op == DT_G_INPUT || op == DT_G_PARAM || op == DT_G_FULL || op == DT_ATEN_VIEW || op == DT_ATEN_RESHAPE ||
-        op == DT_ATEN_EXPAND) {
+    if (op == DT_G_INPUT || op == DT_G_PARAM || op == DT_G_FULL) { /* a given shape: sizes >= 1 */
         if (a->ndim < (op == DT_G_INPUT) || a->ndim > MB_MAX_DIMS) return DT_ERR_SHAPE;
-        if (op == DT_ATEN_EXPAND && a->ndim < n0) return DT_ERR_SHAPE;
         for (d = 0; d < a->ndim; d++) {
-            int32_t s = a->shape[d];
-            if (s == -1 && op != DT_G_INPUT && op != DT_G_PARAM && op != DT_G_FULL &&
-                (op == DT_ATEN_EXPAND || infer < 0)) {
-                if (op == DT_ATEN_EXPAND) {
-                    k = d - (a->ndim - n0);
-                    if (k < 0) return DT_ERR_SHAPE;
-                    s = s0[k];
-                } else {
-                    infer = d;
-                    s = 1;
-                }
-            } else if (s < 1) {
-                return DT_ERR_SHAPE;
-            }
-            osh[d] = s;
-            prod *= s;
-            if (prod > INT32_MAX) return DT_ERR_SHAPE;
+            osh[d] = a->shape[d];
+            if (osh[d] < 1 || (prod *= osh[d]) > INT32_MAX) return DT_ERR_SHAPE;
         }
         *ond = a->ndim;
-        if (op == DT_ATEN_EXPAND) {
-            for (d = 0; d < n0; d++) {
-                k = d + a->ndim - n0;
-                if (s0[d] != 1 && s0[d] != osh[k]) return DT_ERR_SHAPE;
-            }
-        } else if (op == DT_ATEN_VIEW || op == DT_ATEN_RESHAPE) {
-            int64_t n = dt__g_numel(s0, n0);
-            if (infer >= 0) {
-                if (n % prod) return DT_ERR_SHAPE;
-                osh[infer] = (int32_t)(n / prod);
-                prod = n;
-            }
-            if (prod != n) return DT_ERR_SHAPE;
-        }
         return DT_OK;
+    }
+    if (dt__g_viewfam(op)) { /* dtensor_ops.h's view shapes; graph sizes are >= 1, a 0-d node has no dim */
+        if (n0 == 0 && (op == DT_ATEN_TRANSPOSE || (op == DT_ATEN_SQUEEZE && a->dim != DT_DIM_ALL))) return DT_ERR_DIM;
+        if (op == DT_ATEN_PERMUTE && a->ndim != n0) return DT_ERR_DIM;
+        if (op == DT_ATEN_FLATTEN && n0 == 0) { /* flatten of a 0-d tensor is 1-d */
+            osh[0] = 1;
+            *ond = 1;
+            return DT_OK;
+        }
+        rc = dt__view_shape(op, a, s0, n0, osh, ond);
+        for (d = 0; !rc && d < *ond; d++)
+            if (osh[d] < 1) rc = DT_ERR_SHAPE;
+        return rc;
     }
     if (nin > 0)
         for (d = 0; d < n0; d++) osh[d] = s0[d];
@@ -428,50 +400,6 @@ static int dt__g_infer(int op, dt_op_attrs *a, const int32_t *const *ish, const 
         }
         return DT_OK;
     }
-    case DT_ATEN_TRANSPOSE:
-        a->dim = dt__g_dim(a->dim, n0);
-        a->dim2 = dt__g_dim(a->dim2, n0);
-        if (a->dim < 0 || a->dim2 < 0) return DT_ERR_DIM;
-        osh[a->dim] = s0[a->dim2];
-        osh[a->dim2] = s0[a->dim];
-        return DT_OK;
-    case DT_ATEN_PERMUTE: {
-        uint32_t seen = 0;
-        if (a->ndim != n0) return DT_ERR_DIM;
-        for (d = 0; d < n0; d++) {
-            k = a->shape[d] = dt__g_dim(a->shape[d], n0);
-            if (k < 0 || (seen >> k & 1u)) return DT_ERR_DIM;
-            seen |= 1u << k;
-            osh[d] = s0[k];
-        }
-        return DT_OK;
-    }
-    case DT_ATEN_SQUEEZE:
-        if (a->dim != DT_DIM_ALL && (a->dim = dt__g_dim(a->dim, n0)) < 0) return DT_ERR_DIM;
-        for (d = k = 0; d < n0; d++)
-            if (s0[d] != 1 || (a->dim != DT_DIM_ALL && d != a->dim)) osh[k++] = s0[d];
-        *ond = k;
-        return DT_OK;
-    case DT_ATEN_UNSQUEEZE:
-        if (n0 >= MB_MAX_DIMS) return DT_ERR_SHAPE;
-        if ((a->dim = dt__g_dim(a->dim, n0 + 1)) < 0) return DT_ERR_DIM;
-        for (d = n0; d > a->dim; d--) osh[d] = s0[d - 1];
-        osh[a->dim] = 1;
-        *ond = n0 + 1;
-        return DT_OK;
-    case DT_ATEN_FLATTEN:
-        if (n0 == 0) { /* flatten of a 0-d tensor is 1-d */
-            osh[0] = 1;
-            *ond = 1;
-            return DT_OK;
-        }
-        a->dim = dt__g_dim(a->dim, n0);
-        a->dim2 = dt__g_dim(a->dim2, n0);
-        if (a->dim < 0 || a->dim2 < a->dim) return DT_ERR_DIM;
-        for (d = a->dim + 1; d <= a->dim2; d++) osh[a->dim] *= s0[d];
-        for (d = a->dim2 + 1; d < n0; d++) osh[d - a->dim2 + a->dim] = s0[d];
-        *ond = n0 - (a->dim2 - a->dim);
-        return DT_OK;
     case DT_ATEN_SUM:
     case DT_ATEN_MEAN:
         if (a->dim == DT_DIM_ALL) {
@@ -479,7 +407,7 @@ static int dt__g_infer(int op, dt_op_attrs *a, const int32_t *const *ish, const 
             *ond = a->keepdim ? n0 : 0;
             return DT_OK;
         }
-        if ((a->dim = dt__g_dim(a->dim, n0)) < 0) return DT_ERR_DIM;
+        if ((a->dim = mb_normalize_dim(a->dim, n0)) < 0) return DT_ERR_DIM;
         osh[a->dim] = 1;
         if (!a->keepdim) {
             for (d = a->dim; d + 1 < n0; d++) osh[d] = s0[d + 1];
@@ -531,48 +459,6 @@ DT_GRAPH__DEF int dt_graph_add(dt_graph *g, int op, const dt_op_attrs *attrs, co
     return g->count++;
 }
 
-/* torch's view_groups(from, to): mask[o] = the input dims (of size > 1) output dim o is
-   made of (Flatten / Split inputs; a size-1 piece of a split group: none). */
-static void dt__g_view_groups(const int32_t *from, int fn, const int32_t *to, int tn, uint32_t *mask)
-{
-    int fi = 0, ti = 0, k;
-    while (fi < fn || ti < tn) {
-        uint32_t fg = 0, in = 0;
-        int tstart = ti, tcount = 0;
-        int64_t f = 1, t = 1;
-        if (fi < fn) {
-            f = from[fi];
-            fg |= 1u << fi++;
-        }
-        if (ti < tn) {
-            t = to[ti++];
-            tcount = 1;
-        }
-        if (f == 1 && t != 1) { /* ([1], []) */
-            ti = tstart;
-            tcount = 0;
-        } else if (f != 1 && t == 1) { /* ([], [1]) */
-            fi--;
-            fg = 0;
-        } else {
-            while (f != t) {
-                if (f < t && fi < fn) {
-                    f *= from[fi];
-                    fg |= 1u << fi++;
-                } else if (f > t && ti < tn) {
-                    t *= to[ti++];
-                    tcount++;
-                } else {
-                    return; /* sizes do not add up (checked before) */
-                }
-            }
-        }
-        for (k = 0; k < fn; k++)
-            if ((fg >> k & 1u) && from[k] > 1) in |= 1u << k;
-        for (k = tstart; k < tstart + tcount; k++) mask[k] = (tcount > 1 && to[k] == 1) ? 0 : in;
-    }
-}
-
 /* The dim map of view-family node n on operand x: mask[o] = input dims output dim o reads. */
 static void dt__g_dim_map(const dt_gnode *x, const dt_gnode *n, uint32_t *mask)
 {
@@ -597,7 +483,14 @@ static void dt__g_dim_map(const dt_gnode *x, const dt_gnode *n, uint32_t *mask)
     case DT_ATEN_EXPAND: /* Broadcast(InputDim) keeps its input */
         for (d = pad; d < n->ndim; d++) mask[d] = 1u << (d - pad);
         break;
-    default: /* view, reshape, flatten */ dt__g_view_groups(x->shape, x->ndim, n->shape, n->ndim, mask); break;
+    default: { /* view, reshape, flatten: torch's view_groups (the sizes were checked when n was added) */
+        dt__vgroup gr[MB_MAX_DIMS];
+        dt__view_groups(x->shape, x->ndim, n->shape, n->ndim, gr);
+        for (d = 0; d < n->ndim; d++) /* the input dims of size > 1; none for a split group's size-1 piece */
+            for (k = gr[d].f0; k < gr[d].f1 && (gr[d].t1 - gr[d].t0 < 2 || n->shape[d] != 1); k++)
+                if (x->shape[k] > 1) mask[d] |= 1u << k;
+        break;
+    }
     }
 }
 
@@ -736,12 +629,12 @@ static int dt__g_plan_check(dt_graph *g, int world, int rank, int cap)
         const dt_gnode *n = &g->nodes[i];
         rc = dt__g_local(n, g->batch, world, rank, sh);
         if (rc) return rc;
-        bytes += DT__R8((uint64_t)dt__g_numel(sh, n->ndim) * 4u);
+        bytes += DT__R8(dt__bytes(sh, n->ndim, MB_F32));
         if (!dt__g_viewfam(n->op)) continue;
         rc = dt__g_local(&g->nodes[n->in[0]], g->batch, world, rank, xs);
         if (rc) return rc;
         if (n->op == DT_ATEN_VIEW || n->op == DT_ATEN_RESHAPE || n->op == DT_ATEN_FLATTEN) {
-            if (dt__g_numel(sh, n->ndim) != dt__g_numel(xs, g->nodes[n->in[0]].ndim)) return DT_ERR_BATCH;
+            if (mb_shape_numel(sh, n->ndim) != mb_shape_numel(xs, g->nodes[n->in[0]].ndim)) return DT_ERR_BATCH;
             continue;
         }
         for (d = 0; d < n->ndim; d++) {
@@ -828,7 +721,7 @@ DT_GRAPH__DEF int dt_graph_plan(dt_graph *g, int world, int rank, int red, dt_gp
             continue;
         }
         st->offset = (uint32_t)off;
-        off += DT__R8((uint64_t)dt__g_numel(st->shape, st->ndim) * 4u);
+        off += DT__R8(dt__bytes(st->shape, st->ndim, MB_F32));
     }
     for (i = 0; i < g->count; i++) g->nodes[i].type &= 3;
     p->nsteps = g->count;
@@ -895,7 +788,7 @@ static int dt__g_step_check(const dt_gplan *p, int32_t k)
     if (!c) return DT_ERR_SHAPE; /* kernels write contiguous outputs */
     if (s->op == DT_G_INPUT || s->op == DT_G_PARAM || s->op == DT_G_FULL) return DT_OK;
     if (dt__g_viewfam(s->op)) /* a copy */
-        return dt__g_numel(s->shape, s->ndim) == dt__g_numel(ish[0], ind[0]) ? DT_OK : DT_ERR_SHAPE;
+        return mb_shape_numel(s->shape, s->ndim) == mb_shape_numel(ish[0], ind[0]) ? DT_OK : DT_ERR_SHAPE;
     if (dt__g_infer(s->op, &a, ish, ind, s->nin, osh, &ond, 1) || ond != s->ndim ||
         memcmp(osh, s->shape, sizeof(int32_t) * (size_t)ond))
         return DT_ERR_SHAPE;
@@ -910,7 +803,7 @@ static int dt__g_step_check(const dt_gplan *p, int32_t k)
 static void dt__g_kernel(int op, int nin, float c, mb_tensor *y, const mb_tensor *const *in)
 {
     float *o = (float *)y->data;
-    int32_t i, n = dt__numel(y);
+    int32_t i, n = (int32_t)mb_numel(y);
     int c0 = nin > 0 && dt__contig(in[0]), c1 = nin > 1 && dt__contig(in[1]);
     if (op == DT_G_SGD && c0 && c1) { /* the optimizer's stream over every parameter: a flat loop */
         const float *a = (const float *)in[0]->data, *b = (const float *)in[1]->data;
@@ -966,7 +859,7 @@ DT_GRAPH__DEF int dt_gplan_run(const dt_gplan *p, void *arena, size_t arena_byte
         }
         if ((s->flags & DT_GS_ALLREDUCE) && p->world > 1) {
             dt__g_tensor(s, arena, &y);
-            rc = pg_all_reduce(g, y.data, y.data, (size_t)dt__numel(&y), MB_F32, (pg_red)p->red);
+            rc = pg_all_reduce(g, y.data, y.data, (size_t)mb_numel(&y), MB_F32, (pg_red)p->red);
             if (rc) return DT_ERR_COMM;
         }
     }
@@ -1135,35 +1028,23 @@ DT_GRAPH__DEF int dt_graph_dist_run(const dt_graph *g, dt_dispatch *d, dt_gvalue
 }
 #endif /* DT_NO_GRAPH_DIST */
 
-/* ---- C source of a plan ---- */
-typedef struct dt__g_out {
-    char *buf;
-    size_t cap, len;
-} dt__g_out;
+/* ---- C source of a plan: splitcore_base.h's writer ---- */
+#define SPLITCORE__TEXT
+#include "splitcore_base.h"
 
-static void dt__g_puts(dt__g_out *o, const char *s)
+/* A signed number; DT_DIM_ALL by its name. */
+static void dt__g_puti(splitcore__out *o, int32_t v)
 {
-    for (; *s; s++, o->len++)
-        if (o->buf && o->len < o->cap) o->buf[o->len] = *s;
-}
-
-static void dt__g_puti(dt__g_out *o, int64_t v)
-{
-    char t[24];
-    int i = 23;
-    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
-    t[i] = 0;
-    do t[--i] = (char)('0' + u % 10u);
-    while ((u /= 10u) != 0);
-    if (v < 0) t[--i] = '-';
-    if (v == INT32_MIN)
-        dt__g_puts(o, "INT32_MIN"); /* DT_DIM_ALL */
-    else
-        dt__g_puts(o, t + i);
+    if (v == INT32_MIN) {
+        splitcore__puts(o, "INT32_MIN");
+        return;
+    }
+    if (v < 0) splitcore__putc(o, '-');
+    splitcore__putu(o, v < 0 ? 0u - (uint32_t)v : (uint32_t)v);
 }
 
 /* A finite float as an exact C99 hex literal. */
-static void dt__g_putf(dt__g_out *o, float f)
+static void dt__g_putf(splitcore__out *o, float f)
 {
     uint32_t b, m, e;
     char t[16];
@@ -1171,36 +1052,36 @@ static void dt__g_putf(dt__g_out *o, float f)
     DT_MEMCPY(&b, &f, 4);
     m = (b & 0x7fffffu) << 1;
     e = b >> 23 & 255u;
-    dt__g_puts(o, b >> 31 ? "-0x" : "0x");
-    dt__g_puts(o, e ? "1." : "0.");
+    splitcore__puts(o, b >> 31 ? "-0x" : "0x");
+    splitcore__puts(o, e ? "1." : "0.");
     for (i = 0; i < 6; i++) t[i] = "0123456789abcdef"[m >> (20 - 4 * i) & 15u];
     t[6] = 0;
-    dt__g_puts(o, t);
-    dt__g_puts(o, "p");
-    dt__g_puti(o, e ? (int64_t)e - 127 : -126);
-    dt__g_puts(o, "f");
+    splitcore__puts(o, t);
+    splitcore__puts(o, "p");
+    dt__g_puti(o, e ? (int32_t)e - 127 : -126);
+    splitcore__puts(o, "f");
 }
 
 /* Each of v[0..n): a separator (seps[i], or seps[0] when one), then the number. */
-static void dt__g_putv(dt__g_out *o, const char *const *seps, int nseps, const int32_t *v, int n)
+static void dt__g_putv(splitcore__out *o, const char *const *seps, int nseps, const int32_t *v, int n)
 {
     int i;
     for (i = 0; i < n; i++) {
-        dt__g_puts(o, seps[i < nseps ? i : 0]);
+        splitcore__puts(o, seps[i < nseps ? i : 0]);
         dt__g_puti(o, v[i]);
     }
 }
 
-static void dt__g_puta(dt__g_out *o, const char *sep, const int32_t *v, int n)
+static void dt__g_puta(splitcore__out *o, const char *sep, const int32_t *v, int n)
 {
     static const char *const first[2] = {"{", ","};
-    dt__g_puts(o, sep);
+    splitcore__puts(o, sep);
     dt__g_putv(o, first, 2, v, 1);
     dt__g_putv(o, first + 1, 1, v + 1, n - 1);
-    dt__g_puts(o, "}");
+    splitcore__puts(o, "}");
 }
 
-static void dt__g_emit(dt__g_out *o, const dt_gplan *p, const char *name)
+static void dt__g_emit(splitcore__out *o, const dt_gplan *p, const char *name)
 {
     static const char *const head[4] = {"/* splitcore graph plan (dt_gplan_emit_c): rank ", " of ",
                                         " */\nstatic const dt_gstep ", ","};
@@ -1211,15 +1092,15 @@ static void dt__g_emit(dt__g_out *o, const dt_gplan *p, const char *name)
     w[0] = p->rank;
     w[1] = p->world;
     dt__g_putv(o, head, 2, w, 2);
-    dt__g_puts(o, head[2]);
-    dt__g_puts(o, name);
-    dt__g_puts(o, "_steps[");
+    splitcore__puts(o, head[2]);
+    splitcore__puts(o, name);
+    splitcore__puts(o, "_steps[");
     dt__g_puti(o, p->nsteps);
-    dt__g_puts(o, "] = {\n");
+    splitcore__puts(o, "] = {\n");
     for (k = 0; k < p->nsteps; k++) {
         const dt_gstep *s = &p->steps[k];
         const dt_op_attrs *a = &s->attrs;
-        dt__g_puts(o, "    {");
+        splitcore__puts(o, "    {");
         dt__g_puti(o, s->op);
         dt__g_putv(o, head + 3, 1, &s->nin, 1);
         dt__g_puta(o, ",", s->in, DT_MAX_OP_ARGS);
@@ -1229,35 +1110,35 @@ static void dt__g_emit(dt__g_out *o, const dt_gplan *p, const char *name)
         dt__g_putv(o, head + 3, 1, w, 3);
         dt__g_puta(o, ",", s->shape, MB_MAX_DIMS);
         dt__g_puta(o, ",", s->stride, MB_MAX_DIMS);
-        dt__g_puts(o, ",");
-        dt__g_puti(o, s->offset);
+        splitcore__puts(o, ",");
+        splitcore__putu(o, s->offset);
         {
             const int32_t av[6] = {a->dim, a->dim2, a->keepdim, a->mode, a->ignore_index, a->ndim};
             dt__g_putv(o, attr, 6, av, 6);
         }
         dt__g_puta(o, ", .shape = ", a->shape, MB_MAX_DIMS);
-        dt__g_puts(o, ", .scalar = ");
+        splitcore__puts(o, ", .scalar = ");
         dt__g_putf(o, a->scalar);
-        dt__g_puts(o, "}},\n");
+        splitcore__puts(o, "}},\n");
     }
-    dt__g_puts(o, "};\nconst dt_gplan ");
-    dt__g_puts(o, name);
+    splitcore__puts(o, "};\nconst dt_gplan ");
+    splitcore__puts(o, name);
     {
         const int32_t hv[6] = {p->nsteps, p->world, p->rank, p->batch, p->local_batch, p->red};
-        dt__g_puts(o, " = {");
+        splitcore__puts(o, " = {");
         dt__g_puti(o, hv[0]);
         dt__g_putv(o, comma, 1, hv + 1, 5);
     }
-    dt__g_puts(o, ", ");
-    dt__g_puti(o, p->arena_bytes);
-    dt__g_puts(o, "u, ");
-    dt__g_puts(o, name);
-    dt__g_puts(o, "_steps};\n");
+    splitcore__puts(o, ", ");
+    splitcore__putu(o, p->arena_bytes);
+    splitcore__puts(o, "u, ");
+    splitcore__puts(o, name);
+    splitcore__puts(o, "_steps};\n");
 }
 
 DT_GRAPH__DEF int dt_gplan_emit_c(const dt_gplan *p, const char *name, char *buf, size_t cap, size_t *len)
 {
-    dt__g_out o;
+    splitcore__out o;
     size_t i;
     int32_t k;
     if (!p || !p->steps || !name || !len) return DT_ERR_NULL;
@@ -1271,17 +1152,17 @@ DT_GRAPH__DEF int dt_gplan_emit_c(const dt_gplan *p, const char *name, char *buf
         if (!dt__g_finite(p->steps[k].attrs.scalar)) return DT_ERR_SHAPE;
     o.buf = 0;
     o.cap = 0;
-    o.len = 0;
+    o.n = 0;
     dt__g_emit(&o, p, name);
-    if (buf && cap <= o.len) return DT_ERR_TOO_SMALL;
+    if (buf && cap <= o.n) return DT_ERR_TOO_SMALL;
     if (buf) {
         o.buf = buf;
         o.cap = cap;
-        o.len = 0;
+        o.n = 0;
         dt__g_emit(&o, p, name);
-        buf[o.len] = 0;
+        buf[o.n] = 0;
     }
-    *len = o.len;
+    *len = o.n;
     return DT_OK;
 }
 

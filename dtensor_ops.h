@@ -456,8 +456,20 @@ DT_OPS__INTERNAL int dt__op_move(dt_dispatch *d, const dt_spec *sa, const mb_ten
 DT_OPS__INTERNAL float dt__at(const mb_tensor *t, int32_t i);
 /* 1 when t is row-major contiguous (size-1 dims ignored). */
 DT_OPS__INTERNAL int dt__contig(const mb_tensor *t);
-/* Elements of t. */
-DT_OPS__INTERNAL int32_t dt__numel(const mb_tensor *t);
+#if !DT_NO_MODEL_OPS
+/* torch's view_groups(from, to): output dim k belongs to the group g[k] that flattens the
+   input dims [f0, f1) into the output dims [t0, t1) (input dims of size 1 in no group are
+   dropped). DT_ERR_SHAPE when the sizes do not pair up. */
+typedef struct dt__vgroup {
+    int8_t f0, f1, t0, t1;
+} dt__vgroup;
+DT_OPS__INTERNAL int dt__view_groups(const int32_t *from, int fn, const int32_t *to, int tn, dt__vgroup *g);
+/* The output shape osh[0..*ond) of view op `op` (view .. flatten) on input shape sh[0..n),
+   the one view-shape inference: attrs' dims normalised in *at (transpose, squeeze,
+   unsqueeze and flatten dims, permute's order; view and reshape infer one -1).
+   DT_ERR_DIM for a dim out of range, DT_ERR_SHAPE for sizes that do not fit. */
+DT_OPS__INTERNAL int dt__view_shape(int op, dt_op_attrs *at, const int32_t *sh, int n, int32_t *osh, int32_t *ond);
+#endif
 
 #ifdef __cplusplus
 }
@@ -762,13 +774,6 @@ static int dt__prop_pointwise(const dt_spec *const *args, int nargs, int op, dt_
     return best->index < 0 ? DT_ERR_NO_STRATEGY : DT_OK;
 }
 
-/* Dim d of an ndim-dim tensor, negative from the end; -1 when out of range. */
-static int dt__opdim(int32_t d, int ndim)
-{
-    if (d < 0) d += ndim;
-    return d >= 0 && d < ndim ? (int)d : -1;
-}
-
 /* torch's replicate_reduction_dims and _replicate_dims_start_at: every Partial and every
    Shard of a dim in mask (bit d: tensor dim d) becomes Replicate. */
 static void dt__repl(const dt_placement *src, int nd, uint32_t mask, dt_placement *dst)
@@ -813,7 +818,7 @@ static int dt__prop_reduce(const dt_spec *const *args, int op, const dt_op_attrs
     int nd = x->mesh->ndim, md, d, o = 0, r = (int)red[op - DT_ATEN_SUM], lin = r >= 0;
     uint32_t mask = (1u << x->ndim) - 1u;
     if (at->dim != DT_DIM_ALL) {
-        d = dt__opdim(at->dim, x->ndim);
+        d = mb_normalize_dim(at->dim, x->ndim);
         if (d < 0) return DT_ERR_DIM;
         mask = 1u << d;
     }
@@ -865,7 +870,7 @@ static int dt__prop_softmax_norm(const dt_spec *const *args, int nargs, int op, 
     int nd = x->mesh->ndim, axis = x->ndim - at->ndim, i, d;
     uint32_t mask;
     if (op <= DT_ATEN_LOG_SOFTMAX) {
-        d = dt__opdim(at->dim, x->ndim);
+        d = mb_normalize_dim(at->dim, x->ndim);
         if (d < 0) return DT_ERR_DIM;
         mask = 1u << d;
     } else {
@@ -890,10 +895,11 @@ static int dt__prop_softmax_norm(const dt_spec *const *args, int nargs, int op, 
 /* ---- views, embedding, losses: propagation ---- */
 
 #if !DT_NO_MODEL_OPS
-/* dt__opdim, where a 0-d tensor takes dim 0 / -1 (torch wraps scalars). */
+/* A dim of an n-dim tensor normalised, where a 0-d tensor takes dim 0 / -1 (torch wraps
+   scalars); < 0 when out of range. */
 static int dt__vdim(int32_t d, int n)
 {
-    return dt__opdim(d, n ? n : 1);
+    return mb_normalize_dim(d, n ? n : 1);
 }
 
 /* transpose / permute: the input dim of each output dim; DT_ERR_SHAPE on bad dims. */
@@ -920,10 +926,12 @@ static int dt__perm(int op, const dt_op_attrs *at, int n, int32_t *perm)
     return DT_OK;
 }
 
-/* view/reshape's target shape with one -1 inferred (infer_size) into to[]. */
+/* view/reshape's target shape with one -1 inferred (infer_size) into to[]. The product of
+   the given sizes stops at total + 1 once it passes total (it can then only mismatch), so
+   no size list overflows it. */
 static int dt__infer(const dt_op_attrs *at, int64_t total, int32_t *to)
 {
-    int i, neg = -1;
+    int i, neg = -1, zero = 0;
     int64_t p = 1;
     if (at->ndim < 0 || at->ndim > MB_MAX_DIMS) return DT_ERR_SHAPE;
     for (i = 0; i < at->ndim; i++) {
@@ -932,9 +940,12 @@ static int dt__infer(const dt_op_attrs *at, int64_t total, int32_t *to)
             neg = i;
         else if (to[i] < 0)
             return DT_ERR_SHAPE;
+        else if (!to[i])
+            zero = 1;
         else
-            p *= to[i];
+            p = p > total / to[i] ? total + 1 : p * to[i];
     }
+    if (zero) p = 0;
     if (neg >= 0) {
         if (!p || total % p) return DT_ERR_SHAPE;
         to[neg] = (int32_t)(total / p);
@@ -944,86 +955,65 @@ static int dt__infer(const dt_op_attrs *at, int64_t total, int32_t *to)
     return DT_OK;
 }
 
-/* view_groups: the input dims [f0, fi) flatten into the output dims [t0, ti), group by
-   group. src[od]: the input dim output dim od keeps a shard of; flag bits per input dim:
-   1 used, 2 a flatten's non-leftmost dim, 4 a flatten's leftmost; split[id]: the first
-   piece's size when its group splits into several dims. */
-static int dt__view_groups(const int32_t *in, int fn, const int32_t *to, int tn, int32_t *src, uint8_t *flag,
-                           int32_t *split)
+DT_OPS__DEF int dt__view_groups(const int32_t *from, int fn, const int32_t *to, int tn, dt__vgroup *g)
 {
     int fi = 0, ti = 0, j;
     while (fi < fn || ti < tn) {
-        int f0 = fi, t0 = ti, first = -1;
-        uint32_t f = fi < fn ? (uint32_t)in[fi++] : 1u, t = ti < tn ? (uint32_t)to[ti++] : 1u;
-        if (f == 1 && t != 1)
+        int f0 = fi, t0 = ti;
+        uint64_t f = fi < fn ? (uint64_t)from[fi++] : 1u, t = ti < tn ? (uint64_t)to[ti++] : 1u;
+        if (f == 1 && t != 1 && fi > f0) /* ([1], []): the input dim is dropped */
             ti = t0;
-        else if (f != 1 && t == 1)
+        else if (f != 1 && t == 1 && ti > t0) /* ([], [1]): a new output dim */
             fi = f0;
         else
             while (f != t) {
                 if (f < t && fi < fn)
-                    f *= in[fi++];
+                    f *= (uint64_t)from[fi++];
                 else if (f > t && ti < tn)
-                    t *= to[ti++];
+                    t *= (uint64_t)to[ti++];
                 else
-                    return DT_ERR_SHAPE; /* zero-size dims that do not pair up */
+                    return DT_ERR_SHAPE; /* sizes (zero sizes, say) that do not pair up */
             }
-        if (ti == t0) continue; /* no output dim: the input dims (size 1) are dropped */
-        for (j = f0; j < fi; j++) flag[j] = (uint8_t)(1 | (fi - f0 < 2 ? 0 : j == f0 ? 4 : 2));
-        for (j = t0; j < ti && first < 0; j++)
-            if (to[j] != 1 || ti - t0 == 1) first = j;
-        if (first >= 0 && fi > f0) src[first] = f0;
-        if (ti - t0 > 1 && first >= 0 && fi > f0) split[f0] = to[first];
+        for (j = t0; j < ti; j++) {
+            g[j].f0 = (int8_t)f0;
+            g[j].f1 = (int8_t)fi;
+            g[j].t0 = (int8_t)t0;
+            g[j].t1 = (int8_t)ti;
+        }
     }
     return DT_OK;
 }
 
-/* The view op's dim map for global input shape sh (n dims): output shape and ndim, src,
-   flag and split as dt__view_groups. squeeze, unsqueeze and flatten are reshapes to the
-   shape they make (view_groups then gives dim_squeeze's, dim_unsqueeze's and
-   dim_flatten's maps, except that a size-1 dim never blocks a shard). */
-static DT__NOINLINE int dt__view_map(int op, const dt_op_attrs *at, const int32_t *sh, int n, int32_t *osh,
-                                     int32_t *ond, int32_t *src, uint8_t *flag, int32_t *split)
+DT_OPS__DEF int dt__view_shape(int op, dt_op_attrs *at, const int32_t *sh, int n, int32_t *osh, int32_t *ond)
 {
-    int i, m = 0, d = dt__vdim(at->dim, n), e = dt__vdim(at->dim2, n);
-    int64_t total = 1;
-    for (i = 0; i < MB_MAX_DIMS; i++) {
-        src[i] = -1;
-        flag[i] = 0;
-        split[i] = 0;
-    }
-    for (i = 0; i < n; i++) total *= sh[i];
+    int32_t perm[MB_MAX_DIMS];
+    int i, m = 0, rc, d = dt__vdim(at->dim, op == DT_ATEN_UNSQUEEZE ? n + 1 : n), e = dt__vdim(at->dim2, n);
     if (op == DT_ATEN_TRANSPOSE || op == DT_ATEN_PERMUTE) {
-        e = dt__perm(op, at, n, src);
-        if (e) return e;
-        for (m = 0; m < n; m++) {
-            osh[m] = sh[src[m]];
-            flag[m] = 1;
-        }
+        rc = dt__perm(op, at, n, perm);
+        if (rc) return rc;
+        for (m = 0; m < n; m++) osh[m] = sh[perm[m]];
+        if (op == DT_ATEN_PERMUTE) DT_MEMCPY(at->shape, perm, sizeof(int32_t) * (size_t)n);
     } else if (op == DT_ATEN_EXPAND) {
         if (at->ndim < n || at->ndim > MB_MAX_DIMS) return DT_ERR_SHAPE;
         for (m = 0; m < at->ndim; m++) {
             int32_t want = at->shape[m];
             i = m - (at->ndim - n);
-            if (i >= 0 && (want == -1 || want == sh[i])) { /* InputDim */
+            if (i >= 0 && (want == -1 || want == sh[i])) /* InputDim */
                 osh[m] = sh[i];
-                src[m] = i;
-                flag[i] = 1;
-            } else if (want >= 0 && (i < 0 || sh[i] == 1)) { /* NewDim, Broadcast: replicated */
+            else if (want >= 0 && (i < 0 || sh[i] == 1)) /* NewDim, Broadcast */
                 osh[m] = want;
-            } else {
+            else
                 return DT_ERR_SHAPE;
-            }
         }
+    } else if (op == DT_ATEN_VIEW || op == DT_ATEN_RESHAPE) {
+        if (dt__infer(at, mb_shape_numel(sh, n), osh)) return DT_ERR_SHAPE;
+        m = at->ndim;
     } else {
-        if (op == DT_ATEN_UNSQUEEZE) {
-            d = dt__vdim(at->dim, n + 1);
-            if (n + 1 > MB_MAX_DIMS) return DT_ERR_SHAPE;
-        }
+        if (op == DT_ATEN_UNSQUEEZE && n + 1 > MB_MAX_DIMS) return DT_ERR_SHAPE;
         if ((op == DT_ATEN_SQUEEZE && at->dim != DT_DIM_ALL && d < 0) || (op == DT_ATEN_UNSQUEEZE && d < 0) ||
             (op == DT_ATEN_FLATTEN && (d < 0 || e < d)))
             return DT_ERR_DIM;
-        for (i = 0; i <= n && op != DT_ATEN_VIEW && op != DT_ATEN_RESHAPE; i++) {
+        for (i = 0; i <= n; i++) {
             if (op == DT_ATEN_UNSQUEEZE && i == d) osh[m++] = 1;
             if (i == n) break;
             if (op == DT_ATEN_FLATTEN && i > d && i <= e)
@@ -1032,13 +1022,59 @@ static DT__NOINLINE int dt__view_map(int op, const dt_op_attrs *at, const int32_
                 osh[m++] = sh[i];
         }
         if (op == DT_ATEN_FLATTEN && !n) osh[m++] = 1;
-        if (op == DT_ATEN_VIEW || op == DT_ATEN_RESHAPE) {
-            if (dt__infer(at, total, osh)) return DT_ERR_SHAPE;
-            m = at->ndim;
-        }
-        if (dt__view_groups(sh, n, osh, m, src, flag, split)) return DT_ERR_SHAPE;
     }
+    if (op == DT_ATEN_TRANSPOSE || op == DT_ATEN_FLATTEN) at->dim2 = e; /* the dims, normalised */
+    if (op == DT_ATEN_TRANSPOSE || op == DT_ATEN_FLATTEN || op == DT_ATEN_UNSQUEEZE ||
+        (op == DT_ATEN_SQUEEZE && at->dim != DT_DIM_ALL))
+        at->dim = d;
     *ond = m;
+    return DT_OK;
+}
+
+/* The view op's dim map for global input shape sh (n dims): output shape and ndim, and
+   src[od]: the input dim output dim od keeps a shard of; flag bits per input dim: 1 used,
+   2 a flatten's non-leftmost dim, 4 a flatten's leftmost; split[id]: the first piece's size
+   when its group splits into several dims. transpose and permute move dims, expand keeps
+   its input dims; the others follow view_groups (dim_squeeze's, dim_unsqueeze's and
+   dim_flatten's maps, except that a size-1 dim never blocks a shard). */
+static DT__NOINLINE int dt__view_map(int op, const dt_op_attrs *attrs, const int32_t *sh, int n, int32_t *osh,
+                                     int32_t *ond, int32_t *src, uint8_t *flag, int32_t *split)
+{
+    dt_op_attrs at = *attrs; /* normalised by dt__view_shape */
+    dt__vgroup g[MB_MAX_DIMS];
+    int i, k, j, first, rc = dt__view_shape(op, &at, sh, n, osh, ond);
+    for (i = 0; i < MB_MAX_DIMS; i++) {
+        src[i] = -1;
+        flag[i] = 0;
+        split[i] = 0;
+    }
+    if (rc) return rc;
+    if (op == DT_ATEN_TRANSPOSE || op == DT_ATEN_PERMUTE) {
+        for (k = 0; k < *ond; k++) {
+            src[k] = op == DT_ATEN_PERMUTE ? at.shape[k] : k == at.dim ? at.dim2 : k == at.dim2 ? at.dim : k;
+            flag[k] = 1;
+        }
+        return DT_OK;
+    }
+    if (op == DT_ATEN_EXPAND) {
+        for (k = 0; k < *ond; k++) {
+            i = k - (*ond - n);
+            if (i >= 0 && osh[k] == sh[i]) { /* InputDim */
+                src[k] = i;
+                flag[i] = 1;
+            }
+        }
+        return DT_OK;
+    }
+    if (dt__view_groups(sh, n, osh, *ond, g)) return DT_ERR_SHAPE;
+    for (k = 0; k < *ond; k = g[k].t1) { /* group by group: input dims [f0, f1), output dims [k, t1) */
+        int f0 = g[k].f0, f1 = g[k].f1, t1 = g[k].t1;
+        for (j = f0; j < f1; j++) flag[j] = (uint8_t)(1 | (f1 - f0 < 2 ? 0 : j == f0 ? 4 : 2));
+        for (first = -1, j = k; j < t1 && first < 0; j++)
+            if (osh[j] != 1 || t1 - k == 1) first = j;
+        if (first >= 0 && f1 > f0) src[first] = f0;
+        if (t1 - k > 1 && first >= 0 && f1 > f0) split[f0] = osh[first];
+    }
     return DT_OK;
 }
 
@@ -1195,6 +1231,9 @@ static int dt__args_check(int op, const dt_spec *const *args, int nargs)
     return DT_OK;
 }
 
+/* The strategy cache's entries follow dt__lru's layout: the key, then the stamp. */
+typedef char dt__op_stamp_follows_key[offsetof(dt_op_entry, stamp) == sizeof(dt_op_key) ? 1 : -1];
+
 DT_OPS__DEF int dt_propagate(dt_op_cache *c, int op, const dt_op_attrs *attrs, const dt_spec *const *args, int nargs,
                              dt_op_strategy *s)
 {
@@ -1218,18 +1257,15 @@ DT_OPS__DEF int dt_propagate(dt_op_cache *c, int op, const dt_op_attrs *attrs, c
     DT_MEMCPY(k.mesh, args[0]->mesh, sizeof k.mesh);
     for (i = 0; i < nargs; i++) DT_MEMCPY(k.arg[i], args[i]->placements, sizeof k.arg[i]);
     if (c && c->entries) {
-        victim = c->entries;
-        for (i = 0; i < c->count; i++) {
+        i = dt__lru(c->entries, sizeof *e, sizeof k, c->count, c->capacity, 0, &k);
+        if (i >= 0) {
             e = &c->entries[i];
-            if (!memcmp(&e->key, &k, sizeof k)) {
-                c->hits++;
-                e->stamp = ++c->clock;
-                *s = e->s;
-                return DT_OK;
-            }
-            if (e->stamp < victim->stamp) victim = e;
+            c->hits++;
+            e->stamp = ++c->clock;
+            *s = e->s;
+            return DT_OK;
         }
-        if (c->count < c->capacity) victim = &c->entries[c->count];
+        victim = &c->entries[-1 - i];
     }
     DT_MEMSET(&best, 0, sizeof best);
     best.op = op;
@@ -1348,14 +1384,6 @@ DT_OPS__DEF int dt__contig(const mb_tensor *t)
     return 1;
 }
 
-/* Elements of t. */
-DT_OPS__DEF int32_t dt__numel(const mb_tensor *t)
-{
-    int32_t n = 1, d;
-    for (d = 0; d < t->ndim; d++) n *= t->shape[d];
-    return n;
-}
-
 /* y (n elements, rows of nn) = the bias c broadcast (1-D, or 2-D for addmm), or 0. */
 static void dt__einsum_init(float *DT_RESTRICT y, int32_t n, int32_t nn, const mb_tensor *c)
 {
@@ -1378,7 +1406,7 @@ static int dt__kernel_einsum(int op, mb_tensor *out, const mb_tensor *const *in,
     float *DT_RESTRICT y = (float *)out->data;
     int lin = op == DT_ATEN_LINEAR, bt = op == DT_ATEN_BMM, r = out->ndim - 1, d, dl = -1;
     const mb_tensor *a = in[lin ? 0 : nin - 2], *b = in[lin ? 1 : nin - 1], *c = nin == 3 ? in[lin ? 2 : 0] : 0;
-    int32_t n = dt__numel(out), nn = out->shape[r], k = a->shape[r], m = out->shape[r - 1], bi, batches = 1;
+    int32_t n = (int32_t)mb_numel(out), nn = out->shape[r], k = a->shape[r], m = out->shape[r - 1], bi, batches = 1;
     int32_t as0 = a->stride[r - 1], bs0 = b->stride[bt], bs1 = b->stride[bt + 1];
     dt__einsum_init(y, n, nn, c);
     if (lin) { /* x's leading dims: one block of rows when they collapse, else a batch each */
@@ -1414,7 +1442,7 @@ static int dt__kernel_einsum(int op, mb_tensor *out, const mb_tensor *const *in,
 static int dt__kernel_pointwise(int op, mb_tensor *out, const mb_tensor *const *in, int nin)
 {
     float *DT_RESTRICT y = (float *)out->data;
-    int32_t i, n = dt__numel(out);
+    int32_t i, n = (int32_t)mb_numel(out);
     if (dt__contig(in[0]) && (nin < 2 || dt__contig(in[1]))) { /* the usual case: flat loops */
         const float *DT_RESTRICT a = (const float *)in[0]->data,
                                  *DT_RESTRICT b = nin > 1 ? (const float *)in[1]->data : a;
@@ -1473,7 +1501,7 @@ static float dt__unary(int op, const dt_op_attrs *at, float x)
 static int dt__kernel_unary(int op, const dt_op_attrs *at, mb_tensor *out, const mb_tensor *x)
 {
     float *DT_RESTRICT y = (float *)out->data;
-    int32_t i, n = dt__numel(out);
+    int32_t i, n = (int32_t)mb_numel(out);
     if (op == DT_ATEN_GELU && (at->mode < 0 || at->mode > 1)) return DT_ERR_SHAPE;
     if (dt__contig(x)) {
         const float *DT_RESTRICT a = (const float *)x->data;
@@ -1496,14 +1524,6 @@ static size_t dt__off(const mb_tensor *t, int lo, int hi, int32_t i)
     return off;
 }
 
-/* Elements of t over dims [lo, hi). */
-static int32_t dt__extent(const mb_tensor *t, int lo, int hi)
-{
-    int32_t n = 1;
-    for (; lo < hi; lo++) n *= t->shape[lo];
-    return n;
-}
-
 /* Reductions, softmax, log_softmax and the norms: x seen as (outer, r, inner) around the
    dims [lo, hi) being reduced or normalized (one dim, every dim, or the last attrs ndim
    for the norms); per (outer, inner) position, the r elements at base + k * step (step 0
@@ -1522,15 +1542,15 @@ static int dt__kernel_rows(int op, const dt_op_attrs *at, mb_tensor *out, const 
         lo = x->ndim - at->ndim;
         if (at->ndim < 1 || lo < 0) return DT_ERR_SHAPE;
     } else if (at->dim != DT_DIM_ALL || sm) {
-        lo = dt__opdim(at->dim, x->ndim);
+        lo = mb_normalize_dim(at->dim, x->ndim);
         if (lo < 0) return DT_ERR_DIM;
         hi = lo + 1;
     }
-    outer = dt__extent(x, 0, lo);
-    r = dt__extent(x, lo, hi);
-    inner = dt__extent(x, hi, x->ndim);
+    outer = (int32_t)mb_shape_numel(x->shape, lo);
+    r = (int32_t)mb_shape_numel(x->shape + lo, hi - lo);
+    inner = (int32_t)mb_shape_numel(x->shape + hi, x->ndim - hi);
     for (i = 1; i < nin; i++) /* weight, bias: normalized_shape's elements */
-        if (dt__numel(in[i]) != r) return DT_ERR_SHAPE;
+        if ((int32_t)mb_numel(in[i]) != r) return DT_ERR_SHAPE;
     step = hi > lo ? x->stride[hi - 1] : 0;
     for (d = lo + 1; d < hi; d++)
         if (x->stride[d - 1] != x->stride[d] * x->shape[d]) step = 0;
@@ -1580,7 +1600,7 @@ static int dt__restride(const mb_tensor *x, const int32_t *osh, int ond, int32_t
 {
     int td, vd = ond - 1;
     int64_t tn = 1, vn = 1, base;
-    if (!x->ndim || !dt__numel(x)) { /* contiguous strides do */
+    if (!x->ndim || !(int32_t)mb_numel(x)) { /* contiguous strides do */
         for (tn = 1, vd = ond - 1; vd >= 0; tn *= osh[vd--]) ost[vd] = (int32_t)tn;
         return DT_OK;
     }
@@ -1627,7 +1647,7 @@ static DT__NOINLINE int dt__view_local(int op, const dt_op_attrs *at, const mb_t
         }
     } else {
         for (i = 0; i < ond; i++) v->shape[i] = osh[i];
-        if (dt__numel(x) != dt__numel(v) || dt__restride(x, osh, ond, v->stride)) return DT_ERR_SHAPE;
+        if ((int32_t)mb_numel(x) != (int32_t)mb_numel(v) || dt__restride(x, osh, ond, v->stride)) return DT_ERR_SHAPE;
     }
     for (i = 0; i < ond; i++)
         if (v->shape[i] != osh[i]) return DT_ERR_SHAPE;
@@ -1640,8 +1660,8 @@ static int dt__kernel_view(int op, const dt_op_attrs *at, mb_tensor *out, const 
 {
     mb_tensor v;
     if (!dt__view_local(op, at, x, out->shape, out->ndim, &v)) return mb_copy(out, &v) ? DT_ERR_SHAPE : DT_OK;
-    if (op == DT_ATEN_TRANSPOSE || op == DT_ATEN_PERMUTE || op == DT_ATEN_EXPAND || dt__numel(x) != dt__numel(out) ||
-        !dt__contig(out))
+    if (op == DT_ATEN_TRANSPOSE || op == DT_ATEN_PERMUTE || op == DT_ATEN_EXPAND ||
+        (int32_t)mb_numel(x) != (int32_t)mb_numel(out) || !dt__contig(out))
         return DT_ERR_SHAPE;
     v = *x; /* out's memory seen with x's shape */
     v.data = out->data;
@@ -1653,9 +1673,9 @@ static int dt__kernel_view(int op, const dt_op_attrs *at, mb_tensor *out, const 
 static DT__NOINLINE int dt__kernel_embed(const dt_op_attrs *at, mb_tensor *out, const mb_tensor *w, const mb_tensor *ix)
 {
     float *DT_RESTRICT y = (float *)out->data;
-    int32_t rows = w->shape[0], dd = w->shape[1], n = dt__numel(ix), i, j, r;
+    int32_t rows = w->shape[0], dd = w->shape[1], n = (int32_t)mb_numel(ix), i, j, r;
     int32_t off = at->mode ? at->dim2 : 0, all = at->mode ? at->shape[0] : rows;
-    if (w->ndim != 2 || out->ndim != ix->ndim + 1 || out->shape[ix->ndim] != dd || dt__numel(out) != n * dd)
+    if (w->ndim != 2 || out->ndim != ix->ndim + 1 || out->shape[ix->ndim] != dd || (int32_t)mb_numel(out) != n * dd)
         return DT_ERR_SHAPE;
     for (i = 0; i < n; i++) { /* every index first: bad input writes nothing */
         r = ((const int32_t *)ix->data)[dt__off(ix, 0, ix->ndim, i)];
@@ -1678,9 +1698,9 @@ static DT__NOINLINE int dt__kernel_loss(int op, const dt_op_attrs *at, mb_tensor
     float *y = (float *)out->data, sum = 0.0f, l, mx, e;
     const float *r;
     int c = x->ndim >= 2, d;
-    int32_t cc = x->shape[c], cs = x->stride[c], n = dt__numel(t), i, j, q, v, cnt = 0;
+    int32_t cc = x->shape[c], cs = x->stride[c], n = (int32_t)mb_numel(t), i, j, q, v, cnt = 0;
     if (x->ndim < 1 || t->ndim != x->ndim - 1 || at->mode < 0 || at->mode > 2 ||
-        (at->mode ? out->ndim != 0 : (out->ndim != t->ndim || dt__numel(out) != n)))
+        (at->mode ? out->ndim != 0 : (out->ndim != t->ndim || (int32_t)mb_numel(out) != n)))
         return DT_ERR_SHAPE;
     for (d = 0; d < t->ndim; d++)
         if (t->shape[d] != x->shape[d + (d >= c)]) return DT_ERR_SHAPE;
@@ -1774,7 +1794,7 @@ DT_OPS__DEF int dt_kernel_cblas(int op, const dt_op_attrs *attrs, mb_tensor *out
     if (!m || !nn || !k || dt__blas_mat(a->stride[r - 1], a->stride[r], m, k, &ta, &lda) ||
         dt__blas_mat(bs0, bs1, k, nn, &tb, &ldb))
         return dt_kernel_ref(op, attrs, out, in, nin);
-    dt__einsum_init((float *)out->data, dt__numel(out), nn, nin == 3 ? in[lin ? 2 : 0] : 0);
+    dt__einsum_init((float *)out->data, (int32_t)mb_numel(out), nn, nin == 3 ? in[lin ? 2 : 0] : 0);
     for (bi = 0; bi < batches; bi++)
         cblas_sgemm(CblasRowMajor, ta, tb, (int)m, (int)nn, (int)k, 1.0f,
                     (const float *)a->data + (bt ? (size_t)bi * (size_t)a->stride[0] : 0), lda,
@@ -1855,7 +1875,7 @@ static DT__NOINLINE int dt__op_specs(dt_dispatch *d, const dt_tensor *args, int 
         specs[i] = &args[i].spec;
         if (args[i].spec.mesh) continue;
         if ((uint32_t)t->ndim > MB_MAX_DIMS) return DT_ERR_SHAPE; /* the rest: dt_spec_init, dt__fits */
-        if (dt__numel(t) != 1 && !d->implicit_replication) return DT_ERR_MISMATCH;
+        if ((int32_t)mb_numel(t) != 1 && !d->implicit_replication) return DT_ERR_MISMATCH;
         rc = dt_spec_init(&d->plain[i], m, rep, m->ndim, t->dtype, t->ndim, t->shape, 0);
         if (rc) return rc;
         specs[i] = &d->plain[i];
@@ -2001,7 +2021,7 @@ static DT__NOINLINE int dt__amp_unscale(dt_dispatch *d, int op, const dt_op_attr
     (void)out_data;
     (void)out_bytes;
     if (!rc) rc = dt__args_check(op, specs, nargs);
-    if (!rc && (nargs < 2 || dt__numel(&f->local) != 1)) rc = nargs < 2 ? DT_ERR_PLACEMENT_COUNT : DT_ERR_SHAPE;
+    if (!rc && (nargs < 2 || (int32_t)mb_numel(&f->local) != 1)) rc = nargs < 2 ? DT_ERR_PLACEMENT_COUNT : DT_ERR_SHAPE;
     if (!rc && specs[0]->mesh->index >= 0) rc = dt__op_fit(d, specs[0]->mesh, specs, args, nargs);
     if (rc) return rc;
     ps = rs = *specs[nargs - 1];
@@ -2013,7 +2033,7 @@ static DT__NOINLINE int dt__amp_unscale(dt_dispatch *d, int op, const dt_op_attr
     if (ps.mesh->index >= 0) { /* a non-member neither computes nor communicates */
         found = *(float *)f->local.data;
         for (i = 0; i < nargs - 1; i++)
-            for (j = 0, n = dt__numel(&args[i].local); j < n; j++) {
+            for (j = 0, n = (int32_t)mb_numel(&args[i].local); j < n; j++) {
                 p = (float *)args[i].local.data + dt__off(&args[i].local, 0, args[i].local.ndim, j);
                 z = *p - *p;
                 found = z != z ? 1.0f : found; /* inf or nan */
@@ -2031,10 +2051,10 @@ static DT__NOINLINE int dt__amp_unscale(dt_dispatch *d, int op, const dt_op_attr
 }
 
 /* torch's argmin_argmax_handler (torch/distributed/tensor/_argmin_argmax.py, a custom op
-   handler of _dispatch.py; older _ops/_math_ops.py replicated the reduced dim instead):
-   Partial made Replicate, each rank's local (max, first index) per output element, the
-   index made global, then on each mesh dim sharding a reduced dim an all_gather of the
-   (max, index) pairs and the best one kept. torch keeps the first rank's on a tie; here
+   handler of _dispatch.py: the input is never gathered): Partial made Replicate, each
+   rank's local (max, first index) per output element, the index made global, then on
+   each mesh dim sharding a reduced dim an all_gather of the (max, index) pairs and the
+   best one kept. torch keeps the first rank's on a tie; here
    the smaller global index wins (the single-rank result, also for a flat argmax of a
    tensor sharded on a later dim), NaN counts as the maximum, an empty piece offers none. */
 static int dt__argmax_better(uint32_t av, int32_t ai, uint32_t bv, int32_t bi)
@@ -2058,7 +2078,7 @@ static DT__NOINLINE int dt__argmax_run(dt_dispatch *d, const dt_op_attrs *at, co
     dt_spec r = *x;
     mb_tensor moved, y, v;
     const mb_tensor *in[1];
-    int32_t sh[MB_MAX_DIMS], off[MB_MAX_DIMS], n, k, j, f, gmax = 1, rd = dt__opdim(at->dim, x->ndim), c;
+    int32_t sh[MB_MAX_DIMS], off[MB_MAX_DIMS], n, k, j, f, gmax = 1, rd = mb_normalize_dim(at->dim, x->ndim), c;
     unsigned char *scr = (unsigned char *)d->scratch;
     size_t left = scr ? d->scratch_bytes : 0, need;
     uint32_t *pr, *rv;
@@ -2066,7 +2086,7 @@ static DT__NOINLINE int dt__argmax_run(dt_dispatch *d, const dt_op_attrs *at, co
     if (at->dim == DT_DIM_ALL) rd = -1;
     rc = dt__op_out(s, m, &out->spec, &y, out_data);
     if (rc) return rc;
-    n = dt__numel(&y);
+    n = (int32_t)mb_numel(&y);
     if ((size_t)n * 4u > out_bytes) return DT_ERR_TOO_SMALL;
     for (md = 0; md < nd; md++) {
         if (r.placements[md].kind == DT_KIND_PARTIAL) r.placements[md].kind = r.placements[md].arg = 0;
@@ -2082,7 +2102,7 @@ static DT__NOINLINE int dt__argmax_run(dt_dispatch *d, const dt_op_attrs *at, co
         in[0] = &moved;
     }
     dt__local(&r, m->coord, r.placements, nd, sh, off);
-    empty = rd >= 0 ? !sh[rd] : !dt__numel(in[0]);
+    empty = rd >= 0 ? !sh[rd] : !(int32_t)mb_numel(in[0]);
     mb_tensor_init(&v, scr, MB_F32, y.ndim, y.shape);
     if (!empty && n) {
         rc = (d->kernels[DT_ATEN_ARGMAX] ? d->kernels[DT_ATEN_ARGMAX] : dt_kernel_ref)(DT_ATEN_ARGMAX, at, &y, in, 1);
@@ -2140,7 +2160,7 @@ static DT__NOINLINE int dt__argmax(dt_dispatch *d, int op, const dt_op_attrs *at
     if (!at) at = &dt__no_attrs;
     if (!rc) rc = dt_propagate(d->strategies, op, at, specs, nargs, &s);
     if (rc) return rc;
-    rd = at->dim == DT_DIM_ALL ? -1 : dt__opdim(at->dim, specs[0]->ndim);
+    rd = at->dim == DT_DIM_ALL ? -1 : mb_normalize_dim(at->dim, specs[0]->ndim);
     for (md = 0; md < specs[0]->mesh->ndim; md++)
         if (specs[0]->placements[md].kind == DT_KIND_SHARD && (rd < 0 || specs[0]->placements[md].arg == rd) &&
             specs[0]->mesh->shape[md] > 1) /* a size-1 mesh dim holds it all */
@@ -2217,14 +2237,15 @@ DT_OPS__DEF int dt_tp_redistribute(dt_dispatch *d, const dt_tensor *x, int md, d
     dt_spec t;
     mb_tensor y;
     int32_t sh[MB_MAX_DIMS];
-    int rc;
+    int rc, dim;
     if (!d || !x || !out) return DT_ERR_NULL;
     rc = dt_spec_check(&x->spec);
     if (rc) return rc;
     if (md < 0 || md >= x->spec.mesh->ndim) return DT_ERR_MESH_DIM;
     if (p.kind == DT_KIND_PARTIAL) return DT_ERR_PARTIAL;
     t = x->spec;
-    if (p.kind == DT_KIND_SHARD && p.arg < 0) p.arg = (int16_t)(p.arg + t.ndim);
+    dim = mb_normalize_dim(p.arg, t.ndim); /* Shard(-1) from the end; dt_spec_check refuses a bad dim */
+    if (p.kind == DT_KIND_SHARD && dim >= 0) p.arg = (int16_t)dim;
     t.placements[md] = p;
     rc = dt_spec_check(&t);
     if (rc) return rc;

@@ -167,6 +167,9 @@ MB_API int mb_tensor_init(mb_tensor *t, void *data, mb_dtype dt, int ndim, const
 MB_API int mb_tensor_check(const mb_tensor *t);
 /* Number of elements (1 for ndim 0); < 0 (MB_ERR_NULL, MB_ERR_NDIM, MB_ERR_SHAPE) on bad input. */
 MB_API int64_t mb_numel(const mb_tensor *t);
+/* Number of elements of a tensor of shape[0..ndim) (1 for ndim 0): the numel every splitcore
+   header counts with; < 0 (MB_ERR_NULL, MB_ERR_NDIM, MB_ERR_SHAPE) on bad input. */
+MB_API int64_t mb_shape_numel(const int32_t *shape, int ndim);
 /* 1 when row-major contiguous (size-1 dims ignored), 0 when not, MB_ERR_NULL. */
 MB_API int mb_is_contiguous(const mb_tensor *t);
 /* dim in [-ndim, ndim) -> [0, ndim); otherwise MB_ERR_DIM. */
@@ -254,7 +257,7 @@ extern "C" {
 #define MB__NOINLINE
 #endif
 
-/* Flash size (issue #2 aims at <= 2 KB on Cortex-M4; `scons size` measures 3,375 B, README says
+/* Flash size (issue #2 aims at <= 2 KB on Cortex-M4; `scons size` measures 3,413 B, README says
    where they go): views go
    by pointer and scalars take part as 0-d f64 views; one element walker (row index from its flat number) serves
    copy (per contiguous row, one memmove; an element copied onto itself is skipped, so chunks that view
@@ -282,17 +285,22 @@ MB__DEF int mb_normalize_dim(int dim, int ndim)
     return (unsigned)dim < (unsigned)ndim ? dim : MB_ERR_DIM;
 }
 
-MB__DEF int64_t mb_numel(const mb_tensor *t)
+MB__DEF int64_t mb_shape_numel(const int32_t *shape, int ndim)
 {
     uint64_t n = 1; /* wraps instead of overflowing for views mb_tensor_check refuses */
     int d;
-    if (!t) return MB_ERR_NULL;
-    if ((uint32_t)t->ndim > MB_MAX_DIMS) return MB_ERR_NDIM;
-    for (d = 0; d < t->ndim; d++) {
-        if (t->shape[d] < 0) return MB_ERR_SHAPE;
-        n *= (uint32_t)t->shape[d];
+    if ((unsigned)ndim > MB_MAX_DIMS) return MB_ERR_NDIM;
+    if (ndim && !shape) return MB_ERR_NULL;
+    for (d = 0; d < ndim; d++) {
+        if (shape[d] < 0) return MB_ERR_SHAPE;
+        n *= (uint32_t)shape[d];
     }
     return (int64_t)n;
+}
+
+MB__DEF int64_t mb_numel(const mb_tensor *t)
+{
+    return t ? mb_shape_numel(t->shape, t->ndim) : (int64_t)MB_ERR_NULL;
 }
 
 MB__DEF int mb_tensor_check(const mb_tensor *t)

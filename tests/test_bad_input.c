@@ -188,6 +188,10 @@ static size_t counts2[2] = {2, 2}, counts_big[2] = {(size_t)-1 / 2, 2};
     ROW(mb14, "microbatch.h", "mb_numel", "NULL", MB_ERR_NULL, (int)mb_numel(NULL))                                    \
     ROW(mb15, "microbatch.h", "mb_numel", "negative size", MB_ERR_SHAPE, (int)mb_numel(&t_negshape))                   \
     ROW(mb15b, "microbatch.h", "mb_numel", "ndim > MB_MAX_DIMS", MB_ERR_NDIM, (int)mb_numel(&t_ndim7))                 \
+    ROW(mbn1, "microbatch.h", "mb_shape_numel", "NULL shape, ndim > 0", MB_ERR_NULL, (int)mb_shape_numel(NULL, 2))     \
+    ROW(mbn2, "microbatch.h", "mb_shape_numel", "negative size", MB_ERR_SHAPE, (int)mb_shape_numel(shape_neg, 2))      \
+    ROW(mbn3, "microbatch.h", "mb_shape_numel", "ndim > MB_MAX_DIMS", MB_ERR_NDIM,                                     \
+        (int)mb_shape_numel(shape84, MB_MAX_DIMS + 1))                                                                 \
     ROW(mb16, "microbatch.h", "mb_is_contiguous", "NULL", MB_ERR_NULL, mb_is_contiguous(NULL))                         \
     ROW(mb17, "microbatch.h", "mb_normalize_dim", "dim >= ndim", MB_ERR_DIM, mb_normalize_dim(2, 2))                   \
     ROW(mb18, "microbatch.h", "mb_normalize_dim", "dim < -ndim", MB_ERR_DIM, mb_normalize_dim(-3, 2))                  \

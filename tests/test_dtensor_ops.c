@@ -1321,6 +1321,13 @@ static void test_view_rules(void **state)
     view_case(&mesh1, DT_ATEN_EXPAND, vat(0, 0, 2, 4, 5, 0), r, 2, 4, 6, 0, DT_ERR_SHAPE, NULL, NULL);
     view_case(&mesh1, DT_ATEN_FLATTEN, vat(1, 0, 0, 0, 0, 0), r, 2, 4, 6, 0, DT_ERR_DIM, NULL, NULL);
     view_case(&mesh1, DT_ATEN_UNSQUEEZE, vat(3, 0, 0, 0, 0, 0), r, 2, 4, 6, 0, DT_ERR_DIM, NULL, NULL);
+    /* a zero-size dim that pairs up with none of the target's is refused (view_groups finds
+       no grouping, and must not look for one forever); one that pairs up propagates */
+    view_case(&mesh1, DT_ATEN_VIEW, vat(0, 0, 2, 0, 5, 0), r, 1, 0, 0, 0, DT_ERR_SHAPE, NULL, NULL);
+    view_case(&mesh1, DT_ATEN_VIEW, vat(0, 0, 2, 0, 5, 0), r, 2, 0, 5, 0, 0, r, r);
+    /* target sizes whose product passes int64 are refused without overflowing it (UBSan) */
+    view_case(&mesh1, DT_ATEN_RESHAPE, vat(0, 0, 3, 1 << 30, 1 << 30, 1 << 30), r, 2, 4, 6, 0, DT_ERR_SHAPE, NULL,
+              NULL);
     spec(&a, &mesh1, s1, 2, 4, 6, 0);
     {
         dt_op_cache c;

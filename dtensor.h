@@ -462,12 +462,12 @@ DT__INTERNAL int dt__comm_check(const dt_comm *c, const dt_mesh *m);
 /* dt_plan_cost_ns(the plan src -> dst, DT_LINK_TORCH) without a dt_plan. */
 DT__INTERNAL int dt__plan_cost(const dt_spec *src, const dt_spec *dst, int flags, uint64_t *ns);
 /* The least-recently-used lookup of the plan cache and dtensor_ops.h's strategy cache:
-   among entries[0..count) (`stride` bytes each: a key of key_bytes, then its uint32_t
-   stamp of last use), looked at from `first` on, the one whose key is `key`; when none
-   is, -1 - the entry a miss fills: the next unused one while count < capacity, else the
-   least recently used. */
-DT__INTERNAL int32_t dt__lru(const void *entries, size_t stride, size_t key_bytes, int32_t count, int32_t capacity,
-                             int32_t first, const void *key);
+   among entries[0..count) (`stride` bytes each, starting with a key of key_bytes, its
+   uint32_t stamp of last use at offset stamp_at), looked at from `first` on, the one whose
+   key is `key`; when none is, -1 - the entry a miss fills: the next unused one while
+   count < capacity, else the least recently used. */
+DT__INTERNAL int32_t dt__lru(const void *entries, size_t stride, size_t key_bytes, size_t stamp_at, int32_t count,
+                             int32_t capacity, int32_t first, const void *key);
 
 #ifdef __cplusplus
 }
@@ -1196,11 +1196,8 @@ DT__DEF int dt_plan_cache_clear(dt_plan_cache *c)
     return DT_OK;
 }
 
-/* The plan cache's entries follow dt__lru's layout: the key, then the stamp. */
-typedef char dt__plan_stamp_follows_key[offsetof(dt_cache_entry, stamp) == sizeof(dt_plan_key) ? 1 : -1];
-
-DT__DEF int32_t dt__lru(const void *entries, size_t stride, size_t key_bytes, int32_t count, int32_t capacity,
-                        int32_t first, const void *key)
+DT__DEF int32_t dt__lru(const void *entries, size_t stride, size_t key_bytes, size_t stamp_at, int32_t count,
+                        int32_t capacity, int32_t first, const void *key)
 {
     const unsigned char *e;
     uint32_t stamp, oldest = 0;
@@ -1210,7 +1207,7 @@ DT__DEF int32_t dt__lru(const void *entries, size_t stride, size_t key_bytes, in
         i -= i < count ? 0 : count;
         e = (const unsigned char *)entries + (size_t)i * stride;
         if (!memcmp(e, key, key_bytes)) return i;
-        stamp = *(const uint32_t *)(const void *)(e + key_bytes);
+        stamp = *(const uint32_t *)(const void *)(e + stamp_at);
         if (count >= capacity && (victim == count || stamp < oldest)) {
             victim = i;
             oldest = stamp;
@@ -1235,7 +1232,7 @@ static DT__HOT int dt__cached(dt_plan_cache *c, const dt_spec *src, const dt_spe
     DT_MEMCPY(k.src, src->placements, sizeof k.src);
     DT_MEMCPY(k.dst, dst->placements, sizeof k.dst);
     /* from the entry used last: a loop redistributing one way hits at the first compare */
-    i = dt__lru(c->entries, sizeof *e, sizeof k, c->count, c->capacity, c->last, &k);
+    i = dt__lru(c->entries, sizeof *e, sizeof k, offsetof(dt_cache_entry, stamp), c->count, c->capacity, c->last, &k);
     if (i >= 0) {
         c->hits++;
         c->last = i;

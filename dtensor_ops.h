@@ -461,7 +461,7 @@ DT_OPS__INTERNAL int dt__contig(const mb_tensor *t);
    input dims [f0, f1) into the output dims [t0, t1) (input dims of size 1 in no group are
    dropped). DT_ERR_SHAPE when the sizes do not pair up. */
 typedef struct dt__vgroup {
-    int8_t f0, f1, t0, t1;
+    uint8_t f0, f1, t0, t1;
 } dt__vgroup;
 DT_OPS__INTERNAL int dt__view_groups(const int32_t *from, int fn, const int32_t *to, int tn, dt__vgroup *g);
 /* The output shape osh[0..*ond) of view op `op` (view .. flatten) on input shape sh[0..n),
@@ -959,11 +959,11 @@ DT_OPS__DEF int dt__view_groups(const int32_t *from, int fn, const int32_t *to, 
 {
     int fi = 0, ti = 0, j;
     while (fi < fn || ti < tn) {
-        int f0 = fi, t0 = ti;
-        uint64_t f = fi < fn ? (uint64_t)from[fi++] : 1u, t = ti < tn ? (uint64_t)to[ti++] : 1u;
-        if (f == 1 && t != 1 && fi > f0) /* ([1], []): the input dim is dropped */
+        int f0 = fi, t0 = ti, hasf = fi < fn, hast = ti < tn;
+        uint64_t f = hasf ? (uint64_t)from[fi++] : 1u, t = hast ? (uint64_t)to[ti++] : 1u;
+        if (f == 1 && t != 1 && hasf) /* ([1], []): the input dim is dropped */
             ti = t0;
-        else if (f != 1 && t == 1 && ti > t0) /* ([], [1]): a new output dim */
+        else if (f != 1 && t == 1 && hast) /* ([], [1]): a new output dim */
             fi = f0;
         else
             while (f != t) {
@@ -975,10 +975,10 @@ DT_OPS__DEF int dt__view_groups(const int32_t *from, int fn, const int32_t *to, 
                     return DT_ERR_SHAPE; /* sizes (zero sizes, say) that do not pair up */
             }
         for (j = t0; j < ti; j++) {
-            g[j].f0 = (int8_t)f0;
-            g[j].f1 = (int8_t)fi;
-            g[j].t0 = (int8_t)t0;
-            g[j].t1 = (int8_t)ti;
+            g[j].f0 = (uint8_t)f0;
+            g[j].f1 = (uint8_t)fi;
+            g[j].t0 = (uint8_t)t0;
+            g[j].t1 = (uint8_t)ti;
         }
     }
     return DT_OK;
@@ -1231,9 +1231,6 @@ static int dt__args_check(int op, const dt_spec *const *args, int nargs)
     return DT_OK;
 }
 
-/* The strategy cache's entries follow dt__lru's layout: the key, then the stamp. */
-typedef char dt__op_stamp_follows_key[offsetof(dt_op_entry, stamp) == sizeof(dt_op_key) ? 1 : -1];
-
 DT_OPS__DEF int dt_propagate(dt_op_cache *c, int op, const dt_op_attrs *attrs, const dt_spec *const *args, int nargs,
                              dt_op_strategy *s)
 {
@@ -1257,7 +1254,7 @@ DT_OPS__DEF int dt_propagate(dt_op_cache *c, int op, const dt_op_attrs *attrs, c
     DT_MEMCPY(k.mesh, args[0]->mesh, sizeof k.mesh);
     for (i = 0; i < nargs; i++) DT_MEMCPY(k.arg[i], args[i]->placements, sizeof k.arg[i]);
     if (c && c->entries) {
-        i = dt__lru(c->entries, sizeof *e, sizeof k, c->count, c->capacity, 0, &k);
+        i = dt__lru(c->entries, sizeof *e, sizeof k, offsetof(dt_op_entry, stamp), c->count, c->capacity, 0, &k);
         if (i >= 0) {
             e = &c->entries[i];
             c->hits++;

@@ -127,7 +127,7 @@ static void *shm_out(size_t misalign)
 /* int8 mm and random rows */
 static dt_spec sp_i8_s0, sp_i8_r;
 static dt_tensor dq_a_s1, dq_b_s0, dq_b_s0wrong;
-/* ops (section 10): specs, attrs, local tensors and plain / mixed / in-place argument lists */
+/* ops (dtensor_ops.h): specs, attrs, local tensors and plain / mixed / in-place argument lists */
 static dt_spec sp_i32_4;
 static dt_dispatch ddisp;
 static const dt_spec *ops_repl[2] = {&sp_repl, &sp_repl}, *ops_s1[1] = {&sp_shard1},

@@ -1,4 +1,4 @@
-/* test_dtensor_ops.c — dtensor.h's ops (section 10): sharding propagation (strategy
+/* test_dtensor_ops.c — dtensor_ops.h: sharding propagation (strategy
    counts, torch's choices, Partial rules, the cache), the local kernels, and the
    dispatcher over pg_pthread.h with 4 ranks on a 1-D mesh of 4 and a 2x2 mesh: every op
    under every combination of input placements (Replicate, Shard of each dim, Partial)

@@ -1,4 +1,4 @@
-/* test_dtensor_quant.c — dtensor.h section 12: int8 quantized mm/linear. The requant
+/* test_dtensor_quant.c — dtensor_quant.h: int8 quantized mm/linear. The requant
    primitive against TFLite's QuantizeMultiplier golden values and gemmlowp's rounding
    (worked by hand below), torch's symmetric scale and quantize_val rounding, the local
    kernel against a plain int64 loop, and dt_qmm over pg_pthread with 2 and 4 ranks on

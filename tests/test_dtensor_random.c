@@ -1,4 +1,4 @@
-/* test_dtensor_random.c — dtensor.h section 13: Philox 4x32-10 against Random123's
+/* test_dtensor_random.c — dtensor_random.h: Philox 4x32-10 against Random123's
    published known-answer vectors, torch's OffsetBasedRNGTracker offsets (the issue's
    (8,16) [S(1),R,S(0)] example on a 2x2x2 mesh, uneven and doubly sharded dims), and the
    property that dt_rand / dt_dropout on any sharding give exactly the slice of the

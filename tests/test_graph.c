@@ -1,4 +1,4 @@
-/* test_graph.c — dtensor.h section 14: the graph IR builder and its error codes, the
+/* test_graph.c — dtensor_graph.h: the graph IR builder and its error codes, the
    batch-dim analysis against torch's test_data_parallel.py (SimpleMLP 50 -> 32 -> 8 on a
    (128, 50) batch, forward + backward + SGD as make_fx traces it, and the
    test_data_parallel_batch_dim_analysis wrapper: view(-1), squeeze, unsqueeze(0),

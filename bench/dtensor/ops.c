@@ -1,4 +1,4 @@
-/* ops.c — `scons bench`: dtensor.h's ops (section 10).
+/* ops.c — `scons bench`: dtensor_ops.h.
    (a) Dispatch overhead of dt_op on a strategy-cache hit with the compute excluded: a
        no-op kernel installed through the kernel table (dispatch.kernels), inputs already
        in the chosen placements (no redistribution), rank 0 of a 1-D mesh of 2 over a pg

@@ -1,6 +1,6 @@
 /* main.c — `scons bench`: a data-parallel training step (issue #7 item 7). An MLP
    IN -> HID -> OUT (relu, sigmoid, loss = sum(out - y)), its backward and SGD as one
-   dtensor.h graph (section 14): the batch-dim analysis shards the batch over 2
+   dtensor_graph.h: the batch-dim analysis shards the batch over 2
    pg_pthread ranks and all-reduces the weight and bias gradients (dt_gplan_run), against
    the same graph planned for 1 rank on the whole batch (the peer). Sizes are chosen so
    the matmuls dominate (B x IN x HID = 256 x 256 x 512: 92 M multiply-adds per step,

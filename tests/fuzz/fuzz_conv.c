@@ -1,4 +1,4 @@
-/* fuzz_conv.c — dtensor.h section 11 (conv2d and max pool, single rank and sharded) from
+/* fuzz_conv.c — dtensor_conv.h and dtensor_qconv.h (conv2d and max pool, single rank and sharded) from
    untrusted fields.
 
    The input gives the parameters (layout, stride, padding, dilation, groups, pool window;

@@ -1,4 +1,4 @@
-/* fuzz_graph.c — dtensor.h section 14: graph building, batch-dim analysis, planning,
+/* fuzz_graph.c — dtensor_graph.h: graph building, batch-dim analysis, planning,
    running and emitting from untrusted fields (issue #8).
 
    The input gives a capacity and a stream of dt_graph_add calls (op, operand count and

@@ -171,6 +171,9 @@ MB_API int mb_tensor_init(mb_tensor *t, void *data, mb_dtype dt, int ndim, const
 MB_API int mb_tensor_check(const mb_tensor *t);
 /* Number of elements (1 for ndim 0); < 0 (MB_ERR_NULL, MB_ERR_NDIM, MB_ERR_SHAPE) on bad input. */
 MB_API int64_t mb_numel(const mb_tensor *t);
+/* Number of elements of a tensor of shape[0..ndim) (1 for ndim 0): the numel every splitcore
+   header counts with; < 0 (MB_ERR_NULL, MB_ERR_NDIM, MB_ERR_SHAPE) on bad input. */
+MB_API int64_t mb_shape_numel(const int32_t *shape, int ndim);
 /* 1 when row-major contiguous (size-1 dims ignored), 0 when not, MB_ERR_NULL. */
 MB_API int mb_is_contiguous(const mb_tensor *t);
 /* dim in [-ndim, ndim) -> [0, ndim); otherwise MB_ERR_DIM. */
@@ -185,6 +188,14 @@ MB_API int mb_narrow(const mb_tensor *t, int dim, int32_t start, int32_t length,
 MB_API int mb_copy(mb_tensor *dst, const mb_tensor *src);
 /* Set every element of the view to zero (any strides). Errors: MB_ERR_NULL, MB_ERR_SHAPE. */
 MB_API int mb_zero(mb_tensor *t);
+/* A visitor of mb_walk: a and b point at the two views' elements at index[0..ndim).
+   Return 0 to go on; any other value stops the walk and mb_walk returns it. */
+typedef int (*mb_visitor)(void *user, void *a, void *b, const int32_t *index);
+/* The strided element walk every splitcore header shares: fn(user, &a[i], &b[i], i) for
+   every index i of a in row-major order, b a view of a's shape (any dtype and strides;
+   NULL: a itself). Errors: MB_ERR_NULL (a or fn), MB_ERR_SHAPE (invalid views or shapes
+   differ), or the visitor's own value. */
+MB_API int mb_walk(const mb_tensor *a, const mb_tensor *b, mb_visitor fn, void *user);
 
 /* ---- 4. Split -------------------------------------------------------------------- */
 /* Chunk sizes of `size` into `chunks` (MB_BALANCED or MB_CEIL in flags). Returns the chunk
@@ -264,7 +275,7 @@ extern "C" {
    by pointer and scalars take part as 0-d f64 views; one element walker (row index from its flat number) serves
    copy (per contiguous row, one memmove; an element copied onto itself is skipped, so chunks that view
    the output cost nothing), zero and mean (a broadcast 0-d source), compare and reduce
-   (one load/store-as-double path); one slice-copy helper fills masked
+   (one load/store-as-double path), and the other headers' element walks (mb_walk's visitor); one slice-copy helper fills masked
    split chunks and concatenates merge chunks; split plans in two identical passes then writes; merge
    runs one per-value routine twice (validate everything, then write). */
 
@@ -286,17 +297,22 @@ MB__DEF int mb_normalize_dim(int dim, int ndim)
     return (unsigned)dim < (unsigned)ndim ? dim : MB_ERR_DIM;
 }
 
-MB__DEF int64_t mb_numel(const mb_tensor *t)
+MB__DEF int64_t mb_shape_numel(const int32_t *shape, int ndim)
 {
     uint64_t n = 1; /* wraps instead of overflowing for views mb_tensor_check refuses */
     int d;
-    if (!t) return MB_ERR_NULL;
-    if ((uint32_t)t->ndim > MB_MAX_DIMS) return MB_ERR_NDIM;
-    for (d = 0; d < t->ndim; d++) {
-        if (t->shape[d] < 0) return MB_ERR_SHAPE;
-        n *= (uint32_t)t->shape[d];
+    if ((unsigned)ndim > MB_MAX_DIMS) return MB_ERR_NDIM;
+    if (ndim && !shape) return MB_ERR_NULL;
+    for (d = 0; d < ndim; d++) {
+        if (shape[d] < 0) return MB_ERR_SHAPE;
+        n *= (uint32_t)shape[d];
     }
     return (int64_t)n;
+}
+
+MB__DEF int64_t mb_numel(const mb_tensor *t)
+{
+    return t ? mb_shape_numel(t->shape, t->ndim) : (int64_t)MB_ERR_NULL;
 }
 
 MB__DEF int mb_tensor_check(const mb_tensor *t)
@@ -415,8 +431,13 @@ static MB__NOINLINE mb_tensor *mb__scalar(mb_tensor *s, void *x)
    converted by value, as torch's type promotion), compare by value (==: NaN differs from
    itself, 0.0 equals -0.0), and dst = dst op src computed in double: exact for f32/f64 sums,
    max and min, and for every int32 sum (integer results wrap like torch's). MB__SUM0 is
-   dst = 0.0 + src (torch's sum_reducer starts from tensor(0.0): -0.0 becomes 0.0). */
-enum { MB__SUM0 = -1, MB__COPY = MB_RED_CUSTOM + 1, MB__EQ, MB__DIV, MB__CVT }; /* reduce ops are walk ops */
+   dst = 0.0 + src (torch's sum_reducer starts from tensor(0.0): -0.0 becomes 0.0). MB__VISIT
+   calls mb_walk's visitor v (NULL for the other ops) with both elements and the index. */
+enum { MB__SUM0 = -1, MB__COPY = MB_RED_CUSTOM + 1, MB__EQ, MB__DIV, MB__CVT, MB__VISIT }; /* reduce ops are walk ops */
+typedef struct mb__visit {
+    mb_visitor fn;
+    void *user;
+} mb__visit;
 
 static double mb__get(const char *p, int dt)
 {
@@ -435,9 +456,10 @@ static double mb__get(const char *p, int dt)
    than an odometer); copies between two rows of stride 1 go one row at a time. The row
    count is a size_t: on a 32-bit target a view of 2^32 or more elements (possible only
    with repeated, stride-0 elements, or beyond the address space) walks numel mod 2^32. */
-static int mb__walk(int op, const mb_tensor *dst, const mb_tensor *src)
+static int mb__walk(int op, const mb_tensor *dst, const mb_tensor *src, const mb__visit *v)
 {
-    int d, nd = dst->ndim, dt = dst->dtype;
+    int d, nd = dst->ndim, dt = dst->dtype, rc;
+    int32_t idx[MB_MAX_DIMS];
     size_t es = mb_dtype_size(dst->dtype), n = es, e, rows = (size_t)mb_numel(dst);
     if (op == MB__COPY && (int)src->dtype != dt) op = MB__CVT; /* a conversion, by value */
     if (op == MB__COPY && rows && nd && dst->stride[nd - 1] == 1 && src->stride[nd - 1] == 1) {
@@ -451,12 +473,16 @@ static int mb__walk(int op, const mb_tensor *dst, const mb_tensor *src)
         for (d = nd; d-- > 0;) {  /* row e's index, last dim fastest */
             k = r % (size_t)dst->shape[d];
             r /= (size_t)dst->shape[d];
+            idx[d] = (int32_t)k;
             di += (ptrdiff_t)k * dst->stride[d];
             si += (ptrdiff_t)k * src->stride[d]; /* src: dst's shape, or 0-d with strides 0 */
         }
         dp = (char *)dst->data + di * (ptrdiff_t)es;
         sp = (char *)src->data + si * (ptrdiff_t)mb_dtype_size(src->dtype);
-        if (op == MB__COPY) {
+        if (op == MB__VISIT) {
+            rc = v->fn(v->user, dp, sp, idx);
+            if (rc) return rc;
+        } else if (op == MB__COPY) {
             if (dp != sp) { /* in place (a chunk that views the output): no copy */
                 if (dp < sp + n && sp < dp + n)
                     memmove(dp, sp, n); /* overlapping rows stay defined */
@@ -500,14 +526,14 @@ static MB__NOINLINE void mb__put(const mb_tensor *dst, const mb_tensor *src, int
     mb_tensor d, s;
     mb__narrow(&d, dst, dim, doff, len);
     mb__narrow(&s, src, dim, soff, len);
-    mb__walk(MB__COPY, &d, &s);
+    mb__walk(MB__COPY, &d, &s, 0);
 }
 
 MB__DEF int mb_copy(mb_tensor *dst, const mb_tensor *src)
 {
     int rc = mb__same_shape(src, dst, -1);
     if (!rc && src->dtype != dst->dtype) rc = MB_ERR_DTYPE;
-    if (!rc) mb__walk(MB__COPY, dst, src);
+    if (!rc) mb__walk(MB__COPY, dst, src, 0);
     return rc;
 }
 
@@ -515,8 +541,21 @@ MB__DEF int mb_zero(mb_tensor *t)
 {
     mb_tensor z;
     int rc = mb_tensor_check(t);
-    if (!rc) mb__walk(MB__COPY, t, mb__scalar(&z, z.stride)); /* broadcast z's own zeroed bytes */
+    if (!rc) mb__walk(MB__COPY, t, mb__scalar(&z, z.stride), 0); /* broadcast z's own zeroed bytes */
     return rc;
+}
+
+MB__DEF int mb_walk(const mb_tensor *a, const mb_tensor *b, mb_visitor fn, void *user)
+{
+    mb__visit v;
+    int rc;
+    if (!b) b = a;
+    rc = mb__same_shape(a, b, -1); /* every size equal, any dtypes */
+    if (!rc && !fn) rc = MB_ERR_NULL;
+    if (rc) return rc;
+    v.fn = fn;
+    v.user = user;
+    return mb__walk(MB__VISIT, a, b, &v);
 }
 
 /* Length of chunk c when `total` is split into n chunks (c below the chunk count, so c
@@ -738,7 +777,7 @@ static int mb__merge_one(const mb_value *v, int nchunks, int nvals, const mb_spe
     if (first < 0 || op == MB__EQ) first = 0;     /* replicate: chunk 0's bits, as torch returns it */
     if (!check) {
         out->kind = k;
-        if (red) mb__walk(MB__COPY, o, w);
+        if (red) mb__walk(MB__COPY, o, w, 0);
         if (!nchunks && !red) mb_zero((mb_tensor *)o); /* sum_reducer of nothing: its tensor(0.0) */
     }
     p = f->dtype;
@@ -748,7 +787,7 @@ static int mb__merge_one(const mb_value *v, int nchunks, int nvals, const mb_spe
         a = mb__view(cv, k, &sa);
         if (check) {
             rc = mb__same_shape(a, red ? f : o, cat && !mask ? dim : -1);
-            if (!rc && c && op == MB__EQ && mb__walk(MB__EQ, f, a)) rc = MB_ERR_NOT_REPLICATED; /* chunks 1.. == 0 */
+            if (!rc && c && op == MB__EQ && mb__walk(MB__EQ, f, a, 0)) rc = MB_ERR_NOT_REPLICATED; /* chunks 1.. == 0 */
             if (rc) return rc;
             if (op != MB__EQ) p = mb__promote(p, a->dtype); /* replicate: chunk 0's dtype */
             if (cat) off += a->shape[dim];
@@ -760,9 +799,9 @@ static int mb__merge_one(const mb_value *v, int nchunks, int nvals, const mb_spe
             rc = red->fn(out, cv, red->user);
             if (rc < 0) return rc;
         } else if (c == first) { /* the chunk in place counts first (a copy onto itself moves nothing) */
-            mb__walk(op <= MB_RED_MEAN ? MB__SUM0 : MB__COPY, o, a);
+            mb__walk(op <= MB_RED_MEAN ? MB__SUM0 : MB__COPY, o, a, 0);
         } else if (op != MB__EQ) {
-            mb__walk(op, o, a);
+            mb__walk(op, o, a, 0);
         }
     }
     if (check) {
@@ -772,7 +811,7 @@ static int mb__merge_one(const mb_value *v, int nchunks, int nvals, const mb_spe
     if (!check && op == MB_RED_MEAN) {
         int32_t cnt = nchunks; /* divide by the count, a broadcast 0-d int32 */
         mb__scalar(&sa, &cnt)->dtype = MB_I32;
-        mb__walk(MB__DIV, o, &sa);
+        mb__walk(MB__DIV, o, &sa, 0);
     }
     return cat && !mask && off != o->shape[dim] ? MB_ERR_SHAPE : MB_OK;
 }

@@ -13,7 +13,7 @@
    inference streaming; an error on one rank aborts every rank). No heap, C99, C++-clean.
 
    Example:
-       #define PIPELINE_IMPLEMENTATION
+       #define SPLITCORE_IMPLEMENTATION  // pipeline.h, and microbatch.h and pg.h for its executor
        #include "pipeline.h"
        static pp_action st[2][512];  pp_plan sched, plan;  pp_sim sim;  static uint32_t ws[4096];
        int rc = pp_schedule_build(&sched, PP_SCHED_1F1B, 4, 1, 8, st[0], sizeof st[0], NULL);
@@ -37,8 +37,8 @@
    PP_MAX_STAGES), what is built (PP_NO_EXECUTOR, PP_NO_PLANNER, PP_NO_TAKEIN, PP_NO_TRAINING:
    flags of value 0 or 1, a bare -DPP_NO_TAKEIN meaning 1), the executor's port settings
    (PP_MAILBOX_SLOTS, PP_AGREE_TAG, PP_WAIT_SLICE_MAX_MS) and the overridable PP_ASSERT,
-   PP_MEMCPY, PP_MEMSET, PP_MEMMOVE. The executor's definitions call pg.h: link
-   PG_IMPLEMENTATION somewhere.
+   PP_MEMCPY, PP_MEMSET, PP_MEMMOVE. The executor's definitions call pg.h and microbatch.h:
+   implement them in the same file (or SPLITCORE_IMPLEMENTATION implements all three).
 
    Errors are negative return values (enum pp_err); pp_strerror() names them, pp_diag says
    where (rank, step, action). Bad input never writes to the caller's outputs; the codes
@@ -1733,46 +1733,25 @@ PP__DEF int pp_mailbox_depth(pp_plan *p, int max_depth, void *work, size_t work_
     return (int)lo;
 }
 
-/* ---- text output ---- */
-typedef struct pp__out {
-    char *buf;
-    size_t cap, n;
-} pp__out;
-static void pp__putc(pp__out *o, char ch)
-{
-    if (o->buf && o->n < o->cap) o->buf[o->n] = ch;
-    o->n++;
-}
-static void pp__puts(pp__out *o, const char *s)
-{
-    while (*s) pp__putc(o, *s++);
-}
-static void pp__putu(pp__out *o, uint32_t v)
-{
-    char tmp[10];
-    int k = 0;
-    do {
-        tmp[k++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    while (k) pp__putc(o, tmp[--k]);
-}
+/* ---- text output: splitcore_base.h's writer ---- */
+#define SPLITCORE__TEXT
+#include "splitcore_base.h"
 static const char *const pp__type_names[PP_TYPE_COUNT] = {
     "", "F", "B", "I", "W", "SEND_F", "RECV_F", "SEND_B", "RECV_B", "UNSHARD", "RESHARD", "REDUCE_GRAD"};
 static const char *const pp__type_macros[PP_TYPE_COUNT] = {"PP_IDLE",   "PP_F",       "PP_B",       "PP_I",
                                                            "PP_W",      "PP_SEND_F",  "PP_RECV_F",  "PP_SEND_B",
                                                            "PP_RECV_B", "PP_UNSHARD", "PP_RESHARD", "PP_REDUCE_GRAD"};
 
-static void pp__put_action(pp__out *o, pp_action a)
+static void pp__put_action(splitcore__out *o, pp_action a)
 {
     if (a.type == PP_IDLE || a.type >= PP_TYPE_COUNT) return;
-    pp__putu(o, a.stage);
-    pp__puts(o, pp__type_names[a.type]);
-    if (a.type < PP_UNSHARD) pp__putu(o, a.mb);
+    splitcore__putu(o, a.stage);
+    splitcore__puts(o, pp__type_names[a.type]);
+    if (a.type < PP_UNSHARD) splitcore__putu(o, a.mb);
 }
 
 /* Run `emit` to count, then to write when it fits. */
-static int pp__finish(pp__out *o, char *buf, size_t cap, size_t *needed)
+static int pp__finish(splitcore__out *o, char *buf, size_t cap, size_t *needed)
 {
     if (needed) *needed = o->n + 1;
     if (!buf) return cap == 0 ? PP_OK : PP_ERR_NULL;
@@ -1781,7 +1760,7 @@ static int pp__finish(pp__out *o, char *buf, size_t cap, size_t *needed)
 }
 #define PP__EMIT(call)                                  \
     do {                                                \
-        pp__out o_;                                     \
+        splitcore__out o_;                              \
         int k_;                                         \
         o_.buf = NULL;                                  \
         o_.cap = 0;                                     \
@@ -1849,17 +1828,17 @@ PP__DEF int pp_action_parse(const char *s, size_t n, pp_action *out)
     return PP_OK;
 }
 
-static void pp__csv(pp__out *o, const pp_plan *p)
+static void pp__csv(splitcore__out *o, const pp_plan *p)
 {
     int r, i;
     for (r = 0; r < p->nranks; r++) {
         for (i = 0; i < p->len[r]; i++) {
-            if (i) pp__putc(o, ',');
+            if (i) splitcore__putc(o, ',');
             pp__put_action(o, pp__row(p, r)[i]);
         }
         /* a row of one idle cell is `""`, as Python's csv writes it (a blank line is an empty row) */
-        if (p->len[r] == 1 && pp__row(p, r)[0].type == PP_IDLE) pp__puts(o, "\"\"");
-        pp__puts(o, "\r\n");
+        if (p->len[r] == 1 && pp__row(p, r)[0].type == PP_IDLE) splitcore__puts(o, "\"\"");
+        splitcore__puts(o, "\r\n");
     }
 }
 
@@ -1956,95 +1935,95 @@ PP__DEF int pp_csv_read(pp_plan *p, const char *text, size_t n, pp_diag *diag)
     return PP_OK;
 }
 
-static void pp__emit_c(pp__out *o, const pp_plan *p, const char *name)
+static void pp__emit_c(splitcore__out *o, const pp_plan *p, const char *name)
 {
     int r, i, s, mbox = p->mailbox > 0 && p->mailbox <= 255 ? p->mailbox : 0;
-    pp__puts(o, "/* splitcore pipeline plan: ");
-    pp__puts(o, pp_schedule_name(p->schedule));
-    pp__puts(o, ", ");
-    pp__putu(o, (uint32_t)p->nranks);
-    pp__puts(o, " ranks, ");
-    pp__putu(o, (uint32_t)p->nstages);
-    pp__puts(o, " stages, ");
-    pp__putu(o, (uint32_t)p->nmb);
-    pp__puts(o, p->lowered ? " microbatches, lowered */\n" : " microbatches */\n");
-    pp__puts(o, "#include \"pipeline.h\"\n\n");
+    splitcore__puts(o, "/* splitcore pipeline plan: ");
+    splitcore__puts(o, pp_schedule_name(p->schedule));
+    splitcore__puts(o, ", ");
+    splitcore__putu(o, (uint32_t)p->nranks);
+    splitcore__puts(o, " ranks, ");
+    splitcore__putu(o, (uint32_t)p->nstages);
+    splitcore__puts(o, " stages, ");
+    splitcore__putu(o, (uint32_t)p->nmb);
+    splitcore__puts(o, p->lowered ? " microbatches, lowered */\n" : " microbatches */\n");
+    splitcore__puts(o, "#include \"pipeline.h\"\n\n");
     if (mbox) { /* the depth pp_mailbox_depth proved: a PP_NO_TAKEIN build needs that room */
-        pp__puts(o, "/* runs without take-in over mailboxes of this many transfers per ordered pair of ranks\n"
+        splitcore__puts(o, "/* runs without take-in over mailboxes of this many transfers per ordered pair of ranks\n"
                     "   (pp_mailbox_depth; times the messages per transfer) */\n#define ");
-        pp__puts(o, name);
-        pp__puts(o, "_MAILBOX_DEPTH ");
-        pp__putu(o, (uint32_t)mbox - 1u);
-        pp__puts(o, "\n#if PP_NO_TAKEIN && PP_MAILBOX_SLOTS < ");
-        pp__putu(o, (uint32_t)mbox - 1u);
-        pp__puts(o, "\n#error \"");
-        pp__puts(o, name);
-        pp__puts(o, ": PP_MAILBOX_SLOTS is below the mailbox depth this plan was proven for\"\n#endif\n\n");
+        splitcore__puts(o, name);
+        splitcore__puts(o, "_MAILBOX_DEPTH ");
+        splitcore__putu(o, (uint32_t)mbox - 1u);
+        splitcore__puts(o, "\n#if PP_NO_TAKEIN && PP_MAILBOX_SLOTS < ");
+        splitcore__putu(o, (uint32_t)mbox - 1u);
+        splitcore__puts(o, "\n#error \"");
+        splitcore__puts(o, name);
+        splitcore__puts(o, ": PP_MAILBOX_SLOTS is below the mailbox depth this plan was proven for\"\n#endif\n\n");
     } else {
-        pp__puts(o, "#if PP_NO_TAKEIN\n#error \"");
-        pp__puts(o, name);
-        pp__puts(o, ": not proven to run without take-in (pp_mailbox_depth before pp_emit_c)\"\n#endif\n\n");
+        splitcore__puts(o, "#if PP_NO_TAKEIN\n#error \"");
+        splitcore__puts(o, name);
+        splitcore__puts(o, ": not proven to run without take-in (pp_mailbox_depth before pp_emit_c)\"\n#endif\n\n");
     }
     for (r = 0; r < p->nranks; r++) {
-        pp__puts(o, "static const pp_action ");
-        pp__puts(o, name);
-        pp__puts(o, "_r");
-        pp__putu(o, (uint32_t)r);
-        pp__puts(o, "[");
-        pp__putu(o, (uint32_t)(p->len[r] ? p->len[r] : 1));
-        pp__puts(o, "] = {");
-        if (!p->len[r]) pp__puts(o, "PP_ACTION(PP_IDLE, 0, 0)");
+        splitcore__puts(o, "static const pp_action ");
+        splitcore__puts(o, name);
+        splitcore__puts(o, "_r");
+        splitcore__putu(o, (uint32_t)r);
+        splitcore__puts(o, "[");
+        splitcore__putu(o, (uint32_t)(p->len[r] ? p->len[r] : 1));
+        splitcore__puts(o, "] = {");
+        if (!p->len[r]) splitcore__puts(o, "PP_ACTION(PP_IDLE, 0, 0)");
         for (i = 0; i < p->len[r]; i++) {
             pp_action a = pp__row(p, r)[i];
-            pp__puts(o, i % 4 ? " " : "\n    ");
-            pp__puts(o, "PP_ACTION(");
-            pp__puts(o, pp__type_macros[a.type]);
-            pp__puts(o, ", ");
-            pp__putu(o, a.stage);
-            pp__puts(o, ", ");
-            pp__putu(o, a.mb);
-            pp__puts(o, "),");
+            splitcore__puts(o, i % 4 ? " " : "\n    ");
+            splitcore__puts(o, "PP_ACTION(");
+            splitcore__puts(o, pp__type_macros[a.type]);
+            splitcore__puts(o, ", ");
+            splitcore__putu(o, a.stage);
+            splitcore__puts(o, ", ");
+            splitcore__putu(o, a.mb);
+            splitcore__puts(o, "),");
         }
-        pp__puts(o, "\n};\n");
+        splitcore__puts(o, "\n};\n");
     }
-    pp__puts(o, "static const uint8_t ");
-    pp__puts(o, name);
-    pp__puts(o, "_stage_rank[");
-    pp__putu(o, (uint32_t)p->nstages);
-    pp__puts(o, "] = {");
+    splitcore__puts(o, "static const uint8_t ");
+    splitcore__puts(o, name);
+    splitcore__puts(o, "_stage_rank[");
+    splitcore__putu(o, (uint32_t)p->nstages);
+    splitcore__puts(o, "] = {");
     for (s = 0; s < p->nstages; s++) {
-        if (s) pp__puts(o, ", ");
-        pp__putu(o, p->stage_rank[s]);
+        if (s) splitcore__puts(o, ", ");
+        splitcore__putu(o, p->stage_rank[s]);
     }
-    pp__puts(o, "};\nconst pp_table ");
-    pp__puts(o, name);
-    pp__puts(o, "[");
-    pp__putu(o, (uint32_t)p->nranks);
-    pp__puts(o, "] = {\n");
+    splitcore__puts(o, "};\nconst pp_table ");
+    splitcore__puts(o, name);
+    splitcore__puts(o, "[");
+    splitcore__putu(o, (uint32_t)p->nranks);
+    splitcore__puts(o, "] = {\n");
     for (r = 0; r < p->nranks; r++) {
-        pp__puts(o, "    {");
-        pp__puts(o, name);
-        pp__puts(o, "_r");
-        pp__putu(o, (uint32_t)r);
-        pp__puts(o, ", ");
-        pp__putu(o, (uint32_t)p->len[r]);
-        pp__puts(o, ", ");
-        pp__putu(o, (uint32_t)r);
-        pp__puts(o, ", ");
-        pp__putu(o, (uint32_t)p->nranks);
-        pp__puts(o, ", ");
-        pp__putu(o, (uint32_t)p->nstages);
-        pp__puts(o, ", ");
-        pp__putu(o, (uint32_t)p->nmb);
-        pp__puts(o, ", ");
-        pp__putu(o, (uint32_t)pp_peak_inflight(p, r));
-        pp__puts(o, ", ");
-        pp__puts(o, name);
-        pp__puts(o, "_stage_rank, ");
-        pp__putu(o, (uint32_t)mbox);
-        pp__puts(o, "},\n");
+        splitcore__puts(o, "    {");
+        splitcore__puts(o, name);
+        splitcore__puts(o, "_r");
+        splitcore__putu(o, (uint32_t)r);
+        splitcore__puts(o, ", ");
+        splitcore__putu(o, (uint32_t)p->len[r]);
+        splitcore__puts(o, ", ");
+        splitcore__putu(o, (uint32_t)r);
+        splitcore__puts(o, ", ");
+        splitcore__putu(o, (uint32_t)p->nranks);
+        splitcore__puts(o, ", ");
+        splitcore__putu(o, (uint32_t)p->nstages);
+        splitcore__puts(o, ", ");
+        splitcore__putu(o, (uint32_t)p->nmb);
+        splitcore__puts(o, ", ");
+        splitcore__putu(o, (uint32_t)pp_peak_inflight(p, r));
+        splitcore__puts(o, ", ");
+        splitcore__puts(o, name);
+        splitcore__puts(o, "_stage_rank, ");
+        splitcore__putu(o, (uint32_t)mbox);
+        splitcore__puts(o, "},\n");
     }
-    pp__puts(o, "};\n");
+    splitcore__puts(o, "};\n");
 }
 
 PP__DEF int pp_emit_c(const pp_plan *p, const char *name, char *buf, size_t cap, size_t *needed)
@@ -2063,30 +2042,30 @@ PP__DEF int pp_emit_c(const pp_plan *p, const char *name, char *buf, size_t cap,
     PP__EMIT(pp__emit_c(&o_, p, name));
 }
 
-static void pp__timeline(pp__out *o, const pp_plan *p, int width)
+static void pp__timeline(splitcore__out *o, const pp_plan *p, int width)
 {
     int r, i;
     for (r = 0; r < p->nranks; r++) {
-        pp__putc(o, 'r');
-        pp__putu(o, (uint32_t)r);
-        pp__puts(o, r < 10 && p->nranks > 10 ? "  |" : " |");
+        splitcore__putc(o, 'r');
+        splitcore__putu(o, (uint32_t)r);
+        splitcore__puts(o, r < 10 && p->nranks > 10 ? "  |" : " |");
         for (i = 0; i < p->len[r]; i++) {
             pp_action a = pp__row(p, r)[i];
-            pp__out cnt;
+            splitcore__out cnt;
             size_t k;
             cnt.buf = NULL;
             cnt.cap = 0;
             cnt.n = 0;
             pp__put_action(&cnt, a);
-            pp__putc(o, ' ');
+            splitcore__putc(o, ' ');
             if (a.type == PP_IDLE) {
-                pp__putc(o, '.');
+                splitcore__putc(o, '.');
                 cnt.n = 1;
             } else
                 pp__put_action(o, a);
-            for (k = cnt.n; k < (size_t)width; k++) pp__putc(o, ' ');
+            for (k = cnt.n; k < (size_t)width; k++) splitcore__putc(o, ' ');
         }
-        pp__putc(o, '\n');
+        splitcore__putc(o, '\n');
     }
 }
 
@@ -2097,7 +2076,7 @@ PP__DEF int pp_timeline(const pp_plan *p, char *buf, size_t cap, size_t *needed)
     if ((r = pp__plan_rows_check(p, NULL)) != PP_OK) return r;
     for (r = 0; r < p->nranks; r++)
         for (i = 0; i < p->len[r]; i++) {
-            pp__out cnt;
+            splitcore__out cnt;
             cnt.buf = NULL;
             cnt.cap = 0;
             cnt.n = 0;
@@ -2107,27 +2086,27 @@ PP__DEF int pp_timeline(const pp_plan *p, char *buf, size_t cap, size_t *needed)
     PP__EMIT(pp__timeline(&o_, p, width));
 }
 
-static void pp__trace(pp__out *o, const pp_event *ev, int n)
+static void pp__trace(splitcore__out *o, const pp_event *ev, int n)
 {
     int i;
-    pp__puts(o, "{\"traceEvents\":[");
+    splitcore__puts(o, "{\"traceEvents\":[");
     for (i = 0; i < n; i++) {
         int t = ev[i].action.type;
-        pp__puts(o, i ? ",\n" : "\n");
-        pp__puts(o, "{\"name\":\"");
+        splitcore__puts(o, i ? ",\n" : "\n");
+        splitcore__puts(o, "{\"name\":\"");
         pp__put_action(o, ev[i].action);
-        pp__puts(o, t >= PP_F && t <= PP_W ? "\",\"cat\":\"computation\"" : "\",\"cat\":\"communication\"");
-        pp__puts(o, ",\"ph\":\"X\",\"pid\":");
-        pp__putu(o, ev[i].rank);
-        pp__puts(o, ",\"tid\":");
-        pp__putu(o, ev[i].rank);
-        pp__puts(o, ",\"ts\":");
-        pp__putu(o, ev[i].t_start);
-        pp__puts(o, ",\"dur\":");
-        pp__putu(o, ev[i].t_end >= ev[i].t_start ? ev[i].t_end - ev[i].t_start : 0);
-        pp__putc(o, '}');
+        splitcore__puts(o, t >= PP_F && t <= PP_W ? "\",\"cat\":\"computation\"" : "\",\"cat\":\"communication\"");
+        splitcore__puts(o, ",\"ph\":\"X\",\"pid\":");
+        splitcore__putu(o, ev[i].rank);
+        splitcore__puts(o, ",\"tid\":");
+        splitcore__putu(o, ev[i].rank);
+        splitcore__puts(o, ",\"ts\":");
+        splitcore__putu(o, ev[i].t_start);
+        splitcore__puts(o, ",\"dur\":");
+        splitcore__putu(o, ev[i].t_end >= ev[i].t_start ? ev[i].t_end - ev[i].t_start : 0);
+        splitcore__putc(o, '}');
     }
-    pp__puts(o, "\n]}\n");
+    splitcore__puts(o, "\n]}\n");
 }
 
 PP__DEF int pp_trace_json(const pp_event *ev, int n, char *buf, size_t cap, size_t *needed)
@@ -2145,6 +2124,14 @@ PP__DEF int pp_trace_json(const pp_event *ev, int n, char *buf, size_t cap, size
 /* ---- executor ---- */
 #if !PP_NO_EXECUTOR && !defined(PP_EXECUTOR_IMPLEMENTED)
 #define PP_EXECUTOR_IMPLEMENTED
+#if !defined(PG_IMPLEMENTATION) && (defined(PG_STATIC) || !defined(SPLITCORE_SEPARATE_IMPLEMENTATIONS))
+#error \
+    "pipeline.h: PIPELINE_IMPLEMENTATION's executor needs PG_IMPLEMENTATION in the same file (or SPLITCORE_IMPLEMENTATION)"
+#endif
+#if !defined(MICROBATCH_IMPLEMENTATION) && (defined(MICROBATCH_STATIC) || !defined(SPLITCORE_SEPARATE_IMPLEMENTATIONS))
+#error \
+    "pipeline.h: PIPELINE_IMPLEMENTATION's executor needs MICROBATCH_IMPLEMENTATION in the same file (or SPLITCORE_IMPLEMENTATION)"
+#endif
 #define PP__R8(x)    (((uint32_t)(x) + 7u) & ~7u)
 #define PP__TRAIN(c) (!PP_NO_TRAINING && (c)->loss != NULL) /* training, else inference */
 static const unsigned char pp__es[MB_DTYPE_COUNT] = {4, 8, 1, 1, 2, 4};

@@ -23,6 +23,7 @@
    Contents:
        1. Release and configuration file     3. splitcore_strerror, splitcore_err_module
        2. Error ranges and lists              4. Implementation (SPLITCORE_BASE_IMPLEMENTATION)
+                                              5. The text writer (internal, SPLITCORE__TEXT)
 
    Configuration (define before including, or in SPLITCORE_CONFIG_FILE):
        SPLITCORE_CONFIG_FILE          "file.h" included first by every splitcore header
@@ -276,3 +277,43 @@ SPLITCORE__DEF const char *splitcore_strerror(int err)
 }
 #endif
 #endif /* SPLITCORE_BASE_IMPLEMENTATION */
+
+/* ---- 5. The text writer --------------------------------------------------------------
+   Internal: the one writer of the headers' text and C emitters (pipeline.h's strings, CSV,
+   timelines and plan tables, dtensor_graph.h's plan tables). It counts every character
+   and stores those that fit in buf[0..cap) (buf NULL: count only), so an emitter runs
+   once to size its output and once to write it. Static functions, compiled only in an
+   implementation that uses them: it defines SPLITCORE__TEXT and includes this header
+   again. */
+#if defined(SPLITCORE__TEXT) && !defined(SPLITCORE__TEXT_DEFINED)
+#define SPLITCORE__TEXT_DEFINED
+#include <stddef.h>
+#include <stdint.h>
+typedef struct splitcore__out {
+    char *buf;
+    size_t cap, n; /* n: characters written so far, stored or not */
+} splitcore__out;
+
+static void splitcore__putc(splitcore__out *o, char ch)
+{
+    if (o->buf && o->n < o->cap) o->buf[o->n] = ch;
+    o->n++;
+}
+
+static void splitcore__puts(splitcore__out *o, const char *s)
+{
+    while (*s) splitcore__putc(o, *s++);
+}
+
+/* v in decimal. */
+static void splitcore__putu(splitcore__out *o, uint32_t v)
+{
+    char tmp[10];
+    int k = 0;
+    do {
+        tmp[k++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    while (k) splitcore__putc(o, tmp[--k]);
+}
+#endif /* SPLITCORE__TEXT */

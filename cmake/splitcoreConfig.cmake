@@ -1,7 +1,7 @@
 # splitcoreConfig.cmake: find_package(splitcore [version] [COMPONENTS pthread mpi]).
 # Installed by `scons install PREFIX=...` and by `cmake --install` into
 # <prefix>/share/cmake/splitcore/; the headers are in <prefix>/include/splitcore/.
-#   splitcore::splitcore  include directory (header-only) and libm (dtensor.h's op kernels)
+#   splitcore::splitcore  include directory (header-only) and libm (dtensor_ops.h's kernels)
 #   splitcore::pthread    + Threads::Threads (ports/pg_pthread.h, ports/platform/host_threads.h)
 #   splitcore::mpi        + MPI::MPI_C (ports/pg_mpi.h)
 get_filename_component(_splitcore_prefix "${CMAKE_CURRENT_LIST_DIR}/../../.." ABSOLUTE)

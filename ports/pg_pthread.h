@@ -28,8 +28,8 @@
        1. Configuration   2. Types and API   3. Implementation (PG_PTHREAD_IMPLEMENTATION)
 
    Configuration:
-       PG_PTHREAD_IMPLEMENTATION  emit the definitions (exactly one .c file; also needs
-                                  PG_IMPLEMENTATION somewhere)
+       PG_PTHREAD_IMPLEMENTATION  emit the definitions (exactly one .c file, which also
+                                  defines PG_IMPLEMENTATION)
        PG_PTHREAD_STATIC          make every function static
        PG_PTHREAD_MAX_RANKS       capacity of a world (default 8)
        PG_PTHREAD_SLOTS           mailbox slots per ordered pair (default 4)
@@ -178,6 +178,9 @@ PG_PTHREAD_API int pg_pthread_run(pg_pthread_world *w, int n, int (*fn)(pg_group
 
 #if defined(PG_PTHREAD_IMPLEMENTATION) && !defined(PG_PTHREAD_IMPLEMENTED)
 #define PG_PTHREAD_IMPLEMENTED
+#if !defined(PG_IMPLEMENTATION) && (defined(PG_STATIC) || !defined(SPLITCORE_SEPARATE_IMPLEMENTATIONS))
+#error "pg_pthread.h: PG_PTHREAD_IMPLEMENTATION needs PG_IMPLEMENTATION in the same file (or SPLITCORE_IMPLEMENTATION)"
+#endif
 #include <sched.h>
 #include <string.h>
 #include <time.h>

@@ -42,7 +42,7 @@
        2. Platform hooks              4. Implementation (PG_SHM_IMPLEMENTATION)
 
    Configuration (define before including, or in SPLITCORE_CONFIG_FILE):
-       PG_SHM_IMPLEMENTATION   emit the definitions (exactly one .c file; needs pg.h's too)
+       PG_SHM_IMPLEMENTATION   emit the definitions (exactly one .c file, with PG_IMPLEMENTATION)
        PG_SHM_STATIC           make every function static to its translation unit
        PG_SHM_MAX_CORES        largest core count (default 8; local state is 9 words per core)
        PG_SHM_LINE             cache-line size in bytes, power of two >= 64 (default 64; a
@@ -174,6 +174,9 @@ PG_SHM_API const pg_ops *pg_shm_ops(void);
 /* ---- 4. Implementation ------------------------------------------------------------- */
 #if defined(PG_SHM_IMPLEMENTATION) && !defined(PG_SHM_IMPLEMENTED)
 #define PG_SHM_IMPLEMENTED
+#if !defined(PG_IMPLEMENTATION) && (defined(PG_STATIC) || !defined(SPLITCORE_SEPARATE_IMPLEMENTATIONS))
+#error "pg_shm.h: PG_SHM_IMPLEMENTATION needs PG_IMPLEMENTATION in the same file (or SPLITCORE_IMPLEMENTATION)"
+#endif
 
 #include <string.h>
 #ifndef PG_SHM_FENCE_ACQ

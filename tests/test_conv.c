@@ -1,4 +1,4 @@
-/* test_conv.c — dtensor.h section 11: conv2d and max pool.
+/* test_conv.c — dtensor_conv.h and dtensor_qconv.h: conv2d and max pool.
    Local kernels against naive loops written from torch's definitions (conv2d = cross-
    correlation with zero padding, dilation and groups; max_pool2d with -inf padding and
    the first maximum) in NCHW and NHWC, forward and backward; then the sharded forms on
@@ -21,7 +21,10 @@
 #define MICROBATCH_IMPLEMENTATION
 #define PG_IMPLEMENTATION
 #define DTENSOR_IMPLEMENTATION
-#include "dtensor.h"
+#define DTENSOR_CONV_IMPLEMENTATION
+#define DTENSOR_QUANT_IMPLEMENTATION
+#define DTENSOR_QCONV_IMPLEMENTATION
+#include "dtensor_qconv.h"
 #define PG_PTHREAD_IMPLEMENTATION
 #include "ports/pg_pthread.h"
 
@@ -314,7 +317,7 @@ static void test_backward(void **state)
     }
 }
 
-/* int8 conv2d against int32 sums from the definition, requantized with section 12's
+/* int8 conv2d against int32 sums from the definition, requantized with dtensor_quant.h's
    dt_requant_i8 (bit-exact), and against the f32 conv2d of the dequantized tensors
    (within one output step plus rounding). */
 static void test_int8(void **state)

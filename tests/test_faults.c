@@ -32,10 +32,10 @@
 
 #define MICROBATCH_IMPLEMENTATION
 #include "microbatch.h"
-#define PIPELINE_IMPLEMENTATION
-#include "pipeline.h"
 #define PG_IMPLEMENTATION
 #include "ports/pg.h"
+#define PIPELINE_IMPLEMENTATION
+#include "pipeline.h"
 #define PG_PTHREAD_IMPLEMENTATION
 #include "ports/pg_pthread.h"
 #define PG_SHM_IMPLEMENTATION

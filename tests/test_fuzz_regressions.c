@@ -17,7 +17,11 @@
 #include "pipeline.h"
 #define PG_IMPLEMENTATION
 #define DTENSOR_IMPLEMENTATION
-#include "dtensor.h"
+#define DTENSOR_OPS_IMPLEMENTATION
+#define DTENSOR_CONV_IMPLEMENTATION
+#define DTENSOR_GRAPH_IMPLEMENTATION
+#include "dtensor_conv.h"
+#include "dtensor_graph.h"
 
 /* fuzz_microbatch: torch.chunk's count was (size + each - 1) / each in int32: signed
    overflow for sizes near INT32_MAX. */

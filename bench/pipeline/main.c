@@ -85,10 +85,10 @@
 
 #define MICROBATCH_IMPLEMENTATION
 #include "microbatch.h"
-#define PIPELINE_IMPLEMENTATION
-#include "pipeline.h"
 #define PG_IMPLEMENTATION
 #include "ports/pg.h"
+#define PIPELINE_IMPLEMENTATION
+#include "pipeline.h"
 #define PG_PTHREAD_IMPLEMENTATION
 #include "ports/pg_pthread.h"
 #include "examples/pipeline_mnist/mlp.h"

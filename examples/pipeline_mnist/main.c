@@ -37,10 +37,10 @@
 #define SPLITCORE_BASE_IMPLEMENTATION /* splitcore_strerror: the message of any code */
 #define MICROBATCH_IMPLEMENTATION
 #include "microbatch.h"
-#define PIPELINE_IMPLEMENTATION
-#include "pipeline.h"
 #define PG_IMPLEMENTATION
 #include "ports/pg.h"
+#define PIPELINE_IMPLEMENTATION
+#include "pipeline.h"
 #define PG_PTHREAD_IMPLEMENTATION
 #include "ports/pg_pthread.h"
 #include "mlp.h"

@@ -9,11 +9,12 @@
    and runs its row of the plan: the object a firmware links. */
 #ifndef PORT_SIZE_ONLY
 #define MICROBATCH_IMPLEMENTATION
-#include "microbatch.h"
+#define PG_IMPLEMENTATION
 #define PP_NO_PLANNER 1
 #define PIPELINE_IMPLEMENTATION
 #include "pipeline.h"
-#define PG_IMPLEMENTATION
+#else
+#define SPLITCORE_SEPARATE_IMPLEMENTATIONS /* pg_shm and the hooks alone: pg.h's code is not counted */
 #endif
 #include "ports/pg.h"
 #define PG_SHM_IMPLEMENTATION

@@ -16,13 +16,13 @@
 #include <stdio.h>
 #include <string.h>
 
-#define DT_NO_OPS /* the ops' kernels need libm; the firmware uses conv, pool, requant */
-#define DT_NO_RANDOM
 #define MICROBATCH_IMPLEMENTATION
-#define DTENSOR_IMPLEMENTATION
-#include "dtensor.h"
 #define PG_IMPLEMENTATION
-#include "ports/pg.h"
+#define DTENSOR_IMPLEMENTATION
+#define DTENSOR_CONV_IMPLEMENTATION /* conv2d, max pool and int8 conv2d: no libm needed */
+#define DTENSOR_QUANT_IMPLEMENTATION
+#define DTENSOR_QCONV_IMPLEMENTATION
+#include "dtensor_qconv.h"
 #define PG_SHM_IMPLEMENTATION
 #include "ports/pg_shm.h"
 #include "ports/platform/riscv_virt.h"

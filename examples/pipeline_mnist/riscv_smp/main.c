@@ -32,10 +32,10 @@
 #define PP_NO_TAKEIN     1 /* the plan was proven on the host: forward-only, depth 0 */
 #define PP_NO_TRAINING   1
 #define PP_MAILBOX_SLOTS SLOTS
-#define PIPELINE_IMPLEMENTATION
-#include "pipeline.h"
 #define PG_IMPLEMENTATION
 #include "ports/pg.h"
+#define PIPELINE_IMPLEMENTATION
+#include "pipeline.h"
 #define PG_SHM_IMPLEMENTATION
 #include "ports/pg_shm.h"
 #include "ports/platform/riscv_virt.h"

@@ -1950,7 +1950,7 @@ static void pp__emit_c(splitcore__out *o, const pp_plan *p, const char *name)
     splitcore__puts(o, "#include \"pipeline.h\"\n\n");
     if (mbox) { /* the depth pp_mailbox_depth proved: a PP_NO_TAKEIN build needs that room */
         splitcore__puts(o, "/* runs without take-in over mailboxes of this many transfers per ordered pair of ranks\n"
-                    "   (pp_mailbox_depth; times the messages per transfer) */\n#define ");
+                           "   (pp_mailbox_depth; times the messages per transfer) */\n#define ");
         splitcore__puts(o, name);
         splitcore__puts(o, "_MAILBOX_DEPTH ");
         splitcore__putu(o, (uint32_t)mbox - 1u);

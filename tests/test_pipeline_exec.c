@@ -1,10 +1,13 @@
 /* tests/test_pipeline_exec.c — pipeline.h's executor on real ports (host threads).
-   Pipeline-parallel training of a small MLP (8 layers, 4 stages of Linear+ReLU pairs) for
-   every schedule x checkpoint mode, on pg_pthread and on pg_shm (host threads as cores),
-   must give the parameters of plain single-rank training on the same microbatches
-   (f32, relative 1e-5). Inference streaming equals a single-rank forward. A layer error on
-   one rank makes every rank return that error (and the world is usable afterwards).
-   Bad inputs give error codes. No timing assertions. */
+   Pipeline-parallel training of a small MLP (8 layers, 4 stages of Linear+ReLU pairs, or 2
+   stages of two pairs) for every schedule x checkpoint mode, on pg_pthread and on pg_shm
+   (host threads as cores), must give the parameters of plain single-rank training on the
+   same microbatches (f32, relative 1e-5). Inference streaming equals a single-rank forward.
+   A layer error on one rank makes every rank return that error (and the world is usable
+   afterwards). Bad inputs give error codes. No timing assertions.
+   A bare-metal board (tests/target/sse200_smp) defines PIPELINE_EXEC_SUITE_CORES (its core
+   count) and gives pipeline_run_on_cores() and pipeline_suite_hooks(): its cores are the
+   ranks over pg_shm, and the pg_shm cases of the schedules that fit run there. */
 #define _DEFAULT_SOURCE 1 /* clock_gettime, syscall (host_threads.h) under -std=c99 */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -21,11 +24,19 @@
 #include "pipeline.h"
 #define PG_IMPLEMENTATION
 #include "ports/pg.h"
-#define PG_PTHREAD_IMPLEMENTATION
-#include "ports/pg_pthread.h"
 #define PG_SHM_IMPLEMENTATION
 #include "ports/pg_shm.h"
+#ifdef PIPELINE_EXEC_SUITE_CORES
+#define MAXR PIPELINE_EXEC_SUITE_CORES
+/* The board: run rank(core, arg) on every core (core 0 here), each core's return in rcs. */
+void pipeline_run_on_cores(int (*rank)(int core, void *arg), void *arg, int *rcs);
+void pipeline_suite_hooks(pg_shm_hooks *h);
+#else
+#define MAXR 4
+#define PG_PTHREAD_IMPLEMENTATION
+#include "ports/pg_pthread.h"
 #include "ports/platform/host_threads.h"
+#endif
 
 /* ---- the model: Linear(6,8) LeakyReLU Linear(8,8) LeakyReLU Linear(8,8) LeakyReLU
    Linear(8,3) Scale(3): 8 layers, 4 stages of 2 (a weight gradient in every stage). ---- */
@@ -309,12 +320,11 @@ static double reference_step(model *m, int step, int nmb)
 
 /* ---- one parallel run: a lowered plan, a config, a port ---- */
 enum { PORT_PTHREAD = 0, PORT_SHM = 1 };
-#define MAXR 4
 static pp_action plan_store[2][4096];
 static pp_plan sched, plan;
 static pp_table tables[MAXR];
 static pp_exec_cfg cfg;
-static int32_t balance[4] = {2, 2, 2, 2};
+static int32_t balance[4] = {2, 2, 2, 2}, balance2[2] = {4, 4}; /* 4 stages or 2 */
 static uint64_t exec_mem[MAXR][8192];
 static double rank_loss[MAXR];
 static int rank_has_loss[MAXR];
@@ -337,7 +347,9 @@ static int rank_body(pg_group *g, void *arg)
     return rc;
 }
 
+#ifndef PIPELINE_EXEC_SUITE_CORES
 static pg_pthread_world world;
+#endif
 #ifndef SHM_SLOTS
 #define SHM_SLOTS 8 /* tests/test_pipeline_notakein.c: 4 */
 #endif
@@ -345,34 +357,59 @@ static pg_pthread_world world;
 #define SHM_REGION  PG_SHM_REGION_BYTES(MAXR, SHM_SLOTS, SHM_PAYLOAD)
 static uint32_t shm_region[SHM_REGION / 4 + 16] __attribute__((aligned(64)));
 static pg_shm shm[MAXR];
+static int shm_rc[MAXR];
+
+/* Rank r over pg_shm: attach, run the plan's row. */
+#ifndef PIPELINE_EXEC_SUITE_CORES
 static pg_shm_host_bells bells;
-static int shm_rc[MAXR], shm_n;
+#endif
+static int shm_rank(int r, void *arg)
+{
+    pg_shm_hooks h;
+    int rc;
+    (void)arg;
+#ifdef PIPELINE_EXEC_SUITE_CORES
+    pipeline_suite_hooks(&h);
+#else
+    pg_shm_host_hooks(&h, &bells);
+#endif
+    rc = pg_shm_init(&shm[r], shm_region, SHM_REGION, r, &h);
+    return rc < 0 ? rc : rank_body(pg_shm_group(&shm[r]), NULL);
+}
+
+#ifndef PIPELINE_EXEC_SUITE_CORES
 static void *shm_thread(void *arg)
 {
-    int r = (int)(intptr_t)arg, rc;
-    pg_shm_hooks h;
-    pg_shm_host_hooks(&h, &bells);
-    rc = pg_shm_init(&shm[r], shm_region, SHM_REGION, r, &h);
-    shm_rc[r] = rc < 0 ? rc : rank_body(pg_shm_group(&shm[r]), NULL);
+    int r = (int)(intptr_t)arg;
+    shm_rc[r] = shm_rank(r, NULL);
     return NULL;
 }
+#endif
 
 /* Runs the plan on `port`; returns every rank's code in rcs. */
 static void run_ranks(int port, int n, int *rcs)
 {
     int r;
-    if (port == PORT_PTHREAD) {
+    if (port == PORT_SHM) {
+        memset(shm_region, 0, sizeof shm_region);
+        assert_int_equal(pg_shm_format(shm_region, SHM_REGION, n, SHM_SLOTS, SHM_PAYLOAD), 0);
+#ifdef PIPELINE_EXEC_SUITE_CORES
+        assert_int_equal(n, MAXR); /* every core is a rank */
+        pipeline_run_on_cores(shm_rank, NULL, shm_rc);
+#else
+        {
+            pthread_t t[MAXR];
+            for (r = 0; r < n; r++) pthread_create(&t[r], NULL, shm_thread, (void *)(intptr_t)r);
+            for (r = 0; r < n; r++) pthread_join(t[r], NULL);
+        }
+#endif
+        for (r = 0; r < n; r++) rcs[r] = shm_rc[r];
+    } else {
+#ifndef PIPELINE_EXEC_SUITE_CORES
         assert_int_equal(pg_pthread_world_init(&world, n), 0);
         pg_pthread_run(&world, n, rank_body, NULL);
         for (r = 0; r < n; r++) rcs[r] = world.rc[r];
-    } else {
-        pthread_t t[MAXR];
-        shm_n = n;
-        memset(shm_region, 0, sizeof shm_region);
-        assert_int_equal(pg_shm_format(shm_region, SHM_REGION, n, SHM_SLOTS, SHM_PAYLOAD), 0);
-        for (r = 0; r < n; r++) pthread_create(&t[r], NULL, shm_thread, (void *)(intptr_t)r);
-        for (r = 0; r < n; r++) pthread_join(t[r], NULL);
-        for (r = 0; r < n; r++) rcs[r] = shm_rc[r];
+#endif
     }
 }
 
@@ -392,7 +429,7 @@ static void cfg_init(model *m, int train, int ckpt)
     memset(&cfg, 0, sizeof cfg);
     cfg.layers = m->layers;
     cfg.nlayers = NL;
-    cfg.balance = balance;
+    cfg.balance = plan.nstages == 2 ? balance2 : balance;
     cfg.rows = ROWS;
     cfg.dtype = MB_F32;
     cfg.in_bytes = ROWS * DIN * 4;
@@ -410,6 +447,7 @@ static const struct {
 } SCHEDS[] = {
     {PP_SCHED_GPIPE, 4, 1},      {PP_SCHED_1F1B, 4, 1},           {PP_SCHED_INTERLEAVED_1F1B, 2, 2},
     {PP_SCHED_LOOPED_BFS, 2, 2}, {PP_SCHED_INTERLEAVED_ZB, 2, 2}, {PP_SCHED_ZBV, 2, 2},
+    {PP_SCHED_GPIPE, 2, 1},      {PP_SCHED_1F1B, 2, 1}, /* 2 stages of 4 layers */
 };
 
 /* Trains 2 steps of schedule si with nmb microbatches and checkpoint mode ck on `port`
@@ -455,21 +493,24 @@ static void train_equal(int port)
     int si, ck;
     data_init();
     for (si = 0; si < (int)(sizeof SCHEDS / sizeof SCHEDS[0]); si++)
-        for (ck = PP_CKPT_ALWAYS; ck <= PP_CKPT_NEVER; ck++)
+        for (ck = PP_CKPT_ALWAYS; ck <= PP_CKPT_NEVER && SCHEDS[si].P <= MAXR; ck++)
             train_one(port, SCHEDS[si].kind, SCHEDS[si].P, SCHEDS[si].V, NMB, ck);
 }
+#ifndef PIPELINE_EXEC_SUITE_CORES
 static void test_train_pthread(void **st)
 {
     (void)st;
     train_equal(PORT_PTHREAD);
 }
+#endif
 static void test_train_shm(void **st)
 {
     (void)st;
     train_equal(PORT_SHM);
 }
 
-/* Inference streaming: 6 frames through 4 stages (forward-only), equal to a plain forward. */
+/* Inference streaming: nmb frames through MAXR stages (forward-only), equal to a plain
+   forward. */
 static void infer_equal(int port, int nmb)
 {
     static model m;
@@ -477,12 +518,12 @@ static void infer_equal(int port, int nmb)
     int r, rcs[MAXR], mb, l;
     data_init();
     model_init(&m);
-    build_plan(PP_SCHED_FORWARD_ONLY, 4, 1, nmb);
+    build_plan(PP_SCHED_FORWARD_ONLY, MAXR, 1, nmb);
     cfg_init(&m, 0, PP_CKPT_NEVER);
     the_job.step = 1;
     memset(the_job.out, 0, sizeof the_job.out);
-    run_ranks(port, 4, rcs);
-    for (r = 0; r < 4; r++) assert_int_equal(rcs[r], 0);
+    run_ranks(port, MAXR, rcs);
+    for (r = 0; r < MAXR; r++) assert_int_equal(rcs[r], 0);
     for (mb = 0; mb < nmb; mb++) {
         float a[2][ROWS * 8];
         mb_tensor t[2];
@@ -498,12 +539,14 @@ static void infer_equal(int port, int nmb)
     }
     assert_memory_equal(want, the_job.out, sizeof(float) * ROWS * DOUT * (size_t)nmb);
 }
+#ifndef PIPELINE_EXEC_SUITE_CORES
 static void test_infer_pthread(void **st)
 {
     (void)st;
     infer_equal(PORT_PTHREAD, NMB);
     infer_equal(PORT_PTHREAD, MAXMB);
 }
+#endif
 static void test_infer_shm(void **st)
 {
     (void)st;
@@ -535,14 +578,17 @@ static void train_large(int port)
     int i;
     data_init();
     for (i = 0; i < (int)(sizeof LARGE / sizeof LARGE[0]); i++)
-        train_one(port, LARGE[i].kind, LARGE[i].P, LARGE[i].V, LARGE[i].nmb,
-                  i & 1 ? PP_CKPT_EXCEPT_LAST : PP_CKPT_NEVER);
+        if (LARGE[i].P <= MAXR)
+            train_one(port, LARGE[i].kind, LARGE[i].P, LARGE[i].V, LARGE[i].nmb,
+                      i & 1 ? PP_CKPT_EXCEPT_LAST : PP_CKPT_NEVER);
 }
+#ifndef PIPELINE_EXEC_SUITE_CORES
 static void test_train_large_m_pthread(void **st)
 {
     (void)st;
     train_large(PORT_PTHREAD);
 }
+#endif
 static void test_train_large_m_shm(void **st)
 {
     (void)st;
@@ -568,13 +614,17 @@ static void error_everywhere(int port, int kind, int P, int V, int layer_pair)
 static void test_error_aborts(void **st)
 {
     (void)st;
+#ifndef PIPELINE_EXEC_SUITE_CORES
     error_everywhere(PORT_PTHREAD, PP_SCHED_1F1B, 4, 1, 2);
     error_everywhere(PORT_PTHREAD, PP_SCHED_1F1B, 4, 1, 0);
     error_everywhere(PORT_PTHREAD, PP_SCHED_ZBV, 2, 2, 3 - 1);
-    error_everywhere(PORT_SHM, PP_SCHED_GPIPE, 4, 1, 1);
+#endif
+    error_everywhere(PORT_SHM, PP_SCHED_GPIPE, MAXR, 1, 1);
+    error_everywhere(PORT_SHM, PP_SCHED_ZBV, 2, 2, 3 - 1);
 }
 
 /* Bad inputs: codes, and nothing run. */
+#ifndef PIPELINE_EXEC_SUITE_CORES
 static void test_bad_inputs(void **st)
 {
     static model m;
@@ -635,16 +685,26 @@ static void test_bad_inputs(void **st)
     }
     assert_int_equal(pp_exec_run(NULL), PP_ERR_NULL);
 }
+#endif
 
 #ifndef PIPELINE_EXEC_TEST_NO_MAIN /* tests/test_pipeline_notakein.c reuses the above */
 int main(void)
 {
+#ifdef PIPELINE_EXEC_SUITE_CORES /* the board's cores over pg_shm */
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_train_shm),
+        cmocka_unit_test(test_infer_shm),
+        cmocka_unit_test(test_train_large_m_shm),
+        cmocka_unit_test(test_error_aborts),
+    };
+#else
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_train_pthread),         cmocka_unit_test(test_train_shm),
         cmocka_unit_test(test_infer_pthread),         cmocka_unit_test(test_infer_shm),
         cmocka_unit_test(test_train_large_m_pthread), cmocka_unit_test(test_train_large_m_shm),
         cmocka_unit_test(test_error_aborts),          cmocka_unit_test(test_bad_inputs),
     };
+#endif
     return cmocka_run_group_tests_name("pipeline executor", tests, NULL, NULL);
 }
 #endif

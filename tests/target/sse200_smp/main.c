@@ -108,6 +108,87 @@ void run_on_cores(body_fn f, int *results)
 {
     fw_jobs_run(&board_hooks, CORES, suite_rank, &f, results);
 }
+
+#ifndef PG_SHM_SUITE_DTENSOR
+/* ports/platform/sse200.h itself, before pg_shm's suites. Its clock on both cores at once,
+   read back to back for 20 SysTick periods (20 reloads, where QEMU shows the reload before
+   the tick is even pending): it never steps back (the loop ends once it advanced 20 ms). */
+static int clock_job(int core, void *arg)
+{
+    pg_shm_hooks h;
+    uint32_t t0, prev, now;
+    (void)core;
+    (void)arg;
+    fw_hooks(&h);
+    t0 = prev = h.now_us(h.ctx);
+    do {
+        now = h.now_us(h.ctx);
+        if ((int32_t)(now - prev) < 0) return __LINE__;
+        prev = now;
+    } while (now - t0 < 20000u);
+    return 0;
+}
+
+static void test_clock_never_steps_back(void **state)
+{
+    int rcs[FW_CORES], c;
+    (void)state;
+    fw_jobs_run(&board_hooks, FW_CORES, clock_job, NULL, rcs);
+    for (c = 0; c < FW_CORES; c++) assert_int_equal(rcs[c], 0);
+}
+
+/* CPU1 rings CPU0's doorbell (MHU0 CPU0INTR_SET) while CPU0 polls a flag: CPU0's IRQ 6 handler
+   has cleared the MHU and latched the doorbell, and wait() consumes the latch. CPU1 returns
+   (and rings again: the job board's done) only once CPU0 has looked. */
+static volatile uint32_t bell_sent, bell_checked;
+
+static int bell_job(int core, void *arg)
+{
+    uint32_t latched, stat, after;
+    (void)arg;
+    if (core == 1) {
+        fw_notify(0);
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        bell_sent = 1;
+        while (!bell_checked) fw_wait();
+        return 0;
+    }
+    /* WFI, not a spin (under QEMU's -icount a spinning core keeps the other from running);
+       it leaves the latch alone: only wait() clears it */
+    while (!bell_sent) __asm__ volatile("wfi" ::: "memory");
+    __asm__ volatile("dsb\n\tisb" ::: "memory"); /* the pending IRQ is taken here */
+    latched = fw_sse.core[0].rung;
+    stat = PG_SHM_SSE200__MHU_STAT(0);
+    fw_wait();
+    after = fw_sse.core[0].rung;
+    bell_checked = 1;
+    return latched != 1 ? __LINE__ : stat != 0 ? __LINE__ : after != 0 ? __LINE__ : 0;
+}
+
+static void test_doorbell_latched_and_consumed(void **state)
+{
+    int rcs[FW_CORES], c;
+    (void)state;
+    bell_sent = bell_checked = 0;
+    fw_wait(); /* consume a latch left by the job board */
+    fw_jobs_run(&board_hooks, FW_CORES, bell_job, NULL, rcs);
+    for (c = 0; c < FW_CORES; c++) assert_int_equal(rcs[c], 0);
+}
+
+static int board_main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_clock_never_steps_back),
+        cmocka_unit_test(test_doorbell_latched_and_consumed),
+    };
+    int failed = cmocka_run_group_tests_name("sse200.h hooks (2 Cortex-M33 cores)", tests, NULL, NULL);
+    return failed + suite_main();
+}
+#define SUITE_MAIN board_main
+#endif
+#endif
+#ifndef SUITE_MAIN
+#define SUITE_MAIN suite_main
 #endif
 
 #if defined(FW_SUITE_DTENSOR_OPS) || defined(FW_SUITE_CONV)
@@ -150,7 +231,7 @@ void fw_core_main(unsigned cpu)
     if (cpu == 0) {
         board_hooks = h;
         printf("sse200_smp: %s on %d Cortex-M33 cores (QEMU %s, bare metal)\n", SUITE, FW_CORES, fw_board);
-        fw_exit(suite_main());
+        fw_exit(SUITE_MAIN());
     }
     fw_jobs_serve(&h, (int)cpu);
 }

@@ -7,7 +7,8 @@
    dt_kernel_cblas, installed in the kernel table, and test_kernel_cblas checks it.
    tests/test_dtensor_ops_mpi.c runs the dispatcher part over pg_mpi: it defines DTO_MPI
    (pg_mpi instead of pg_pthread, its own dto_run and main) and DTO_MESH1/DTO_MESH2 (the
-   every-op tests' meshes on its world of 2 or 4) and includes this file. */
+   every-op tests' meshes on its world of 2 or 4) and includes this file; a bare-metal
+   board (tests/target/sse200_smp) does the same with DTO_BOARD: its cores over pg_shm. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <setjmp.h>
@@ -23,10 +24,12 @@
 #define DTENSOR_IMPLEMENTATION
 #define DTENSOR_OPS_IMPLEMENTATION
 #include "dtensor_ops.h"
+#if defined(DTO_MPI) || defined(DTO_BOARD)
 #ifdef DTO_MPI
 #define PG_MPI_IMPLEMENTATION
 #include "ports/pg_mpi.h"
-static int dto_run(int (*fn)(pg_group *g, void *arg), void *arg); /* test_dtensor_ops_mpi.c */
+#endif
+static int dto_run(int (*fn)(pg_group *g, void *arg), void *arg); /* test_dtensor_ops_mpi.c, the board */
 #define DTO_RUN(fn, arg) dto_run(fn, arg)
 #else
 #define PG_PTHREAD_IMPLEMENTATION
@@ -1872,31 +1875,30 @@ static void test_dispatch_submesh(void **state)
     assert_int_equal(DTO_RUN(body_submesh, NULL), 0);
 }
 
-#ifndef DTO_MPI
+/* The tests that need no communication (every MPI process, every core of a board runs them). */
+/* clang-format off */
+#define DTO_LOCAL_TESTS                                                                                 \
+    cmocka_unit_test(test_strategy_counts), cmocka_unit_test(test_mm_rules),                           \
+    cmocka_unit_test(test_pointwise_rules), cmocka_unit_test(test_cache_and_errors),                   \
+    cmocka_unit_test(test_linear_rules), cmocka_unit_test(test_kernel_linear),                         \
+    cmocka_unit_test(test_tp_styles), cmocka_unit_test(test_unary_rules),                              \
+    cmocka_unit_test(test_reduce_rules), cmocka_unit_test(test_softmax_norm_rules),                    \
+    cmocka_unit_test(test_kernel_ops), cmocka_unit_test(test_kernel_mm),                               \
+    cmocka_unit_test(test_view_rules), cmocka_unit_test(test_embed_loss_rules),                        \
+    cmocka_unit_test(test_kernel_embed_loss)
+/* clang-format on */
+
+#if !defined(DTO_MPI) && !defined(DTO_BOARD)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_strategy_counts),
-        cmocka_unit_test(test_mm_rules),
-        cmocka_unit_test(test_pointwise_rules),
-        cmocka_unit_test(test_cache_and_errors),
-        cmocka_unit_test(test_linear_rules),
-        cmocka_unit_test(test_kernel_linear),
-        cmocka_unit_test(test_tp_styles),
-        cmocka_unit_test(test_unary_rules),
-        cmocka_unit_test(test_reduce_rules),
-        cmocka_unit_test(test_softmax_norm_rules),
-        cmocka_unit_test(test_kernel_ops),
-        cmocka_unit_test(test_kernel_mm),
-        cmocka_unit_test(test_dispatch_1d),
-        cmocka_unit_test(test_dispatch_2x2),
-        cmocka_unit_test(test_dispatch_misc),
+        DTO_LOCAL_TESTS,
 #if DT_CBLAS
         cmocka_unit_test(test_kernel_cblas),
 #endif
-        cmocka_unit_test(test_view_rules),
-        cmocka_unit_test(test_embed_loss_rules),
-        cmocka_unit_test(test_kernel_embed_loss),
+        cmocka_unit_test(test_dispatch_1d),
+        cmocka_unit_test(test_dispatch_2x2),
+        cmocka_unit_test(test_dispatch_misc),
         cmocka_unit_test(test_dispatch_b_1d),
         cmocka_unit_test(test_dispatch_b_2x2),
         cmocka_unit_test(test_dispatch_features),

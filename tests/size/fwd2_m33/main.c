@@ -27,14 +27,14 @@
 
 #define MICROBATCH_IMPLEMENTATION
 #include "microbatch.h"
+#define PG_IMPLEMENTATION
+#include "ports/pg.h"
 #define PP_NO_PLANNER    1
 #define PP_NO_TAKEIN     1
 #define PP_NO_TRAINING   1
 #define PP_MAILBOX_SLOTS SLOTS
 #define PIPELINE_IMPLEMENTATION
 #include "pipeline.h"
-#define PG_IMPLEMENTATION
-#include "ports/pg.h"
 #define PG_SHM_IMPLEMENTATION
 #include "ports/pg_shm.h"
 

@@ -321,8 +321,11 @@ PP_API int pp_schedule_build(pp_plan *plan, int schedule, int nranks, int stages
 /* rank's row of the plan as the executor walks it (a view into the plan's storage, no copy).
    PP_ERR_NULL, PP_ERR_ARG (rank out of range). */
 PP_API int pp_plan_table(const pp_plan *plan, int rank, pp_table *out);
-/* Peak number of activations held at once on `rank` (F .. its B or W), in table order.
-   A plan without any backward action holds one at a time. */
+/* Peak number of activations held at once on `rank`, in table order: each from its F until
+   the action after which the executor frees its slot. Training: its B or W, or its SEND_B
+   when that comes later. Without any backward action in the plan: the next stage's F when
+   that stage is on the rank (its copy in; the executor adds the one slot this takes), else
+   its SEND_F (at once on the last stage, or when the row has no SEND_F). */
 PP_API int pp_peak_inflight(const pp_plan *plan, int rank);
 
 /* ---- 5. Lowering --------------------------------------------------------------------- */
@@ -347,7 +350,9 @@ PP_API int pp_lower_mode(const pp_plan *in, pp_plan *out, void *storage, size_t 
    (no backward at all), as is any plan marked PP_SCHED_FORWARD_ONLY. Plans marked with
    another built-in schedule also get its constructor checks (pp_schedule_check); inference
    plans run with any stage map (several stages per rank, uneven ones included), as the
-   executor runs them. */
+   executor runs them. Sends and receives (torch's rules ignore them) must be ones the
+   executor runs: with the neighbouring stage they name on another rank, once each, a send
+   after the F (SEND_F) or I / B (SEND_B) it sends the result of. */
 PP_API int pp_validate(const pp_plan *plan, pp_diag *diag);
 
 typedef struct pp_costs {
@@ -455,7 +460,14 @@ PP_API int pp_trace_json(const pp_event *ev, int n, char *buf, size_t cap, size_
    one stay within the slot count, so no F runs short; a gradient into its microbatch's
    slot). So a table where two ranks each send more than a mailbox holds before receiving
    (LoopedBFS on 2 ranks with M = 16 over pg_pthread's 4-slot mailboxes) runs as pp_simulate,
-   whose sends are buffered, predicts. PP_NO_TAKEIN leaves that out (about 500 B on
+   whose sends are buffered, predicts. Take-in stops at the slot count, though: when ranks
+   wait on each other in a cycle in which one waits to send into a mailbox full of
+   activations its peer has no free slot for (an order that forwards every microbatch through
+   a rank before the backward its peer waits on; or transfers above the port's max_msg, which
+   travel in pieces and fill a mailbox sooner), they wait until the timeout (PP_ERR_COMM)
+   where pp_simulate finishes. A table that pp_mailbox_depth (below) proves for depth d runs,
+   with or without take-in, on a port whose mailboxes hold d x pieces messages per pair (any
+   port when d is 0). PP_NO_TAKEIN leaves take-in out (about 500 B on
    Cortex-M4; the firmware build with an emitted plan): a send then waits for room in the
    mailbox, so the plan must carry the deadlock freedom instead. pp_mailbox_depth (section 6)
    proves on the host the mailbox depth d (transfers per ordered pair of ranks) the plan
@@ -473,7 +485,9 @@ PP_API int pp_trace_json(const pp_event *ev, int n, char *buf, size_t cap, size_
    ends every peer's wait at once; then every rank recovers the group (pg_recover, waiting at
    most half the group's timeout T), and the ranks agree over point-to-point messages (each
    sends its error to one rank, which answers with the error of the lowest rank that had
-   one), so every rank returns the same code, err and err_rank. A rank that only saw the abort
+   one; every rank acknowledges its answer and that rank then releases them, so no rank's next
+   step can abort the world before every rank has its answer), so every rank returns the same
+   code, err and err_rank. A rank that only saw the abort
    has no error of its own; when no rank has one (something outside the executor aborted the
    world, e.g. a layer's own pg_abort), every rank returns PP_ERR_COMM, err PG_ERR_ABORTED,
    err_rank -1. A rank that stalls: the first rank waiting on it times out after T and aborts,
@@ -538,7 +552,9 @@ PP_API int pp_exec_init(pp_exec *e, const pp_exec_cfg *cfg, const pp_table *t, p
 PP_API int pp_exec_run(pp_exec *e);
 /* Last stage, after a training step: the per-microbatch losses merged with `spec`
    (NULL: sum; MB_REDUCE_CUSTOM(r) for a custom reducer). Needs microbatch.h's
-   implementation. PP_ERR_ARG on ranks without the last stage. */
+   implementation. PP_ERR_ARG on ranks without the last stage, after a step that failed before
+   every microbatch's loss, and for a spec mb_merge refuses (a custom reducer's own error is
+   not kept: the reducer records it). */
 PP_API int pp_exec_loss(const pp_exec *e, const mb_spec *spec, double *loss);
 #endif /* PP_NO_EXECUTOR */
 
@@ -1156,9 +1172,30 @@ PP__DEF int pp_schedule_build(pp_plan *plan, int sched, int P, int V, int M, voi
     return PP_OK;
 }
 
+/* Where the executor frees the slot of the F at row[j] (see pp_peak_inflight); j: at once,
+   len: never. */
+static int pp__release_at(const pp_plan *p, const pp_action *row, int len, int j, int rank, int train)
+{
+    int s = row[j].stage, m = row[j].mb, i, w = len, same;
+    if (!train) {
+        if (s == p->nstages - 1) return j;
+        same = p->stage_rank[s + 1] == rank;
+        for (i = j + 1; i < len; i++)
+            if (pp__eq(row[i], same ? pp__act(PP_F, s + 1, m) : pp__act(PP_SEND_F, s, m))) return i;
+        return same ? len : j;
+    }
+    for (i = j + 1; i < len && w == len; i++)
+        if ((row[i].type == PP_B || row[i].type == PP_W) && row[i].stage == s && row[i].mb == m) w = i;
+    if (s > 0 && p->stage_rank[s - 1] != rank) /* the input gradient still to send */
+        for (i = w + 1; i < len; i++)
+            if (pp__eq(row[i], pp__act(PP_SEND_B, s, m))) return i;
+    return w;
+}
+
 PP__DEF int pp_peak_inflight(const pp_plan *p, int rank)
 {
-    int i, r, cur = 0, peak = 0, bwd = 0;
+    int i, j, r, cur = 0, peak = 0, bwd = 0, len;
+    const pp_action *row;
     if (!p) return PP_ERR_NULL;
     if ((r = pp__plan_rows_check(p, NULL)) != PP_OK) return r;
     if (rank < 0 || rank >= p->nranks) return PP_ERR_ARG;
@@ -1170,13 +1207,21 @@ PP__DEF int pp_peak_inflight(const pp_plan *p, int rank)
                 break;
             }
         }
-    for (i = 0; i < p->len[rank]; i++) {
-        int t = pp__row(p, rank)[i].type;
-        if (t == PP_F) {
+    row = pp__row(p, rank);
+    len = p->len[rank];
+    for (i = 0; i < len; i++) {
+        pp_action a = row[i];
+        int frees = bwd ? a.type == PP_B || a.type == PP_W || a.type == PP_SEND_B
+                        : a.type == PP_SEND_F || (a.type == PP_F && a.stage > 0 && p->stage_rank[a.stage - 1] == rank);
+        if (frees) { /* the slot of the nearest F before it of that stage and microbatch, if it ends here */
+            pp_action f = pp__act(PP_F, a.type == PP_F ? a.stage - 1 : a.stage, a.mb);
+            for (j = i - 1; j >= 0 && !pp__eq(row[j], f); j--) {}
+            if (j >= 0 && pp__release_at(p, row, len, j, rank, bwd) == i) cur--;
+        }
+        if (a.type == PP_F) {
             if (++cur > peak) peak = cur;
-            if (!bwd) cur--;
-        } else if ((t == PP_B || t == PP_W) && cur > 0)
-            cur--;
+            if (pp__release_at(p, row, len, i, rank, bwd) == i) cur--;
+        }
     }
     return peak;
 }
@@ -1344,6 +1389,23 @@ PP__DEF int pp_lower_mode(const pp_plan *in, pp_plan *out, void *storage, size_t
 }
 
 /* ---- validation: torch's _validate_schedule ---- */
+/* A send or receive the executor can run: with the neighbouring stage it names (none:
+   PP_ERR_ACTION) on another rank (PP_ERR_STAGE_RANK), once (PP_ERR_DUPLICATE), a send after
+   the F, or the I or B, whose result it sends (PP_ERR_ACTION). */
+static int pp__comm_check(const pp_plan *p, const pp_action *row, int i, pp_action a, int r)
+{
+    int fwd = a.type == PP_SEND_F || a.type == PP_RECV_F, send = a.type == PP_SEND_F || a.type == PP_SEND_B;
+    int peer = a.stage + (fwd == send ? 1 : -1); /* SEND_F, RECV_B: the next stage */
+    if (peer < 0 || peer >= p->nstages) return PP_ERR_ACTION;
+    if (p->stage_rank[peer] == r) return PP_ERR_STAGE_RANK;
+    if (pp__in_row(row, i, a)) return PP_ERR_DUPLICATE;
+    if (send &&
+        !(fwd ? pp__in_row(row, i, pp__act(PP_F, a.stage, a.mb))
+              : pp__in_row(row, i, pp__act(PP_I, a.stage, a.mb)) || pp__in_row(row, i, pp__act(PP_B, a.stage, a.mb))))
+        return PP_ERR_ACTION;
+    return PP_OK;
+}
+
 PP__DEF int pp_validate(const pp_plan *p, pp_diag *diag)
 {
     int r, i, s, rc, train = 0;
@@ -1370,6 +1432,10 @@ PP__DEF int pp_validate(const pp_plan *p, pp_diag *diag)
             if (p->stage_rank[a.stage] != r) {
                 pp__diag(diag, r, i, a);
                 return PP_ERR_STAGE_RANK;
+            }
+            if (a.type >= PP_SEND_F && a.type <= PP_RECV_B && (rc = pp__comm_check(p, row, i, a, r)) != PP_OK) {
+                pp__diag(diag, r, i, a);
+                return rc;
             }
             if (a.type > PP_W) continue;
             train |= a.type != PP_F && p->schedule != PP_SCHED_FORWARD_ONLY;
@@ -2586,35 +2652,43 @@ static int pp__action(pp_exec *e, pp_action a)
 }
 
 /* Every rank sends v (n bytes: code, err, rank; n 0: an empty message) to root, which keeps
-   the report of the lowest rank with a code and answers every rank with it. */
+   the report of the lowest rank with a code and answers every rank with it; then each
+   acknowledges its answer and the root releases them (empty messages). So no rank leaves
+   before every rank has its answer: a rank's next step may fail at once and abort the world,
+   which would end a peer's wait for its answer. Once a rank is released every rank has its
+   answer, so an abort while waiting for (or sending) a release is that next step's. */
 static int pp__report(pp_exec *e, int root, int32_t *v, size_t n)
 {
     const pp_table *t = e->t;
     int me = t->rank, pass, r, x = PP_OK;
     int32_t in[3] = {0, 0, 0};
     size_t got = 0;
-    for (pass = 0; pass < 2; pass++)
+    for (pass = 0; pass < 4; pass++) {
+        if (pass == 2) n = 0; /* the acknowledgements and releases are empty */
         for (r = 0; r < t->nranks && x >= 0; r++) {
             if (r == me || (me != root && r != root)) continue;
-            if (pass == (me == root)) { /* a report to the root, or its answer */
+            if ((pass & 1) == (me == root)) { /* to the root (report, ack), or from it (answer, release) */
                 x = pg_send(e->g, r, PP_AGREE_TAG, v, n);
-                continue;
+            } else {
+                x = pg_recv(e->g, r, PP_AGREE_TAG, me == root ? in : v, n, &got);
+                if (x >= 0 && got != n) x = PG_ERR_MISMATCH;
+                if (x >= 0 && me == root && n && in[0] && (!v[0] || r < v[2])) {
+                    v[0] = in[0];
+                    v[1] = in[1];
+                    v[2] = r;
+                }
             }
-            x = pg_recv(e->g, r, PP_AGREE_TAG, me == root ? in : v, n, &got);
-            if (x >= 0 && got != n) x = PG_ERR_MISMATCH;
-            if (x >= 0 && me == root && n && in[0] && (!v[0] || r < v[2])) {
-                v[0] = in[0];
-                v[1] = in[1];
-                v[2] = r;
-            }
+            if (pass == 3 && x == PG_ERR_ABORTED) return PG_OK;
         }
+    }
     return x;
 }
 
 /* Every rank agrees on the outcome, over point-to-point messages only (no collective: a
    firmware links nothing but send and receive). No abort when the step went well: each rank
    reports to a root (the rank of stage 0 in training, of the last stage when streaming: the
-   one that finishes last), which answers once every rank did (a failed rank never reports).
+   one that finishes last), which answers once every rank did (a failed rank never reports),
+   and releases them once every rank acknowledged its answer (pp__report).
    An error instead aborts the world, so every rank's wait ends in PG_ERR_ABORTED; then all
    recover and report again, now with their error (none from a rank that only saw the
    abort), and every rank takes the root's answer: the error of the lowest rank. The recover
@@ -2693,8 +2767,10 @@ PP__DEF int pp_exec_loss(const pp_exec *e, const mb_spec *spec, double *loss)
     if (!e->losses) return PP_ERR_ARG;
     PP_MEMSET(&out, 0, sizeof out);
     out.kind = MB_VALUE_SCALAR;
+    /* refused too: the losses of a step that failed before all of them (pp_exec_run zeroes
+       them: a tensor without data) */
     rc = mb_merge(e->losses, e->t->nmb, 1, spec ? spec : &sum, 0, &out);
-    if (rc < 0) return rc;
+    if (rc < 0) return PP_ERR_ARG;
     *loss = out.scalar;
     return PP_OK;
 }

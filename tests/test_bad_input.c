@@ -75,7 +75,8 @@ static pp_costs costs;
 static uint64_t work[4096];
 static pp_event events1[1];
 static pp_exec_cfg xcfg;
-static pp_exec xexec_unset;
+static pp_exec xexec_unset, xexec_noloss; /* xexec_noloss: a failed step (no loss computed) */
+static mb_value noloss[8];
 static pp_action lower_work[2], send_f = PP_ACTION(PP_SEND_F, 1, 10);
 static size_t needed;
 
@@ -447,6 +448,13 @@ static pp_exec_cfg xcfg_fo, xcfg_fo_nout;
     ROW(pp70, "pipeline.h", "pp_lower_mode", "PP_LOWER_TORCH, storage too small (working memory; `out` untouched)",    \
         PP_ERR_TOO_SMALL, pp_lower_mode(&sched, OUT_AT(pp_plan, 4096), lower_work, 8, PP_LOWER_TORCH, NULL))           \
     ROW(pp40, "pipeline.h", "pp_validate", "NULL", PP_ERR_NULL, pp_validate(NULL, NULL))                               \
+    ROW(pp40b, "pipeline.h", "pp_validate", "a send twice (SEND_F)", PP_ERR_DUPLICATE, pp_validate(bad_comm(0), NULL)) \
+    ROW(pp40c, "pipeline.h", "pp_validate", "a send or receive with no such stage (SEND_B of stage 0)", PP_ERR_ACTION, \
+        pp_validate(bad_comm(1), NULL))                                                                                \
+    ROW(pp40d, "pipeline.h", "pp_validate", "a send before its F (SEND_F) or I / B (SEND_B)", PP_ERR_ACTION,           \
+        pp_validate(bad_comm(2), NULL))                                                                                \
+    ROW(pp40e, "pipeline.h", "pp_validate", "a send or receive between stages on the same rank", PP_ERR_STAGE_RANK,    \
+        pp_validate(bad_comm(3), NULL))                                                                                \
     ROW(pp41, "pipeline.h", "pp_sim_bytes", "NULL (returns 0)", 0, (int)pp_sim_bytes(NULL))                            \
     ROW(pp42, "pipeline.h", "pp_simulate", "work too small", PP_ERR_TOO_SMALL,                                         \
         pp_simulate(&lowered, &costs, work, 8, OUT(pp_sim), OUT_AT(pp_event, 4096), 16, OUT_AT(int, 8192), NULL))      \
@@ -487,6 +495,8 @@ static pp_exec_cfg xcfg_fo, xcfg_fo_nout;
     ROW(pp63, "pipeline.h", "pp_exec_loss", "NULL loss", PP_ERR_NULL, pp_exec_loss(&xexec_unset, NULL, NULL))          \
     ROW(pp64, "pipeline.h", "pp_exec_loss", "not the last stage's rank", PP_ERR_ARG,                                   \
         pp_exec_loss(&xexec_unset, NULL, OUT(double)))                                                                 \
+    ROW(pp64b, "pipeline.h", "pp_exec_loss", "after a step that failed before every loss", PP_ERR_ARG,                 \
+        pp_exec_loss(&xexec_noloss, NULL, OUT(double)))                                                                \
     ROW(pp65, "pipeline.h", "pp_mailbox_depth", "NULL plan", PP_ERR_NULL,                                              \
         pp_mailbox_depth(NULL, 4, work, sizeof work, NULL))                                                            \
     ROW(pp66, "pipeline.h", "pp_mailbox_depth", "max_depth above 254", PP_ERR_ARG,                                     \
@@ -1189,6 +1199,44 @@ static mb_tensor *i8_local(int32_t rows, int32_t cols) /* two per row: alternate
     mb_tensor_init(&t[k], i8buf, MB_I8, 2, sh);
     return &t[k];
 }
+/* `lowered` (1F1B on 2 ranks, M 4) with one send the executor cannot run: 0 SEND_F(0,0)
+   twice, 1 a SEND_B of stage 0 (no stage before it), 2 SEND_F(0,0) before its F; 3: one rank,
+   2 stages (F0 SEND_F0 F1 B1 B0): a send between stages on the same rank. */
+static pp_plan *bad_comm(int k)
+{
+    static pp_plan p;
+    static pp_action st[2][512];
+    pp_action *row = st[0], a;
+    int i;
+    if (k == 3) {
+        static const pp_action one[5] = {PP_ACTION(PP_F, 0, 0), PP_ACTION(PP_SEND_F, 0, 0), PP_ACTION(PP_F, 1, 0),
+                                         PP_ACTION(PP_B, 1, 0), PP_ACTION(PP_B, 0, 0)};
+        pp_plan_init(&p, st, sizeof st, 1, 2, 1);
+        memcpy(row, one, sizeof one);
+        p.len[0] = 5;
+        p.lowered = 1;
+        return &p;
+    }
+    p = lowered;
+    p.actions = row;
+    p.cap = 512;
+    for (i = 0; i < 2; i++)
+        memcpy(st[i], lowered.actions + (size_t)i * (size_t)lowered.cap, (size_t)lowered.len[i] * sizeof(pp_action));
+    for (i = 0; row[i].type != PP_SEND_F; i++) {} /* row[i - 1] is F(0,0) */
+    if (k == 0) {
+        memmove(row + i + 1, row + i, (size_t)(p.len[0] - i) * sizeof *row);
+        p.len[0]++;
+    } else if (k == 1) {
+        row[p.len[0]].type = PP_SEND_B;
+        row[p.len[0]].stage = 0;
+        row[p.len[0]++].mb = 0;
+    } else {
+        a = row[i];
+        row[i] = row[i - 1];
+        row[i - 1] = a;
+    }
+    return &p;
+}
 static pp_plan *out_plan(void)
 {
     /* an initialised, empty 2-rank custom plan to import into */
@@ -1366,6 +1414,10 @@ static void fixtures(void)
     xcfg.input = dummy_input;
     xcfg.loss = dummy_loss;
     memset(&xexec_unset, 0, sizeof xexec_unset);
+    xexec_noloss = xexec_unset;
+    xexec_noloss.t = &table0;
+    xexec_noloss.losses = noloss; /* zeroed, as pp_exec_run leaves those it did not reach */
+    assert_true(table0.nmb <= (int)(sizeof noloss / sizeof noloss[0]));
     hostile_fixtures();
     memset(events1, 0, sizeof events1);
 

@@ -3,6 +3,10 @@
    Each case is the smallest call that showed the bug under ASan/UBSan; the fuzzer's own
    input also stays in tests/fuzz/corpus/<target>/ (run first by every fuzzing session).
    This suite runs on the host under ASan + UBSan and under QEMU on every target. */
+#if defined(__unix__) || defined(__APPLE__)
+#define FUZZ_REGRESSIONS_THREADS 1 /* the cases with ranks as threads (pg_pthread): host only */
+#define _POSIX_C_SOURCE          200809L
+#endif
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,16 +16,22 @@
 
 #define MICROBATCH_IMPLEMENTATION
 #include "microbatch.h"
-#define PIPELINE_IMPLEMENTATION
-#define PP_NO_EXECUTOR 1
-#include "pipeline.h"
 #define PG_IMPLEMENTATION
+#include "ports/pg.h"
+#define PIPELINE_IMPLEMENTATION
+#include "pipeline.h"
 #define DTENSOR_IMPLEMENTATION
 #define DTENSOR_OPS_IMPLEMENTATION
 #define DTENSOR_CONV_IMPLEMENTATION
 #define DTENSOR_GRAPH_IMPLEMENTATION
 #include "dtensor_conv.h"
 #include "dtensor_graph.h"
+#ifdef FUZZ_REGRESSIONS_THREADS
+#include <sched.h>
+#include <time.h>
+#define PG_PTHREAD_IMPLEMENTATION
+#include "ports/pg_pthread.h"
+#endif
 
 /* fuzz_microbatch: torch.chunk's count was (size + each - 1) / each in int32: signed
    overflow for sizes near INT32_MAX. */
@@ -244,6 +254,218 @@ static void test_maxpool_window_over_padding_only(void **state)
     for (i = 0; i < 16; i++) assert_true(gbuf[i] == (i == 8 ? 0.0f : 99.0f));
 }
 
+/* fuzz_exec: pp_peak_inflight counted one activation at a time in a plan without a
+   backward, but the executor keeps a stage's output until the next stage's F on the same
+   rank (or its SEND_F): in stage-major order (every microbatch's F of stage 0, then of
+   stage 1) one rank holds all of them, and the slots pp_plan_table gave made pp_exec_run
+   fail with PP_ERR_TOO_SMALL on a plan pp_validate and pp_simulate accept. */
+static pp_action f_of(int stage, int mb)
+{
+    pp_action a;
+    a.type = PP_F;
+    a.stage = (uint8_t)stage;
+    a.mb = (uint16_t)mb;
+    return a;
+}
+static void test_peak_inflight_of_stage_major_inference(void **state)
+{
+    static pp_action st[16];
+    pp_plan p;
+    pp_table t;
+    int m, s;
+    (void)state;
+    assert_int_equal(pp_plan_init(&p, st, sizeof st, 1, 2, 3), PP_OK);
+    for (s = 0; s < 2; s++)
+        for (m = 0; m < 3; m++) st[p.len[0]++] = f_of(s, m);
+    assert_int_equal(pp_validate(&p, NULL), PP_OK);
+    assert_int_equal(pp_peak_inflight(&p, 0), 3);
+    assert_int_equal(pp_plan_table(&p, 0, &t), PP_OK);
+    assert_int_equal(t.slots, 3);
+    p.len[0] = 0; /* microbatch-major: one at a time (the executor adds the copy's slot) */
+    for (m = 0; m < 3; m++)
+        for (s = 0; s < 2; s++) st[p.len[0]++] = f_of(s, m);
+    assert_int_equal(pp_peak_inflight(&p, 0), 1);
+}
+
+/* fuzz_exec: pp_exec_loss after a step that failed before the last stage computed every
+   microbatch's loss merged the zeroed entries pp_exec_run leaves and returned
+   microbatch.h's MB_ERR_NULL, another module's code. Now PP_ERR_ARG, *loss untouched. */
+static void test_exec_loss_after_failed_step(void **state)
+{
+    mb_value losses[2];
+    pp_table t;
+    pp_exec e;
+    double loss = 7.0;
+    (void)state;
+    memset(&t, 0, sizeof t);
+    t.nmb = 2;
+    memset(&e, 0, sizeof e);
+    e.t = &t;
+    e.losses = losses;
+    memset(losses, 0, sizeof losses); /* as pp_exec_run starts a step */
+    losses[0].kind = MB_VALUE_SCALAR;
+    losses[0].scalar = 1.5; /* the first microbatch's loss only */
+    assert_int_equal(pp_exec_loss(&e, NULL, &loss), PP_ERR_ARG);
+    assert_true(loss == 7.0);
+    losses[1].kind = MB_VALUE_SCALAR;
+    losses[1].scalar = 2.0;
+    assert_int_equal(pp_exec_loss(&e, NULL, &loss), PP_OK);
+    assert_true(loss == 3.5);
+}
+
+/* fuzz_exec: pp_validate skipped sends and receives (torch's rules ignore them), so a lowered
+   plan with a SEND_B of stage 0 (or a send twice, a send before its computation, a send
+   between stages on one rank) validated and simulated, and the executor then failed with
+   PP_ERR_ACTION (or left the doubled message behind for the next step). */
+static void test_validate_checks_sends(void **state)
+{
+    static pp_action st[2][64], lst[2][128];
+    pp_plan p, low;
+    pp_action *row;
+    int i;
+    (void)state;
+    assert_int_equal(pp_schedule_build(&p, PP_SCHED_1F1B, 2, 1, 2, st, sizeof st, NULL), PP_OK);
+    assert_int_equal(pp_lower(&p, &low, lst, sizeof lst, NULL), PP_OK);
+    assert_int_equal(pp_validate(&low, NULL), PP_OK);
+    row = lst[0];
+    row[low.len[0]].type = PP_SEND_B; /* rank 0 holds stage 0: there is no stage before it */
+    row[low.len[0]].stage = 0;
+    row[low.len[0]++].mb = 0;
+    assert_int_equal(pp_validate(&low, NULL), PP_ERR_ACTION);
+    low.len[0]--;
+    for (i = 0; row[i].type != PP_SEND_F; i++) {}
+    row[low.len[0]] = row[i]; /* SEND_F(0, 0) again */
+    low.len[0]++;
+    assert_int_equal(pp_validate(&low, NULL), PP_ERR_DUPLICATE);
+    low.len[0]--;
+    row[i] = row[i - 1]; /* SEND_F(0, 0) before F(0, 0) */
+    row[i - 1].type = PP_SEND_F;
+    assert_int_equal(pp_validate(&low, NULL), PP_ERR_ACTION);
+}
+
+#ifdef FUZZ_REGRESSIONS_THREADS
+/* fuzz_exec: the end-of-step agreement let the root return as soon as it had answered; its
+   next step could fail at once and abort the world before a peer had taken the answer, and
+   that peer (with no error of its own) returned PP_ERR_COMM / PG_ERR_ABORTED / rank -1 instead
+   of the agreed PP_ERR_LAYER of the root. Here rank 1's receive of the answer waits until the
+   root's next step has failed (or 300 ms: the root cannot get there once it waits for rank
+   1's acknowledgement); then both ranks must report step 1 as the root's layer error. */
+static pg_pthread_world race_world;
+static const pg_ops *race_real_ops;
+static pg_ops race_slow_ops;
+static int race_step[2], race_root_failed;
+static float race_x[4];
+static int race_fwd(void *self, const mb_tensor *x, mb_tensor *y)
+{
+    int rank = *(const int *)self;
+    if (rank == 0 && race_step[0] == 1) return -5; /* step 1: the root's layer fails */
+    memcpy(y->data, x->data, sizeof race_x);
+    return 0;
+}
+static int race_bi(void *self, const mb_tensor *x, const mb_tensor *dy, mb_tensor *dx)
+{
+    (void)self;
+    (void)x;
+    memcpy(dx->data, dy->data, sizeof race_x);
+    return 0;
+}
+static int race_input(void *user, int mb, mb_tensor *x)
+{
+    (void)user;
+    (void)mb;
+    if (race_step[0] == 2) { /* step 2: the root fails at once */
+        __atomic_store_n(&race_root_failed, 1, __ATOMIC_RELEASE);
+        return -6;
+    }
+    memcpy(x->data, race_x, sizeof race_x);
+    return 0;
+}
+static int race_loss(void *user, int mb, const mb_tensor *y, mb_tensor *dy, double *loss)
+{
+    (void)user;
+    (void)mb;
+    memcpy(dy->data, y->data, sizeof race_x);
+    *loss = 0.0;
+    return 0;
+}
+static int race_recv(void *port, int src, uint32_t tag, void *buf, size_t cap, size_t *got, uint32_t timeout_ms)
+{
+    if (cap == 3 * sizeof(int32_t) && race_step[1] == 1) { /* the answer of step 1's agreement */
+        struct timespec t0, t;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        do {
+            sched_yield();
+            clock_gettime(CLOCK_MONOTONIC, &t);
+        } while (!__atomic_load_n(&race_root_failed, __ATOMIC_ACQUIRE) &&
+                 (t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 < 300);
+    }
+    return race_real_ops->recv(port, src, tag, buf, cap, got, timeout_ms);
+}
+static int race_rank(pg_group *g, void *arg)
+{
+    static const int32_t balance[2] = {1, 1};
+    static const int ranks[2] = {0, 1};
+    static uint64_t mem[2][512];
+    static pp_action st[2][64], lst[2][64];
+    int32_t *out = (int32_t *)arg;
+    int r = pg_rank(g), step, rc;
+    pp_plan p, low;
+    pp_table t;
+    pp_layer layers[2];
+    pp_exec_cfg c;
+    pp_exec e;
+    memset(layers, 0, sizeof layers);
+    layers[0].forward = layers[1].forward = race_fwd;
+    layers[0].backward_input = layers[1].backward_input = race_bi;
+    layers[0].self = (void *)&ranks[0];
+    layers[1].self = (void *)&ranks[1];
+    layers[0].act_bytes = layers[1].act_bytes = sizeof race_x;
+    memset(&c, 0, sizeof c);
+    c.input = race_input; /* GPipe on 2 ranks, one layer each, one microbatch of 4 floats */
+    c.loss = race_loss;
+    c.layers = layers;
+    c.balance = balance;
+    c.nlayers = 2;
+    c.in_bytes = sizeof race_x;
+    c.rows = 1;
+    c.dtype = MB_F32;
+    pg_set_timeout(g, 5000);
+    if (pp_schedule_build(&p, PP_SCHED_GPIPE, 2, 1, 1, st, sizeof st, NULL) ||
+        pp_lower(&p, &low, lst, sizeof lst, NULL) || pp_plan_table(&low, r, &t) ||
+        pp_exec_init(&e, &c, &t, g, mem[r], sizeof mem[r]))
+        return -1;
+    if (r == 1) { /* rank 1 takes its answers late */
+        race_real_ops = g->ops;
+        race_slow_ops = *g->ops;
+        race_slow_ops.recv = race_recv;
+        g->ops = &race_slow_ops;
+    }
+    for (step = 1; step <= 2; step++) {
+        race_step[r] = step;
+        rc = pp_exec_run(&e);
+        if (step == 1) {
+            out[3 * r] = rc;
+            out[3 * r + 1] = e.err;
+            out[3 * r + 2] = e.err_rank;
+        }
+    }
+    if (r == 1) g->ops = race_real_ops;
+    return 0;
+}
+static void test_exec_agreement_outlives_next_step_abort(void **state)
+{
+    int32_t out[6];
+    int r;
+    (void)state;
+    assert_int_equal(pg_pthread_run(&race_world, 2, race_rank, out), 0);
+    for (r = 0; r < 2; r++) {
+        assert_int_equal(out[3 * r], PP_ERR_LAYER);
+        assert_int_equal(out[3 * r + 1], -5);
+        assert_int_equal(out[3 * r + 2], 0);
+    }
+}
+#endif
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -256,6 +478,12 @@ int main(void)
         cmocka_unit_test(test_dt_spec_contiguous_stride_overflow),
         cmocka_unit_test(test_graph_output_over_int32_elements),
         cmocka_unit_test(test_maxpool_window_over_padding_only),
+        cmocka_unit_test(test_peak_inflight_of_stage_major_inference),
+        cmocka_unit_test(test_exec_loss_after_failed_step),
+        cmocka_unit_test(test_validate_checks_sends),
+#ifdef FUZZ_REGRESSIONS_THREADS
+        cmocka_unit_test(test_exec_agreement_outlives_next_step_abort),
+#endif
     };
     return cmocka_run_group_tests_name("fuzz regressions", tests, NULL, NULL);
 }

@@ -276,7 +276,8 @@ typedef struct dt_plan {
 /* Plan src -> dst for this rank (the mesh's `rank`) with torch's greedy order: a reverse
    pass over mesh dims that first replicates misaligned nested sharding, then a forward
    pass. Both specs need the same mesh (shape and this rank's coordinate), global shape
-   and dtype. Nothing is written on error. */
+   and dtype. Reducing a Partial(avg) of an integer dtype is DT_ERR_DTYPE (the ports
+   average floats only). Nothing is written on error. */
 DT_API int dt_plan_redistribute(const dt_spec *src, const dt_spec *dst, int flags, dt_plan *plan);
 /* Scratch bytes dt_redistribute needs for the plan with contiguous local tensors: per
    step the staging of what the collective cannot read or write in place (blocks that do
@@ -916,6 +917,12 @@ static DT__HOT int64_t dt__step(dt_comm *c, const dt_step *st, const mb_tensor *
     return (int64_t)need;
 }
 
+/* p + off, where a NULL p (no scratch, so off is 0) stays NULL: C has no NULL + 0 */
+static unsigned char *dt__scratch_at(unsigned char *p, uint64_t off)
+{
+    return p ? p + off : p;
+}
+
 /* Run the plan in -> out (c NULL: only measure). Local steps that only select (narrow,
    size-1 mesh dims, partitions that keep the value) are views: no copy. A communicating
    step writes the caller's `out` when it is the last, else an intermediate result; those
@@ -949,10 +956,10 @@ static int64_t dt__run(dt_comm *c, const dt_plan *pl, const mb_tensor *in, mb_te
             ob = DT__R8(dt__bytes(st->out_shape, pl->ndim, (mb_dtype)pl->dtype));
             y = &t[flip];
             /* measuring: any valid address stands for scratch */
-            mb_tensor_init(y, c ? scratch + (flip ? end - ob : 0) : (void *)pl, (mb_dtype)pl->dtype, pl->ndim,
-                           st->out_shape);
+            mb_tensor_init(y, c ? (void *)dt__scratch_at(scratch, flip ? end - ob : 0) : (void *)pl,
+                           (mb_dtype)pl->dtype, pl->ndim, st->out_shape);
         }
-        rc = dt__step(c, st, x, y, c ? scratch + (flip ? xres : ob) : 0, fast);
+        rc = dt__step(c, st, x, y, c ? dt__scratch_at(scratch, flip ? xres : ob) : 0, fast);
         if (rc < 0) return c->err = (int32_t)rc, DT_ERR_COMM;
         if (xres + (uint64_t)rc + ob > need) need = xres + (uint64_t)rc + ob;
         if (c && st->op >= DT_OP_ALL_GATHER) c->collectives++;
@@ -974,7 +981,9 @@ static int dt__same(dt_placement a, dt_placement b)
 /* One (src -> dst) pair on a mesh dim: 0 when allowed, else the error. */
 static int dt__pair_check(dt_placement a, dt_placement b, int flags, mb_dtype dt)
 {
-    if (b.kind != DT_KIND_PARTIAL || dt__same(a, b)) return DT_OK;
+    if (dt__same(a, b)) return DT_OK;
+    if (a.kind == DT_KIND_PARTIAL && a.arg == DT_AVG && dt >= MB_I8) return DT_ERR_DTYPE; /* the port averages floats */
+    if (b.kind != DT_KIND_PARTIAL) return DT_OK;
     if (a.kind == DT_KIND_PARTIAL) return DT_ERR_PARTIAL_OP;
     if (a.kind == DT_KIND_SHARD || !(flags & DT_PLAN_ALLOW_PARTIAL)) return DT_ERR_PARTIAL;
     if (b.arg == DT_PROD) return DT_ERR_UNSUPPORTED;         /* torch: no exact n-th root */

@@ -433,7 +433,7 @@ DT_OPS_API int dt_tp_sequence(dt_tp_style *s, int sequence_dim);
 /* out = x with placement p (Shard(-1) resolved on x's rank) on mesh dim md, moved there
    with dt_redistribute (d's comm, plan cache and scratch) into data (bytes), or a view of
    x itself when it already lies so. Errors as dt_redistribute's; DT_ERR_MESH_DIM for md,
-   DT_ERR_PARTIAL for a Partial target. */
+   DT_ERR_PARTIAL for a Partial target, DT_ERR_NOT_MEMBER off the mesh (even for a view). */
 DT_OPS_API int dt_tp_redistribute(dt_dispatch *d, const dt_tensor *x, int md, dt_placement p, dt_tensor *out,
                                   void *data, size_t bytes);
 
@@ -2246,6 +2246,7 @@ DT_OPS__DEF int dt_tp_redistribute(dt_dispatch *d, const dt_tensor *x, int md, d
     t.placements[md] = p;
     rc = dt_spec_check(&t);
     if (rc) return rc;
+    if (t.mesh->index < 0) return DT_ERR_NOT_MEMBER; /* no local shape to size the output by */
     if (!memcmp(t.placements, x->spec.placements, sizeof t.placements)) {
         *out = *x;
         return DT_OK;

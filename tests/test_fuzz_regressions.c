@@ -24,8 +24,10 @@
 #define DTENSOR_OPS_IMPLEMENTATION
 #define DTENSOR_CONV_IMPLEMENTATION
 #define DTENSOR_GRAPH_IMPLEMENTATION
+#define DTENSOR_QUANT_IMPLEMENTATION
 #include "dtensor_conv.h"
 #include "dtensor_graph.h"
+#include "dtensor_quant.h"
 #ifdef FUZZ_REGRESSIONS_THREADS
 #include <sched.h>
 #include <time.h>
@@ -452,6 +454,40 @@ static int race_rank(pg_group *g, void *arg)
     if (r == 1) g->ops = race_real_ops;
     return 0;
 }
+/* fuzz_dist: dt_qmm accepted nq = 0 multipliers for an output of 0 columns (nq == N), ran the
+   all-reduce of an int32 Partial, and only then dt_requant_tensor refused nq < 1: "validates
+   everything before communicating" did not hold. Now DT_ERR_SHAPE before any collective. */
+static int qmm_rank(pg_group *g, void *arg)
+{
+    static const int32_t one = 1, as[2] = {1, 1}, bs[2] = {1, 0};
+    static int8_t av[1] = {3}, out[1];
+    static uint32_t scratch[1];
+    const dt_placement pa[1] = {DT_SHARD(1)}, pb[1] = {DT_SHARD(0)};
+    dt_mesh m;
+    dt_comm c;
+    dt_tensor a, b, y;
+    dt_qmul q[1] = {{1 << 30, 0}};
+    int *rc = (int *)arg;
+    if (dt_mesh_init(&m, 1, &one, NULL, 0) || dt_comm_init(&c, &m, g) ||
+        dt_spec_init(&a.spec, &m, pa, 1, MB_I8, 2, as, NULL) || dt_spec_init(&b.spec, &m, pb, 1, MB_I8, 2, bs, NULL) ||
+        mb_tensor_init(&a.local, av, MB_I8, 2, as) || mb_tensor_init(&b.local, av, MB_I8, 2, bs))
+        return -1;
+    rc[0] = dt_qmm(&c, &a, &b, q, 0, &y, out, sizeof out, scratch, sizeof scratch);
+    rc[1] = (int)c.collectives;
+    rc[2] = dt_qmm(&c, &a, &b, q, 1, &y, out, sizeof out, scratch, sizeof scratch); /* one multiplier: fine */
+    return 0;
+}
+static void test_qmm_refuses_no_multipliers_before_messages(void **state)
+{
+    static pg_pthread_world w;
+    int rc[3];
+    (void)state;
+    assert_int_equal(pg_pthread_run(&w, 1, qmm_rank, rc), 0);
+    assert_int_equal(rc[0], DT_ERR_SHAPE);
+    assert_int_equal(rc[1], 0);
+    assert_int_equal(rc[2], DT_OK);
+}
+
 static void test_exec_agreement_outlives_next_step_abort(void **state)
 {
     int32_t out[6];
@@ -465,6 +501,48 @@ static void test_exec_agreement_outlives_next_step_abort(void **state)
     }
 }
 #endif
+
+/* fuzz_dist: reducing a Partial(avg) of integers planned fine and then failed in the
+   collective (the port averages floats only); now the planner refuses it. */
+static void test_avg_partial_of_ints_refused_by_the_plan(void **state)
+{
+    static const int32_t two = 2, shape[1] = {3};
+    const dt_placement avg[1] = {DT_PARTIAL(DT_AVG)}, rep[1] = {DT_REPLICATE()};
+    dt_mesh m;
+    dt_spec a, r;
+    dt_plan plan;
+    (void)state;
+    assert_int_equal(dt_mesh_init(&m, 1, &two, NULL, 0), DT_OK);
+    assert_int_equal(dt_spec_init(&a, &m, avg, 1, MB_I32, 1, shape, NULL), DT_OK);
+    assert_int_equal(dt_spec_init(&r, &m, rep, 1, MB_I32, 1, shape, NULL), DT_OK);
+    assert_int_equal(dt_plan_redistribute(&a, &r, 0, &plan), DT_ERR_DTYPE);
+    assert_int_equal(dt_spec_init(&a, &m, avg, 1, MB_F32, 1, shape, NULL), DT_OK);
+    assert_int_equal(dt_spec_init(&r, &m, rep, 1, MB_F32, 1, shape, NULL), DT_OK);
+    assert_int_equal(dt_plan_redistribute(&a, &r, 0, &plan), DT_OK);
+}
+
+/* fuzz_dist: dt_tp_redistribute on a rank outside the mesh sized the output by a coordinate
+   it does not have (DT_ERR_TOO_SMALL, or DT_OK for an unchanged placement); now
+   DT_ERR_NOT_MEMBER, as every other call, with out untouched. */
+static void test_tp_redistribute_off_the_mesh(void **state)
+{
+    static const int32_t one = 1, other = 1, shape[1] = {4};
+    static float data[4], buf[4];
+    const dt_placement rep[1] = {DT_REPLICATE()}, sh[1] = {DT_SHARD(0)};
+    dt_mesh m;
+    dt_tensor x, out, before;
+    dt_dispatch d;
+    (void)state;
+    memset(&d, 0, sizeof d);
+    assert_int_equal(dt_mesh_init(&m, 1, &one, &other, 0), DT_OK); /* world rank 0: not in it */
+    assert_int_equal(dt_spec_init(&x.spec, &m, rep, 1, MB_F32, 1, shape, NULL), DT_OK);
+    assert_int_equal(mb_tensor_init(&x.local, data, MB_F32, 1, shape), MB_OK);
+    memset(&out, 0x5d, sizeof out);
+    before = out;
+    assert_int_equal(dt_tp_redistribute(&d, &x, 0, sh[0], &out, buf, 0), DT_ERR_NOT_MEMBER);
+    assert_int_equal(dt_tp_redistribute(&d, &x, 0, rep[0], &out, buf, sizeof buf), DT_ERR_NOT_MEMBER);
+    assert_memory_equal(&out, &before, sizeof out);
+}
 
 int main(void)
 {
@@ -483,7 +561,10 @@ int main(void)
         cmocka_unit_test(test_validate_checks_sends),
 #ifdef FUZZ_REGRESSIONS_THREADS
         cmocka_unit_test(test_exec_agreement_outlives_next_step_abort),
+        cmocka_unit_test(test_qmm_refuses_no_multipliers_before_messages),
 #endif
+        cmocka_unit_test(test_avg_partial_of_ints_refused_by_the_plan),
+        cmocka_unit_test(test_tp_redistribute_off_the_mesh),
     };
     return cmocka_run_group_tests_name("fuzz regressions", tests, NULL, NULL);
 }

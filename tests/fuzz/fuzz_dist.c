@@ -159,7 +159,7 @@ typedef struct rankrun {
     blk in, in2, out, global;
     blk in_copy; /* the input's bytes before the call */
     size_t need, out_need;
-    int plan_rc, rc, rc_small, rc_small2;
+    int plan_rc, rc, rc_small, rc_small2, comm_err;
     dt_tensor res; /* tp / qmm result */
     int member;
 } rankrun;
@@ -349,6 +349,7 @@ static int rank_fn(pg_group *g, void *arg)
             FUZZ_REQUIRE(untouched(&x->out));
         }
         x->rc = dt_distribute(&c, &x->b, &x->in.t, C.src_rank, &x->out.t, scratch, x->need);
+        x->comm_err = c.err;
         break;
     case M_TP: {
         dt_dispatch d;
@@ -508,8 +509,8 @@ static void run_move(void)
             }
             continue;
         }
-        if (C.mode == M_DIST) { /* the global tensor on the source (any layout), other values elsewhere */
-            blk_make(&x->in, C.dt, C.nd, C.shape, C.order_in);
+        if (C.mode == M_DIST) {                       /* the global tensor on the source, other values elsewhere */
+            blk_make(&x->in, C.dt, C.nd, C.shape, 0); /* contiguous: dt_distribute_scratch_bytes assumes it */
             if (C.src_rank == DT_EVERY_RANK || C.src_rank == x->mesh.rank) {
                 int32_t idx[ND] = {0, 0, 0};
                 if (count(C.shape, C.nd)) do
@@ -547,6 +548,10 @@ static void run_move(void)
         memcpy(R[r].in_copy.t.data, R[r].in.t.data, R[r].in.bytes);
     }
     FUZZ_REQUIRE(pg_pthread_run(&world, C.P, rank_fn, NULL) == 0);
+    if (getenv("FUZZ_DIST_DEBUG"))
+        for (r = 0; r < C.P; r++)
+            fprintf(stderr, "rank %d: %d (port %d), need %zu, in strides %d %d %d\n", r, R[r].rc, R[r].comm_err,
+                    R[r].need, R[r].in.t.stride[0], R[r].in.t.stride[1], R[r].in.t.stride[2]);
     for (r = 0; r < C.P; r++) { /* the verdicts: the plan's, on every rank */
         rankrun *x = &R[r];
         FUZZ_REQUIRE(is_err(x->rc) || x->rc == 0);
@@ -569,7 +574,8 @@ static void run_move(void)
             continue;
         }
         if (x->rc) {
-            fprintf(stderr, "rank %d: %d (%s) for a plan that succeeded\n", r, x->rc, dt_strerror(x->rc));
+            fprintf(stderr, "rank %d: %d (%s, port %d) for a plan that succeeded\n", r, x->rc, dt_strerror(x->rc),
+                    x->comm_err);
             FUZZ_REQUIRE(0);
         }
     }

@@ -4,9 +4,14 @@
 
        qmul <sa> <nb> <sb x nb> <sy>        floats as the hex of their IEEE bits
            -> "<rc> <mult> <shift> x nb"   dt_qmm_multipliers (0 0 for each on an error)
+       prop <op name> <mesh ndim> <mesh shape> <nargs> <arg x nargs>
+           an arg: <ndim> <shape> <placement x mesh ndim>, a placement R | S <dim> | P <dt_red>
+           -> "<rc> <index> <count> <cost_us %a> <out placements> <each input's placements>"
+              (dt_propagate on mesh rank 0, f32; placements written as read)
 */
 #define SPLITCORE_IMPLEMENTATION
 #include "dtensor_quant.h"
+#include "dtensor_ops.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,12 +53,75 @@ static void do_qmul(void)
     printf("\n");
 }
 
+static dt_placement read_placement(void)
+{
+    char w[8];
+    dt_placement p;
+    if (scanf(" %7s", w) != 1) exit(2);
+    p.kind = (int16_t)(w[0] == 'S' ? DT_KIND_SHARD : w[0] == 'P' ? DT_KIND_PARTIAL : DT_KIND_REPLICATE);
+    p.arg = (int16_t)(w[0] == 'R' ? 0 : read_long());
+    return p;
+}
+
+static void put_placements(const dt_placement *p, int n)
+{
+    int i;
+    for (i = 0; i < n; i++) {
+        if (p[i].kind == DT_KIND_SHARD)
+            printf(" S %d", p[i].arg);
+        else if (p[i].kind == DT_KIND_PARTIAL)
+            printf(" P %d", p[i].arg);
+        else
+            printf(" R");
+    }
+}
+
+static void do_prop(void)
+{
+    static dt_mesh mesh;
+    dt_spec specs[DT_MAX_OP_ARGS];
+    const dt_spec *args[DT_MAX_OP_ARGS];
+    dt_placement pl[DT_MAX_MESH_DIMS];
+    dt_op_strategy s;
+    int32_t shape[MB_MAX_DIMS];
+    char name[32];
+    long op, nd, i, k, nargs, ndim;
+    int rc = 0;
+    if (scanf(" %31s", name) != 1) exit(2);
+    for (op = 0; op < DT_ATEN_COUNT && strcmp(dt_op_name((int)op), name); op++) {}
+    if (op == DT_ATEN_COUNT) exit(2);
+    nd = read_long();
+    if (nd < 1 || nd > DT_MAX_MESH_DIMS) exit(2);
+    for (i = 0; i < nd; i++) shape[i] = (int32_t)read_long();
+    if (dt_mesh_init(&mesh, (int)nd, shape, NULL, 0)) exit(2);
+    nargs = read_long();
+    if (nargs < 1 || nargs > DT_MAX_OP_ARGS) exit(2);
+    for (k = 0; k < nargs; k++) {
+        ndim = read_long();
+        if (ndim < 0 || ndim > MB_MAX_DIMS) exit(2);
+        for (i = 0; i < ndim; i++) shape[i] = (int32_t)read_long();
+        for (i = 0; i < nd; i++) pl[i] = read_placement();
+        if (!rc) rc = dt_spec_init(&specs[k], &mesh, pl, (int)nd, MB_F32, (int)ndim, shape, NULL);
+        args[k] = &specs[k];
+    }
+    if (!rc) rc = dt_propagate(NULL, (int)op, NULL, args, (int)nargs, &s);
+    printf("%d", rc);
+    if (!rc) {
+        printf(" %d %d %a", s.index, s.count, s.cost_us);
+        put_placements(s.out, (int)nd);
+        for (k = 0; k < nargs; k++) put_placements(s.in[k], (int)nd);
+    }
+    printf("\n");
+}
+
 int main(void)
 {
     char w[32];
     while (scanf(" %31s", w) == 1) {
         if (!strcmp(w, "qmul"))
             do_qmul();
+        else if (!strcmp(w, "prop"))
+            do_prop();
         else
             return 2;
     }

@@ -16,13 +16,12 @@ effective scale below 2^30 (dt_quantize_multiplier refuses 2^30 and above, see i
 The summary also counts how many cases float32 arithmetic (sa * sb / sy in float) would get
 wrong, to show the cases exercise the difference. Exit 0 when there is no mismatch.
 """
-import argparse
 import math
-import random
-import subprocess
 import sys
 
 import numpy as np
+
+import dt_drive
 
 
 def f32_bits(x):
@@ -129,23 +128,13 @@ def gen_case(rng, k):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--driver", required=True)
-    ap.add_argument("--cases", type=int, default=2000)
-    ap.add_argument("--seed", type=int, default=None)
-    a = ap.parse_args()
-    seed = a.seed if a.seed is not None else random.randrange(1 << 30)
-    rng = random.Random(seed)
+    a, seed, rng = dt_drive.options(__doc__, 2000)
     # a case where float32 arithmetic loses: TFLite (1307231021, -2), float32 (1307230976, -2)
     cases = [(0.652019, [0.0165054], 0.070717)]
     cases += [gen_case(rng, k) for k in range(a.cases - 1)]
-    lines = ["qmul %08x %d %s %08x" % (f32_bits(sa), len(sbs), " ".join("%08x" % f32_bits(sb) for sb in sbs),
-                                       f32_bits(sy)) for sa, sbs, sy in cases]
-    out = subprocess.run([a.driver], input="\n".join(lines) + "\n", capture_output=True, text=True)
-    answers = out.stdout.splitlines()
-    if out.returncode or len(answers) != len(cases):
-        sys.exit("tflite_qmul: dt_driver failed (exit %d, %d answers for %d cases)" %
-                 (out.returncode, len(answers), len(cases)))
+    answers = dt_drive.ask(a.driver, ["qmul %08x %d %s %08x" % (
+        f32_bits(sa), len(sbs), " ".join("%08x" % f32_bits(sb) for sb in sbs), f32_bits(sy))
+        for sa, sbs, sy in cases], "tflite_qmul")
     bad = channels = f32_wrong = f32_cases = ties = 0
     for (sa, sbs, sy), ans in zip(cases, answers):
         f = [int(v) for v in ans.split()]

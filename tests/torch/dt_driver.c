@@ -8,10 +8,16 @@
            an arg: <ndim> <shape> <placement x mesh ndim>, a placement R | S <dim> | P <dt_red>
            -> "<rc> <index> <count> <cost_us %a> <out placements> <each input's placements>"
               (dt_propagate on mesh rank 0, f32; placements written as read)
+       graph <n> <node x n>   a node: <op name> <nin> <operand ids> <dim> <dim2> <keepdim>
+                              <ndim> <shape x ndim> <scalar>; op names: dt_op_name's and
+                              input, param, full, ones_like, threshold_backward,
+                              sigmoid_backward, sgd, t (the dt_gop ops)
+           -> "<rc> <type> <bd> <placement> x n"   dt_graph_add of every node (rc its error
+              if one fails), then dt_graph_analyze
 */
 #define SPLITCORE_IMPLEMENTATION
 #include "dtensor_quant.h"
-#include "dtensor_ops.h"
+#include "dtensor_graph.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -114,6 +120,55 @@ static void do_prop(void)
     printf("\n");
 }
 
+/* dt_aten by dt_op_name, or a dt_gop by name; -1 unknown. */
+static int op_by_name(const char *name)
+{
+    static const char *const gops[] = {"input", "param", "full", "ones_like", "threshold_backward", "sigmoid_backward",
+                                       "sgd",   "t"};
+    static const int gop[] = {DT_G_INPUT,         DT_G_PARAM,       DT_G_FULL, DT_G_ONES_LIKE,
+                              DT_G_THRESHOLD_BWD, DT_G_SIGMOID_BWD, DT_G_SGD,  DT_G_T};
+    int op;
+    for (op = 0; op < DT_ATEN_COUNT; op++)
+        if (!strcmp(dt_op_name(op), name)) return op;
+    for (op = 0; op < (int)(sizeof gop / sizeof gop[0]); op++)
+        if (!strcmp(gops[op], name)) return gop[op];
+    return -1;
+}
+
+static void do_graph(void)
+{
+    static dt_gnode nodes[256];
+    dt_graph g;
+    dt_op_attrs a;
+    int32_t in[DT_MAX_OP_ARGS];
+    char name[48];
+    long n = read_long(), i, k, nin;
+    int rc = 0, op;
+    if (n < 1 || n > 256 || dt_graph_init(&g, nodes, (int)n)) exit(2);
+    for (i = 0; i < n; i++) {
+        if (scanf(" %47s", name) != 1 || (op = op_by_name(name)) < 0) exit(2);
+        nin = read_long();
+        if (nin < 0 || nin > DT_MAX_OP_ARGS) exit(2);
+        for (k = 0; k < nin; k++) in[k] = (int32_t)read_long();
+        memset(&a, 0, sizeof a);
+        a.dim = (int32_t)read_long();
+        a.dim2 = (int32_t)read_long();
+        a.keepdim = (int32_t)read_long();
+        a.ndim = (int32_t)read_long();
+        if (a.ndim < 0 || a.ndim > MB_MAX_DIMS) exit(2);
+        for (k = 0; k < a.ndim; k++) a.shape[k] = (int32_t)read_long();
+        a.scalar = read_f32();
+        if (!rc) {
+            int id = dt_graph_add(&g, op, &a, in, (int)nin);
+            if (id < 0) rc = id;
+        }
+    }
+    if (!rc) rc = dt_graph_analyze(&g);
+    printf("%d", rc);
+    for (i = 0; !rc && i < n; i++) printf(" %d %d %d", nodes[i].type, nodes[i].bd, nodes[i].placement);
+    printf("\n");
+}
+
 int main(void)
 {
     char w[32];
@@ -122,6 +177,8 @@ int main(void)
             do_qmul();
         else if (!strcmp(w, "prop"))
             do_prop();
+        else if (!strcmp(w, "graph"))
+            do_graph();
         else
             return 2;
     }

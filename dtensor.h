@@ -23,7 +23,7 @@
 
    Example (rank 3 of a 2x2 mesh; 5 rows sharded twice, then made replicated):
        #define SPLITCORE_IMPLEMENTATION  // dtensor.h, microbatch.h and pg.h in this file
-       #include "dtensor.h"
+       #include <splitcore/dtensor.h>
        dt_mesh mesh;  dt_spec a, b;  dt_plan plan;  int32_t ms[2] = {2, 2}, gs[2] = {5, 4};
        dt_placement s00[2] = {DT_SHARD(0), DT_SHARD(0)}, rr[2] = {DT_REPLICATE(), DT_REPLICATE()};
        int32_t shape[2], off[2];

@@ -12,7 +12,7 @@
 
    Example (x @ w with x's 32 rows sharded over 2 ranks: rank 0's plan):
        #define SPLITCORE_IMPLEMENTATION  // this header and every one it includes
-       #include "dtensor_graph.h"
+       #include <splitcore/dtensor_graph.h>
        static dt_gnode nodes[8];  static dt_gstep steps[8];  dt_graph g;  dt_gplan plan;
        dt_op_attrs xa = {0}, wa = {0};  int32_t in[2];
        xa.ndim = wa.ndim = 2;  xa.shape[0] = 32;  xa.shape[1] = wa.shape[0] = wa.shape[1] = 16;

@@ -13,7 +13,7 @@
 
    Example (propagation only: row-sharded a @ replicated b on a 4-rank mesh):
        #define SPLITCORE_IMPLEMENTATION  // this header, dtensor.h, microbatch.h, pg.h
-       #include "dtensor_ops.h"
+       #include <splitcore/dtensor_ops.h>
        dt_mesh mesh;  dt_spec a, b;  dt_op_strategy s;  dt_op_cache cache;  static dt_op_entry ent[16];
        int32_t ms[1] = {4}, as[2] = {8, 16}, bs[2] = {16, 32};
        dt_placement s0[1] = {DT_SHARD(0)}, r[1] = {DT_REPLICATE()};

@@ -11,7 +11,7 @@
 
    Example (y = requant(a @ b) on one rank, per-tensor scales):
        #define SPLITCORE_IMPLEMENTATION  // this header, dtensor.h, microbatch.h, pg.h
-       #include "dtensor_quant.h"
+       #include <splitcore/dtensor_quant.h>
        static int8_t a[4 * 8], b[8 * 2], y[4 * 2];  static int32_t acc[4 * 2];
        int32_t as[2] = {4, 8}, bs[2] = {8, 2}, ys[2] = {4, 2};
        float sb[1] = {0.02f};  dt_qmul q;  mb_tensor ta, tb, ty;

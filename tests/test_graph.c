@@ -1004,7 +1004,7 @@ static void test_emit_compile_run(void **state)
           f);
     fclose(f);
     snprintf(cmd, sizeof cmd,
-             "%s -std=c99 -O2 -ffp-contract=off -Wall -Wextra -Werror -I. -Iports build/graph_emit/main.c "
+             "%s -std=c99 -O2 -ffp-contract=off -Wall -Wextra -Werror -I. -Iports -Iinclude build/graph_emit/main.c "
              "build/graph_emit/plan.c -o build/graph_emit/plan_run -lm && build/graph_emit/plan_run",
              cc && *cc ? cc : "cc");
     assert_int_equal(system(cmd), 0);

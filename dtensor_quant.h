@@ -91,8 +91,10 @@ extern "C" {
        (the left shift saturates to int32, where TFLite's overflows);
      dt_requant_i8(acc, q) = clamp(dt_mul_qmul(acc, q), -128, 127).
    For y = a @ b with scales sa, sb[n] and output scale sy, channel n's multiplier is
-   dt_quantize_multiplier((double)sa * sb[n] / sy), TFLite's effective scale in double
-   (dt_qmm_multipliers: the same bits on every target, no double arithmetic). A fused ReLU is
+   dt_quantize_multiplier((double)sa * sb[n] / sy), TFLite's effective scale in double for
+   conv and per-channel weights (dt_qmm_multipliers: the same bits on every target, no double
+   arithmetic); TFLite's FULLY_CONNECTED with one weight scale rounds sa * sb to float first
+   (dt_qlinear_multiplier). A fused ReLU is
    max(y, 0) afterwards (zero point 0). linear(x, w) is dt_qmm(x, w^T): pass w [N,K] as
    its transposed view (strides swapped) and the per-output-channel scales of w's rows. */
 typedef struct dt_qmul {
@@ -115,9 +117,14 @@ DT_QUANT_API int8_t dt_quantize_i8(float x, float scale);
    as torch's MinMaxObserver / PerChannelMinMaxObserver with the symmetric qschemes. */
 DT_QUANT_API int dt_quantize_tensor(const mb_tensor *x, int channel_dim, float *scales, mb_tensor *q);
 /* q[n] = dt_quantize_multiplier((double)sa * sb[n] / sy) for n < nb, as TFLite computes the
-   effective scale (GetQuantizedConvolutionMultipler, PopulateConvolutionQuantizationParams):
-   bit-exact on every target, with no double arithmetic (the quotient is formed in integers). */
+   effective scale of every int8 conv and of a FULLY_CONNECTED with per-channel weight scales
+   (PopulateConvolutionQuantizationParams, the per-channel loop): bit-exact on every target,
+   with no double arithmetic (the quotient is formed in integers). */
 DT_QUANT_API int dt_qmm_multipliers(float sa, const float *sb, int nb, float sy, dt_qmul *q);
+/* *q = dt_quantize_multiplier((double)(float)(sa * sb) / sy), TFLite's FULLY_CONNECTED with one
+   weight scale (GetQuantizedConvolutionMultipler: the scales' product is a float product);
+   an infinite product is refused (DT_ERR_VALUE). Bit-exact on every target, as above. */
+DT_QUANT_API int dt_qlinear_multiplier(float sa, float sb, float sy, dt_qmul *q);
 /* acc (MB_I32 [M,N]) = a (MB_I8 [M,K]) @ b (MB_I8 [K,N]) in int32; any strides. */
 DT_QUANT_API int dt_qmm_acc(const mb_tensor *a, const mb_tensor *b, mb_tensor *acc);
 /* out (MB_I8) = dt_requant_i8(acc (MB_I32, same shape)) elementwise, with q[0] (nq == 1)
@@ -379,6 +386,13 @@ DT_QUANT__DEF int dt_qmm_multipliers(float sa, const float *sb, int nb, float sy
     for (i = 0; i < nb && !rc; i++) rc = dt__qmul_of(sa, sb[i], sy, &t);
     for (i = 0; i < nb && !rc; i++) dt__qmul_of(sa, sb[i], sy, &q[i]);
     return rc;
+}
+
+DT_QUANT__DEF int dt_qlinear_multiplier(float sa, float sb, float sy, dt_qmul *q)
+{
+    float p = sa * sb; /* rounded to float, as TFLite's product of the two float scales */
+    if (!q) return DT_ERR_NULL;
+    return dt__qmul_of(p, 1.0f, sy, q); /* (double)p * 1.0 is (double)p exactly */
 }
 
 /* c[0..DT__QB) += a0 r[0] + a1 r[bs] + a2 r[2 bs] + a3 r[3 bs] (rows of b): a constant trip

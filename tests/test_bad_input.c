@@ -614,6 +614,12 @@ static pp_exec_cfg xcfg_fo, xcfg_fo_nout;
         dt_qmm_multipliers(0.5f, scales4, 4, 0.0f, OUT(dt_qmul)))                                                      \
     ROW(dq12, "dtensor_quant.h", "dt_qmm_multipliers", "no scales", DT_ERR_SHAPE,                                      \
         dt_qmm_multipliers(0.5f, scales4, 0, 1.0f, OUT(dt_qmul)))                                                      \
+    ROW(dq12l, "dtensor_quant.h", "dt_qlinear_multiplier", "output scale 0 (infinite multiplier)", DT_ERR_VALUE,       \
+        dt_qlinear_multiplier(0.5f, 0.5f, 0.0f, OUT(dt_qmul)))                                                         \
+    ROW(dq12m, "dtensor_quant.h", "dt_qlinear_multiplier", "the scales' float product infinite", DT_ERR_VALUE,         \
+        dt_qlinear_multiplier(1e20f, 1e20f, 1e38f, OUT(dt_qmul)))                                                      \
+    ROW(dq12n, "dtensor_quant.h", "dt_qlinear_multiplier", "NULL q", DT_ERR_NULL,                                      \
+        dt_qlinear_multiplier(0.5f, 0.5f, 1.0f, NULL))                                                                 \
     ROW(dq13, "dtensor_quant.h", "dt_qmm_acc", "inner sizes differ", DT_ERR_SHAPE,                                     \
         dt_qmm_acc(i8_local(4, 4), i8_local(2, 4), out_tensor(MB_I32, 4, 4)))                                          \
     ROW(dq14, "dtensor_quant.h", "dt_qmm_acc", "accumulator not int32", DT_ERR_DTYPE,                                  \

@@ -122,6 +122,35 @@ static void test_qmm_multipliers_tflite(void **state)
     }
 }
 
+/* TFLite's FULLY_CONNECTED with one weight scale: GetQuantizedConvolutionMultipler's float
+   product sa * sb, then / sy in double (tests/torch/tflite_qmul.py checks random ones). */
+static void test_qlinear_multiplier_tflite(void **state)
+{
+    static const struct {
+        float sa, sb, sy;
+        int32_t q, s;
+    } g[] = {
+        {0.652019f, 0.0165054f, 0.070717f, 1307231029, -2},          /* dt_qmm_multipliers: 1307231021 */
+        {0.7490527033805847f, 1.10546875f, 0.03125f, 1778233216, 5}, /* ...: 1778233189 */
+        {1e-40f, 1e-3f, 1e-42f, 1708362342, -3},                     /* a subnormal product */
+        {-0.5f, -0.25f, 1.0f, 1073741824, -2},
+        {1e-30f, 1e-30f, 1.0f, 0, 0}, /* the float product underflows to 0 */
+    };
+    dt_qmul q;
+    size_t i;
+    (void)state;
+    for (i = 0; i < sizeof g / sizeof g[0]; i++) {
+        assert_int_equal(dt_qlinear_multiplier(g[i].sa, g[i].sb, g[i].sy, &q), 0);
+        assert_int_equal(q.mult, g[i].q);
+        assert_int_equal(q.shift, g[i].s);
+    }
+    q.mult = 5;
+    assert_int_equal(dt_qlinear_multiplier(1e20f, 1e20f, 1e38f, &q), DT_ERR_VALUE); /* inf product */
+    assert_int_equal(dt_qlinear_multiplier(0.5f, 0.5f, 0.0f, &q), DT_ERR_VALUE);
+    assert_int_equal(q.mult, 5);
+    assert_int_equal(dt_qlinear_multiplier(0.5f, 0.5f, 1.0f, NULL), DT_ERR_NULL);
+}
+
 /* gemmlowp by hand: SRDHM(a, b) = (a*b + (a*b >= 0 ? 2^30 : 1 - 2^30)) / 2^31 truncated;
    RoundingDivideByPOT(x, r) rounds half away from zero. */
 static void test_mul_qmul_by_hand(void **state)
@@ -491,6 +520,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_quantize_multiplier_golden),
         cmocka_unit_test(test_qmm_multipliers_tflite),
+        cmocka_unit_test(test_qlinear_multiplier_tflite),
         cmocka_unit_test(test_mul_qmul_by_hand),
         cmocka_unit_test(test_mul_qmul_close),
         cmocka_unit_test(test_torch_quantize),

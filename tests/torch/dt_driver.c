@@ -4,6 +4,7 @@
 
        qmul <sa> <nb> <sb x nb> <sy>        floats as the hex of their IEEE bits
            -> "<rc> <mult> <shift> x nb"   dt_qmm_multipliers (0 0 for each on an error)
+       qlin <sa> <sb> <sy>                  -> "<rc> <mult> <shift>"   dt_qlinear_multiplier
        prop <op name> <mesh ndim> <mesh shape> <nargs> <arg x nargs>
            an arg: <ndim> <shape> <placement x mesh ndim>, a placement R | S <dim> | P <dt_red>
            -> "<rc> <index> <count> <cost_us %a> <out placements> <each input's placements>"
@@ -57,6 +58,14 @@ static void do_qmul(void)
     printf("%d", rc);
     for (i = 0; i < nb; i++) printf(" %ld %ld", (long)q[i].mult, (long)q[i].shift);
     printf("\n");
+}
+
+static void do_qlin(void)
+{
+    float sa = read_f32(), sb = read_f32(), sy = read_f32();
+    dt_qmul q = {0, 0};
+    int rc = dt_qlinear_multiplier(sa, sb, sy, &q);
+    printf("%d %ld %ld\n", rc, (long)q.mult, (long)q.shift);
 }
 
 static dt_placement read_placement(void)
@@ -175,6 +184,8 @@ int main(void)
     while (scanf(" %31s", w) == 1) {
         if (!strcmp(w, "qmul"))
             do_qmul();
+        else if (!strcmp(w, "qlin"))
+            do_qlin();
         else if (!strcmp(w, "prop"))
             do_prop();
         else if (!strcmp(w, "graph"))

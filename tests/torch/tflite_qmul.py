@@ -2,16 +2,23 @@
 """dtensor_quant.h's dt_qmm_multipliers against TFLite's requantization multipliers.
 
 The oracle is TFLite's reference code re-derived in numpy (no TFLite code is used or needed):
-  - the effective scale of a fully-connected / conv layer, per tensor and per channel, is
-    computed in double from the float scales (kernel_util.cc GetQuantizedConvolutionMultipler
-    and PopulateConvolutionQuantizationParams):
+  - the effective scale of an int8 conv (per tensor and per channel) and of a fully-connected
+    layer with per-channel weight scales is computed in double from the float scales
+    (kernel_util.cc PopulateConvolutionQuantizationParams; fully_connected.cc's per-channel
+    loop), dt_qmm_multipliers:
         static_cast<double>(input_scale) * static_cast<double>(filter_scale)
             / static_cast<double>(output_scale)
+  - a fully-connected layer with one weight scale takes kernel_util.cc
+    GetQuantizedConvolutionMultipler's, whose product of the two scales is a float product
+    (TFLite and TFLite Micro alike), dt_qlinear_multiplier:
+        static_cast<double>(input->params.scale * filter->params.scale)
+            / static_cast<double>(output->params.scale)
   - QuantizeMultiplier (quantization_util.cc, without TFLITE_SINGLE_ROUNDING):
         q = frexp(d, &shift); q_fixed = TfLiteRound(q * 2^31)  (std::round: half away
         from zero); q_fixed == 2^31 -> q_fixed / 2, ++shift; shift < -31 -> 0, 0.
-The cases go to dt_driver (tests/torch/dt_driver.c) as the floats' bits; every channel's
-(multiplier, shift) must be TFLite's, bit for bit. Scales are positive finite floats with an
+The cases go to dt_driver (tests/torch/dt_driver.c) as the floats' bits, each channel also
+alone as a fully-connected layer's one weight scale; every (multiplier, shift) must be
+TFLite's, bit for bit. Scales are positive finite floats with an
 effective scale below 2^30 (dt_quantize_multiplier refuses 2^30 and above, see its doc).
 The summary also counts how many cases float32 arithmetic (sa * sb / sy in float) would get
 wrong, to show the cases exercise the difference. Exit 0 when there is no mismatch.
@@ -57,6 +64,20 @@ def effective_scale(sa, sb, sy):
 
 def tflite(sa, sbs, sy):
     return [quantize_multiplier(effective_scale(sa, sb, sy)) for sb in sbs]
+
+
+def fc_scale(sa, sb, sy):
+    """static_cast<double>(input_scale * filter_scale) / static_cast<double>(output_scale)."""
+    with np.errstate(all="ignore"):
+        p = np.float32(sa) * np.float32(sb)  # a float32 product, rounded once
+    return np.float64(p) / np.float64(np.float32(sy))
+
+
+def tflite_fc(sa, sb, sy):
+    """TFLite's per-tensor FULLY_CONNECTED multiplier; None where TFLite's QuantizeMultiplier
+    cannot give one (an infinite product or a multiplier of 2^30 and above: refused)."""
+    d = fc_scale(sa, sb, sy)
+    return quantize_multiplier(d) if d < 2.0 ** 30 and quantize_multiplier(d)[1] <= 30 else None
 
 
 def f32_path(sa, sb, sy):
@@ -135,6 +156,19 @@ def main():
     answers = dt_drive.ask(a.driver, ["qmul %08x %d %s %08x" % (
         f32_bits(sa), len(sbs), " ".join("%08x" % f32_bits(sb) for sb in sbs), f32_bits(sy))
         for sa, sbs, sy in cases], "tflite_qmul")
+    fc_cases = [(sa, sb, sy) for sa, sbs, sy in cases for sb in sbs]
+    fc_answers = dt_drive.ask(a.driver, ["qlin %08x %08x %08x" % (f32_bits(sa), f32_bits(sb), f32_bits(sy))
+                                         for sa, sb, sy in fc_cases], "tflite_qmul")
+    fc_bad = fc_differs = 0
+    for (sa, sb, sy), ans in zip(fc_cases, fc_answers):
+        f = [int(v) for v in ans.split()]
+        want = tflite_fc(sa, sb, sy)
+        fc_differs += want != quantize_multiplier(effective_scale(sa, sb, sy))
+        if (f[0] == 0 and want != (f[1], f[2])) or (f[0] != 0 and want is not None):
+            fc_bad += 1
+            if fc_bad <= 10:
+                print("MISMATCH fully-connected sa=%r sb=%r sy=%r: rc %d (%d, %d), TFLite %r" % (
+                    sa, sb, sy, f[0], f[1], f[2], want))
     bad = channels = f32_wrong = f32_cases = ties = 0
     for (sa, sbs, sy), ans in zip(cases, answers):
         f = [int(v) for v in ans.split()]
@@ -152,7 +186,10 @@ def main():
     print("tflite_qmul: seed %d: %d cases (%d channels), %d mismatches with TFLite's QuantizeMultiplier of the "
           "double effective scale; %d halfway roundings; float32 arithmetic would differ in %d cases (%d channels)"
           % (seed, len(cases), channels, bad, ties, f32_cases, f32_wrong))
-    sys.exit(1 if bad else 0)
+    print("tflite_qmul: %d per-tensor fully-connected layers, %d mismatches with TFLite's "
+          "GetQuantizedConvolutionMultipler (float product of the scales); its multiplier differs from the "
+          "conv / per-channel one in %d" % (len(fc_cases), fc_bad, fc_differs))
+    sys.exit(1 if bad or fc_bad else 0)
 
 
 if __name__ == "__main__":

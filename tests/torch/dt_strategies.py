@@ -3,7 +3,8 @@
 
 Debian's torch 1.13 has no DTensor, so PyTorch's rules are re-derived here in plain Python
 (no PyTorch code is copied; each function names what it follows, in
-torch/distributed/tensor/, PyTorch main of late 2025):
+torch/distributed/tensor/, PyTorch main of late 2025; _matrix_ops.py as at pytorch/pytorch@012bff71,
+where aten.mm is still registered with _mm_like_strategy, not the single-dim strategy later main uses):
   - _ops/_einsum_strategy.py gen_einsum_strategies: per mesh dim [all Replicate] + batch
     dims + contracting dims (output Partial(sum)) + lhs-only + rhs-only dims, in sorted
     order of the einsum letters, combined by itertools.product over mesh dims;

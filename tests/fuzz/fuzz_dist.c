@@ -525,7 +525,8 @@ static void run_move(void)
         /* dt_tp_redistribute refuses a Partial target before it plans */
         if (C.mode == M_TP && C.tp.kind == DT_KIND_PARTIAL) x->plan_rc = DT_ERR_PARTIAL;
         if (C.mode == M_TP) FUZZ_REQUIRE(dt_spec_check(&x->o) == DT_OK || x->plan_rc);
-        if (x->plan_rc == DT_OK && C.mode != M_DIST)
+        /* (tp sizes its output by the target before it plans) */
+        if ((x->plan_rc == DT_OK && C.mode != M_DIST) || (C.mode == M_TP && dt_spec_check(&x->o) == DT_OK))
             FUZZ_REQUIRE(dt_local_shape(&x->o, r, sh, 0) == DT_OK);
         else
             FUZZ_REQUIRE(dt_local_shape(&x->b, r, sh, 0) == DT_OK);

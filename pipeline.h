@@ -30,7 +30,8 @@
        2. Types, error codes           6. Validation and simulation
        3. Model and partitioning       7. Export / import (strings, CSV, C, timeline, trace)
        4. Stage maps and schedules     8. Implementation (PIPELINE_IMPLEMENTATION)
-       The executor: pipeline_exec.h (its own module; this header includes it)
+       The executor: pipeline_exec.h; skip layouts and shared layers: pipeline_model.h (their
+       own modules; this header includes them)
 
    Configuration (define before including, or in SPLITCORE_CONFIG_FILE): PIPELINE_IMPLEMENTATION
    (the definitions, in exactly one .c file), PIPELINE_STATIC (every function static), and the
@@ -77,6 +78,10 @@
 #endif
 /* Microbatches per plan: actions store the microbatch in 16 bits (not configurable). */
 #define PP_MAX_MICROBATCHES 65535
+/* Skip connections per plan (pp_plan.skip[] is this long; a route is 8 bytes). */
+#ifndef PP_MAX_SKIPS
+#define PP_MAX_SKIPS 16
+#endif
 /* 1: leave the executor (pipeline_exec.h) out: planning only, and no pg.h needed. */
 #ifndef PP_NO_EXECUTOR
 #define PP_NO_EXECUTOR 0
@@ -106,6 +111,9 @@
 #if PP_MAX_STAGES < 1 || PP_MAX_STAGES > 255
 #error "pipeline.h: PP_MAX_STAGES must be 1..255 (an action's stage is 8 bits)"
 #endif
+#if PP_MAX_SKIPS < 1 || PP_MAX_SKIPS > 255
+#error "pipeline.h: PP_MAX_SKIPS must be 1..255"
+#endif
 #if SPLITCORE__EMPTY(PP_NO_EXECUTOR)
 #error "pipeline.h: PP_NO_EXECUTOR is defined without a value: define it to 1 (or 0)"
 #elif PP_NO_EXECUTOR != 0 && PP_NO_EXECUTOR != 1
@@ -133,7 +141,10 @@ extern "C" {
 /* Error codes -61..-119: PP_ERRORS in splitcore_base.h lists them (name, value, message). */
 enum pp_err { PP_ERRORS(SPLITCORE__ENUM) PP_OK = 0 };
 
-/* Action types; the letters are PyTorch's _ComputationType values. */
+/* Action types; the letters are PyTorch's _ComputationType values. Skip transfers are
+   ours (torch's pipelining has no skips): SEND_S sends every skip tensor a stage stashed for
+   the microbatch straight to the stages on other ranks that pop it, RECV_S posts the
+   receives of a popping stage, SEND_SB / RECV_SB carry their gradients back (pp_plan_skips). */
 enum pp_type {
     PP_IDLE = 0, /* None in a torch schedule: a deliberate bubble slot */
     PP_F = 1,    /* FORWARD */
@@ -147,7 +158,11 @@ enum pp_type {
     PP_UNSHARD = 9,      /* FSDP's actions and the gradient reduction, as PP_LOWER_TORCH inserts */
     PP_RESHARD = 10,     /* them: the executor skips them (no FSDP; weight gradients stay in the */
     PP_REDUCE_GRAD = 11, /* layers for the caller) */
-    PP_TYPE_COUNT = 12
+    PP_SEND_S = 12,  /* "SEND_S": skip tensors to their popping stages */
+    PP_RECV_S = 13,  /* "RECV_S" */
+    PP_SEND_SB = 14, /* "SEND_SB": their gradients back to the stashing stages */
+    PP_RECV_SB = 15, /* "RECV_SB" */
+    PP_TYPE_COUNT = 16
 };
 
 /* One action: 4 bytes, so a rank's table is 4 bytes per step. */
@@ -174,6 +189,16 @@ enum pp_schedule {
 
 enum pp_map_style { PP_MAP_LOOP = 0, PP_MAP_V = 1 };
 
+/* One skip connection (fairscale's SkipLayout route), from pp_skip_layout: the positions of
+   the layer that stashes it and of the one that pops it, which of their declared stashes and
+   pops it is, and their stages (src <= dst). Routes between stages of two ranks travel
+   directly from src's rank to dst's, never through the stages between. */
+typedef struct pp_route {
+    uint16_t stash, pop;
+    uint8_t stash_i, pop_i;
+    uint8_t src, dst;
+} pp_route;
+
 /* A plan: per-rank action tables in caller storage (rank r's row at actions + r * cap).
    Every function taking a plan checks it before it uses a field as an index or a count:
    PP_ERR_NULL (actions NULL), PP_ERR_ARG (nranks, nstages or nmb out of range, cap < 0,
@@ -188,8 +213,10 @@ typedef struct pp_plan {
     int32_t lowered;  /* 1: has send/recv, no idle slots */
     int32_t len[PP_MAX_RANKS];
     uint8_t stage_rank[PP_MAX_STAGES];
-    int32_t mailbox; /* 1 + the depth pp_mailbox_depth proved; 0: not proven
+    int32_t mailbox;             /* 1 + the depth pp_mailbox_depth proved; 0: not proven
                                         (every writer of the plan resets it) */
+    int32_t nskips;              /* skip routes (pp_plan_skips; 0: none) */
+    pp_route skip[PP_MAX_SKIPS]; /* what lowering, validation, simulation and emission follow */
 } pp_plan;
 
 /* One rank's table as the executor walks it (emitted by pp_emit_c, or from pp_plan_table).
@@ -221,9 +248,34 @@ typedef struct pp_diag {
 PP_API const char *pp_strerror(int err);
 
 /* ---- 3. Model and partitioning ----------------------------------------------------- */
-/* A layer. Stages are contiguous runs of layers. The executor (pipeline_exec.h) calls the
-   functions (forward always; backward_input for every layer but the model's first, and
-   backward_weight where set, in training); planning uses the sizes and cost. */
+/* One tensor of a layer's outputs or of the model input (the executor's tuples, PP_SKIPS): its
+   dtype and the shape of one sample. A batched tensor is [rows, shape...] per microbatch, the
+   mini-batch split along dim 0 as torch.chunk splits it (fairscale's microbatch.scatter); a
+   whole one (whole = 1) is the tensor `shape` itself, the same in every microbatch (torch's
+   Pipe replicates what it does not chunk). */
+typedef struct pp_tspec {
+    int32_t dtype; /* mb_dtype */
+    int32_t ndim;  /* dims in shape[] (a batched tensor's sample: 0 is one value per row) */
+    int32_t shape[MB_MAX_DIMS - 1];
+    int32_t whole;
+} pp_tspec;
+
+/* A skip tensor a layer stashes or pops (fairscale's @skippable(stash=[...], pop=[...]) with
+   `yield stash(name, x)` / `x = yield pop(name)`): named, in namespace ns (Skippable.isolate;
+   0 is the default one). A stash gives its tensor's spec, a pop takes its stash's. */
+typedef struct pp_skip {
+    const char *name;
+    uint32_t ns;
+    pp_tspec spec;
+} pp_skip;
+
+/* A layer. Stages are contiguous runs of layer positions (a layer may stand at several, as
+   with tied embeddings: pp_invocations). The executor (pipeline_exec.h) calls the functions
+   (forward always; backward_input for every position but the model's first, and
+   backward_weight where set, in training); planning uses the sizes and cost. x, y, dy and
+   dx are arrays: one tensor each for a layer of a chain; with the fields after `cost`
+   (pipeline_exec.h's PP_SKIPS) x holds its inputs (the previous position's outputs) and then
+   its pops, y its outputs and then its stashes, dx and dy their gradients in the same order. */
 typedef struct pp_layer {
     int (*forward)(void *self, const mb_tensor *x, mb_tensor *y);
     int (*backward_input)(void *self, const mb_tensor *x, const mb_tensor *dy, mb_tensor *dx);
@@ -232,6 +284,18 @@ typedef struct pp_layer {
     uint32_t param_bytes; /* parameters */
     uint32_t act_bytes;   /* output activation per microbatch */
     uint32_t cost;        /* relative time (given or profiled) */
+    /* NULL / 0 below: one output of act_bytes (a [rows, act_bytes / rows / size] tensor of the
+       executor's dtype), no skips, built by the caller, recomputed by forward. */
+    const pp_tspec *out; /* its outputs: a tuple of nout tensors */
+    int32_t nout;
+    const pp_skip *stash, *pop; /* what it stashes and pops, in this order */
+    int32_t nstash, npop;
+    /* Per-rank construction (fairscale's LazyModule): pp_exec_build calls it on the one rank
+       that holds the layer, params = its param_bytes of that executor's storage. */
+    int (*init)(void *self, void *params);
+    /* The forward of a checkpointed microbatch again, in its I or B (NULL: forward); a
+       DeferredBatchNorm does not count that microbatch's statistics twice. */
+    int (*recompute)(void *self, const mb_tensor *x, mb_tensor *y);
 } pp_layer;
 
 enum pp_checkpoint { PP_CKPT_ALWAYS = 0, PP_CKPT_EXCEPT_LAST = 1, PP_CKPT_NEVER = 2 };
@@ -266,17 +330,37 @@ PP_API int pp_plan_init(pp_plan *plan, void *storage, size_t bytes, int nranks, 
 /* Build a schedule's compute-only tables (with idle slots) in PyTorch's order. */
 PP_API int pp_schedule_build(pp_plan *plan, int schedule, int nranks, int stages_per_rank, int nmb, void *storage,
                              size_t bytes, pp_diag *diag);
+/* GPipe or forward-only over any stage map (stages revisiting a rank, as pp_invocations
+   makes them; ranks without a stage get empty rows), as fairscale's AsyncPipe runs them:
+   every rank forwards what has arrived, the lowest (microbatch, stage) first, one action per
+   time step, and in training (GPipe) starts its backwards, the lowest microbatch and then
+   the highest stage first, once its forwards are done. Storage: pp_plan_bytes(nranks, the
+   most stages on one rank, nmb). Marked PP_SCHED_CUSTOM (training) or FORWARD_ONLY. */
+PP_API int pp_schedule_build_map(pp_plan *plan, int schedule, int nranks, const uint8_t *stage_rank, int nstages,
+                                 int nmb, void *storage, size_t bytes, pp_diag *diag);
+/* The plan's skip routes (from pp_skip_layout), copied into plan->skip: lowering adds their
+   direct transfers, and validation, simulation, pp_mailbox_depth, pp_peak_inflight and
+   pp_emit_c count them. Resets plan->mailbox. PP_ERR_ARG (n outside 0..PP_MAX_SKIPS, a stage
+   out of range), PP_ERR_SKIP_BACKWARDS (src > dst). */
+PP_API int pp_plan_skips(pp_plan *plan, const pp_route *routes, int n);
 /* rank's row of the plan as the executor walks it (a view into the plan's storage, no copy).
-   PP_ERR_NULL, PP_ERR_ARG (rank out of range). */
+   A rank at or past nranks (a world with more ranks than the plan) gets an empty table
+   (len 0, slots 0): its executor returns at once. PP_ERR_NULL, PP_ERR_ARG (rank out of
+   range: negative or >= PP_MAX_RANKS). */
 PP_API int pp_plan_table(const pp_plan *plan, int rank, pp_table *out);
 /* Peak number of activations held at once on `rank` (F .. its B or W), in table order.
-   A plan without any backward action holds one at a time. */
+   A plan without any backward action holds one at a time; with skip routes, a stage's
+   activation until its last use on the rank (its sends, the next stage's F, the F of a
+   stage on the rank that pops one of its skips), counted as the executor holds them. */
 PP_API int pp_peak_inflight(const pp_plan *plan, int rank);
 
 /* ---- 5. Lowering --------------------------------------------------------------------- */
 /* torch's _add_send_recv applied to the table as it is: insert SEND_F/RECV_F/SEND_B/RECV_B
    between ranks; an idle slot takes a round of the insertion, then is dropped
-   (pp_lower_mode(..., PP_LOWER_ROUNDS, ...)). */
+   (pp_lower_mode(..., PP_LOWER_ROUNDS, ...)).. With skip routes (pp_plan_skips): SEND_S after a
+   stashing stage's F (and its SEND_F), a RECV_S on each popping stage's rank once every stage
+   on other ranks that it pops from sent, before its F; SEND_SB after a popping stage's I or B
+   (and its SEND_B), RECV_SB before the stashing stage's I or B. */
 PP_API int pp_lower(const pp_plan *in, pp_plan *out, void *storage, size_t bytes, pp_diag *diag);
 #define PP_LOWER_ROUNDS 0 /* pp_lower's */
 #define PP_LOWER_TORCH  1 /* PyTorch's runtime's (below) */
@@ -401,6 +485,8 @@ extern "C" {
 #else
 #define PP__NOINLINE
 #endif
+/* UNSHARD, RESHARD and REDUCE_GRAD name a stage, no microbatch */
+#define PP__NO_MB(type) ((type) >= PP_UNSHARD && (type) <= PP_REDUCE_GRAD)
 
 #if !PP_NO_PLANNER /* planning half: firmware may link only the executor below */
 PP__DEF const char *pp_strerror(int err)
@@ -440,7 +526,7 @@ static int pp__check_action(const pp_plan *p, pp_action a)
 {
     if (a.type >= PP_TYPE_COUNT) return 0;
     if (a.type == PP_IDLE) return 1;
-    return a.stage < p->nstages && (a.type >= PP_UNSHARD || a.mb < p->nmb);
+    return a.stage < p->nstages && (PP__NO_MB(a.type) || a.mb < p->nmb);
 }
 /* A caller-filled plan, checked before any of its fields is used as an index or a count:
    PP_ERR_NULL (no action storage), PP_ERR_ARG (ranks, stages or microbatches out of range,
@@ -455,6 +541,9 @@ static int pp__plan_check(const pp_plan *p, pp_diag *diag)
         return PP_ERR_ARG;
     for (r = 0; r < p->nranks; r++)
         if (p->len[r] < 0 || p->len[r] > p->cap) return PP_ERR_ARG;
+    if (p->nskips < 0 || p->nskips > PP_MAX_SKIPS) return PP_ERR_ARG;
+    for (i = 0; i < p->nskips; i++)
+        if (p->skip[i].dst >= p->nstages || p->skip[i].src > p->skip[i].dst) return PP_ERR_ARG;
     for (i = 0; i < p->nstages; i++)
         if (p->stage_rank[i] >= p->nranks) {
             pp__diag(diag, p->stage_rank[i], -1, pp__none);
@@ -685,13 +774,14 @@ PP__DEF int pp_schedule_check(int sched, int P, int V, int M)
     }
 }
 
-/* Per-rank row capacity: >= every generator's compute table and any lowering (7 per
-   local (stage, microbatch): F, I, W, SEND_F, SEND_B, RECV_F, RECV_B; PP_LOWER_TORCH adds an
-   UNSHARD, a RESHARD and a REDUCE_GRAD per stage, and with more than 3 stages per rank up to
-   an UNSHARD and a RESHARD per compute action). */
+/* Per-rank row capacity: >= every generator's compute table and any lowering (11 per
+   local (stage, microbatch): F, I, W, SEND_F, SEND_B, RECV_F, RECV_B and the skip transfers
+   SEND_S, RECV_S, SEND_SB, RECV_SB; PP_LOWER_TORCH adds an UNSHARD, a RESHARD and a
+   REDUCE_GRAD per stage, and with more than 3 stages per rank up to an UNSHARD and a RESHARD
+   per compute action). */
 static long pp__cap(int P, int V, int M)
 {
-    return 7L * V * M + 4L * V * P + 4L * P + 8 + (V > 3 ? 6L * V * M + 8 : 0);
+    return 11L * V * M + 4L * V * P + 4L * P + 8 + (V > 3 ? 6L * V * M + 8 : 0);
 }
 
 PP__DEF size_t pp_plan_bytes(int P, int V, int M)
@@ -990,6 +1080,114 @@ PP__DEF int pp_schedule_build(pp_plan *plan, int sched, int P, int V, int M, voi
     return PP_OK;
 }
 
+PP__DEF int pp_schedule_build_map(pp_plan *plan, int sched, int P, const uint8_t *map, int S, int M, void *storage,
+                                  size_t bytes, pp_diag *diag)
+{
+    pp_action pick[PP_MAX_RANKS], *rows = (pp_action *)storage;
+    uint16_t nf[PP_MAX_STAGES], nb[PP_MAX_STAGES]; /* F and B done per stage (each in order) */
+    int32_t len[PP_MAX_RANKS];
+    int cap, rc, r, s, V = 1, train = sched == PP_SCHED_GPIPE;
+    if (!plan || !map || !storage) return PP_ERR_NULL;
+    if (!train && sched != PP_SCHED_FORWARD_ONLY) return PP_ERR_SCHEDULE;
+    if ((rc = pp__init(plan, storage, bytes, P, S, M, &cap)) != PP_OK) return rc;
+    for (s = 0; s < S; s++)
+        if (map[s] >= P) return PP_ERR_STAGE_RANK;
+    for (r = 0; r < P; r++) {
+        int n = 0;
+        for (s = 0; s < S; s++) n += map[s] == r;
+        if (n > V) V = n;
+        len[r] = 0;
+    }
+    if (cap < pp__cap(P, V, M)) return PP_ERR_TOO_SMALL;
+    for (s = 0; s < S; s++) nf[s] = nb[s] = 0;
+    for (;;) { /* one time step: every rank picks from what was done before it, then all run */
+        int left = 0, moved = 0;
+        for (r = 0; r < P; r++) {
+            int fwd_left = 0, m;
+            pick[r] = pp__none;
+            for (s = 0; s < S; s++) /* the ready F with the lowest (microbatch, stage) */
+                if (map[s] == r && (m = nf[s]) < M) {
+                    fwd_left = left = 1;
+                    if ((!s || nf[s - 1] > m) && (pick[r].type == PP_IDLE || m < pick[r].mb))
+                        pick[r] = pp__act(PP_F, s, m);
+                }
+            for (s = S; train && !fwd_left && s-- > 0;) /* then the ready B: lowest microbatch, highest stage */
+                if (map[s] == r && (m = nb[s]) < M) {
+                    left = 1;
+                    if ((s == S - 1 || nb[s + 1] > m) && (pick[r].type == PP_IDLE || m < pick[r].mb))
+                        pick[r] = pp__act(PP_B, s, m);
+                }
+        }
+        if (!left) break;
+        for (r = 0; r < P; r++) {
+            if (pick[r].type == PP_IDLE) continue;
+            rows[(size_t)r * (size_t)cap + (size_t)len[r]++] = pick[r];
+            if (pick[r].type == PP_F)
+                nf[pick[r].stage]++;
+            else
+                nb[pick[r].stage]++;
+            moved = 1;
+        }
+        if (!moved) { /* not reached for a valid map: stage 0's next F is always ready */
+            pp__diag(diag, -1, -1, pp__none);
+            return PP_ERR_DEADLOCK;
+        }
+    }
+    pp__set(plan, storage, cap, P, S, M, train ? PP_SCHED_CUSTOM : PP_SCHED_FORWARD_ONLY);
+    PP_MEMCPY(plan->stage_rank, map, (size_t)S);
+    for (r = 0; r < P; r++) plan->len[r] = len[r];
+    return PP_OK;
+}
+
+PP__DEF int pp_plan_skips(pp_plan *plan, const pp_route *routes, int n)
+{
+    int i, rc;
+    if (!plan || (n > 0 && !routes)) return PP_ERR_NULL;
+    if ((rc = pp__plan_check(plan, NULL)) != PP_OK) return rc;
+    if (n < 0 || n > PP_MAX_SKIPS) return PP_ERR_ARG;
+    for (i = 0; i < n; i++) {
+        if (routes[i].src >= plan->nstages || routes[i].dst >= plan->nstages) return PP_ERR_ARG;
+        if (routes[i].src > routes[i].dst) return PP_ERR_SKIP_BACKWARDS;
+    }
+    for (i = 0; i < n; i++) plan->skip[i] = routes[i];
+    plan->nskips = n;
+    plan->mailbox = 0;
+    return PP_OK;
+}
+
+/* Whether route k crosses ranks (a transfer); whether stage s receives such a skip (into = 1)
+   or sends one (into = 0). */
+static int pp__remote(const pp_plan *p, int k)
+{
+    return p->stage_rank[p->skip[k].src] != p->stage_rank[p->skip[k].dst];
+}
+static int pp__skip_at(const pp_plan *p, int s, int into)
+{
+    int k;
+    for (k = 0; k < p->nskips; k++)
+        if (pp__remote(p, k) && (into ? p->skip[k].dst : p->skip[k].src) == s) return 1;
+    return 0;
+}
+
+/* Inference with skips: the index of the last action of rank r's row that uses the
+   activation of F(s, m) at index i (its sends, the F of the next stage or of a popping stage
+   on this rank), i if none. */
+static int pp__last_use(const pp_plan *p, int r, int i)
+{
+    const pp_action *row = pp__row(p, r);
+    int s = row[i].stage, j, k, last = i;
+    for (j = i + 1; j < p->len[r]; j++) {
+        pp_action a = row[j];
+        int use = a.mb == row[i].mb && ((a.stage == s && (a.type == PP_SEND_F || a.type == PP_SEND_S)) ||
+                                        (a.type == PP_F && a.stage == s + 1));
+        for (k = 0; k < p->nskips && !use; k++)
+            use =
+                a.type == PP_F && a.mb == row[i].mb && p->skip[k].src == s && p->skip[k].dst == a.stage && a.stage != s;
+        if (use) last = j;
+    }
+    return last;
+}
+
 PP__DEF int pp_peak_inflight(const pp_plan *p, int rank)
 {
     int i, r, cur = 0, peak = 0, bwd = 0;
@@ -1004,6 +1202,14 @@ PP__DEF int pp_peak_inflight(const pp_plan *p, int rank)
                 break;
             }
         }
+    if (!bwd && p->nskips) { /* each F's activation from its F to its last use, both ends counted */
+        for (i = 0; i < p->len[rank]; i++) {
+            int j, live = 0;
+            for (j = 0; j <= i; j++) live += pp__row(p, rank)[j].type == PP_F && pp__last_use(p, rank, j) >= i;
+            if (live > peak) peak = live;
+        }
+        return peak;
+    }
     for (i = 0; i < p->len[rank]; i++) {
         int t = pp__row(p, rank)[i].type;
         if (t == PP_F) {
@@ -1020,10 +1226,10 @@ PP__DEF int pp_plan_table(const pp_plan *p, int rank, pp_table *out)
     int peak;
     if (!p || !out) return PP_ERR_NULL;
     if ((peak = pp__plan_rows_check(p, NULL)) != PP_OK) return peak;
-    if (rank < 0 || rank >= p->nranks || p->len[rank] > UINT16_MAX) return PP_ERR_ARG;
-    peak = pp_peak_inflight(p, rank);
-    out->actions = pp__row(p, rank);
-    out->len = (uint16_t)p->len[rank];
+    if (rank < 0 || rank >= PP_MAX_RANKS || (rank < p->nranks && p->len[rank] > UINT16_MAX)) return PP_ERR_ARG;
+    peak = rank < p->nranks ? pp_peak_inflight(p, rank) : 0; /* past nranks: an empty table */
+    out->actions = rank < p->nranks ? pp__row(p, rank) : p->actions;
+    out->len = (uint16_t)(rank < p->nranks ? p->len[rank] : 0);
     out->rank = (uint8_t)rank;
     out->nranks = (uint8_t)p->nranks;
     out->nstages = (uint8_t)p->nstages;
@@ -1091,6 +1297,43 @@ static PP__NOINLINE int pp__fsdp_row(const pp_plan *p, const pp_action *in, int 
     return len > cap ? -1 : len;
 }
 
+/* Whether compute action a may go on its rank's row (row[0..n)) as far as skips go: an F
+   after the RECV_S of its remote pops, an I / B after the RECV_SB of its remote stashes. */
+static int pp__skips_ready(const pp_plan *t, pp_action a, const pp_action *row, int n)
+{
+    int f = a.type == PP_F;
+    if (!f && a.type != PP_I && a.type != PP_B) return 1;
+    return !pp__skip_at(t, a.stage, f) || pp__in_row(row, n, pp__act(f ? PP_RECV_S : PP_RECV_SB, a.stage, a.mb));
+}
+
+/* After compute action a (and its SEND_F / SEND_B) went on its rank's row: SEND_S after a
+   stashing stage's F, SEND_SB after a popping stage's I / B, then the RECV_S / RECV_SB of
+   each stage it sends to, once every stage on another rank that sends to it (for this
+   microbatch) has. */
+static int pp__lower_skips(pp_plan *t, pp_action a, int cap, const int *len, const int *cur, int torch)
+{
+    int f = a.type == PP_F, k, j, r = t->stage_rank[a.stage];
+    if ((!f && a.type != PP_I && a.type != PP_B) || !pp__skip_at(t, a.stage, !f)) return PP_OK;
+    if (t->len[r] >= cap - (torch ? len[r] - cur[r] : 0)) return PP_ERR_TOO_SMALL; /* torch's parked row */
+    pp__row(t, r)[t->len[r]++] = pp__act(f ? PP_SEND_S : PP_SEND_SB, a.stage, a.mb);
+    for (k = 0; k < t->nskips; k++) {
+        int peer = f ? t->skip[k].dst : t->skip[k].src, rr = t->stage_rank[peer], sent = 1;
+        pp_action recv = pp__act(f ? PP_RECV_S : PP_RECV_SB, peer, a.mb);
+        if (!pp__remote(t, k) || (f ? t->skip[k].src : t->skip[k].dst) != a.stage ||
+            pp__in_row(pp__row(t, rr), t->len[rr], recv))
+            continue;
+        for (j = 0; j < t->nskips && sent; j++) {
+            int from = f ? t->skip[j].src : t->skip[j].dst, fr = t->stage_rank[from];
+            if (pp__remote(t, j) && (f ? t->skip[j].dst : t->skip[j].src) == peer)
+                sent = pp__in_row(pp__row(t, fr), t->len[fr], pp__act(f ? PP_SEND_S : PP_SEND_SB, from, a.mb));
+        }
+        if (!sent) continue;
+        if (t->len[rr] >= cap - (torch ? len[rr] - cur[rr] : 0)) return PP_ERR_TOO_SMALL;
+        pp__row(t, rr)[t->len[rr]++] = recv;
+    }
+    return PP_OK;
+}
+
 PP__DEF int pp_lower(const pp_plan *in, pp_plan *out, void *storage, size_t bytes, pp_diag *diag)
 {
     return pp_lower_mode(in, out, storage, bytes, PP_LOWER_ROUNDS, diag);
@@ -1116,6 +1359,8 @@ PP__DEF int pp_lower_mode(const pp_plan *in, pp_plan *out, void *storage, size_t
         }
     pp__set(&t, storage, cap, in->nranks, in->nstages, in->nmb, in->schedule);
     PP_MEMCPY(t.stage_rank, in->stage_rank, sizeof t.stage_rank);
+    PP_MEMCPY(t.skip, in->skip, sizeof t.skip);
+    t.nskips = in->nskips;
     t.lowered = 1;
     for (r = 0; r < in->nranks; r++) { /* what each rank lowers: its row, or torch's expansion parked
                                           at the end of its output row (read before written over) */
@@ -1146,7 +1391,7 @@ PP__DEF int pp_lower_mode(const pp_plan *in, pp_plan *out, void *storage, size_t
                 ready = pp__in_row(row, t.len[r], pp__act(PP_RECV_B, a.stage, a.mb)) ||
                         pp__in_row(row, t.len[r], pp__act(PP_I, a.stage + 1, a.mb)) ||
                         pp__in_row(row, t.len[r], pp__act(PP_B, a.stage + 1, a.mb));
-            if (!ready) continue;
+            if (!ready || !pp__skips_ready(&t, a, row, t.len[r])) continue;
             cur[r]++; /* its parked slot is free from here */
             if (a.type != PP_IDLE) {
                 room = cap - (mode == PP_LOWER_TORCH ? len[r] - cur[r] : 0);
@@ -1160,6 +1405,7 @@ PP__DEF int pp_lower_mode(const pp_plan *in, pp_plan *out, void *storage, size_t
                     row[t.len[r]++] = pp__act(fwd ? PP_SEND_F : PP_SEND_B, a.stage, a.mb);
                     pp__row(&t, rr)[t.len[rr]++] = pp__act(fwd ? PP_RECV_F : PP_RECV_B, rs, a.mb);
                 }
+                if ((rc = pp__lower_skips(&t, a, cap, len, cur, mode == PP_LOWER_TORCH)) != PP_OK) return rc;
             }
             progress = 1;
         }
@@ -1253,12 +1499,20 @@ PP__DEF int pp_validate(const pp_plan *p, pp_diag *diag)
 /* ---- simulation ---- */
 PP__DEF size_t pp_sim_bytes(const pp_plan *p)
 {
+    size_t words;
     if (!p || pp__plan_check(p, NULL) != PP_OK) return 0;
-    return 6u * (size_t)p->nstages * (size_t)p->nmb * sizeof(uint32_t);
+    words = 6u * (size_t)p->nstages; /* + the skip planes, and pp_mailbox_depth's skip transfers */
+    if (p->nskips) words += 4u * (size_t)p->nstages + 2u * (size_t)p->nskips;
+    return words * (size_t)p->nmb * sizeof(uint32_t);
 }
 
 #define PP__NOT 0xffffffffu
-enum { PP__TF, PP__TB, PP__TSF, PP__TSB, PP__TRF, PP__TRB };
+/* A posted receive: it does not wait for its data (torch's irecv); its consumer does. */
+static int pp__posted(int type)
+{
+    return type == PP_RECV_F || type == PP_RECV_B || type == PP_RECV_S || type == PP_RECV_SB;
+}
+enum { PP__TF, PP__TB, PP__TSF, PP__TSB, PP__TRF, PP__TRB, PP__TSS, PP__TSSB, PP__TRS, PP__TRSB };
 
 static uint32_t pp__cost(const pp_costs *c, pp_action a)
 {
@@ -1268,14 +1522,57 @@ static uint32_t pp__cost(const pp_costs *c, pp_action a)
     case PP_I: return c->stage_i ? c->stage_i[a.stage] : c->i;
     case PP_W: return c->stage_w ? c->stage_w[a.stage] : c->w;
     case PP_SEND_F:
-    case PP_SEND_B: return c->send;
+    case PP_SEND_B:
+    case PP_SEND_S:
+    case PP_SEND_SB: return c->send;
     case PP_RECV_F:
-    case PP_RECV_B: return c->recv;
+    case PP_RECV_B:
+    case PP_RECV_S:
+    case PP_RECV_SB: return c->recv;
     default: return 0;
     }
 }
 
+/* The skip inputs of action a (work planes t), from when (*dep, raised): a popping F needs
+   its stashes (from another rank: its RECV_S, or the stashing F and the latency in a plan
+   without transfers), a stashing I / B its pops' gradients; a skip send its F / I / B; a
+   skip receive every remote sender's send. 1 if they are there. */
+static int pp__skips_in(const pp_plan *p, const pp_costs *c, const uint32_t *t, pp_action a, uint32_t *dep)
+{
+    size_t plane = (size_t)p->nstages * (size_t)p->nmb;
+    int k, f = a.type == PP_F || a.type == PP_SEND_S || a.type == PP_RECV_S;
+    uint32_t x;
+#define PP__T(k, s, m) t[(size_t)(k)*plane + (size_t)(s) * (size_t)p->nmb + (size_t)(m)]
+    if (a.type != PP_F && a.type != PP_I && a.type != PP_B && (a.type < PP_SEND_S || a.type > PP_RECV_SB)) return 1;
+    if (a.type == PP_SEND_S || a.type == PP_SEND_SB) {
+        if ((x = PP__T(f ? PP__TF : PP__TB, a.stage, a.mb)) == PP__NOT) return 0;
+        *dep = x > *dep ? x : *dep;
+        return 1;
+    }
+    for (k = 0; k < p->nskips; k++) {
+        int from = f ? p->skip[k].src : p->skip[k].dst, to = f ? p->skip[k].dst : p->skip[k].src;
+        int remote = pp__remote(p, k), recv = a.type == PP_RECV_S || a.type == PP_RECV_SB;
+        if (to != a.stage || from == to || (recv && !remote)) continue;
+        if (recv) /* a receive: the sender's send + latency */
+            x = PP__T(f ? PP__TSS : PP__TSSB, from, a.mb);
+        else if (remote && p->lowered) /* a compute action: its posted receive */
+            x = PP__T(f ? PP__TRS : PP__TRSB, to, a.mb);
+        else /* the producing action itself */
+            x = PP__T(f ? PP__TF : PP__TB, from, a.mb);
+        if (x == PP__NOT) return 0;
+        if (recv || (remote && !p->lowered)) x += c->comm;
+        if (x > *dep) *dep = x;
+    }
+#undef PP__T
+    return 1;
+}
+
 /* Whether rank r's next action a has its inputs (work planes t), and from when (*dep). */
+static int pp__ready(const pp_plan *p, const pp_costs *c, const uint32_t *t, pp_action a, int r, uint32_t *dep);
+static int pp__ready_all(const pp_plan *p, const pp_costs *c, const uint32_t *t, pp_action a, int r, uint32_t *dep)
+{
+    return pp__ready(p, c, t, a, r, dep) && (!p->nskips || pp__skips_in(p, c, t, a, dep));
+}
 static int pp__ready(const pp_plan *p, const pp_costs *c, const uint32_t *t, pp_action a, int r, uint32_t *dep)
 {
     size_t plane = (size_t)p->nstages * (size_t)p->nmb;
@@ -1323,7 +1620,7 @@ static int pp__ready(const pp_plan *p, const pp_costs *c, const uint32_t *t, pp_
         if (s == S - 1 || (x = PP__T(PP__TSB, s + 1, m)) == PP__NOT) return 0;
         *dep = x + c->comm;
         return 1;
-    default: return 1; /* W, UNSHARD, RESHARD, REDUCE_GRAD: always ready */
+    default: return 1; /* W, UNSHARD, RESHARD, REDUCE_GRAD: always ready; skips: pp__skips_in */
     }
 #undef PP__T
 }
@@ -1353,7 +1650,7 @@ static int pp__simulate(const pp_plan *p, const pp_costs *c, void *work, size_t 
     plane = (size_t)S * (size_t)M;
     {
         size_t k;
-        for (k = 0; k < 6 * plane; k++) t[k] = PP__NOT;
+        for (k = 0; k < (p->nskips ? 10 : 6) * plane; k++) t[k] = PP__NOT;
     }
     PP_MEMSET(&res, 0, sizeof res);
     for (r = 0; r < p->nranks; r++) {
@@ -1371,11 +1668,10 @@ static int pp__simulate(const pp_plan *p, const pp_costs *c, void *work, size_t 
             while (cur[r] < p->len[r] && pp__row(p, r)[cur[r]].type == PP_IDLE) cur[r]++;
             if (cur[r] >= p->len[r]) continue;
             left = 1;
-            if (!pp__ready(p, c, t, pp__row(p, r)[cur[r]], r, &dep)) continue;
+            if (!pp__ready_all(p, c, t, pp__row(p, r)[cur[r]], r, &dep)) continue;
             start = clock[r];
             if (c->cores && unit[r % c->cores] > start) start = unit[r % c->cores];
-            if (pp__row(p, r)[cur[r]].type != PP_RECV_F && pp__row(p, r)[cur[r]].type != PP_RECV_B && dep > start)
-                start = dep;
+            if (!pp__posted(pp__row(p, r)[cur[r]].type) && dep > start) start = dep;
             if (best < 0 || start < best_start) {
                 best = r;
                 best_start = start;
@@ -1416,6 +1712,10 @@ static int pp__simulate(const pp_plan *p, const pp_costs *c, void *work, size_t 
             case PP_SEND_B: PP__T(PP__TSB, s, m) = end; break;
             case PP_RECV_F: PP__T(PP__TRF, s, m) = end > arrive ? end : arrive; break;
             case PP_RECV_B: PP__T(PP__TRB, s, m) = end > arrive ? end : arrive; break;
+            case PP_SEND_S: PP__T(PP__TSS, s, m) = end; break;
+            case PP_SEND_SB: PP__T(PP__TSSB, s, m) = end; break;
+            case PP_RECV_S: PP__T(PP__TRS, s, m) = end > arrive ? end : arrive; break;
+            case PP_RECV_SB: PP__T(PP__TRSB, s, m) = end > arrive ? end : arrive; break;
             default: break;
             }
         }
@@ -1456,14 +1756,30 @@ PP__DEF int pp_simulate(const pp_plan *p, const pp_costs *c, void *work, size_t 
 
 /* ---- mailbox depth: the executor without take-in ---- */
 /* Transfer state in work: plane 0 the activation into stage s for microbatch m, plane 1 the
-   gradient into s; PP__NOT until sent, then its posting order, | PP__TAKEN once received. */
+   gradient into s, then per skip route the skip tensor and its gradient; PP__NOT until sent,
+   then its posting order, | PP__TAKEN once received. */
 #define PP__TAKEN 0x80000000u
+
+static size_t pp__ntx(const pp_plan *p)
+{
+    return (2u * (size_t)p->nstages + 2u * (size_t)p->nskips) * (size_t)p->nmb;
+}
 
 /* Sender and receiver ranks of transfer k (< 0 for a transfer that cannot exist). */
 static int pp__tx_pair(const pp_plan *p, size_t k, int *dst)
 {
-    int S = p->nstages, grad = (int)(k / ((size_t)S * (size_t)p->nmb)), s = (int)(k / (size_t)p->nmb) % S;
-    int src = s + (grad ? 1 : -1);
+    size_t plane = (size_t)p->nstages * (size_t)p->nmb;
+    int S = p->nstages, grad, s, src;
+    if (k >= 2u * plane) { /* a skip route's tensor or gradient */
+        int j = (int)((k - 2u * plane) / (size_t)p->nmb), g = j >= p->nskips;
+        const pp_route *x = &p->skip[g ? j - p->nskips : j];
+        if (p->stage_rank[x->src] == p->stage_rank[x->dst]) return -1;
+        *dst = p->stage_rank[g ? x->src : x->dst];
+        return p->stage_rank[g ? x->dst : x->src];
+    }
+    grad = (int)(k / plane);
+    s = (int)(k / (size_t)p->nmb) % S;
+    src = s + (grad ? 1 : -1);
     if (src < 0 || src >= S) return -1;
     *dst = p->stage_rank[s];
     return p->stage_rank[src];
@@ -1472,7 +1788,7 @@ static int pp__tx_pair(const pp_plan *p, size_t k, int *dst)
 /* Transfers src -> dst that hold a mailbox slot: from the oldest one not taken yet. */
 static uint32_t pp__window(const pp_plan *p, const uint32_t *t, int src, int dst)
 {
-    size_t k, n = 2u * (size_t)p->nstages * (size_t)p->nmb;
+    size_t k, n = pp__ntx(p);
     uint32_t oldest = PP__NOT, w = 0;
     int d;
     for (k = 0; k < n; k++)
@@ -1483,38 +1799,54 @@ static uint32_t pp__window(const pp_plan *p, const uint32_t *t, int src, int dst
     return w;
 }
 
-/* The transfer rank r's action a takes in (F: activation, I/B: gradient from another rank)
-   or posts (SEND_F/SEND_B), or -1. */
-static int pp__tx_of(const pp_plan *p, pp_action a, int r, int *send)
+/* The n-th transfer (in the executor's order) that rank r's action a takes in (F: the
+   activation from another rank, then its remote skips in route order; I / B: the gradient,
+   then its stashes' gradients) or posts (SEND_F / SEND_B: one; SEND_S / SEND_SB: one per
+   remote route), or -1 past the last. */
+static int pp__tx_of(const pp_plan *p, pp_action a, int r, int n, int *send)
 {
-    int s = a.stage, grad = a.type != PP_F && a.type != PP_SEND_F, to = s;
-    *send = a.type == PP_SEND_F || a.type == PP_SEND_B;
-    if (*send)
+    int s = a.stage, k, to = s, skips = 0;
+    int grad = a.type != PP_F && a.type != PP_SEND_F && a.type != PP_SEND_S && a.type != PP_RECV_S;
+    *send = a.type == PP_SEND_F || a.type == PP_SEND_B || a.type == PP_SEND_S || a.type == PP_SEND_SB;
+    if (a.type == PP_SEND_S || a.type == PP_SEND_SB)
+        skips = 1; /* all its transfers are skips */
+    else if (*send)
         to = s + (grad ? -1 : 1);
     else if (a.type != PP_F && a.type != PP_I && a.type != PP_B)
         return -1;
     else {
         int from = s + (grad ? 1 : -1);
-        if (from < 0 || from >= p->nstages || p->stage_rank[from] == r) return -1;
+        if (from < 0 || from >= p->nstages || p->stage_rank[from] == r) n++; /* no activation to take */
     }
-    if (to < 0 || to >= p->nstages) return -1;
-    return (int)(((size_t)grad * (size_t)p->nstages + (size_t)to) * (size_t)p->nmb + a.mb);
+    if (!skips && n == 0) {
+        if (to < 0 || to >= p->nstages) return -1;
+        return (int)(((size_t)grad * (size_t)p->nstages + (size_t)to) * (size_t)p->nmb + a.mb);
+    }
+    if (a.type == PP_SEND_F || a.type == PP_SEND_B) return -1;
+    if (!skips) n--;
+    for (k = 0; k < p->nskips; k++) { /* F / SEND_SB: routes into s; I, B / SEND_S: routes from s */
+        int into = (a.type == PP_F) || (a.type == PP_SEND_SB);
+        if (!pp__remote(p, k) || (into ? p->skip[k].dst : p->skip[k].src) != s || n--) continue;
+        return (int)(2u * (size_t)p->nstages * (size_t)p->nmb +
+                     ((size_t)grad * (size_t)p->nskips + (size_t)k) * (size_t)p->nmb + a.mb);
+    }
+    return -1;
 }
 
-/* Whether rank r's next action can go on with mailboxes of `depth` transfers; if so its
-   transfer is posted (*seq: the posting order) or taken. */
-static int pp__mailbox_step(const pp_plan *p, uint32_t depth, uint32_t *t, const int *cur, int r, uint32_t *seq)
+/* Whether rank r can go on with transfer n of its current action with mailboxes of `depth`
+   transfers; if so it is posted (*seq: the posting order) or taken. */
+static int pp__mailbox_step(const pp_plan *p, uint32_t depth, uint32_t *t, const int *cur, const int *sub, int r,
+                            uint32_t *seq)
 {
-    int send, dst = 0, s2 = 0, x = pp__tx_of(p, pp__row(p, r)[cur[r]], r, &send), ok;
-    if (x < 0) return 1; /* no transfer */
-    if (!send) {         /* F / I / B takes its data */
+    int send, dst = 0, s2 = 0, x = pp__tx_of(p, pp__row(p, r)[cur[r]], r, sub[r], &send), ok;
+    if (!send) { /* F / I / B takes its data */
         ok = t[x] != PP__NOT && !(t[x] & PP__TAKEN);
         if (ok) t[x] |= PP__TAKEN;
         return ok;
     }
     ok = t[x] == PP__NOT && pp__tx_pair(p, (size_t)x, &dst) == r;
     if (ok && depth == 0) /* no buffer: only once the peer waits for this very transfer */
-        ok = cur[dst] < p->len[dst] && pp__tx_of(p, pp__row(p, dst)[cur[dst]], dst, &s2) == x && !s2;
+        ok = cur[dst] < p->len[dst] && pp__tx_of(p, pp__row(p, dst)[cur[dst]], dst, sub[dst], &s2) == x && !s2;
     ok = ok && pp__window(p, t, r, dst) < (depth ? depth : 1u);
     if (ok) t[x] = (*seq)++;
     return ok;
@@ -1524,15 +1856,21 @@ static int pp__mailbox_step(const pp_plan *p, uint32_t depth, uint32_t *t, const
    diag naming the first waiting rank. */
 static int pp__mailbox_run(const pp_plan *p, uint32_t depth, uint32_t *t, pp_diag *diag)
 {
-    int cur[PP_MAX_RANKS] = {0}, r, moved, left = 0;
-    size_t k, n = 2u * (size_t)p->nstages * (size_t)p->nmb;
+    int cur[PP_MAX_RANKS] = {0}, sub[PP_MAX_RANKS] = {0}, r, moved, left = 0, send;
+    size_t k, n = pp__ntx(p);
     uint32_t seq = 0;
     for (k = 0; k < n; k++) t[k] = PP__NOT;
     do {
         moved = 0;
         for (r = 0; r < p->nranks; r++)
-            while (cur[r] < p->len[r] && pp__mailbox_step(p, depth, t, cur, r, &seq)) {
-                cur[r]++;
+            while (cur[r] < p->len[r]) {
+                if (pp__tx_of(p, pp__row(p, r)[cur[r]], r, sub[r], &send) < 0) { /* the action is done */
+                    cur[r]++;
+                    sub[r] = 0;
+                } else if (pp__mailbox_step(p, depth, t, cur, sub, r, &seq))
+                    sub[r]++;
+                else
+                    break;
                 moved = 1;
             }
         left = 0;
@@ -1571,17 +1909,18 @@ PP__DEF int pp_mailbox_depth(pp_plan *p, int max_depth, void *work, size_t work_
 #define SPLITCORE__TEXT
 #include "splitcore_base.h"
 static const char *const pp__type_names[PP_TYPE_COUNT] = {
-    "", "F", "B", "I", "W", "SEND_F", "RECV_F", "SEND_B", "RECV_B", "UNSHARD", "RESHARD", "REDUCE_GRAD"};
-static const char *const pp__type_macros[PP_TYPE_COUNT] = {"PP_IDLE",   "PP_F",       "PP_B",       "PP_I",
-                                                           "PP_W",      "PP_SEND_F",  "PP_RECV_F",  "PP_SEND_B",
-                                                           "PP_RECV_B", "PP_UNSHARD", "PP_RESHARD", "PP_REDUCE_GRAD"};
+    "",       "F",      "B",      "I",       "W",       "SEND_F",  "RECV_F",  "SEND_B",
+    "RECV_B", "UNSHARD", "RESHARD", "REDUCE_GRAD", "SEND_S", "RECV_S", "SEND_SB", "RECV_SB"};
+static const char *const pp__type_macros[PP_TYPE_COUNT] = {
+    "PP_IDLE",   "PP_F",      "PP_B",      "PP_I",       "PP_W",       "PP_SEND_F",  "PP_RECV_F",  "PP_SEND_B",
+    "PP_RECV_B", "PP_UNSHARD", "PP_RESHARD", "PP_REDUCE_GRAD", "PP_SEND_S", "PP_RECV_S", "PP_SEND_SB", "PP_RECV_SB"};
 
 static void pp__put_action(splitcore__out *o, pp_action a)
 {
     if (a.type == PP_IDLE || a.type >= PP_TYPE_COUNT) return;
     splitcore__putu(o, a.stage);
     splitcore__puts(o, pp__type_names[a.type]);
-    if (a.type < PP_UNSHARD) splitcore__putu(o, a.mb);
+    if (!PP__NO_MB(a.type)) splitcore__putu(o, a.mb);
 }
 
 /* Run `emit` to count, then to write when it fits. */
@@ -1657,7 +1996,7 @@ PP__DEF int pp_action_parse(const char *s, size_t n, pp_action *out)
         if (mb > 0xffff) return PP_ERR_PARSE;
     }
     if (i != n) return PP_ERR_PARSE;
-    if ((type < PP_UNSHARD) != (nm > 0)) return PP_ERR_PARSE;
+    if (!PP__NO_MB(type) != (nm > 0)) return PP_ERR_PARSE;
     *out = pp__act(type, (int)stage, (int)mb);
     return PP_OK;
 }
@@ -1715,7 +2054,7 @@ static int pp__csv_pass(pp_plan *p, const char *text, size_t n, int write, int *
                             pp__diag(diag, r, col, pp__none);
                             return rc;
                         }
-                        if (a.type != PP_IDLE && (a.stage >= p->nstages || (a.type < PP_UNSHARD && a.mb >= p->nmb))) {
+                        if (a.type != PP_IDLE && (a.stage >= p->nstages || (!PP__NO_MB(a.type) && a.mb >= p->nmb))) {
                             pp__diag(diag, r, col, a);
                             return PP_ERR_ACTION;
                         }
@@ -1769,6 +2108,17 @@ PP__DEF int pp_csv_read(pp_plan *p, const char *text, size_t n, pp_diag *diag)
     return PP_OK;
 }
 
+/* "<type><name><suffix>[n] = {" */
+static void pp__put_array(splitcore__out *o, const char *type, const char *name, const char *suffix, uint32_t n)
+{
+    splitcore__puts(o, type);
+    splitcore__puts(o, name);
+    splitcore__puts(o, suffix);
+    splitcore__puts(o, "[");
+    splitcore__putu(o, n);
+    splitcore__puts(o, "] = {");
+}
+
 static void pp__emit_c(splitcore__out *o, const pp_plan *p, const char *name)
 {
     int r, i, s, mbox = p->mailbox > 0 && p->mailbox <= 255 ? p->mailbox : 0;
@@ -1799,13 +2149,12 @@ static void pp__emit_c(splitcore__out *o, const pp_plan *p, const char *name)
         splitcore__puts(o, ": not proven to run without take-in (pp_mailbox_depth before pp_emit_c)\"\n#endif\n\n");
     }
     for (r = 0; r < p->nranks; r++) {
-        splitcore__puts(o, "static const pp_action ");
-        splitcore__puts(o, name);
-        splitcore__puts(o, "_r");
-        splitcore__putu(o, (uint32_t)r);
-        splitcore__puts(o, "[");
-        splitcore__putu(o, (uint32_t)(p->len[r] ? p->len[r] : 1));
-        splitcore__puts(o, "] = {");
+        char row[8] = "_r", *q = row + 2; /* "_r<rank>": PP_MAX_RANKS <= 255 */
+        if (r >= 100) *q++ = (char)('0' + r / 100);
+        if (r >= 10) *q++ = (char)('0' + r / 10 % 10);
+        *q++ = (char)('0' + r % 10);
+        *q = '\0';
+        pp__put_array(o, "static const pp_action ", name, row, (uint32_t)(p->len[r] ? p->len[r] : 1));
         if (!p->len[r]) splitcore__puts(o, "PP_ACTION(PP_IDLE, 0, 0)");
         for (i = 0; i < p->len[r]; i++) {
             pp_action a = pp__row(p, r)[i];
@@ -1820,16 +2169,33 @@ static void pp__emit_c(splitcore__out *o, const pp_plan *p, const char *name)
         }
         splitcore__puts(o, "\n};\n");
     }
-    splitcore__puts(o, "static const uint8_t ");
-    splitcore__puts(o, name);
-    splitcore__puts(o, "_stage_rank[");
-    splitcore__putu(o, (uint32_t)p->nstages);
-    splitcore__puts(o, "] = {");
+    pp__put_array(o, "static const uint8_t ", name, "_stage_rank", (uint32_t)p->nstages);
     for (s = 0; s < p->nstages; s++) {
         if (s) splitcore__puts(o, ", ");
         splitcore__putu(o, p->stage_rank[s]);
     }
-    splitcore__puts(o, "};\nconst pp_table ");
+    splitcore__puts(o, "};\n");
+    if (p->nskips) { /* the skip routes, for pp_exec_cfg.skips */
+        splitcore__puts(o, "#define ");
+        splitcore__puts(o, name);
+        splitcore__puts(o, "_NSKIPS ");
+        splitcore__putu(o, (uint32_t)p->nskips);
+        pp__put_array(o, "\nconst pp_route ", name, "_skips", (uint32_t)p->nskips);
+        for (s = 0; s < p->nskips; s++) {
+            const pp_route *x = &p->skip[s];
+            uint32_t f[6];
+            int j;
+            f[0] = x->stash, f[1] = x->pop, f[2] = x->stash_i, f[3] = x->pop_i, f[4] = x->src, f[5] = x->dst;
+            splitcore__puts(o, s ? ", {" : "{");
+            for (j = 0; j < 6; j++) {
+                if (j) splitcore__puts(o, ", ");
+                splitcore__putu(o, f[j]);
+            }
+            splitcore__puts(o, "}");
+        }
+        splitcore__puts(o, "};\n");
+    }
+    splitcore__puts(o, "const pp_table ");
     splitcore__puts(o, name);
     splitcore__puts(o, "[");
     splitcore__putu(o, (uint32_t)p->nranks);
@@ -1961,6 +2327,9 @@ PP__DEF int pp_trace_json(const pp_event *ev, int n, char *buf, size_t cap, size
 #endif
 #endif /* PIPELINE_IMPLEMENTATION */
 
+#if !PP_NO_PLANNER
+#include "pipeline_model.h" /* skip layouts and shared layers: a model's checks */
+#endif
 #if !PP_NO_EXECUTOR
 #include "pipeline_exec.h" /* the executor (its own module) */
 #endif

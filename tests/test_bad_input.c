@@ -434,8 +434,8 @@ static pp_exec_cfg xcfg_fo, xcfg_fo_nout;
         pp_schedule_build(OUT_AT(pp_plan, 4096), PP_SCHED_1F1B, 2, 1, 4, OUT(void), 8, NULL))                          \
     ROW(pp34, "pipeline.h", "pp_schedule_build", "NULL plan", PP_ERR_NULL,                                             \
         pp_schedule_build(NULL, PP_SCHED_1F1B, 2, 1, 4, OUT(void), 4096, NULL))                                        \
-    ROW(pp35, "pipeline.h", "pp_plan_table", "rank out of range", PP_ERR_ARG,                                          \
-        pp_plan_table(&lowered, 2, OUT(pp_table)))                                                                     \
+    ROW(pp35, "pipeline.h", "pp_plan_table", "rank negative or >= PP_MAX_RANKS", PP_ERR_ARG,                           \
+        pp_plan_table(&lowered, PP_MAX_RANKS, OUT(pp_table)))                                                          \
     ROW(pp36, "pipeline.h", "pp_plan_table", "NULL out", PP_ERR_NULL, pp_plan_table(&lowered, 0, NULL))                \
     ROW(pp37, "pipeline.h", "pp_peak_inflight", "rank out of range", PP_ERR_ARG, pp_peak_inflight(&sched, 5))          \
     ROW(pp38, "pipeline.h", "pp_lower", "storage too small (storage is working memory; `out` untouched)",              \

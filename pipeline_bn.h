@@ -24,8 +24,9 @@
    implied by PIPELINE_IMPLEMENTATION and SPLITCORE_IMPLEMENTATION), PIPELINE_BN_STATIC,
    PP_SQRT(x) (default: sqrt of <math.h>, the only libm call).
 
-   Errors: the layer callbacks return PP_ERR_ARG for a tensor that is not f32 [rows, C, ...]
-   with C channels (the executor reports PP_ERR_LAYER with it in pp_exec.err).
+   Errors are pipeline.h's: pp_dbn_init returns PP_ERR_NULL / PP_ERR_ARG, and the layer
+   callbacks PP_ERR_ARG for a tensor that is not f32 [rows, C, ...] with C channels (the
+   executor reports PP_ERR_LAYER with it in pp_exec.err).
    Threads: a pp_dbn belongs to one layer on one rank; no state outside it. Statistics are
    accumulated in double in sample order, so the mean over microbatches in order equals the
    mean over the mini-batch bit for bit. */
@@ -48,9 +49,9 @@
 #error "pipeline_bn.h: splitcore headers of different releases are included together"
 #endif
 #ifdef PIPELINE_BN_STATIC
-#define PP_BNAPI static
+#define PP_BN_API static
 #else
-#define PP_BNAPI extern
+#define PP_BN_API extern
 #endif
 
 #ifdef __cplusplus
@@ -73,10 +74,10 @@ typedef struct pp_dbn {
 /* A DeferredBatchNorm over caller arrays: weight 1, bias 0, running mean 0, running var 1,
    nothing tracked (torch's reset); acc holds 2 * channels doubles. PP_ERR_NULL, PP_ERR_ARG
    (channels <= 0, chunks <= 0, eps <= 0). */
-PP_BNAPI int pp_dbn_init(pp_dbn *bn, int channels, float eps, float momentum, int chunks, float *weight, float *bias,
-                         float *running_mean, float *running_var, float *grad_weight, float *grad_bias, double *acc);
+PP_BN_API int pp_dbn_init(pp_dbn *bn, int channels, float eps, float momentum, int chunks, float *weight, float *bias,
+                          float *running_mean, float *running_var, float *grad_weight, float *grad_bias, double *acc);
 /* Its pp_layer callbacks (self = bn); the layer's other fields are the caller's. */
-PP_BNAPI void pp_dbn_layer(pp_dbn *bn, pp_layer *layer);
+PP_BN_API void pp_dbn_layer(pp_dbn *bn, pp_layer *layer);
 
 #ifdef __cplusplus
 }
@@ -97,13 +98,13 @@ extern "C" {
 #endif
 
 #ifdef PIPELINE_BN_STATIC
-#define PP__BNDEF static
+#define PP__BN_DEF static
 #else
-#define PP__BNDEF
+#define PP__BN_DEF
 #endif
 
-PP__BNDEF int pp_dbn_init(pp_dbn *bn, int channels, float eps, float momentum, int chunks, float *weight, float *bias,
-                          float *running_mean, float *running_var, float *grad_weight, float *grad_bias, double *acc)
+PP__BN_DEF int pp_dbn_init(pp_dbn *bn, int channels, float eps, float momentum, int chunks, float *weight, float *bias,
+                           float *running_mean, float *running_var, float *grad_weight, float *grad_bias, double *acc)
 {
     int c;
     if (!bn || !weight || !bias || !running_mean || !running_var || !grad_weight || !grad_bias || !acc)
@@ -269,7 +270,7 @@ static int pp__dbn_backward_weight(void *self, const mb_tensor *x, const mb_tens
     return pp__dbn_back((pp_dbn *)self, x, dy, NULL, 1);
 }
 
-PP__BNDEF void pp_dbn_layer(pp_dbn *bn, pp_layer *layer)
+PP__BN_DEF void pp_dbn_layer(pp_dbn *bn, pp_layer *layer)
 {
     if (!bn || !layer) return;
     layer->forward = pp__dbn_forward;

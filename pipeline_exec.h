@@ -129,9 +129,9 @@
 #endif
 #include "ports/pg.h" /* the executor talks to any port through pg.h */
 #ifdef PIPELINE_EXEC_STATIC
-#define PP_XAPI static
+#define PP_EXEC_API static
 #else
-#define PP_XAPI extern
+#define PP_EXEC_API extern
 #endif
 
 #ifdef __cplusplus
@@ -276,28 +276,28 @@ typedef struct pp_exec {
 
 /* Bytes of storage for this rank into *bytes: PP_OK, or the code pp_exec_init would return
    for cfg and t (*bytes untouched). Exact: pp_exec_init accepts exactly this many. */
-PP_XAPI int pp_exec_query(const pp_exec_cfg *cfg, const pp_table *t, size_t *bytes);
+PP_EXEC_API int pp_exec_query(const pp_exec_cfg *cfg, const pp_table *t, size_t *bytes);
 /* The same as a value: 0 means cfg or t is invalid (pp_exec_query says why). */
-PP_XAPI size_t pp_exec_bytes(const pp_exec_cfg *cfg, const pp_table *t);
+PP_EXEC_API size_t pp_exec_bytes(const pp_exec_cfg *cfg, const pp_table *t);
 /* Check cfg/table/group and lay out storage (8-byte aligned, >= pp_exec_query's bytes). */
-PP_XAPI int pp_exec_init(pp_exec *e, const pp_exec_cfg *cfg, const pp_table *t, pg_group *g, void *storage,
-                         size_t bytes);
+PP_EXEC_API int pp_exec_init(pp_exec *e, const pp_exec_cfg *cfg, const pp_table *t, pg_group *g, void *storage,
+                             size_t bytes);
 /* One step: every action of the table. Returns PP_OK or the same pipeline code on every rank
    (PP_ERR_LAYER, PP_ERR_COMM or the executor's own; pp_exec.err and err_rank say more). */
-PP_XAPI int pp_exec_run(pp_exec *e);
+PP_EXEC_API int pp_exec_run(pp_exec *e);
 #if PP_SKIPS
 /* Whether this rank builds layer `layer` (one of its positions is on a stage of
    this rank): 1, 0, or the code pp_exec_query would return. */
-PP_XAPI int pp_exec_builds(const pp_exec_cfg *cfg, const pp_table *t, int layer);
+PP_EXEC_API int pp_exec_builds(const pp_exec_cfg *cfg, const pp_table *t, int layer);
 /* Once after pp_exec_init: per-rank construction, pp_layer.init of every layer this
    rank builds, each with its param_bytes of the storage (8-byte aligned). PP_ERR_LAYER when
    an init fails (its code in pp_exec.err). */
-PP_XAPI int pp_exec_build(pp_exec *e);
+PP_EXEC_API int pp_exec_build(pp_exec *e);
 #endif
 /* Last stage, after a training step: the per-microbatch losses merged with `spec`
    (NULL: sum; MB_REDUCE_CUSTOM(r) for a custom reducer). Needs microbatch.h's
    implementation. PP_ERR_ARG on ranks without the last stage. */
-PP_XAPI int pp_exec_loss(const pp_exec *e, const mb_spec *spec, double *loss);
+PP_EXEC_API int pp_exec_loss(const pp_exec *e, const mb_spec *spec, double *loss);
 
 #ifdef __cplusplus
 }
@@ -324,9 +324,9 @@ extern "C" {
 #endif
 
 #ifdef PIPELINE_EXEC_STATIC
-#define PP__XDEF static
+#define PP__EXEC_DEF static
 #else
-#define PP__XDEF
+#define PP__EXEC_DEF
 #endif
 
 #define PP__R8(x)    (((uint32_t)(x) + 7u) & ~7u)
@@ -728,7 +728,7 @@ static int pp__xsize(const pp_exec_cfg *c, const pp_table *t, pp_exec *x, size_t
     return PP_OK;
 }
 
-PP__XDEF int pp_exec_query(const pp_exec_cfg *c, const pp_table *t, size_t *bytes)
+PP__EXEC_DEF int pp_exec_query(const pp_exec_cfg *c, const pp_table *t, size_t *bytes)
 {
     pp_exec x;
     size_t need, at, vat;
@@ -738,13 +738,14 @@ PP__XDEF int pp_exec_query(const pp_exec_cfg *c, const pp_table *t, size_t *byte
     return rc;
 }
 
-PP__XDEF size_t pp_exec_bytes(const pp_exec_cfg *c, const pp_table *t)
+PP__EXEC_DEF size_t pp_exec_bytes(const pp_exec_cfg *c, const pp_table *t)
 {
     size_t n = 0;
     return pp_exec_query(c, t, &n) ? 0 : n;
 }
 
-PP__XDEF int pp_exec_init(pp_exec *e, const pp_exec_cfg *c, const pp_table *t, pg_group *g, void *storage, size_t bytes)
+PP__EXEC_DEF int pp_exec_init(pp_exec *e, const pp_exec_cfg *c, const pp_table *t, pg_group *g, void *storage,
+                              size_t bytes)
 {
     pp_exec x;
     size_t at, vat, need;
@@ -1416,7 +1417,7 @@ static int pp__action(pp_exec *e, pp_action a)
 }
 
 #if PP_SKIPS
-PP__XDEF int pp_exec_builds(const pp_exec_cfg *c, const pp_table *t, int layer)
+PP__EXEC_DEF int pp_exec_builds(const pp_exec_cfg *c, const pp_table *t, int layer)
 {
     pp_exec x;
     int rc;
@@ -1425,7 +1426,7 @@ PP__XDEF int pp_exec_builds(const pp_exec_cfg *c, const pp_table *t, int layer)
     return (t->len || t->slots) && pp__holds(c, t, x.first, layer, t->rank);
 }
 
-PP__XDEF int pp_exec_build(pp_exec *e)
+PP__EXEC_DEF int pp_exec_build(pp_exec *e)
 {
     const pp_exec_cfg *c;
     unsigned char *at;
@@ -1534,7 +1535,7 @@ static uint32_t pp__now(const pp_exec_cfg *c, uint32_t otherwise)
     return c->now_us ? c->now_us(c->user) : otherwise;
 }
 
-PP__XDEF int pp_exec_run(pp_exec *e)
+PP__EXEC_DEF int pp_exec_run(pp_exec *e)
 {
     int i, rc = 0;
     uint32_t t0;
@@ -1564,7 +1565,7 @@ PP__XDEF int pp_exec_run(pp_exec *e)
     return pp__agree(e, rc);
 }
 
-PP__XDEF int pp_exec_loss(const pp_exec *e, const mb_spec *spec, double *loss)
+PP__EXEC_DEF int pp_exec_loss(const pp_exec *e, const mb_spec *spec, double *loss)
 {
     mb_spec sum = MB_REDUCE(MB_RED_SUM);
     mb_value out;

@@ -51,9 +51,9 @@
 #error "pipeline_model.h: splitcore headers of different releases are included together"
 #endif
 #ifdef PIPELINE_MODEL_STATIC
-#define PP_MAPI static
+#define PP_MODEL_API static
 #else
-#define PP_MAPI extern
+#define PP_MODEL_API extern
 #endif
 
 #ifdef __cplusplus
@@ -69,8 +69,8 @@ extern "C" {
    one part: stage_balance[s] positions each, stage_rank[s] = the part (arrays of
    PP_MAX_STAGES), *nstages. PP_ERR_ARG (a position's layer out of range, a layer never used,
    more than PP_MAX_STAGES stages), PP_ERR_BALANCE_SUM, PP_ERR_BALANCE_NONPOSITIVE. */
-PP_MAPI int pp_invocations(const int32_t *order, int npos, int nlayers, const int32_t *balance, int nparts,
-                           int32_t *stage_balance, uint8_t *stage_rank, int *nstages, pp_diag *diag);
+PP_MODEL_API int pp_invocations(const int32_t *order, int npos, int nlayers, const int32_t *balance, int nparts,
+                                int32_t *stage_balance, uint8_t *stage_rank, int *nstages, pp_diag *diag);
 /* fairscale's verify_skippables and SkipLayout over positions (order as above, NULL: position
    p is layer p; balance: positions per stage): one route per stashed tensor, sorted as
    SkipLayout sorts them (by popping stage, stashing stage, namespace, name). Errors, diag
@@ -79,8 +79,9 @@ PP_MAPI int pp_invocations(const int32_t *order, int npos, int nlayers, const in
    PP_ERR_SKIP_TWICE (a name stashed or popped twice in one namespace, or stashed and popped
    by one layer), PP_ERR_SKIP_UNPOPPED (stashed, never popped), PP_ERR_TOO_SMALL (more than
    max routes), PP_ERR_ARG, PP_ERR_BALANCE_*. */
-PP_MAPI int pp_skip_layout(const pp_layer *layers, int nlayers, const int32_t *order, int npos, const int32_t *balance,
-                           int nstages, pp_route *routes, int max, int *nroutes, pp_diag *diag);
+PP_MODEL_API int pp_skip_layout(const pp_layer *layers, int nlayers, const int32_t *order, int npos,
+                                const int32_t *balance, int nstages, pp_route *routes, int max, int *nroutes,
+                                pp_diag *diag);
 
 #ifdef __cplusplus
 }
@@ -99,9 +100,9 @@ extern "C" {
 #endif
 
 #ifdef PIPELINE_MODEL_STATIC
-#define PP__MDEF static
+#define PP__MODEL_DEF static
 #else
-#define PP__MDEF
+#define PP__MODEL_DEF
 #endif
 
 /* Where a model check failed: the position (diag->step), nothing else. */
@@ -134,8 +135,8 @@ static int pp__part_of(const int32_t *order, int p, const int32_t *balance, int 
     return j;
 }
 
-PP__MDEF int pp_invocations(const int32_t *order, int npos, int nlayers, const int32_t *balance, int nparts,
-                            int32_t *stage_balance, uint8_t *stage_rank, int *nstages, pp_diag *diag)
+PP__MODEL_DEF int pp_invocations(const int32_t *order, int npos, int nlayers, const int32_t *balance, int nparts,
+                                 int32_t *stage_balance, uint8_t *stage_rank, int *nstages, pp_diag *diag)
 {
     int p, l, rc, pass, ns = 0, prev = -1;
     if (!order || !balance || !stage_balance || !stage_rank || !nstages) return PP_ERR_NULL;
@@ -252,8 +253,9 @@ static int pp__stage_of(const int32_t *balance, int p)
     return s;
 }
 
-PP__MDEF int pp_skip_layout(const pp_layer *layers, int nlayers, const int32_t *order, int npos, const int32_t *balance,
-                            int nstages, pp_route *routes, int max, int *nroutes, pp_diag *diag)
+PP__MODEL_DEF int pp_skip_layout(const pp_layer *layers, int nlayers, const int32_t *order, int npos,
+                                 const int32_t *balance, int nstages, pp_route *routes, int max, int *nroutes,
+                                 pp_diag *diag)
 {
     pp__skipper k;
     int p, j, i, n = 0, rc;

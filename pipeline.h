@@ -78,7 +78,7 @@
 #endif
 /* Microbatches per plan: actions store the microbatch in 16 bits (not configurable). */
 #define PP_MAX_MICROBATCHES 65535
-/* Skip connections per plan (pp_plan.skip[] is this long; a route is 8 bytes). */
+/* Skip connections per plan (pp_plan.nskips at most). */
 #ifndef PP_MAX_SKIPS
 #define PP_MAX_SKIPS 16
 #endif
@@ -213,10 +213,11 @@ typedef struct pp_plan {
     int32_t lowered;  /* 1: has send/recv, no idle slots */
     int32_t len[PP_MAX_RANKS];
     uint8_t stage_rank[PP_MAX_STAGES];
-    int32_t mailbox;             /* 1 + the depth pp_mailbox_depth proved; 0: not proven
+    int32_t mailbox;      /* 1 + the depth pp_mailbox_depth proved; 0: not proven
                                         (every writer of the plan resets it) */
-    int32_t nskips;              /* skip routes (pp_plan_skips; 0: none) */
-    pp_route skip[PP_MAX_SKIPS]; /* what lowering, validation, simulation and emission follow */
+    int32_t nskips;       /* skip routes (pp_plan_skips; 0: none) */
+    const pp_route *skip; /* the caller's routes: what lowering, validation, simulation and
+                             emission follow (kept while the plan is used) */
 } pp_plan;
 
 /* One rank's table as the executor walks it (emitted by pp_emit_c, or from pp_plan_table).
@@ -338,7 +339,8 @@ PP_API int pp_schedule_build(pp_plan *plan, int schedule, int nranks, int stages
    most stages on one rank, nmb). Marked PP_SCHED_CUSTOM (training) or FORWARD_ONLY. */
 PP_API int pp_schedule_build_map(pp_plan *plan, int schedule, int nranks, const uint8_t *stage_rank, int nstages,
                                  int nmb, void *storage, size_t bytes, pp_diag *diag);
-/* The plan's skip routes (from pp_skip_layout), copied into plan->skip: lowering adds their
+/* The plan's skip routes (from pp_skip_layout), kept by the plan (plan->skip points at
+   them: they must live as long as the plan and its lowerings): lowering adds their
    direct transfers, and validation, simulation, pp_mailbox_depth, pp_peak_inflight and
    pp_emit_c count them. Resets plan->mailbox. PP_ERR_ARG (n outside 0..PP_MAX_SKIPS, a stage
    out of range), PP_ERR_SKIP_BACKWARDS (src > dst). */
@@ -541,6 +543,7 @@ static int pp__plan_check(const pp_plan *p, pp_diag *diag)
         return PP_ERR_ARG;
     for (r = 0; r < p->nranks; r++)
         if (p->len[r] < 0 || p->len[r] > p->cap) return PP_ERR_ARG;
+    if (p->nskips && !p->skip) return PP_ERR_NULL;
     if (p->nskips < 0 || p->nskips > PP_MAX_SKIPS) return PP_ERR_ARG;
     for (i = 0; i < p->nskips; i++)
         if (p->skip[i].dst >= p->nstages || p->skip[i].src > p->skip[i].dst) return PP_ERR_ARG;
@@ -1149,7 +1152,7 @@ PP__DEF int pp_plan_skips(pp_plan *plan, const pp_route *routes, int n)
         if (routes[i].src >= plan->nstages || routes[i].dst >= plan->nstages) return PP_ERR_ARG;
         if (routes[i].src > routes[i].dst) return PP_ERR_SKIP_BACKWARDS;
     }
-    for (i = 0; i < n; i++) plan->skip[i] = routes[i];
+    plan->skip = routes;
     plan->nskips = n;
     plan->mailbox = 0;
     return PP_OK;
@@ -1359,7 +1362,7 @@ PP__DEF int pp_lower_mode(const pp_plan *in, pp_plan *out, void *storage, size_t
         }
     pp__set(&t, storage, cap, in->nranks, in->nstages, in->nmb, in->schedule);
     PP_MEMCPY(t.stage_rank, in->stage_rank, sizeof t.stage_rank);
-    PP_MEMCPY(t.skip, in->skip, sizeof t.skip);
+    t.skip = in->skip;
     t.nskips = in->nskips;
     t.lowered = 1;
     for (r = 0; r < in->nranks; r++) { /* what each rank lowers: its row, or torch's expansion parked

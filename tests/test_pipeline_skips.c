@@ -391,16 +391,20 @@ static void test_simulate_skips(void **state)
     for (i = 0; i < low.len[2]; i++)
         if (pp__row(&low, 2)[i].type == PP_RECV_S) pp__row(&low, 2)[i] = pp__act(PP_RECV_F, 2, 0);
     assert_int_equal(pp_simulate(&low, &costs, work, sizeof work, &sim, NULL, 0, NULL, NULL), PP_ERR_DEADLOCK);
-    /* bad routes */
-    R[0].src = 3;
-    assert_int_equal(pp_plan_skips(&p, R, 1), PP_ERR_ARG);
-    R[0].src = 2;
-    R[0].dst = 1;
-    assert_int_equal(pp_plan_skips(&p, R, 1), PP_ERR_SKIP_BACKWARDS);
-    assert_int_equal(pp_plan_skips(&p, R, PP_MAX_SKIPS + 1), PP_ERR_ARG);
-    assert_int_equal(pp_plan_skips(&p, NULL, 1), PP_ERR_NULL);
-    p.nskips = PP_MAX_SKIPS + 1; /* a caller-filled plan is checked */
-    assert_int_equal(pp_validate(&p, NULL), PP_ERR_ARG);
+    /* bad routes (the plan keeps pointing at R: unchanged by a refused call) */
+    {
+        pp_route far[1] = {{0, 2, 0, 0, 3, 3}}, back[1] = {{0, 2, 0, 0, 2, 1}};
+        assert_int_equal(pp_plan_skips(&p, far, 1), PP_ERR_ARG);
+        assert_int_equal(pp_plan_skips(&p, back, 1), PP_ERR_SKIP_BACKWARDS);
+        assert_true(p.skip == R);
+        assert_int_equal(pp_plan_skips(&p, R, PP_MAX_SKIPS + 1), PP_ERR_ARG);
+        assert_int_equal(pp_plan_skips(&p, NULL, 1), PP_ERR_NULL);
+        p.nskips = PP_MAX_SKIPS + 1; /* a caller-filled plan is checked */
+        assert_int_equal(pp_validate(&p, NULL), PP_ERR_ARG);
+        p.nskips = 1;
+        p.skip = NULL;
+        assert_int_equal(pp_validate(&p, NULL), PP_ERR_NULL);
+    }
 }
 
 /* Inference slots with skips: a stashing stage's activation stays until its last use on the

@@ -158,10 +158,10 @@ enum pp_type {
     PP_UNSHARD = 9,      /* FSDP's actions and the gradient reduction, as PP_LOWER_TORCH inserts */
     PP_RESHARD = 10,     /* them: the executor skips them (no FSDP; weight gradients stay in the */
     PP_REDUCE_GRAD = 11, /* layers for the caller) */
-    PP_SEND_S = 12,  /* "SEND_S": skip tensors to their popping stages */
-    PP_RECV_S = 13,  /* "RECV_S" */
-    PP_SEND_SB = 14, /* "SEND_SB": their gradients back to the stashing stages */
-    PP_RECV_SB = 15, /* "RECV_SB" */
+    PP_SEND_S = 12,      /* "SEND_S": skip tensors to their popping stages */
+    PP_RECV_S = 13,      /* "RECV_S" */
+    PP_SEND_SB = 14,     /* "SEND_SB": their gradients back to the stashing stages */
+    PP_RECV_SB = 15,     /* "RECV_SB" */
     PP_TYPE_COUNT = 16
 };
 
@@ -1912,10 +1912,10 @@ PP__DEF int pp_mailbox_depth(pp_plan *p, int max_depth, void *work, size_t work_
 #define SPLITCORE__TEXT
 #include "splitcore_base.h"
 static const char *const pp__type_names[PP_TYPE_COUNT] = {
-    "",       "F",      "B",      "I",       "W",       "SEND_F",  "RECV_F",  "SEND_B",
+    "",       "F",       "B",       "I",           "W",      "SEND_F", "RECV_F",  "SEND_B",
     "RECV_B", "UNSHARD", "RESHARD", "REDUCE_GRAD", "SEND_S", "RECV_S", "SEND_SB", "RECV_SB"};
 static const char *const pp__type_macros[PP_TYPE_COUNT] = {
-    "PP_IDLE",   "PP_F",      "PP_B",      "PP_I",       "PP_W",       "PP_SEND_F",  "PP_RECV_F",  "PP_SEND_B",
+    "PP_IDLE",   "PP_F",       "PP_B",       "PP_I",           "PP_W",      "PP_SEND_F", "PP_RECV_F",  "PP_SEND_B",
     "PP_RECV_B", "PP_UNSHARD", "PP_RESHARD", "PP_REDUCE_GRAD", "PP_SEND_S", "PP_RECV_S", "PP_SEND_SB", "PP_RECV_SB"};
 
 static void pp__put_action(splitcore__out *o, pp_action a)
@@ -2323,7 +2323,6 @@ PP__DEF int pp_trace_json(const pp_event *ev, int n, char *buf, size_t cap, size
 }
 
 #endif /* PP_NO_PLANNER */
-
 
 #ifdef __cplusplus
 }

@@ -10,8 +10,8 @@
    heap: the caller gives every array. C99, C++-clean.
 
    Example (8 channels, 4 microbatches per step):
-       #define PIPELINE_BN_IMPLEMENTATION
-       #include "pipeline_bn.h"
+       #define SPLITCORE_IMPLEMENTATION  // this header, pipeline.h and its executor
+       #include <splitcore/pipeline_bn.h>
        static float w[8], b[8], rm[8], rv[8], gw[8], gb[8];  static double acc[16];
        pp_dbn bn;  pp_layer L = {0};
        pp_dbn_init(&bn, 8, 1e-5f, 0.1f, 4, w, b, rm, rv, gw, gb, acc);  // w = 1, b = 0, rv = 1

@@ -10,7 +10,7 @@
 
    Example (a residual from position 0 to position 3 across two stages):
        #define SPLITCORE_IMPLEMENTATION  // this header, pipeline.h and its executor
-       #include "pipeline_model.h"
+       #include <splitcore/pipeline_model.h>
        static const pp_skip res = {"res", 0, {MB_F32, 1, {16}, 0}};
        layers[0].stash = &res;  layers[0].nstash = 1;   // yield stash('res', x)
        layers[3].pop = &res;    layers[3].npop = 1;     // x + (yield pop('res'))

@@ -511,40 +511,40 @@ static double dbn_acc[8];
         pp_mailbox_depth(&lowered, 4, work, 8, NULL))                                                                  \
     ROW(pp68, "pipeline.h", "pp_mailbox_depth", "needs a deeper mailbox than max_depth (1F1B: 1; plan unchanged)",     \
         PP_ERR_MAILBOX, pp_mailbox_depth(&lowered, 0, work, sizeof work, NULL))                                        \
-    ROW(pp69, "pipeline_model.h", "pp_invocations", "NULL order", PP_ERR_NULL,                                         \
+    ROW(pp71, "pipeline_model.h", "pp_invocations", "NULL order", PP_ERR_NULL,                                         \
         pp_invocations(NULL, 3, 2, inv_parts, 2, OUT(int32_t), OUT_AT(uint8_t, 1024), OUT_AT(int, 2048), NULL))        \
-    ROW(pp70, "pipeline_model.h", "pp_invocations", "a layer at no position", PP_ERR_ARG,                              \
+    ROW(pp72, "pipeline_model.h", "pp_invocations", "a layer at no position", PP_ERR_ARG,                              \
         pp_invocations(inv_unused, 2, 2, inv_parts, 2, OUT(int32_t), OUT_AT(uint8_t, 1024), OUT_AT(int, 2048), NULL))  \
-    ROW(pp71, "pipeline_model.h", "pp_invocations", "balance over distinct layers does not sum", PP_ERR_BALANCE_SUM,   \
+    ROW(pp73, "pipeline_model.h", "pp_invocations", "balance over distinct layers does not sum", PP_ERR_BALANCE_SUM,   \
         pp_invocations(inv_order, 3, 2, inv_parts_bad, 2, OUT(int32_t), OUT_AT(uint8_t, 1024), OUT_AT(int, 2048),      \
                        NULL))                                                                                          \
-    ROW(pp72, "pipeline_model.h", "pp_skip_layout", "a pop no layer stashes", PP_ERR_SKIP_UNSTASHED,                   \
+    ROW(pp74, "pipeline_model.h", "pp_skip_layout", "a pop no layer stashes", PP_ERR_SKIP_UNSTASHED,                   \
         pp_skip_layout(sk_unstashed, 2, NULL, 2, sk_bal2, 1, OUT(pp_route), 4, OUT_AT(int, 2048), NULL))               \
-    ROW(pp73, "pipeline_model.h", "pp_skip_layout", "popped before its stash (a skip backwards)",                      \
+    ROW(pp75, "pipeline_model.h", "pp_skip_layout", "popped before its stash (a skip backwards)",                      \
         PP_ERR_SKIP_BACKWARDS,                                                                                         \
         pp_skip_layout(sk_backwards, 2, NULL, 2, sk_bal2, 1, OUT(pp_route), 4, OUT_AT(int, 2048), NULL))               \
-    ROW(pp74, "pipeline_model.h", "pp_skip_layout", "a name stashed twice in one namespace", PP_ERR_SKIP_TWICE,        \
+    ROW(pp76, "pipeline_model.h", "pp_skip_layout", "a name stashed twice in one namespace", PP_ERR_SKIP_TWICE,        \
         pp_skip_layout(sk_twice, 3, NULL, 3, sk_bal3, 1, OUT(pp_route), 4, OUT_AT(int, 2048), NULL))                   \
-    ROW(pp75, "pipeline_model.h", "pp_skip_layout", "stashed, never popped", PP_ERR_SKIP_UNPOPPED,                     \
+    ROW(pp77, "pipeline_model.h", "pp_skip_layout", "stashed, never popped", PP_ERR_SKIP_UNPOPPED,                     \
         pp_skip_layout(sk_unpopped, 2, NULL, 2, sk_bal2, 1, OUT(pp_route), 4, OUT_AT(int, 2048), NULL))                \
-    ROW(pp76, "pipeline_model.h", "pp_skip_layout", "more routes than max", PP_ERR_TOO_SMALL,                          \
+    ROW(pp78, "pipeline_model.h", "pp_skip_layout", "more routes than max", PP_ERR_TOO_SMALL,                          \
         pp_skip_layout(sk_ok, 2, NULL, 2, sk_bal2, 1, OUT(pp_route), 0, OUT_AT(int, 2048), NULL))                      \
-    ROW(pp77, "pipeline.h", "pp_schedule_build_map", "a schedule other than GPipe or forward-only", PP_ERR_SCHEDULE,   \
+    ROW(pp79, "pipeline.h", "pp_schedule_build_map", "a schedule other than GPipe or forward-only", PP_ERR_SCHEDULE,   \
         pp_schedule_build_map(OUT_AT(pp_plan, 4096), PP_SCHED_1F1B, 2, map_01, 2, 4, OUT(void), 4096, NULL))           \
-    ROW(pp78, "pipeline.h", "pp_schedule_build_map", "a stage mapped to rank >= nranks", PP_ERR_STAGE_RANK,            \
+    ROW(pp80, "pipeline.h", "pp_schedule_build_map", "a stage mapped to rank >= nranks", PP_ERR_STAGE_RANK,            \
         pp_schedule_build_map(OUT_AT(pp_plan, 4096), PP_SCHED_GPIPE, 2, map_03, 2, 4, OUT(void), 4096, NULL))          \
-    ROW(pp79, "pipeline.h", "pp_plan_skips", "a route with src > dst (plan unchanged)", PP_ERR_SKIP_BACKWARDS,         \
+    ROW(pp81, "pipeline.h", "pp_plan_skips", "a route with src > dst (plan unchanged)", PP_ERR_SKIP_BACKWARDS,         \
         pp_plan_skips(&sched, route_back, 1))                                                                          \
-    ROW(pp80, "pipeline.h", "pp_plan_skips", "more than PP_MAX_SKIPS routes", PP_ERR_ARG,                              \
+    ROW(pp82, "pipeline.h", "pp_plan_skips", "more than PP_MAX_SKIPS routes", PP_ERR_ARG,                              \
         pp_plan_skips(&sched, route_back, PP_MAX_SKIPS + 1))                                                           \
-    ROW(pp81, "pipeline_exec.h", "pp_exec_query", "a skip route inconsistent with the positions' stages", PP_ERR_ARG,  \
+    ROW(pp83, "pipeline_exec.h", "pp_exec_query", "a skip route inconsistent with the positions' stages", PP_ERR_ARG,  \
         pp_exec_query(&xcfg_badroute, &table0, OUT(size_t)))                                                           \
-    ROW(pp82, "pipeline_exec.h", "pp_exec_builds", "layer out of range", PP_ERR_ARG,                                   \
+    ROW(pp84, "pipeline_exec.h", "pp_exec_builds", "layer out of range", PP_ERR_ARG,                                   \
         pp_exec_builds(&xcfg, &table0, 99))                                                                            \
-    ROW(pp83, "pipeline_exec.h", "pp_exec_build", "NULL", PP_ERR_NULL, pp_exec_build(NULL))                            \
-    ROW(pp84, "pipeline_bn.h", "pp_dbn_init", "NULL arrays", PP_ERR_NULL,                                              \
+    ROW(pp85, "pipeline_exec.h", "pp_exec_build", "NULL", PP_ERR_NULL, pp_exec_build(NULL))                            \
+    ROW(pp86, "pipeline_bn.h", "pp_dbn_init", "NULL arrays", PP_ERR_NULL,                                              \
         pp_dbn_init(OUT(pp_dbn), 4, 1e-5f, 0.1f, 2, NULL, dbn_f[1], dbn_f[2], dbn_f[3], dbn_f[4], dbn_f[5], dbn_acc))  \
-    ROW(pp85, "pipeline_bn.h", "pp_dbn_init", "chunks 0", PP_ERR_ARG,                                                  \
+    ROW(pp87, "pipeline_bn.h", "pp_dbn_init", "chunks 0", PP_ERR_ARG,                                                  \
         pp_dbn_init(OUT(pp_dbn), 4, 1e-5f, 0.1f, 0, dbn_f[0], dbn_f[1], dbn_f[2], dbn_f[3], dbn_f[4], dbn_f[5],        \
                     dbn_acc))                                                                                          \
     PP_HOSTILE_ROWS(ROW)                                                                                               \

@@ -1342,10 +1342,13 @@ PP__DEF int pp_lower(const pp_plan *in, pp_plan *out, void *storage, size_t byte
     return pp_lower_mode(in, out, storage, bytes, PP_LOWER_ROUNDS, diag);
 }
 
+/* Rank r's next action to lower: from its input row, or from torch's expansion parked at the
+   end of its output row (recomputed rather than kept in a per-rank pointer array: the frame
+   stays within the 512 B the size check allows on Cortex-M). */
+#define PP__LOWER_NEXT(r) (mode == PP_LOWER_TORCH ? pp__row(&t, r)[cap - len[r] + cur[r]] : pp__row(in, r)[cur[r]])
 PP__DEF int pp_lower_mode(const pp_plan *in, pp_plan *out, void *storage, size_t bytes, int mode, pp_diag *diag)
 {
     pp_plan t;
-    const pp_action *pre[PP_MAX_RANKS];
     int cap, rc, r, i, cur[PP_MAX_RANKS], len[PP_MAX_RANKS], left;
     if (!in || !out || !storage) return PP_ERR_NULL;
     if ((rc = pp__plan_rows_check(in, diag)) != PP_OK) return rc;
@@ -1368,14 +1371,12 @@ PP__DEF int pp_lower_mode(const pp_plan *in, pp_plan *out, void *storage, size_t
     for (r = 0; r < in->nranks; r++) { /* what each rank lowers: its row, or torch's expansion parked
                                           at the end of its output row (read before written over) */
         cur[r] = 0;
-        pre[r] = pp__row(in, r);
         len[r] = in->len[r];
         if (mode == PP_LOWER_TORCH) {
             pp_action *row = pp__row(&t, r);
-            len[r] = pp__fsdp_row(in, pre[r], in->len[r], row, cap);
+            len[r] = pp__fsdp_row(in, pp__row(in, r), in->len[r], row, cap);
             if (len[r] < 0) return PP_ERR_TOO_SMALL;
             PP_MEMMOVE(row + cap - len[r], row, (size_t)len[r] * sizeof(pp_action));
-            pre[r] = row + cap - len[r];
         }
     }
     for (;;) {
@@ -1386,7 +1387,7 @@ PP__DEF int pp_lower_mode(const pp_plan *in, pp_plan *out, void *storage, size_t
             int ready = 1, room;
             if (cur[r] >= len[r]) continue;
             left = 1;
-            a = pre[r][cur[r]];
+            a = PP__LOWER_NEXT(r);
             if (a.type == PP_F && a.stage != 0)
                 ready = pp__in_row(row, t.len[r], pp__act(PP_RECV_F, a.stage, a.mb)) ||
                         pp__in_row(row, t.len[r], pp__act(PP_F, a.stage - 1, a.mb));
@@ -1416,7 +1417,7 @@ PP__DEF int pp_lower_mode(const pp_plan *in, pp_plan *out, void *storage, size_t
         if (!progress) {
             for (r = 0; r < in->nranks; r++)
                 if (cur[r] < len[r]) {
-                    pp__diag(diag, r, cur[r], pre[r][cur[r]]);
+                    pp__diag(diag, r, cur[r], PP__LOWER_NEXT(r));
                     break;
                 }
             return PP_ERR_DEADLOCK;
@@ -1425,6 +1426,7 @@ PP__DEF int pp_lower_mode(const pp_plan *in, pp_plan *out, void *storage, size_t
     *out = t;
     return PP_OK;
 }
+#undef PP__LOWER_NEXT
 
 /* ---- validation: torch's _validate_schedule ---- */
 PP__DEF int pp_validate(const pp_plan *p, pp_diag *diag)

@@ -1831,7 +1831,11 @@ static int pp__tx_of(const pp_plan *p, pp_action a, int r, int n, int *send)
     if (!skips) n--;
     for (k = 0; k < p->nskips; k++) { /* F / SEND_SB: routes into s; I, B / SEND_S: routes from s */
         int into = (a.type == PP_F) || (a.type == PP_SEND_SB);
-        if (!pp__remote(p, k) || (into ? p->skip[k].dst : p->skip[k].src) != s || n--) continue;
+        if (!pp__remote(p, k) || (into ? p->skip[k].dst : p->skip[k].src) != s) continue;
+        if (n != 0) { /* an earlier transfer of this action */
+            n--;
+            continue;
+        }
         return (int)(2u * (size_t)p->nstages * (size_t)p->nmb +
                      ((size_t)grad * (size_t)p->nskips + (size_t)k) * (size_t)p->nmb + a.mb);
     }
@@ -2113,12 +2117,14 @@ PP__DEF int pp_csv_read(pp_plan *p, const char *text, size_t n, pp_diag *diag)
     return PP_OK;
 }
 
-/* "<type><name><suffix>[n] = {" */
-static void pp__put_array(splitcore__out *o, const char *type, const char *name, const char *suffix, uint32_t n)
+/* "<type><name><suffix><index>[n] = {" (index < 0: no index) */
+static void pp__put_array(splitcore__out *o, const char *type, const char *name, const char *suffix, int index,
+                          uint32_t n)
 {
     splitcore__puts(o, type);
     splitcore__puts(o, name);
     splitcore__puts(o, suffix);
+    if (index >= 0) splitcore__putu(o, (uint32_t)index);
     splitcore__puts(o, "[");
     splitcore__putu(o, n);
     splitcore__puts(o, "] = {");
@@ -2154,12 +2160,7 @@ static void pp__emit_c(splitcore__out *o, const pp_plan *p, const char *name)
         splitcore__puts(o, ": not proven to run without take-in (pp_mailbox_depth before pp_emit_c)\"\n#endif\n\n");
     }
     for (r = 0; r < p->nranks; r++) {
-        char row[8] = "_r", *q = row + 2; /* "_r<rank>": PP_MAX_RANKS <= 255 */
-        if (r >= 100) *q++ = (char)('0' + r / 100);
-        if (r >= 10) *q++ = (char)('0' + r / 10 % 10);
-        *q++ = (char)('0' + r % 10);
-        *q = '\0';
-        pp__put_array(o, "static const pp_action ", name, row, (uint32_t)(p->len[r] ? p->len[r] : 1));
+        pp__put_array(o, "static const pp_action ", name, "_r", r, (uint32_t)(p->len[r] ? p->len[r] : 1));
         if (!p->len[r]) splitcore__puts(o, "PP_ACTION(PP_IDLE, 0, 0)");
         for (i = 0; i < p->len[r]; i++) {
             pp_action a = pp__row(p, r)[i];
@@ -2174,7 +2175,7 @@ static void pp__emit_c(splitcore__out *o, const pp_plan *p, const char *name)
         }
         splitcore__puts(o, "\n};\n");
     }
-    pp__put_array(o, "static const uint8_t ", name, "_stage_rank", (uint32_t)p->nstages);
+    pp__put_array(o, "static const uint8_t ", name, "_stage_rank", -1, (uint32_t)p->nstages);
     for (s = 0; s < p->nstages; s++) {
         if (s) splitcore__puts(o, ", ");
         splitcore__putu(o, p->stage_rank[s]);
@@ -2185,7 +2186,7 @@ static void pp__emit_c(splitcore__out *o, const pp_plan *p, const char *name)
         splitcore__puts(o, name);
         splitcore__puts(o, "_NSKIPS ");
         splitcore__putu(o, (uint32_t)p->nskips);
-        pp__put_array(o, "\nconst pp_route ", name, "_skips", (uint32_t)p->nskips);
+        pp__put_array(o, "\nconst pp_route ", name, "_skips", -1, (uint32_t)p->nskips);
         for (s = 0; s < p->nskips; s++) {
             const pp_route *x = &p->skip[s];
             uint32_t f[6];

@@ -927,18 +927,23 @@ static int pp__args(pp_exec *e, int k, int p, int grad, mb_tensor *x, mb_tensor 
 {
     const pp_table *t = e->t;
     int s = PP__SLOT_STAGE(e->slot[k]), m = (int)PP__SLOT_MB(e->slot[k]), i, n = pp__nvals(e->cfg, p - 1, 0), j = k;
-    if (grad && p == e->first[s] && s && t->stage_rank[s - 1] == t->rank && (j = pp__find(e, s - 1, m)) < 0) return j;
+    if (grad && p == e->first[s] && s && t->stage_rank[s - 1] == t->rank) { /* the previous stage's slot */
+        j = pp__find(e, s - 1, m);
+        if (j < 0) return j;
+    }
     for (i = 0; i < n; i++) pp__view(e, &x[i], j, p - 1, i, grad);
     for (i = 0; p < PP__NPOS(e->cfg) && i < PP__LAYER(e->cfg, p)->npop; i++) {
         const pp_route *r = pp__route_of(e->cfg, p, i);
-        int blk = PP__END(e, s), at = pp__pop_route(e, s, -1, (int)(r - e->cfg->skips));
-        j = k;
-        if (r->src != s && grad && t->stage_rank[r->src] == t->rank && (j = pp__find(e, r->src, m)) < 0) return j;
-        if (j != k || r->src == s) { /* in the stashing stage's slot: this one, or another here */
+        int blk = PP__END(e, s), at = pp__pop_route(e, s, -1, (int)(r - e->cfg->skips)), q = k;
+        if (r->src != s && grad && t->stage_rank[r->src] == t->rank) {
+            q = pp__find(e, r->src, m);
+            if (q < 0) return q;
+        }
+        if (q != k || r->src == s) { /* in the stashing stage's slot: this one, or another here */
             blk = r->stash;
             at = pp__nvals(e->cfg, r->stash, 0) + r->stash_i;
         }
-        pp__view(e, &x[n + i], j, blk, at, grad);
+        pp__view(e, &x[n + i], q, blk, at, grad);
     }
     for (i = 0; y && i < pp__nvals(e->cfg, p, 1); i++) pp__view(e, &y[i], k, p, i, grad);
     return PP_OK;
@@ -1186,7 +1191,10 @@ static int pp__fwd(pp_exec *e, int k, int s, int upto, int again)
 static void pp__use(pp_exec *e, int k)
 {
 #if PP_SKIPS
-    if (!PP__TRAIN(e->cfg) && !((e->slot[k] -= PP__USE) & PP__USES)) e->slot[k] = 0;
+    if (!PP__TRAIN(e->cfg)) {
+        e->slot[k] -= PP__USE;
+        if (!(e->slot[k] & PP__USES)) e->slot[k] = 0;
+    }
 #else
     if (!PP__TRAIN(e->cfg)) e->slot[k] = 0;
 #endif
@@ -1314,7 +1322,10 @@ static int pp__action(pp_exec *e, pp_action a)
             if (!PP_SKIPS) e->slot[k] = 0; /* the output was its one use */
         }
 #if PP_SKIPS
-        if (!train && !(e->slot[k] |= pp__uses(e, s) * PP__USE, e->slot[k] & PP__USES)) e->slot[k] = 0;
+        if (!train) {
+            e->slot[k] |= pp__uses(e, s) * PP__USE;
+            if (!(e->slot[k] & PP__USES)) e->slot[k] = 0;
+        }
 #endif
         /* pp_checkpoint_stop: ALWAYS (0) nmb, EXCEPT_LAST (1) nmb - 1, NEVER (2) 0 */
         if (train && m < (c->checkpoint == PP_CKPT_NEVER ? 0 : t->nmb - c->checkpoint))
@@ -1461,8 +1472,9 @@ static int pp__member(const pp_table *t, int r)
     for (s = 0; s < t->nstages && t->stage_rank[s] != r; s++) {}
     return s < t->nstages;
 }
+#define PP__MEMBER(t, r) pp__member((t), (r))
 #else
-#define pp__member(t, r) 1
+#define PP__MEMBER(t, r) 1
 #endif
 
 static int pp__report(pp_exec *e, int root, int32_t *v, size_t n)
@@ -1473,7 +1485,7 @@ static int pp__report(pp_exec *e, int root, int32_t *v, size_t n)
     size_t got = 0;
     for (pass = 0; pass < 2; pass++)
         for (r = 0; r < t->nranks && x >= 0; r++) {
-            if (r == me || (me != root && r != root) || !pp__member(t, r)) continue;
+            if (r == me || (me != root && r != root) || !PP__MEMBER(t, r)) continue;
             if (pass == (me == root)) { /* a report to the root, or its answer */
                 x = pg_send(e->g, r, PP_AGREE_TAG, v, n);
                 continue;

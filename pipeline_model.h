@@ -138,7 +138,7 @@ static int pp__part_of(const int32_t *order, int p, const int32_t *balance, int 
 PP__MODEL_DEF int pp_invocations(const int32_t *order, int npos, int nlayers, const int32_t *balance, int nparts,
                                  int32_t *stage_balance, uint8_t *stage_rank, int *nstages, pp_diag *diag)
 {
-    int p, l, rc, pass, ns = 0, prev = -1;
+    int p, l, rc, pass, ns = 0, prev;
     if (!order || !balance || !stage_balance || !stage_rank || !nstages) return PP_ERR_NULL;
     if (npos <= 0 || nlayers <= 0 || nlayers > npos || nparts <= 0 || nparts > PP_MAX_RANKS) return PP_ERR_ARG;
     for (p = 0; p < npos; p++)
@@ -295,8 +295,10 @@ PP__MODEL_DEF int pp_skip_layout(const pp_layer *layers, int nlayers, const int3
             x.dst = (uint8_t)pp__stage_of(balance, p);
             for (at = n; at > 0; at--) { /* by (dst, src, namespace, name) */
                 const pp_route *y = &routes[at - 1];
-                if (y->dst < x.dst || (y->dst == x.dst && y->src < x.src)) break;
-                if (y->dst == x.dst && y->src == x.src && pp__skip_cmp(&pp__lay(&k, y->pop)->pop[y->pop_i], name) < 0)
+                if (y->dst < x.dst ||
+                    (y->dst == x.dst &&
+                     (y->src < x.src ||
+                      (y->src == x.src && pp__skip_cmp(&pp__lay(&k, y->pop)->pop[y->pop_i], name) < 0))))
                     break;
                 routes[at] = *y;
             }

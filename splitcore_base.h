@@ -143,8 +143,12 @@
     X(PP_ERR_RANKS, -83, "schedule has incorrect number of ranks")               /* CSV rows != ranks */               \
     X(PP_ERR_MAP, -84, "invalid stage-to-rank map style")                        /* or "v" with stages % ranks != 0 */ \
     X(PP_ERR_MAILBOX, -85, "needs take-in or deeper mailboxes (not proven for this port)") /* no take-in */            \
-    X(PP_ERR_LAYER, -86, "a layer or data callback failed") /* executor: its code in pp_exec.err */                    \
-    X(PP_ERR_COMM, -87, "the port failed")                  /* executor: the pg_err in pp_exec.err */
+    X(PP_ERR_LAYER, -86, "a layer or data callback failed")           /* executor: its code in pp_exec.err */          \
+    X(PP_ERR_COMM, -87, "the port failed")                            /* executor: the pg_err in pp_exec.err */        \
+    X(PP_ERR_SKIP_UNSTASHED, -88, "skip popped but not stashed")      /* a pop of a name no layer stashes */           \
+    X(PP_ERR_SKIP_BACKWARDS, -89, "skip popped before it is stashed") /* the skip would go backwards */                \
+    X(PP_ERR_SKIP_TWICE, -90, "skip stashed or popped twice")         /* in one namespace, or by one layer */          \
+    X(PP_ERR_SKIP_UNPOPPED, -91, "skip stashed but not popped")       /* stashed, never popped */
 
 #define DT_ERRORS(X)                                                                                               \
     X(DT_ERR_NULL, -121, "null pointer")                /* a required pointer is NULL */                           \

@@ -28,6 +28,7 @@
 #include "ports/pg.h"
 #define PIPELINE_IMPLEMENTATION
 #include "pipeline.h"
+#include "pipeline_bn.h"
 #define DTENSOR_IMPLEMENTATION
 #define DTENSOR_OPS_IMPLEMENTATION
 #define DTENSOR_CONV_IMPLEMENTATION
@@ -207,6 +208,21 @@ static pp_table ht[HT_COUNT], table_fo1;
 static pp_action ht_rows[3][64];
 static const uint8_t map_bad[2] = {0, 200}, map_other[2] = {1, 1};
 static pp_exec_cfg xcfg_fo, xcfg_fo_nout;
+/* fairscale's model features: skips (s = stashes "s", p = pops it), positions, routes */
+static const pp_skip sk_s = {"s", 0, {MB_F32, 1, {4}, 0}};
+static pp_layer sk_pass, sk_stash, sk_pop;
+static pp_layer sk_unstashed[2], sk_backwards[2], sk_twice[3], sk_unpopped[2], sk_ok[2];
+static const int32_t sk_bal2[1] = {2}, sk_bal3[1] = {3}, inv_order[3] = {0, 1, 0}, inv_unused[2] = {0, 0},
+                     inv_parts[2] = {1, 1}, inv_parts_bad[2] = {2, 1};
+static const uint8_t map_01[2] = {0, 1}, map_03[2] = {0, 3};
+static const pp_route route_back[1] = {{1, 0, 0, 0, 1, 0}};
+static pp_exec_cfg xcfg_badroute;
+static pp_route xroute_bad[1] = {{0, 1, 0, 0, 0, 0}}; /* dst 0, but position 1 is on stage 1 */
+static pp_tspec sk_spec4;
+static pp_layer xlayers_sk[2];
+static pp_dbn dbn;
+static float dbn_f[6][4];
+static double dbn_acc[8];
 
 /* Each plan function's call with plan P (outputs in the canary area). */
 #define HP_TABLE(P)    pp_plan_table(P, 0, OUT(pp_table))
@@ -243,42 +259,42 @@ static pp_exec_cfg xcfg_fo, xcfg_fo_nout;
 #define HT_QUERY(T) pp_exec_query(&xcfg, T, OUT(size_t))
 #define HT_BYTES(T) (int)pp_exec_bytes(&xcfg, T)
 #define HT_INIT(T)  pp_exec_init(OUT(pp_exec), &xcfg, T, g0, OUT_AT(void, 4096), 8192)
-#define HT_ROWS(ROW, id, f, C, NUL, ARG, MAP, ACT, W)                                                         \
-    ROW(id##_null, "pipeline.h", f, "table: NULL actions" W, NUL, C(&ht[HT_NULL]))                            \
-    ROW(id##_mapnull, "pipeline.h", f, "table: NULL stage_rank" W, NUL, C(&ht[HT_MAP_NULL]))                  \
-    ROW(id##_nr0, "pipeline.h", f, "table: nranks 0" W, ARG, C(&ht[HT_NRANKS0]))                              \
-    ROW(id##_rank, "pipeline.h", f, "table: rank >= nranks" W, ARG, C(&ht[HT_RANK]))                          \
-    ROW(id##_ns0, "pipeline.h", f, "table: nstages 0" W, ARG, C(&ht[HT_NSTAGES0]))                            \
-    ROW(id##_nsbig, "pipeline.h", f, "table: nstages > PP_MAX_STAGES" W, ARG, C(&ht[HT_NSTAGES_BIG]))         \
-    ROW(id##_nmb0, "pipeline.h", f, "table: nmb 0" W, ARG, C(&ht[HT_NMB0]))                                   \
-    ROW(id##_slots0, "pipeline.h", f, "table: slots 0" W, ARG, C(&ht[HT_SLOTS0]))                             \
-    ROW(id##_map, "pipeline.h", f, "table: stage_rank[1] = 200 (no such rank)" W, MAP, C(&ht[HT_STAGE_RANK])) \
-    ROW(id##_other, "pipeline.h", f, "table: an action of a stage mapped to another rank" W, MAP,             \
-        C(&ht[HT_OTHER_RANK]))                                                                                \
-    ROW(id##_type, "pipeline.h", f, "table: an action of type 200" W, ACT, C(&ht[HT_TYPE]))                   \
-    ROW(id##_stage, "pipeline.h", f, "table: an action's stage >= nstages" W, ACT, C(&ht[HT_STAGE]))          \
-    ROW(id##_mb, "pipeline.h", f, "table: an action's microbatch >= nmb" W, ACT, C(&ht[HT_MB]))
-#define PP_HOSTILE_ROWS(ROW)                                                                                           \
-    HP_ROWS(ROW, hp_table, "pp_plan_table", HP_TABLE)                                                                  \
-    HP_ROWS(ROW, hp_peak, "pp_peak_inflight", HP_PEAK)                                                                 \
-    HP_ROWS(ROW, hp_lower, "pp_lower", HP_LOWER)                                                                       \
-    HP_ROWS(ROW, hp_validate, "pp_validate", HP_VALIDATE)                                                              \
-    HP_STRUCT_ROWS(ROW, hp_simbytes, "pp_sim_bytes", HP_SIMBYTES, 0, 0, 0, " (returns 0)")                             \
-    HP_ROWS(ROW, hp_simulate, "pp_simulate", HP_SIMULATE)                                                              \
-    HP_ROWS(ROW, hp_mailbox, "pp_mailbox_depth", HP_MAILBOX)                                                           \
-    HP_ROWS(ROW, hp_csvw, "pp_csv_write", HP_CSVW)                                                                     \
-    HP_STRUCT_ROWS(ROW, hp_csvr, "pp_csv_read", HP_CSVR, PP_ERR_NULL, PP_ERR_ARG, PP_ERR_STAGE_RANK,                   \
-                   " (its rows are replaced, not read)")                                                               \
-    HP_ROWS(ROW, hp_emit, "pp_emit_c", HP_EMIT)                                                                        \
-    HP_ROWS(ROW, hp_timeline, "pp_timeline", HP_TIMELINE)                                                              \
-    HT_ROWS(ROW, ht_query, "pp_exec_query", HT_QUERY, PP_ERR_NULL, PP_ERR_ARG, PP_ERR_STAGE_RANK, PP_ERR_ACTION, "")   \
-    HT_ROWS(ROW, ht_bytes, "pp_exec_bytes", HT_BYTES, 0, 0, 0, 0, " (returns 0)")                                      \
-    HT_ROWS(ROW, ht_init, "pp_exec_init", HT_INIT, PP_ERR_NULL, PP_ERR_ARG, PP_ERR_STAGE_RANK, PP_ERR_ACTION, "")      \
-    ROW(ht_out, "pipeline.h", "pp_exec_init", "inference cfg without output, on the last stage's rank", PP_ERR_NULL,   \
-        pp_exec_init(OUT(pp_exec), &xcfg_fo_nout, &table_fo1, g1, OUT_AT(void, 4096), 8192))                           \
-    ROW(ht_outq, "pipeline.h", "pp_exec_query", "inference cfg without output, on the last stage's rank", PP_ERR_NULL, \
-        pp_exec_query(&xcfg_fo_nout, &table_fo1, OUT(size_t)))                                                         \
-    ROW(ht_qnull, "pipeline.h", "pp_exec_query", "NULL bytes", PP_ERR_NULL, pp_exec_query(&xcfg, &table0, NULL))
+#define HT_ROWS(ROW, id, f, C, NUL, ARG, MAP, ACT, W)                                                              \
+    ROW(id##_null, "pipeline_exec.h", f, "table: NULL actions" W, NUL, C(&ht[HT_NULL]))                            \
+    ROW(id##_mapnull, "pipeline_exec.h", f, "table: NULL stage_rank" W, NUL, C(&ht[HT_MAP_NULL]))                  \
+    ROW(id##_nr0, "pipeline_exec.h", f, "table: nranks 0" W, ARG, C(&ht[HT_NRANKS0]))                              \
+    ROW(id##_rank, "pipeline_exec.h", f, "table: rank >= nranks" W, ARG, C(&ht[HT_RANK]))                          \
+    ROW(id##_ns0, "pipeline_exec.h", f, "table: nstages 0" W, ARG, C(&ht[HT_NSTAGES0]))                            \
+    ROW(id##_nsbig, "pipeline_exec.h", f, "table: nstages > PP_MAX_STAGES" W, ARG, C(&ht[HT_NSTAGES_BIG]))         \
+    ROW(id##_nmb0, "pipeline_exec.h", f, "table: nmb 0" W, ARG, C(&ht[HT_NMB0]))                                   \
+    ROW(id##_slots0, "pipeline_exec.h", f, "table: slots 0" W, ARG, C(&ht[HT_SLOTS0]))                             \
+    ROW(id##_map, "pipeline_exec.h", f, "table: stage_rank[1] = 200 (no such rank)" W, MAP, C(&ht[HT_STAGE_RANK])) \
+    ROW(id##_other, "pipeline_exec.h", f, "table: an action of a stage mapped to another rank" W, MAP,             \
+        C(&ht[HT_OTHER_RANK]))                                                                                     \
+    ROW(id##_type, "pipeline_exec.h", f, "table: an action of type 200" W, ACT, C(&ht[HT_TYPE]))                   \
+    ROW(id##_stage, "pipeline_exec.h", f, "table: an action's stage >= nstages" W, ACT, C(&ht[HT_STAGE]))          \
+    ROW(id##_mb, "pipeline_exec.h", f, "table: an action's microbatch >= nmb" W, ACT, C(&ht[HT_MB]))
+#define PP_HOSTILE_ROWS(ROW)                                                                                         \
+    HP_ROWS(ROW, hp_table, "pp_plan_table", HP_TABLE)                                                                \
+    HP_ROWS(ROW, hp_peak, "pp_peak_inflight", HP_PEAK)                                                               \
+    HP_ROWS(ROW, hp_lower, "pp_lower", HP_LOWER)                                                                     \
+    HP_ROWS(ROW, hp_validate, "pp_validate", HP_VALIDATE)                                                            \
+    HP_STRUCT_ROWS(ROW, hp_simbytes, "pp_sim_bytes", HP_SIMBYTES, 0, 0, 0, " (returns 0)")                           \
+    HP_ROWS(ROW, hp_simulate, "pp_simulate", HP_SIMULATE)                                                            \
+    HP_ROWS(ROW, hp_mailbox, "pp_mailbox_depth", HP_MAILBOX)                                                         \
+    HP_ROWS(ROW, hp_csvw, "pp_csv_write", HP_CSVW)                                                                   \
+    HP_STRUCT_ROWS(ROW, hp_csvr, "pp_csv_read", HP_CSVR, PP_ERR_NULL, PP_ERR_ARG, PP_ERR_STAGE_RANK,                 \
+                   " (its rows are replaced, not read)")                                                             \
+    HP_ROWS(ROW, hp_emit, "pp_emit_c", HP_EMIT)                                                                      \
+    HP_ROWS(ROW, hp_timeline, "pp_timeline", HP_TIMELINE)                                                            \
+    HT_ROWS(ROW, ht_query, "pp_exec_query", HT_QUERY, PP_ERR_NULL, PP_ERR_ARG, PP_ERR_STAGE_RANK, PP_ERR_ACTION, "") \
+    HT_ROWS(ROW, ht_bytes, "pp_exec_bytes", HT_BYTES, 0, 0, 0, 0, " (returns 0)")                                    \
+    HT_ROWS(ROW, ht_init, "pp_exec_init", HT_INIT, PP_ERR_NULL, PP_ERR_ARG, PP_ERR_STAGE_RANK, PP_ERR_ACTION, "")    \
+    ROW(ht_out, "pipeline_exec.h", "pp_exec_init", "inference cfg without output, on the last stage's rank",         \
+        PP_ERR_NULL, pp_exec_init(OUT(pp_exec), &xcfg_fo_nout, &table_fo1, g1, OUT_AT(void, 4096), 8192))            \
+    ROW(ht_outq, "pipeline_exec.h", "pp_exec_query", "inference cfg without output, on the last stage's rank",       \
+        PP_ERR_NULL, pp_exec_query(&xcfg_fo_nout, &table_fo1, OUT(size_t)))                                          \
+    ROW(ht_qnull, "pipeline_exec.h", "pp_exec_query", "NULL bytes", PP_ERR_NULL, pp_exec_query(&xcfg, &table0, NULL))
 
 /* ---- the table ------------------------------------------------------------------------
    ROW(id, header, function, case, expected code, call): `call` runs with every output in
@@ -434,8 +450,8 @@ static pp_exec_cfg xcfg_fo, xcfg_fo_nout;
         pp_schedule_build(OUT_AT(pp_plan, 4096), PP_SCHED_1F1B, 2, 1, 4, OUT(void), 8, NULL))                          \
     ROW(pp34, "pipeline.h", "pp_schedule_build", "NULL plan", PP_ERR_NULL,                                             \
         pp_schedule_build(NULL, PP_SCHED_1F1B, 2, 1, 4, OUT(void), 4096, NULL))                                        \
-    ROW(pp35, "pipeline.h", "pp_plan_table", "rank out of range", PP_ERR_ARG,                                          \
-        pp_plan_table(&lowered, 2, OUT(pp_table)))                                                                     \
+    ROW(pp35, "pipeline.h", "pp_plan_table", "rank negative or >= PP_MAX_RANKS", PP_ERR_ARG,                           \
+        pp_plan_table(&lowered, PP_MAX_RANKS, OUT(pp_table)))                                                          \
     ROW(pp36, "pipeline.h", "pp_plan_table", "NULL out", PP_ERR_NULL, pp_plan_table(&lowered, 0, NULL))                \
     ROW(pp37, "pipeline.h", "pp_peak_inflight", "rank out of range", PP_ERR_ARG, pp_peak_inflight(&sched, 5))          \
     ROW(pp38, "pipeline.h", "pp_lower", "storage too small (storage is working memory; `out` untouched)",              \
@@ -471,21 +487,21 @@ static pp_exec_cfg xcfg_fo, xcfg_fo_nout;
         pp_trace_json(events1, 1, OUT(char), 4, &needed))                                                              \
     ROW(pp54, "pipeline.h", "pp_trace_json", "negative count", PP_ERR_ARG,                                             \
         pp_trace_json(events1, -1, OUT(char), 4096, NULL))                                                             \
-    ROW(pp55, "pipeline.h", "pp_exec_bytes", "NULL table (returns 0)", 0, (int)pp_exec_bytes(&xcfg, NULL))             \
-    ROW(pp56, "pipeline.h", "pp_exec_init", "NULL group", PP_ERR_NULL,                                                 \
+    ROW(pp55, "pipeline_exec.h", "pp_exec_bytes", "NULL table (returns 0)", 0, (int)pp_exec_bytes(&xcfg, NULL))        \
+    ROW(pp56, "pipeline_exec.h", "pp_exec_init", "NULL group", PP_ERR_NULL,                                            \
         pp_exec_init(OUT(pp_exec), &xcfg, &table0, NULL, OUT_AT(void, 4096), 8192))                                    \
-    ROW(pp57, "pipeline.h", "pp_exec_init", "storage too small", PP_ERR_TOO_SMALL,                                     \
+    ROW(pp57, "pipeline_exec.h", "pp_exec_init", "storage too small", PP_ERR_TOO_SMALL,                                \
         pp_exec_init(OUT(pp_exec), &xcfg, &table0, g0, OUT_AT(void, 4096), 8))                                         \
-    ROW(pp58, "pipeline.h", "pp_exec_init", "misaligned storage", PP_ERR_ARG,                                          \
+    ROW(pp58, "pipeline_exec.h", "pp_exec_init", "misaligned storage", PP_ERR_ARG,                                     \
         pp_exec_init(OUT(pp_exec), &xcfg, &table0, g0, OUT_AT(void, 4097), 8192))                                      \
-    ROW(pp59, "pipeline.h", "pp_exec_init", "group size != table ranks", PP_ERR_RANKS,                                 \
-        pp_exec_init(OUT(pp_exec), &xcfg, &table0, &nomember, OUT_AT(void, 4096), 8192))                               \
-    ROW(pp60, "pipeline.h", "pp_exec_init", "balance inconsistent with the layers", PP_ERR_BALANCE_SUM,                \
+    ROW(pp59, "pipeline_exec.h", "pp_exec_init", "group smaller than the table's ranks, or another rank",              \
+        PP_ERR_RANKS, pp_exec_init(OUT(pp_exec), &xcfg, &table0, &nomember, OUT_AT(void, 4096), 8192))                 \
+    ROW(pp60, "pipeline_exec.h", "pp_exec_init", "balance inconsistent with the layers", PP_ERR_BALANCE_SUM,           \
         pp_exec_init(OUT(pp_exec), xcfg_bad_balance(), &table0, g0, OUT_AT(void, 4096), 8192))                         \
-    ROW(pp61, "pipeline.h", "pp_exec_run", "NULL", PP_ERR_NULL, pp_exec_run(NULL))                                     \
-    ROW(pp62, "pipeline.h", "pp_exec_run", "never initialised (zeroed)", PP_ERR_NULL, pp_exec_run(&xexec_unset))       \
-    ROW(pp63, "pipeline.h", "pp_exec_loss", "NULL loss", PP_ERR_NULL, pp_exec_loss(&xexec_unset, NULL, NULL))          \
-    ROW(pp64, "pipeline.h", "pp_exec_loss", "not the last stage's rank", PP_ERR_ARG,                                   \
+    ROW(pp61, "pipeline_exec.h", "pp_exec_run", "NULL", PP_ERR_NULL, pp_exec_run(NULL))                                \
+    ROW(pp62, "pipeline_exec.h", "pp_exec_run", "never initialised (zeroed)", PP_ERR_NULL, pp_exec_run(&xexec_unset))  \
+    ROW(pp63, "pipeline_exec.h", "pp_exec_loss", "NULL loss", PP_ERR_NULL, pp_exec_loss(&xexec_unset, NULL, NULL))     \
+    ROW(pp64, "pipeline_exec.h", "pp_exec_loss", "not the last stage's rank", PP_ERR_ARG,                              \
         pp_exec_loss(&xexec_unset, NULL, OUT(double)))                                                                 \
     ROW(pp65, "pipeline.h", "pp_mailbox_depth", "NULL plan", PP_ERR_NULL,                                              \
         pp_mailbox_depth(NULL, 4, work, sizeof work, NULL))                                                            \
@@ -495,6 +511,42 @@ static pp_exec_cfg xcfg_fo, xcfg_fo_nout;
         pp_mailbox_depth(&lowered, 4, work, 8, NULL))                                                                  \
     ROW(pp68, "pipeline.h", "pp_mailbox_depth", "needs a deeper mailbox than max_depth (1F1B: 1; plan unchanged)",     \
         PP_ERR_MAILBOX, pp_mailbox_depth(&lowered, 0, work, sizeof work, NULL))                                        \
+    ROW(pp71, "pipeline_model.h", "pp_invocations", "NULL order", PP_ERR_NULL,                                         \
+        pp_invocations(NULL, 3, 2, inv_parts, 2, OUT(int32_t), OUT_AT(uint8_t, 1024), OUT_AT(int, 2048), NULL))        \
+    ROW(pp72, "pipeline_model.h", "pp_invocations", "a layer at no position", PP_ERR_ARG,                              \
+        pp_invocations(inv_unused, 2, 2, inv_parts, 2, OUT(int32_t), OUT_AT(uint8_t, 1024), OUT_AT(int, 2048), NULL))  \
+    ROW(pp73, "pipeline_model.h", "pp_invocations", "balance over distinct layers does not sum", PP_ERR_BALANCE_SUM,   \
+        pp_invocations(inv_order, 3, 2, inv_parts_bad, 2, OUT(int32_t), OUT_AT(uint8_t, 1024), OUT_AT(int, 2048),      \
+                       NULL))                                                                                          \
+    ROW(pp74, "pipeline_model.h", "pp_skip_layout", "a pop no layer stashes", PP_ERR_SKIP_UNSTASHED,                   \
+        pp_skip_layout(sk_unstashed, 2, NULL, 2, sk_bal2, 1, OUT(pp_route), 4, OUT_AT(int, 2048), NULL))               \
+    ROW(pp75, "pipeline_model.h", "pp_skip_layout", "popped before its stash (a skip backwards)",                      \
+        PP_ERR_SKIP_BACKWARDS,                                                                                         \
+        pp_skip_layout(sk_backwards, 2, NULL, 2, sk_bal2, 1, OUT(pp_route), 4, OUT_AT(int, 2048), NULL))               \
+    ROW(pp76, "pipeline_model.h", "pp_skip_layout", "a name stashed twice in one namespace", PP_ERR_SKIP_TWICE,        \
+        pp_skip_layout(sk_twice, 3, NULL, 3, sk_bal3, 1, OUT(pp_route), 4, OUT_AT(int, 2048), NULL))                   \
+    ROW(pp77, "pipeline_model.h", "pp_skip_layout", "stashed, never popped", PP_ERR_SKIP_UNPOPPED,                     \
+        pp_skip_layout(sk_unpopped, 2, NULL, 2, sk_bal2, 1, OUT(pp_route), 4, OUT_AT(int, 2048), NULL))                \
+    ROW(pp78, "pipeline_model.h", "pp_skip_layout", "more routes than max", PP_ERR_TOO_SMALL,                          \
+        pp_skip_layout(sk_ok, 2, NULL, 2, sk_bal2, 1, OUT(pp_route), 0, OUT_AT(int, 2048), NULL))                      \
+    ROW(pp79, "pipeline.h", "pp_schedule_build_map", "a schedule other than GPipe or forward-only", PP_ERR_SCHEDULE,   \
+        pp_schedule_build_map(OUT_AT(pp_plan, 4096), PP_SCHED_1F1B, 2, map_01, 2, 4, OUT(void), 4096, NULL))           \
+    ROW(pp80, "pipeline.h", "pp_schedule_build_map", "a stage mapped to rank >= nranks", PP_ERR_STAGE_RANK,            \
+        pp_schedule_build_map(OUT_AT(pp_plan, 4096), PP_SCHED_GPIPE, 2, map_03, 2, 4, OUT(void), 4096, NULL))          \
+    ROW(pp81, "pipeline.h", "pp_plan_skips", "a route with src > dst (plan unchanged)", PP_ERR_SKIP_BACKWARDS,         \
+        pp_plan_skips(&sched, route_back, 1))                                                                          \
+    ROW(pp82, "pipeline.h", "pp_plan_skips", "more than PP_MAX_SKIPS routes", PP_ERR_ARG,                              \
+        pp_plan_skips(&sched, route_back, PP_MAX_SKIPS + 1))                                                           \
+    ROW(pp83, "pipeline_exec.h", "pp_exec_query", "a skip route inconsistent with the positions' stages", PP_ERR_ARG,  \
+        pp_exec_query(&xcfg_badroute, &table0, OUT(size_t)))                                                           \
+    ROW(pp84, "pipeline_exec.h", "pp_exec_builds", "layer out of range", PP_ERR_ARG,                                   \
+        pp_exec_builds(&xcfg, &table0, 99))                                                                            \
+    ROW(pp85, "pipeline_exec.h", "pp_exec_build", "NULL", PP_ERR_NULL, pp_exec_build(NULL))                            \
+    ROW(pp86, "pipeline_bn.h", "pp_dbn_init", "NULL arrays", PP_ERR_NULL,                                              \
+        pp_dbn_init(OUT(pp_dbn), 4, 1e-5f, 0.1f, 2, NULL, dbn_f[1], dbn_f[2], dbn_f[3], dbn_f[4], dbn_f[5], dbn_acc))  \
+    ROW(pp87, "pipeline_bn.h", "pp_dbn_init", "chunks 0", PP_ERR_ARG,                                                  \
+        pp_dbn_init(OUT(pp_dbn), 4, 1e-5f, 0.1f, 0, dbn_f[0], dbn_f[1], dbn_f[2], dbn_f[3], dbn_f[4], dbn_f[5],        \
+                    dbn_acc))                                                                                          \
     PP_HOSTILE_ROWS(ROW)                                                                                               \
                                                                                                                        \
     ROW(dt1, "dtensor.h", "dt_strerror", "unknown code (returns a string, never NULL)", 0, dt_strerror(12345) == NULL) \
@@ -1372,6 +1424,35 @@ static void fixtures(void)
     xcfg.input = dummy_input;
     xcfg.loss = dummy_loss;
     memset(&xexec_unset, 0, sizeof xexec_unset);
+    /* skips: [pass, pop], [pop, stash], [stash, stash, pop], [stash, pass], [stash, pop] */
+    memset(&sk_pass, 0, sizeof sk_pass);
+    sk_pass.act_bytes = 16;
+    sk_stash = sk_pop = sk_pass;
+    sk_stash.stash = &sk_s;
+    sk_stash.nstash = 1;
+    sk_pop.pop = &sk_s;
+    sk_pop.npop = 1;
+    sk_unstashed[0] = sk_pass, sk_unstashed[1] = sk_pop;
+    sk_backwards[0] = sk_pop, sk_backwards[1] = sk_stash;
+    sk_twice[0] = sk_twice[1] = sk_stash, sk_twice[2] = sk_pop;
+    sk_unpopped[0] = sk_stash, sk_unpopped[1] = sk_pass;
+    sk_ok[0] = sk_stash, sk_ok[1] = sk_pop;
+    /* an executor config whose route says position 1 is on stage 0 (it is on stage 1) */
+    sk_spec4.dtype = MB_F32;
+    sk_spec4.ndim = 1;
+    sk_spec4.shape[0] = 4;
+    xlayers_sk[0] = xlayers_sk[1] = layers2[0];
+    xlayers_sk[0].stash = &sk_s;
+    xlayers_sk[0].nstash = 1;
+    xlayers_sk[1].pop = &sk_s;
+    xlayers_sk[1].npop = 1;
+    xlayers_sk[0].out = xlayers_sk[1].out = &sk_spec4;
+    xlayers_sk[0].nout = xlayers_sk[1].nout = 1;
+    xcfg_badroute = xcfg;
+    xcfg_badroute.layers = xlayers_sk;
+    xcfg_badroute.skips = xroute_bad;
+    xcfg_badroute.nskips = 1;
+    memset(&dbn, 0, sizeof dbn);
     hostile_fixtures();
     memset(events1, 0, sizeof events1);
 
@@ -1550,7 +1631,9 @@ static void test_bad_input_table(void **state)
         failures++;
     }
     printf("bad input: %d rows over %s; %d failed\n", NROWS,
-           "microbatch.h, pipeline.h, dtensor*.h, ports/pg.h, ports/pg_pthread.h, ports/pg_shm.h", failures);
+           "microbatch.h, pipeline.h, pipeline_model.h, pipeline_exec.h, pipeline_bn.h, dtensor*.h, ports/pg.h, "
+           "ports/pg_pthread.h, ports/pg_shm.h",
+           failures);
     assert_int_equal(failures, 0);
 }
 
@@ -1558,8 +1641,7 @@ static void test_bad_input_table(void **state)
 static int markdown(char *buf, size_t cap)
 {
     size_t n = 0;
-    int i;
-    const char *last = "";
+    int i, h, j;
 #define PUT(...)                                                        \
     do {                                                                \
         int w_ = snprintf(buf + n, n < cap ? cap - n : 0, __VA_ARGS__); \
@@ -1579,15 +1661,17 @@ static int markdown(char *buf, size_t cap)
         "`pp_table` with one hostile field (the rest valid): every function taking one validates it "
         "before any field is used as an index or a count. Faults at run time (timeouts, aborts, "
         "corrupt shared memory) are covered by `tests/test_faults.c`.\n");
-    for (i = 0; i < NROWS; i++) {
-        if (strcmp(last, rows[i].header) != 0) {
-            PUT("\n## `%s`\n\n| function | invalid input | returns |\n|---|---|---|\n", rows[i].header);
-            last = rows[i].header;
+    for (h = 0; h < NROWS; h++) { /* one section per header, in the order headers first appear */
+        for (j = 0; j < h && strcmp(rows[j].header, rows[h].header) != 0; j++) {}
+        if (j < h) continue;
+        PUT("\n## `%s`\n\n| function | invalid input | returns |\n|---|---|---|\n", rows[h].header);
+        for (i = h; i < NROWS; i++) {
+            if (strcmp(rows[i].header, rows[h].header) != 0) continue;
+            if (rows[i].expected)
+                PUT("| `%s` | %s | `%s` (%d) |\n", rows[i].function, rows[i].what, rows[i].code_name, rows[i].expected);
+            else
+                PUT("| `%s` | %s | as stated |\n", rows[i].function, rows[i].what);
         }
-        if (rows[i].expected)
-            PUT("| `%s` | %s | `%s` (%d) |\n", rows[i].function, rows[i].what, rows[i].code_name, rows[i].expected);
-        else
-            PUT("| `%s` | %s | as stated |\n", rows[i].function, rows[i].what);
     }
     PUT("\n## Public functions without a row\n\n"
         "Every public function returning an `int` / `int32_t` / `int64_t` has rows above or is here "

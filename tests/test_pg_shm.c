@@ -512,7 +512,7 @@ static void test_stress_million_messages(void **state)
    leaves it out.
    pgc_test_mismatch passes in both configs: pg.h's ring collectives agree on their
    arguments over all ranks first, so every core sees a count mismatch. */
-#if !defined(PG_SHM_NO_CONFORMANCE) || defined(PG_SHM_SUITE_DTENSOR)
+#if !defined(PG_SHM_NO_CONFORMANCE) || defined(PG_SHM_SUITE_DTENSOR) || defined(PG_SHM_SUITE_PIPELINE)
 static int (*pgc_body)(pg_group *g, void *arg);
 static void *pgc_arg;
 
@@ -557,6 +557,20 @@ static int pgc_run(int (*body)(pg_group *g, void *arg), void *arg)
 #include "dtensor_conformance.h"
 #endif
 
+/* ---- the pipeline executor's suite with skips (tests/pipeline_conformance.h) over pg_shm ----
+   -DPG_SHM_SUITE_PIPELINE runs it instead (SConstruct's pipeline_smp4 firmware), the executor
+   built as firmware builds it for an inference plan with skips. */
+#ifdef PG_SHM_SUITE_PIPELINE
+#define PP_SKIPS         1
+#define PP_NO_TAKEIN     1
+#define PP_MAILBOX_SLOTS SLOTS
+#define MICROBATCH_IMPLEMENTATION
+#define PIPELINE_IMPLEMENTATION
+#include "pipeline.h"
+#define ppc_run pgc_run
+#include "pipeline_conformance.h"
+#endif
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -572,6 +586,10 @@ int main(void)
 #ifdef PG_SHM_SUITE_DTENSOR
     (void)tests; /* this image runs the dtensor suite only */
     return cmocka_run_group_tests_name("dtensor over " SUITE_NAME, dtc_tests, NULL, NULL);
+#endif
+#ifdef PG_SHM_SUITE_PIPELINE
+    (void)tests; /* this image runs the pipeline suite only */
+    return cmocka_run_group_tests_name("pipeline with skips over " SUITE_NAME, ppc_tests, NULL, NULL);
 #endif
     int failed = cmocka_run_group_tests_name(SUITE_NAME, tests, NULL, NULL);
 #ifndef PG_SHM_NO_CONFORMANCE

@@ -176,7 +176,7 @@ MB_API int64_t mb_numel(const mb_tensor *t);
 MB_API int64_t mb_shape_numel(const int32_t *shape, int ndim);
 /* 1 when row-major contiguous (size-1 dims ignored), 0 when not, MB_ERR_NULL. */
 MB_API int mb_is_contiguous(const mb_tensor *t);
-/* dim in [-ndim, ndim) -> [0, ndim); otherwise MB_ERR_DIM. */
+/* dim in [-ndim, ndim) -> [0, ndim); otherwise MB_ERR_DIM (any ndim < 0 included). */
 MB_API int mb_normalize_dim(int dim, int ndim);
 /* out = t[..., start:start+length, ...] along dim, a view (no copy; dim may be negative).
    Errors: MB_ERR_NULL, MB_ERR_SHAPE (t invalid), MB_ERR_DIM, MB_ERR_RANGE. */
@@ -293,8 +293,8 @@ MB__DEF size_t mb_dtype_size(mb_dtype dt)
 
 MB__DEF int mb_normalize_dim(int dim, int ndim)
 {
-    if (dim < 0) dim += ndim;
-    return (unsigned)dim < (unsigned)ndim ? dim : MB_ERR_DIM;
+    unsigned u = (unsigned)dim + (dim < 0 ? (unsigned)ndim : 0u); /* unsigned: dim + ndim cannot overflow */
+    return ndim >= 0 && u < (unsigned)ndim ? (int)u : MB_ERR_DIM;
 }
 
 MB__DEF int64_t mb_shape_numel(const int32_t *shape, int ndim)

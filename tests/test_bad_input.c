@@ -315,6 +315,8 @@ static pp_exec_cfg xcfg_fo, xcfg_fo_nout;
     ROW(mb17, "microbatch.h", "mb_normalize_dim", "dim >= ndim", MB_ERR_DIM, mb_normalize_dim(2, 2))                   \
     ROW(mb18, "microbatch.h", "mb_normalize_dim", "dim < -ndim", MB_ERR_DIM, mb_normalize_dim(-3, 2))                  \
     ROW(mb19, "microbatch.h", "mb_normalize_dim", "ndim 0 (no dim exists)", MB_ERR_DIM, mb_normalize_dim(0, 0))        \
+    ROW(mb19b, "microbatch.h", "mb_normalize_dim", "dim INT_MIN, ndim < 0 (no overflow)", MB_ERR_DIM,                  \
+        mb_normalize_dim(INT32_MIN, -8))                                                                               \
     ROW(mb20, "microbatch.h", "mb_narrow", "NULL out", MB_ERR_NULL, mb_narrow(&t84, 0, 0, 1, NULL))                    \
     ROW(mb21, "microbatch.h", "mb_narrow", "dim out of range", MB_ERR_DIM, mb_narrow(&t84, 2, 0, 1, OUT(mb_tensor)))   \
     ROW(mb22, "microbatch.h", "mb_narrow", "start + length > size", MB_ERR_RANGE,                                      \

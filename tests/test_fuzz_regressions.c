@@ -244,6 +244,21 @@ static void test_maxpool_window_over_padding_only(void **state)
     for (i = 0; i < 16; i++) assert_true(gbuf[i] == (i == 8 ? 0.0f : 99.0f));
 }
 
+/* An independent harness: mb_normalize_dim(INT_MIN, -8) computed dim + ndim in int (signed
+   overflow) and a negative ndim widened the accepted range. Every dim of a negative ndim is
+   MB_ERR_DIM, and no sum overflows. */
+static void test_normalize_dim_extremes(void **state)
+{
+    (void)state;
+    assert_int_equal(mb_normalize_dim(INT32_MIN, -8), MB_ERR_DIM);
+    assert_int_equal(mb_normalize_dim(INT32_MIN, 8), MB_ERR_DIM);
+    assert_int_equal(mb_normalize_dim(INT32_MAX, 8), MB_ERR_DIM);
+    assert_int_equal(mb_normalize_dim(-1, -8), MB_ERR_DIM);
+    assert_int_equal(mb_normalize_dim(3, -8), MB_ERR_DIM);
+    assert_int_equal(mb_normalize_dim(-1, INT32_MAX), INT32_MAX - 1);
+    assert_int_equal(mb_normalize_dim(INT32_MIN + 1, INT32_MAX), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -256,6 +271,7 @@ int main(void)
         cmocka_unit_test(test_dt_spec_contiguous_stride_overflow),
         cmocka_unit_test(test_graph_output_over_int32_elements),
         cmocka_unit_test(test_maxpool_window_over_padding_only),
+        cmocka_unit_test(test_normalize_dim_extremes),
     };
     return cmocka_run_group_tests_name("fuzz regressions", tests, NULL, NULL);
 }

@@ -88,7 +88,8 @@ extern "C" {
        shift < -31 -> mult 0, shift 0), TFLite's QuantizeMultiplier;
      dt_mul_qmul(x, q) = RoundingDivideByPOT(SaturatingRoundingDoublingHighMul(
        x * 2^max(shift, 0), mult), max(-shift, 0)), TFLite's MultiplyByQuantizedMultiplier
-       (the left shift saturates to int32, where TFLite's overflows);
+       (the left shift saturates to int32, where TFLite's overflows; any int32 shift is
+       taken, one past +-31 as +-31: dt_mul_qmul cannot fail);
      dt_requant_i8(acc, q) = clamp(dt_mul_qmul(acc, q), -128, 127).
    For y = a @ b with scales sa, sb[n] and output scale sy, channel n's multiplier is
    dt_quantize_multiplier(sa * sb[n] / sy) (dt_qmm_multipliers). A fused ReLU is
@@ -202,7 +203,7 @@ DT_QUANT__DEF int dt_quantize_multiplier(double real, dt_qmul *q)
 DT_QUANT__DEF int32_t dt_mul_qmul(int32_t x, dt_qmul q)
 {
     int64_t xs = (int64_t)x, ab;
-    int32_t a, hm, r = q.shift < 0 ? -q.shift : 0;
+    int32_t a, hm, r;
     uint32_t mask, rem, thr;
     if (q.shift > 0) { /* x * 2^shift, saturated */
         xs *= (int64_t)1 << (q.shift > 31 ? 31 : q.shift);
@@ -216,8 +217,8 @@ DT_QUANT__DEF int32_t dt_mul_qmul(int32_t x, dt_qmul q)
         ab = (int64_t)a * q.mult;
         hm = (int32_t)((ab + (ab >= 0 ? ((int64_t)1 << 30) : 1 - ((int64_t)1 << 30))) / ((int64_t)1 << 31));
     }
-    /* RoundingDivideByPOT(hm, r): round half away from zero */
-    if (r > 31) r = 31;
+    /* RoundingDivideByPOT(hm, r): round half away from zero; a shift past -31 as -31 */
+    r = q.shift >= 0 ? 0 : q.shift < -31 ? 31 : -q.shift;
     mask = r ? (((uint32_t)1 << r) - 1u) : 0u;
     rem = (uint32_t)hm & mask;
     thr = (mask >> 1) + (hm < 0 ? 1u : 0u);

@@ -1098,7 +1098,7 @@ typedef struct no_row {
 static const no_row no_rows[] = {
     {"dtensor_quant.h", "dt_mul_qmul",
      "cannot fail: every int32 x and multiplier give a value (the left shift "
-     "saturates); it returns a product, not a code"},
+     "saturates, a shift past +-31 acts as +-31); it returns a product, not a code"},
     {"dtensor_ops.h", "dt_kernel_cblas",
      "built only with DT_CBLAS (a BLAS to link); every input it does not take "
      "goes to dt_kernel_ref, whose rows are above"},

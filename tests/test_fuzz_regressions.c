@@ -20,8 +20,10 @@
 #define DTENSOR_OPS_IMPLEMENTATION
 #define DTENSOR_CONV_IMPLEMENTATION
 #define DTENSOR_GRAPH_IMPLEMENTATION
+#define DTENSOR_QUANT_IMPLEMENTATION
 #include "dtensor_conv.h"
 #include "dtensor_graph.h"
+#include "dtensor_quant.h"
 
 /* fuzz_microbatch: torch.chunk's count was (size + each - 1) / each in int32: signed
    overflow for sizes near INT32_MAX. */
@@ -259,6 +261,23 @@ static void test_normalize_dim_extremes(void **state)
     assert_int_equal(mb_normalize_dim(INT32_MIN + 1, INT32_MAX), 0);
 }
 
+/* An independent harness: dt_mul_qmul with a multiplier of shift INT32_MIN negated it
+   (signed overflow), although the function cannot fail. A right shift past 31 now rounds
+   as 31 does (the result is 0 or +-1), like a left shift past 31 saturates as 31. */
+static void test_qmul_extreme_shift(void **state)
+{
+    static const int32_t xs[6] = {0, 1, -1, 1000, INT32_MAX, INT32_MIN};
+    dt_qmul q = {1 << 30, INT32_MIN}, q31 = {1 << 30, -31}, up = {1 << 30, INT32_MAX}, up31 = {1 << 30, 31};
+    int i;
+    (void)state;
+    for (i = 0; i < 6; i++) {
+        assert_int_equal(dt_mul_qmul(xs[i], q), dt_mul_qmul(xs[i], q31));
+        assert_int_equal(dt_mul_qmul(xs[i], up), dt_mul_qmul(xs[i], up31));
+    }
+    assert_int_equal(dt_mul_qmul(INT32_MAX, q), 1);
+    assert_int_equal(dt_mul_qmul(1000, q), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -272,6 +291,7 @@ int main(void)
         cmocka_unit_test(test_graph_output_over_int32_elements),
         cmocka_unit_test(test_maxpool_window_over_padding_only),
         cmocka_unit_test(test_normalize_dim_extremes),
+        cmocka_unit_test(test_qmul_extreme_shift),
     };
     return cmocka_run_group_tests_name("fuzz regressions", tests, NULL, NULL);
 }

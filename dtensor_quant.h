@@ -99,7 +99,7 @@ typedef struct dt_qmul {
     int32_t mult;  /* Q31 fixed point in [2^30, 2^31), or 0 */
     int32_t shift; /* power of two: real = mult * 2^(shift - 31); -31..30 */
 } dt_qmul;
-#define DT_QMM_MAX_K 131072 /* 2^31 / (128 * 128): int32 sums of int8 products are exact */
+#define DT_QMM_MAX_K 131071 /* (2^31 - 1) / (128 * 128): K products of -128 * -128 still fit int32 */
 /* DT_ERR_VALUE unless 0 <= real < 2^30 after rounding (NaN refused). */
 DT_QUANT_API int dt_quantize_multiplier(double real, dt_qmul *q);
 DT_QUANT_API int32_t dt_mul_qmul(int32_t x, dt_qmul q);

@@ -21,9 +21,9 @@
 #define DTENSOR_CONV_IMPLEMENTATION
 #define DTENSOR_GRAPH_IMPLEMENTATION
 #define DTENSOR_QUANT_IMPLEMENTATION
-#include "dtensor_conv.h"
+#define DTENSOR_QCONV_IMPLEMENTATION
 #include "dtensor_graph.h"
-#include "dtensor_quant.h"
+#include "dtensor_qconv.h"
 
 /* fuzz_microbatch: torch.chunk's count was (size + each - 1) / each in int32: signed
    overflow for sizes near INT32_MAX. */
@@ -278,6 +278,49 @@ static void test_qmul_extreme_shift(void **state)
     assert_int_equal(dt_mul_qmul(1000, q), 0);
 }
 
+/* An int8 reference check: DT_QMM_MAX_K was 2^31 / (128 * 128) = 131072, where K products
+   of -128 * -128 sum to 2^31 and overflow int32 (UBSan; the sum came out -2^31, an output of
+   -2 instead of +2). 131071 is the largest K whose sum always fits; int8 conv2d's
+   C_in / groups * KH * KW takes the same bound. One int8 value each, viewed with stride 0. */
+static void test_qmm_max_k_sum_fits_int32(void **state)
+{
+    static const dt_conv2d_params p = DT_CONV2D(DT_NCHW, 1, 0, 1, 1);
+    const int32_t one = 1, os[4] = {1, 1, 1, 1};
+    int8_t m128 = -128, y = 0;
+    int32_t acc = 0, bias = 0, k;
+    dt_qmul q;
+    mb_tensor a, b, c, x, w, out, bt;
+    (void)state;
+    assert_int_equal(dt_quantize_multiplier(1.0 / 1073741824.0, &q), DT_OK); /* 2^-30: acc / 2^30 */
+    mb_tensor_init(&c, &acc, MB_I32, 2, os);
+    mb_tensor_init(&bt, &bias, MB_I32, 1, &one);
+    mb_tensor_init(&out, &y, MB_I8, 4, os);
+    for (k = 131072; k >= 131071; k--) {
+        int fits = k == 131071;
+        memset(&a, 0, sizeof a); /* every element -128: one byte, strides 0 */
+        a.data = &m128;
+        a.dtype = MB_I8;
+        a.ndim = 2;
+        a.shape[0] = 1;
+        a.shape[1] = k;
+        b = a;
+        b.shape[0] = k;
+        b.shape[1] = 1;
+        x = a;
+        x.ndim = 4;
+        x.shape[1] = k;
+        x.shape[2] = x.shape[3] = 1;
+        w = x;
+        acc = 7;
+        assert_int_equal(dt_qmm_acc(&a, &b, &c), fits ? DT_OK : DT_ERR_SHAPE);
+        assert_int_equal(acc, fits ? k * 16384 : 7);
+        y = 5;
+        assert_int_equal(dt_conv2d_q8_ref(&p, &x, &w, &bt, &q, 1, 0, &out), fits ? DT_OK : DT_ERR_SHAPE);
+        assert_int_equal(y, fits ? 2 : 5); /* 131071 * 2^14 / 2^30 = 1.99997 -> 2 */
+    }
+    assert_int_equal(DT_QMM_MAX_K, 131071);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -292,6 +335,7 @@ int main(void)
         cmocka_unit_test(test_maxpool_window_over_padding_only),
         cmocka_unit_test(test_normalize_dim_extremes),
         cmocka_unit_test(test_qmul_extreme_shift),
+        cmocka_unit_test(test_qmm_max_k_sum_fits_int32),
     };
     return cmocka_run_group_tests_name("fuzz regressions", tests, NULL, NULL);
 }

@@ -1871,8 +1871,8 @@ static DT__NOINLINE int dt__op_specs(dt_dispatch *d, const dt_tensor *args, int 
         const mb_tensor *t = &args[i].local;
         specs[i] = &args[i].spec;
         if (args[i].spec.mesh) continue;
-        if ((uint32_t)t->ndim > MB_MAX_DIMS) return DT_ERR_SHAPE; /* the rest: dt_spec_init, dt__fits */
-        if ((int32_t)mb_numel(t) != 1 && !d->implicit_replication) return DT_ERR_MISMATCH;
+        if (mb_tensor_check(t)) return DT_ERR_SHAPE; /* a valid view: its numel is exact (< 2^63) */
+        if (mb_numel(t) != 1 && !d->implicit_replication) return DT_ERR_MISMATCH;
         rc = dt_spec_init(&d->plain[i], m, rep, m->ndim, t->dtype, t->ndim, t->shape, 0);
         if (rc) return rc;
         specs[i] = &d->plain[i];

@@ -321,6 +321,41 @@ static void test_qmm_max_k_sum_fits_int32(void **state)
     assert_int_equal(DT_QMM_MAX_K, 131071);
 }
 
+/* An independent harness: dt_op with a plain (non-DTensor) argument whose sizes multiply
+   past int32 (a valid stride-0 view of one float: 641 x 6700417 = 2^32 + 1 elements)
+   took its element count modulo 2^32, 1, for a one-element tensor and replicated it. It is
+   DT_ERR_MISMATCH now (a plain tensor of more than one element needs implicit
+   replication), and a view whose sizes multiply past 2^63 is DT_ERR_SHAPE. */
+static void test_dt_op_plain_numel_over_int32(void **state)
+{
+    static float x[16], one, out[16];
+    const int32_t ms = 1, xs[2] = {4, 4};
+    const dt_placement r[1] = {DT_REPLICATE()};
+    dt_mesh m;
+    dt_dispatch d;
+    dt_tensor args[2], o, before;
+    int i;
+    (void)state;
+    assert_int_equal(dt_mesh_init(&m, 1, &ms, NULL, 0), DT_OK);
+    memset(&d, 0, sizeof d);
+    memset(args, 0, sizeof args);
+    assert_int_equal(dt_spec_init(&args[0].spec, &m, r, 1, MB_F32, 2, xs, NULL), DT_OK);
+    mb_tensor_init(&args[0].local, x, MB_F32, 2, xs);
+    args[1].local.data = &one; /* spec.mesh NULL: plain; every stride 0 */
+    args[1].local.dtype = MB_F32;
+    args[1].local.ndim = 2;
+    args[1].local.shape[0] = 641;
+    args[1].local.shape[1] = 6700417;
+    memset(&o, 0x3c, sizeof o);
+    before = o;
+    assert_int_equal(dt_op(&d, DT_ATEN_ADD, NULL, args, 2, &o, out, sizeof out), DT_ERR_MISMATCH);
+    assert_memory_equal(&o, &before, sizeof o);
+    args[1].local.ndim = MB_MAX_DIMS; /* 6 sizes of 2^31 - 1: 2^186 elements */
+    for (i = 0; i < MB_MAX_DIMS; i++) args[1].local.shape[i] = INT32_MAX;
+    assert_int_equal(dt_op(&d, DT_ATEN_ADD, NULL, args, 2, &o, out, sizeof out), DT_ERR_SHAPE);
+    assert_memory_equal(&o, &before, sizeof o);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -336,6 +371,7 @@ int main(void)
         cmocka_unit_test(test_normalize_dim_extremes),
         cmocka_unit_test(test_qmul_extreme_shift),
         cmocka_unit_test(test_qmm_max_k_sum_fits_int32),
+        cmocka_unit_test(test_dt_op_plain_numel_over_int32),
     };
     return cmocka_run_group_tests_name("fuzz regressions", tests, NULL, NULL);
 }

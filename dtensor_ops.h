@@ -332,7 +332,14 @@ DT_OPS_API int dt_propagate(dt_op_cache *cache, int op, const dt_op_attrs *attrs
    out contiguous). Returns 0 or a negative dt_err. */
 typedef int (*dt_kernel)(int op, const dt_op_attrs *attrs, mb_tensor *out, const mb_tensor *const *in, int nin);
 /* The portable C99 kernels (blocked matmul, pointwise loops, ...) behind every op. attrs
-   may be NULL (all zero). */
+   may be NULL (all zero). Every operand is checked before anything is read or written:
+   DT_ERR_NULL (out, in or an operand NULL, or a non-empty view without data),
+   DT_ERR_PLACEMENT_COUNT (unknown op, or nin outside its operand count), DT_ERR_SHAPE (an
+   invalid view, more than INT32_MAX elements, out not contiguous, operands or attrs that
+   do not fit the op as dt_propagate's shape rules say), DT_ERR_DIM, DT_ERR_DTYPE (f32
+   operands, MB_I32 indices and targets; out f32, argmax's MB_I32), DT_ERR_MISMATCH (out's
+   shape is not the op's result), DT_ERR_UNSUPPORTED (found_inf, or a model op without the
+   model ops); the data-dependent DT_ERR_RANK of embedding and the losses too. */
 DT_OPS_API int dt_kernel_ref(int op, const dt_op_attrs *attrs, mb_tensor *out, const mb_tensor *const *in, int nin);
 
 typedef struct dt_dispatch dt_dispatch;
@@ -657,30 +664,88 @@ static void dt__linear_opt(int c, int r, dt_placement *o)
     }
 }
 
+/* The output shape osh[0..*ond) of op (any family but the views') on operands of shapes
+   sh[i][0..nd[i]) with attrs at, torch's shape rules: what propagation gives the global
+   output and dt_kernel_ref checks a local one against. *mask: the dims a reduction reduces
+   or a softmax / norm normalizes (bit d: dim d). DT_ERR_SHAPE when the operands or attrs do
+   not fit the op, DT_ERR_DIM for attrs.dim out of range. */
+static DT__NOINLINE int dt__op_shape(int op, const dt_op_attrs *at, const int32_t *const *sh, const int32_t *nd, int n,
+                                     int32_t *osh, int32_t *ond, uint32_t *mask)
+{
+    int fam = dt__ops[op].family, lin = op == DT_ATEN_LINEAR, i, d, o = 0, x = nd[0];
+    int rank = lin ? x : op == DT_ATEN_BMM ? 3 : 2, li = lin ? 0 : n - 2; /* einsum: lhs, rhs at li, li + 1 */
+    const int32_t *l = sh[li < 0 ? 0 : li], *r = sh[n > 1 ? li + 1 : 0];
+    *mask = 0;
+    *ond = x;
+    DT_MEMCPY(osh, sh[0], sizeof(int32_t) * (size_t)x);
+    switch (fam) {
+    case DT__F_EINSUM: /* mm, bmm, addmm (bias 1-D or 2-D), linear (x of >= 2 dims, w (n, k), bias 1-D) */
+        if (lin ? (rank < 2 || nd[1] != 2 || l[rank - 1] != r[1])
+                : (nd[li] != rank || nd[li + 1] != rank || l[rank - 1] != r[rank - 2] || (rank == 3 && l[0] != r[0])))
+            return DT_ERR_SHAPE;
+        DT_MEMCPY(osh, l, sizeof(int32_t) * (size_t)rank);
+        osh[rank - 1] = r[lin ? 0 : rank - 1];
+        *ond = rank;
+        if (n == 3) { /* the bias broadcasts to the output */
+            const int32_t *b = sh[lin ? 2 : 0];
+            int bn = nd[lin ? 2 : 0];
+            if (bn < 1 || bn > (lin ? 1 : 2)) return DT_ERR_SHAPE;
+            for (i = 0; i < bn; i++)
+                if (b[i] != osh[rank - bn + i] && b[i] != 1) return DT_ERR_SHAPE;
+        }
+        return DT_OK;
+    case DT__F_POINTWISE: /* one shape; gelu's approximate 0 "none" or 1 "tanh" */
+        for (i = 1; i < n; i++)
+            if (nd[i] != x || memcmp(sh[i], sh[0], sizeof(int32_t) * (size_t)x)) return DT_ERR_SHAPE;
+        return op == DT_ATEN_GELU && (at->mode < 0 || at->mode > 1) ? DT_ERR_SHAPE : DT_OK;
+    case DT__F_REDUCE:
+    case DT__F_SOFTMAX:
+        *mask = (1u << x) - 1u;
+        if (at->dim != DT_DIM_ALL || fam == DT__F_SOFTMAX) {
+            d = mb_normalize_dim(at->dim, x);
+            if (d < 0) return DT_ERR_DIM;
+            *mask = 1u << d;
+        }
+        for (d = 0; fam == DT__F_REDUCE && d < x; d++) /* reduced dims dropped, or 1 with keepdim */
+            if (!(*mask >> d & 1u) || at->keepdim) osh[o++] = *mask >> d & 1u ? 1 : sh[0][d];
+        if (fam == DT__F_REDUCE) *ond = o;
+        return DT_OK;
+    case DT__F_NORM: /* x's last dims, the weight's and the bias's == normalized_shape */
+        if (at->ndim < 1 || at->ndim > x) return DT_ERR_SHAPE;
+        for (i = 0; i < n; i++) {
+            if (i && nd[i] != at->ndim) return DT_ERR_SHAPE;
+            if (memcmp(sh[i] + (i ? 0 : x - at->ndim), at->shape, sizeof(int32_t) * (size_t)at->ndim))
+                return DT_ERR_SHAPE;
+        }
+        *mask = ((1u << x) - 1u) & ~((1u << (x - at->ndim)) - 1u);
+        return DT_OK;
+#if !DT_NO_MODEL_OPS
+    case DT__F_EMBED: /* weight (V, D), indices of any shape: the indices' shape + (D) */
+        if (x != 2 || nd[1] + 1 > MB_MAX_DIMS) return DT_ERR_SHAPE;
+        DT_MEMCPY(osh, sh[1], sizeof(int32_t) * (size_t)nd[1]);
+        osh[nd[1]] = sh[0][1];
+        *ond = nd[1] + 1;
+        return DT_OK;
+    case DT__F_LOSS: /* input (C) or (N, C, d1..), target without the class dim; 0-d when reduced */
+        if (x < 1 || nd[1] != x - 1 || at->mode < 0 || at->mode > 2) return DT_ERR_SHAPE;
+        for (i = 0; i < nd[1]; i++)
+            if (sh[1][i] != sh[0][i + (i >= (x >= 2))]) return DT_ERR_SHAPE;
+        DT_MEMCPY(osh, sh[1], sizeof(int32_t) * (size_t)nd[1]);
+        *ond = at->mode ? 0 : nd[1];
+        return DT_OK;
+#endif
+    default: return DT_ERR_UNSUPPORTED;
+    }
+}
+
 static int dt__prop_einsum(const dt_spec *const *args, int nargs, int op, dt_op_strategy *best)
 {
     const dt_placement(*opts)[3] = op == DT_ATEN_BMM ? dt__bmm_opts : dt__mm_opts;
     int lin = op == DT_ATEN_LINEAR, li = lin ? 0 : nargs - 2, ri = li + 1, bi = lin ? 2 : 0;
     int nd = args[0]->mesh->ndim, total = 1, i, md, noredist = 0;
-    const dt_spec *lhs = args[li], *rhs = args[ri];
     dt_op_strategy cand;
-    int rank = lin ? lhs->ndim : op == DT_ATEN_BMM ? 3 : 2, nopt = lin ? rank + 2 : op == DT_ATEN_BMM ? 5 : 4;
+    int rank = best->out_ndim, nopt = lin ? rank + 2 : op == DT_ATEN_BMM ? 5 : 4;
     dt_placement lo[3];
-    if (lin ? (rank < 2 || rhs->ndim != 2 || lhs->shape[rank - 1] != rhs->shape[1])
-            : (lhs->ndim != rank || rhs->ndim != rank || lhs->shape[rank - 1] != rhs->shape[rank - 2] ||
-               (rank == 3 && lhs->shape[0] != rhs->shape[0])))
-        return DT_ERR_SHAPE;
-    DT_MEMCPY(best->out_shape, lhs->shape, sizeof best->out_shape);
-    best->out_shape[rank - 1] = rhs->shape[lin ? 0 : rank - 1];
-    best->out_ndim = rank;
-    if (nargs == 3) { /* addmm's bias (1-D or 2-D), linear's (1-D): broadcast to the output */
-        const dt_spec *b = args[bi];
-        if (b->ndim < 1 || b->ndim > (lin ? 1 : 2)) return DT_ERR_SHAPE;
-        for (i = 0; i < b->ndim; i++) {
-            int32_t o = best->out_shape[rank - b->ndim + i];
-            if (b->shape[i] != o && b->shape[i] != 1) return DT_ERR_SHAPE;
-        }
-    }
     cand = *best;
     for (i = 0; i < nd; i++) total *= nopt;
     for (i = 0; i < total; i++) {
@@ -744,16 +809,10 @@ static int dt__prop_pointwise(const dt_spec *const *args, int nargs, int op, dt_
     const dt_spec *f;
     int i, md, fi = 0, nd = args[0]->mesh->ndim, noredist = 0;
     dt_op_strategy cand;
-    for (i = 1; i < nargs; i++) {
-        if (args[i]->ndim != args[0]->ndim ||
-            memcmp(args[i]->shape, args[0]->shape, sizeof(int32_t) * (size_t)args[0]->ndim))
-            return DT_ERR_SHAPE;
+    for (i = 1; i < nargs; i++) /* the input with the most shards (the shapes are one) */
         if (dt__num_shards(args[i]->mesh, args[i]->placements) > dt__num_shards(args[fi]->mesh, args[fi]->placements))
             fi = i;
-    }
     f = args[fi];
-    best->out_ndim = f->ndim;
-    DT_MEMCPY(best->out_shape, f->shape, sizeof best->out_shape);
     cand = *best;
     for (md = 0; md < nd; md++) {
         dt_placement p = f->placements[md];
@@ -810,23 +869,15 @@ static int dt__prop_one(const dt_spec *const *args, int nargs, dt_op_strategy *c
    a Partial of the same op stays) unless the input holds another Partial or, for mean,
    a reduced dim is unevenly sharded (is_tensor_evenly_shardable_on_dim); then, as for
    argmax, every Partial and the reduced dims are replicated first. */
-static int dt__prop_reduce(const dt_spec *const *args, int op, const dt_op_attrs *at, dt_op_strategy *best)
+static int dt__prop_reduce(const dt_spec *const *args, int op, const dt_op_attrs *at, uint32_t mask,
+                           dt_op_strategy *best)
 {
     static const signed char red[6] = {DT_SUM, DT_AVG, DT_MAX, DT_MIN, DT_MAX, -1};
     const dt_spec *x = args[0];
     dt_op_strategy cand;
-    int nd = x->mesh->ndim, md, d, o = 0, r = (int)red[op - DT_ATEN_SUM], lin = r >= 0;
-    uint32_t mask = (1u << x->ndim) - 1u;
-    if (at->dim != DT_DIM_ALL) {
-        d = mb_normalize_dim(at->dim, x->ndim);
-        if (d < 0) return DT_ERR_DIM;
-        mask = 1u << d;
-    }
-    for (d = 0; d < x->ndim; d++) {
-        if ((mask >> d & 1u) && !x->shape[d] && op >= DT_ATEN_MAX) return DT_ERR_SHAPE; /* max of nothing */
-        if (!(mask >> d & 1u) || at->keepdim) best->out_shape[o++] = mask >> d & 1u ? 1 : x->shape[d];
-    }
-    best->out_ndim = o;
+    int nd = x->mesh->ndim, md, d, o, r = (int)red[op - DT_ATEN_SUM], lin = r >= 0;
+    for (d = 0; d < x->ndim; d++) /* the global max of nothing (an empty local piece gives -inf) */
+        if ((mask >> d & 1u) && !x->shape[d] && op >= DT_ATEN_MAX) return DT_ERR_SHAPE;
     if (op == DT_ATEN_ARGMAX) best->out_dtype = MB_I32;
     for (md = 0; md < nd; md++) {
         dt_placement p = x->placements[md];
@@ -862,29 +913,11 @@ static int dt__prop_reduce(const dt_spec *const *args, int op, const dt_op_attrs
 /* softmax_strategy: the softmax dim replicated (and every Partial), other shards kept.
    layer_norm / rms_norm (_common_norm_forward_strategy): x replicated on the normalized
    dims (and every Partial), weight and bias replicated; the output follows x. */
-static int dt__prop_softmax_norm(const dt_spec *const *args, int nargs, int op, const dt_op_attrs *at,
-                                 dt_op_strategy *best)
+static int dt__prop_softmax_norm(const dt_spec *const *args, int nargs, uint32_t mask, dt_op_strategy *best)
 {
     const dt_spec *x = args[0];
     dt_op_strategy cand;
-    int nd = x->mesh->ndim, axis = x->ndim - at->ndim, i, d;
-    uint32_t mask;
-    if (op <= DT_ATEN_LOG_SOFTMAX) {
-        d = mb_normalize_dim(at->dim, x->ndim);
-        if (d < 0) return DT_ERR_DIM;
-        mask = 1u << d;
-    } else {
-        if (at->ndim < 1 || axis < 0) return DT_ERR_SHAPE;
-        for (i = 0; i < nargs; i++) { /* x's last dims, weight and bias == normalized_shape */
-            int off = i ? 0 : axis;
-            if (i && args[i]->ndim != at->ndim) return DT_ERR_SHAPE;
-            for (d = 0; d < at->ndim; d++)
-                if (args[i]->shape[off + d] != at->shape[d]) return DT_ERR_SHAPE;
-        }
-        mask = ((1u << x->ndim) - 1u) & ~((1u << axis) - 1u);
-    }
-    best->out_ndim = x->ndim;
-    DT_MEMCPY(best->out_shape, x->shape, sizeof best->out_shape);
+    int nd = x->mesh->ndim, i;
     cand = *best;
     dt__repl(x->placements, nd, mask, cand.in[0]);
     DT_MEMCPY(cand.out, cand.in[0], sizeof cand.out);
@@ -1117,10 +1150,6 @@ static DT__NOINLINE int dt__prop_embed(const dt_spec *const *args, dt_op_strateg
     const dt_spec *w = args[0], *ix = args[1];
     int ni = ix->ndim, nopt = 3 + ni, nd = w->mesh->ndim, total = 1, i, md, noredist = 0;
     dt_op_strategy cand;
-    if (w->ndim != 2 || ni + 1 > MB_MAX_DIMS) return DT_ERR_SHAPE;
-    DT_MEMCPY(best->out_shape, ix->shape, sizeof(int32_t) * (size_t)ni);
-    best->out_shape[ni] = w->shape[1];
-    best->out_ndim = ni + 1;
     cand = *best;
     for (i = 0; i < nd; i++) total *= nopt;
     for (i = 0; i < total; i++) {
@@ -1156,11 +1185,6 @@ static DT__NOINLINE int dt__prop_loss(const dt_spec *const *args, const dt_op_at
     const dt_spec *x = args[0], *t = args[1];
     int c = x->ndim >= 2, i, md, nd = x->mesh->ndim;
     dt_op_strategy cand;
-    if (x->ndim < 1 || t->ndim != x->ndim - 1 || at->mode < 0 || at->mode > 2) return DT_ERR_SHAPE;
-    for (i = 0; i < t->ndim; i++)
-        if (t->shape[i] != x->shape[i + (i >= c)]) return DT_ERR_SHAPE;
-    best->out_ndim = at->mode ? 0 : t->ndim;
-    DT_MEMCPY(best->out_shape, t->shape, sizeof(int32_t) * (size_t)t->ndim);
     cand = *best;
     for (md = 0; md < nd; md++) {
         dt_placement p = x->placements[md], q;
@@ -1201,14 +1225,22 @@ static int dt__op_dtype(int op, int i)
 static DT__NOINLINE int dt__prop_family(const dt_spec *const *args, int nargs, int op, const dt_op_attrs *at,
                                         dt_op_strategy *best)
 {
-    switch (dt__ops[op].family) {
+    const int32_t *sh[DT_MAX_OP_ARGS];
+    int32_t nd[DT_MAX_OP_ARGS];
+    uint32_t mask = 0;
+    int i, fam = dt__ops[op].family, rc = DT_OK;
+    for (i = 0; i < nargs; i++) {
+        sh[i] = args[i]->shape;
+        nd[i] = args[i]->ndim;
+    }
+    if (fam != DT__F_VIEW) rc = dt__op_shape(op, at, sh, nd, nargs, best->out_shape, &best->out_ndim, &mask);
+    if (rc) return rc;
+    switch (fam) {
     case DT__F_EINSUM: return dt__prop_einsum(args, nargs, op, best);
-    case DT__F_POINTWISE: /* gelu's approximate: 0 "none", 1 "tanh" */
-        return op == DT_ATEN_GELU && (at->mode < 0 || at->mode > 1) ? DT_ERR_SHAPE
-                                                                    : dt__prop_pointwise(args, nargs, op, best);
-    case DT__F_REDUCE: return dt__prop_reduce(args, op, at, best);
+    case DT__F_POINTWISE: return dt__prop_pointwise(args, nargs, op, best);
+    case DT__F_REDUCE: return dt__prop_reduce(args, op, at, mask, best);
     case DT__F_SOFTMAX:
-    case DT__F_NORM: return dt__prop_softmax_norm(args, nargs, op, at, best);
+    case DT__F_NORM: return dt__prop_softmax_norm(args, nargs, mask, best);
 #if !DT_NO_MODEL_OPS
     case DT__F_VIEW: return dt__prop_view(args, op, at, best);
     case DT__F_EMBED: return dt__prop_embed(args, best);
@@ -1499,7 +1531,6 @@ static int dt__kernel_unary(int op, const dt_op_attrs *at, mb_tensor *out, const
 {
     float *DT_RESTRICT y = (float *)out->data;
     int32_t i, n = (int32_t)mb_numel(out);
-    if (op == DT_ATEN_GELU && (at->mode < 0 || at->mode > 1)) return DT_ERR_SHAPE;
     if (dt__contig(x)) {
         const float *DT_RESTRICT a = (const float *)x->data;
         for (i = 0; i < n; i++) y[i] = dt__unary(op, at, a[i]);
@@ -1535,19 +1566,15 @@ static int dt__kernel_rows(int op, const dt_op_attrs *at, mb_tensor *out, const 
     float *y = (float *)out->data;
     int lo = 0, hi = x->ndim, d, norm = op >= DT_ATEN_LAYER_NORM, sm = !norm && op >= DT_ATEN_SOFTMAX;
     int32_t o, i, k, outer, inner, r, step, best;
-    if (norm) {
+    if (norm) { /* dt__kernel_check: the dims and the weight's and bias's shapes fit */
         lo = x->ndim - at->ndim;
-        if (at->ndim < 1 || lo < 0) return DT_ERR_SHAPE;
     } else if (at->dim != DT_DIM_ALL || sm) {
         lo = mb_normalize_dim(at->dim, x->ndim);
-        if (lo < 0) return DT_ERR_DIM;
         hi = lo + 1;
     }
     outer = (int32_t)mb_shape_numel(x->shape, lo);
     r = (int32_t)mb_shape_numel(x->shape + lo, hi - lo);
     inner = (int32_t)mb_shape_numel(x->shape + hi, x->ndim - hi);
-    for (i = 1; i < nin; i++) /* weight, bias: normalized_shape's elements */
-        if ((int32_t)mb_numel(in[i]) != r) return DT_ERR_SHAPE;
     step = hi > lo ? x->stride[hi - 1] : 0;
     for (d = lo + 1; d < hi; d++)
         if (x->stride[d - 1] != x->stride[d] * x->shape[d]) step = 0;
@@ -1672,8 +1699,6 @@ static DT__NOINLINE int dt__kernel_embed(const dt_op_attrs *at, mb_tensor *out, 
     float *DT_RESTRICT y = (float *)out->data;
     int32_t rows = w->shape[0], dd = w->shape[1], n = (int32_t)mb_numel(ix), i, j, r;
     int32_t off = at->mode ? at->dim2 : 0, all = at->mode ? at->shape[0] : rows;
-    if (w->ndim != 2 || out->ndim != ix->ndim + 1 || out->shape[ix->ndim] != dd || (int32_t)mb_numel(out) != n * dd)
-        return DT_ERR_SHAPE;
     for (i = 0; i < n; i++) { /* every index first: bad input writes nothing */
         r = ((const int32_t *)ix->data)[dt__off(ix, 0, ix->ndim, i)];
         if (r < 0 || r >= all) return DT_ERR_RANK;
@@ -1681,9 +1706,9 @@ static DT__NOINLINE int dt__kernel_embed(const dt_op_attrs *at, mb_tensor *out, 
     for (i = 0; i < n; i++) {
         const float *row;
         r = ((const int32_t *)ix->data)[dt__off(ix, 0, ix->ndim, i)] - off;
-        row = (const float *)w->data + (size_t)r * (size_t)w->stride[0];
+        row = r < 0 || r >= rows ? 0 : (const float *)w->data + (size_t)r * (size_t)w->stride[0]; /* 0: a zero row */
         for (j = 0; j < dd; j++)
-            y[(size_t)i * (size_t)dd + (size_t)j] = r < 0 || r >= rows ? 0.0f : row[(size_t)j * (size_t)w->stride[1]];
+            y[(size_t)i * (size_t)dd + (size_t)j] = row ? row[(size_t)j * (size_t)w->stride[1]] : 0.0f;
     }
     return DT_OK;
 }
@@ -1696,11 +1721,6 @@ static DT__NOINLINE int dt__kernel_loss(int op, const dt_op_attrs *at, mb_tensor
     const float *r;
     int c = x->ndim >= 2, d;
     int32_t cc = x->shape[c], cs = x->stride[c], n = (int32_t)mb_numel(t), i, j, q, v, cnt = 0;
-    if (x->ndim < 1 || t->ndim != x->ndim - 1 || at->mode < 0 || at->mode > 2 ||
-        (at->mode ? out->ndim != 0 : (out->ndim != t->ndim || (int32_t)mb_numel(out) != n)))
-        return DT_ERR_SHAPE;
-    for (d = 0; d < t->ndim; d++)
-        if (t->shape[d] != x->shape[d + (d >= c)]) return DT_ERR_SHAPE;
     for (i = 0; i < n; i++) { /* every target first: bad input writes nothing */
         v = ((const int32_t *)t->data)[dt__off(t, 0, t->ndim, i)];
         if (v != at->ignore_index && (v < 0 || v >= cc)) return DT_ERR_RANK;
@@ -1732,10 +1752,46 @@ static DT__NOINLINE int dt__kernel_loss(int op, const dt_op_attrs *at, mb_tensor
 
 static const dt_op_attrs dt__no_attrs = {0, 0, 0, 0, 0, 0, {0}, 0.0f};
 
+/* dt_kernel_ref's operands: valid views of the dtypes op takes, at most INT32_MAX elements
+   each (the kernels count in int32_t), out contiguous and of the shape dt__op_shape gives
+   (a view op's out is checked against its input by the view kernel itself). */
+static DT__NOINLINE int dt__kernel_check(int op, const dt_op_attrs *at, const mb_tensor *out,
+                                         const mb_tensor *const *in, int nin)
+{
+    const int32_t *sh[DT_MAX_OP_ARGS];
+    int32_t nd[DT_MAX_OP_ARGS], osh[MB_MAX_DIMS], ond;
+    uint32_t mask;
+    int i, rc, fam;
+    if (!out || !in) return DT_ERR_NULL;
+    if (!dt__op_ok(op, nin)) return DT_ERR_PLACEMENT_COUNT;
+    fam = dt__ops[op].family;
+    for (i = 0; i <= nin; i++) {
+        const mb_tensor *t = i < nin ? in[i] : out;
+        rc = mb_tensor_check(t);
+        if (rc) return rc == MB_ERR_NULL ? DT_ERR_NULL : DT_ERR_SHAPE;
+        if (mb_numel(t) > INT32_MAX) return DT_ERR_SHAPE;
+        if ((int)t->dtype != (i < nin ? dt__op_dtype(op, i) : op == DT_ATEN_ARGMAX ? MB_I32 : MB_F32))
+            return DT_ERR_DTYPE;
+        if (i < nin) {
+            sh[i] = t->shape;
+            nd[i] = t->ndim;
+        }
+    }
+    if (mb_is_contiguous(out) != 1) return DT_ERR_SHAPE;
+    if (fam == DT__F_EMBED && (at->mode < 0 || at->mode > 1 || (at->mode && at->dim2 < 0))) /* MaskPartial's */
+        return DT_ERR_SHAPE;
+    if (fam == DT__F_VIEW) return DT_OK;
+    rc = dt__op_shape(op, at, sh, nd, nin, osh, &ond, &mask);
+    if (!rc && (ond != out->ndim || memcmp(osh, out->shape, sizeof(int32_t) * (size_t)ond))) rc = DT_ERR_MISMATCH;
+    return rc;
+}
+
 DT_OPS__DEF int dt_kernel_ref(int op, const dt_op_attrs *attrs, mb_tensor *out, const mb_tensor *const *in, int nin)
 {
-    if (!out || !in || !dt__op_ok(op, nin)) return DT_ERR_NULL;
+    int rc;
     if (!attrs) attrs = &dt__no_attrs;
+    rc = dt__kernel_check(op, attrs, out, in, nin);
+    if (rc) return rc;
     switch (dt__ops[op].family) {
     case DT__F_EINSUM: return dt__kernel_einsum(op, out, in, nin);
     case DT__F_POINTWISE:

@@ -143,6 +143,12 @@ static const dt_op_attrs at_view15 = {0, 0, 0, 0, 0, 1, {15}, 0.0f}, at_view16 =
 static int32_t idx_bad[2] = {3, 4}, tgt_bad[4] = {0, 1, 7, 2};
 static mb_tensor t_x44, t_idx_bad, t_tgt_bad;
 static const mb_tensor *emb_in[2] = {&t_x44, &t_idx_bad}, *loss_in[2] = {&t_x44, &t_tgt_bad};
+/* dt_kernel_ref's hostile operands: a NULL one, 2x2 and 2x4 matrices, a negative stride, a
+   stride-0 view of 2^32 + 1 elements */
+static mb_tensor t_k22, t_kbad, t_khuge;
+static const mb_tensor *kin_null[2] = {&t_x44, NULL}, *kin_22[2] = {&t_k22, &t_k22}, *kin_24[2] = {&t_k22, &t_x44},
+                       *kin_bad[1] = {&t_kbad}, *kin_huge[1] = {&t_khuge};
+static const dt_op_attrs at_mode2 = {0, 0, 0, 2, 0, 0, {0}, 0.0f};
 static dt_tensor ops_plain[2], ops_mixed[2], ops_inplace[2];
 
 static mb_tensor t_nan, t_acc44, t_i8_wide, t_i8_tall;
@@ -737,6 +743,26 @@ static pp_exec_cfg xcfg_fo, xcfg_fo_nout;
         dt_kernel_ref(DT_ATEN_SOFTMAX, &at_dim2, out_tensor(MB_F32, 4, 4), op_in, 1))                                  \
     ROW(op6, "dtensor_ops.h", "dt_kernel_ref", "norm weight of another size", DT_ERR_SHAPE,                            \
         dt_kernel_ref(DT_ATEN_RMS_NORM, &at_norm3, out_tensor(MB_F32, 4, 4), op_in, 2))                                \
+    ROW(op7, "dtensor_ops.h", "dt_kernel_ref", "NULL operand", DT_ERR_NULL,                                            \
+        dt_kernel_ref(DT_ATEN_MM, NULL, out_tensor(MB_F32, 4, 4), kin_null, 2))                                        \
+    ROW(op8, "dtensor_ops.h", "dt_kernel_ref", "mm output of ndim 0", DT_ERR_MISMATCH,                                 \
+        dt_kernel_ref(DT_ATEN_MM, NULL, out_scalar(), kin_22, 2))                                                      \
+    ROW(op9, "dtensor_ops.h", "dt_kernel_ref", "out [4,4] = a [2,2] @ b [2,2]", DT_ERR_MISMATCH,                       \
+        dt_kernel_ref(DT_ATEN_MM, NULL, out_tensor(MB_F32, 4, 4), kin_22, 2))                                          \
+    ROW(op10, "dtensor_ops.h", "dt_kernel_ref", "a [2,2] @ b [4,4] (inner sizes differ)", DT_ERR_SHAPE,                \
+        dt_kernel_ref(DT_ATEN_MM, NULL, out_tensor(MB_F32, 2, 4), kin_24, 2))                                          \
+    ROW(op11, "dtensor_ops.h", "dt_kernel_ref", "int32 output of a float op", DT_ERR_DTYPE,                            \
+        dt_kernel_ref(DT_ATEN_RELU, NULL, out_tensor(MB_I32, 4, 4), op_in, 1))                                         \
+    ROW(op12, "dtensor_ops.h", "dt_kernel_ref", "output not contiguous", DT_ERR_SHAPE,                                 \
+        dt_kernel_ref(DT_ATEN_RELU, NULL, out_strided44(), op_in, 1))                                                  \
+    ROW(op13, "dtensor_ops.h", "dt_kernel_ref", "invalid operand view (negative stride)", DT_ERR_SHAPE,                \
+        dt_kernel_ref(DT_ATEN_RELU, NULL, out_tensor(MB_F32, 8, 4), kin_bad, 1))                                       \
+    ROW(op14, "dtensor_ops.h", "dt_kernel_ref", "unknown op", DT_ERR_PLACEMENT_COUNT,                                  \
+        dt_kernel_ref(DT_ATEN_COUNT, NULL, out_tensor(MB_F32, 4, 4), op_in, 1))                                        \
+    ROW(op15, "dtensor_ops.h", "dt_kernel_ref", "embedding attrs: MaskPartial mode 2", DT_ERR_SHAPE,                   \
+        dt_kernel_ref(DT_ATEN_EMBEDDING, &at_mode2, out_tensor(MB_F32, 2, 4), emb_in, 2))                              \
+    ROW(op16, "dtensor_ops.h", "dt_kernel_ref", "operand of more than INT32_MAX elements (stride-0 view)",             \
+        DT_ERR_SHAPE, dt_kernel_ref(DT_ATEN_RELU, NULL, out_tensor(MB_F32, 4, 4), kin_huge, 1))                        \
                                                                                                                        \
     ROW(cv1, "dtensor_conv.h", "dt_conv2d_ref", "NULL params", DT_ERR_NULL,                                            \
         dt_conv2d_ref(NULL, &cx, &cwt, NULL, out4(MB_F32, 2, 4)))                                                      \
@@ -1163,6 +1189,21 @@ static mb_value *out_value(int32_t rows, int32_t cols)
 {
     return out_value_dt(MB_F32, rows, cols);
 }
+/* A 0-d f32 output and a 4x4 one with its rows 8 floats apart (not contiguous), data in the
+   canary area. */
+static mb_tensor *out_scalar(void)
+{
+    static mb_tensor t;
+    mb_tensor_init(&t, out_area.b + 16384, MB_F32, 0, NULL);
+    return &t;
+}
+static mb_tensor *out_strided44(void)
+{
+    static mb_tensor t;
+    t = *out_tensor(MB_F32, 4, 4);
+    t.stride[0] = 8;
+    return &t;
+}
 static mb_tensor *out_vec(int32_t n)
 {
     static mb_tensor t;
@@ -1389,6 +1430,15 @@ static void fixtures(void)
         mb_tensor_init(&t_x44, fx, MB_F32, 2, shape44);
         mb_tensor_init(&t_idx_bad, idx_bad, MB_I32, 1, &s2);
         mb_tensor_init(&t_tgt_bad, tgt_bad, MB_I32, 1, &s4);
+        mb_tensor_init(&t_k22, fx, MB_F32, 2, shape44);
+        t_k22.shape[0] = t_k22.shape[1] = 2;
+        t_k22.stride[0] = 2;
+        t_kbad = t84;
+        t_kbad.stride[1] = -1;
+        t_khuge = t_x44;
+        t_khuge.shape[0] = 641;
+        t_khuge.shape[1] = 6700417;
+        t_khuge.stride[0] = t_khuge.stride[1] = 0;
         memset(&ddisp, 0, sizeof ddisp);
         ddisp.comm = &dcomm;
         memset(ops_plain, 0, sizeof ops_plain); /* spec.mesh NULL: plain tensors */

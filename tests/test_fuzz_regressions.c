@@ -356,6 +356,38 @@ static void test_dt_op_plain_numel_over_int32(void **state)
     assert_memory_equal(&o, &before, sizeof o);
 }
 
+/* An independent harness: dt_kernel_ref checked nothing. A NULL operand was dereferenced,
+   an output of ndim 0 read shape[-1], and out[4,4] = a[2,2] @ b[2,2] read past a and b. It
+   now checks its operands as dt_propagate checks specs (and the output's shape and dtype
+   against the op's): nothing is read or written on bad input. */
+static void test_kernel_ref_checks_operands(void **state)
+{
+    static float a[4] = {1, 2, 3, 4}, b[4] = {5, 6, 7, 8}, y[16];
+    const int32_t s22[2] = {2, 2}, s44[2] = {4, 4};
+    mb_tensor ta, tb, ty, t0;
+    const mb_tensor *in[2], *in_null[2];
+    float before[16];
+    int i;
+    (void)state;
+    mb_tensor_init(&ta, a, MB_F32, 2, s22);
+    mb_tensor_init(&tb, b, MB_F32, 2, s22);
+    mb_tensor_init(&ty, y, MB_F32, 2, s44);
+    mb_tensor_init(&t0, y, MB_F32, 0, NULL);
+    in[0] = in_null[0] = &ta;
+    in[1] = &tb;
+    in_null[1] = NULL;
+    for (i = 0; i < 16; i++) y[i] = before[i] = (float)(100 + i);
+    assert_int_equal(dt_kernel_ref(DT_ATEN_MM, NULL, &ty, in, 2), DT_ERR_MISMATCH); /* 4x4 = 2x2 @ 2x2 */
+    assert_int_equal(dt_kernel_ref(DT_ATEN_MM, NULL, &t0, in, 2), DT_ERR_MISMATCH); /* 0-d output */
+    assert_int_equal(dt_kernel_ref(DT_ATEN_MM, NULL, &ty, in_null, 2), DT_ERR_NULL);
+    assert_int_equal(dt_kernel_ref(DT_ATEN_ADD, NULL, &t0, in_null, 2), DT_ERR_NULL);
+    assert_int_equal(dt_kernel_ref(DT_ATEN_RELU, NULL, &ty, in, 1), DT_ERR_MISMATCH);
+    assert_memory_equal(y, before, sizeof y);
+    mb_tensor_init(&ty, y, MB_F32, 2, s22); /* the right output: a @ b */
+    assert_int_equal(dt_kernel_ref(DT_ATEN_MM, NULL, &ty, in, 2), DT_OK);
+    assert_true(y[0] == 19.0f && y[1] == 22.0f && y[2] == 43.0f && y[3] == 50.0f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -372,6 +404,7 @@ int main(void)
         cmocka_unit_test(test_qmul_extreme_shift),
         cmocka_unit_test(test_qmm_max_k_sum_fits_int32),
         cmocka_unit_test(test_dt_op_plain_numel_over_int32),
+        cmocka_unit_test(test_kernel_ref_checks_operands),
     };
     return cmocka_run_group_tests_name("fuzz regressions", tests, NULL, NULL);
 }

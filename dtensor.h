@@ -355,8 +355,11 @@ DT_API int dt_plan_cached(dt_plan_cache *c, const dt_spec *src, const dt_spec *d
    Scratch pointers must be 8-byte aligned. Every call validates all its arguments
    before communicating: on bad input nothing is sent and no output is written. A failed
    collective returns DT_ERR_COMM (the pg_err in c->err; pg_recover() on every rank before
-   the next call). */
+   the next call). Do not copy a dt_comm: its groups point into it (g[i] = &group[i]) and
+   into their own scratch; use it where dt_comm_init filled it, through pointers. A copy is
+   refused with DT_ERR_COPIED by every call that takes it (dt_comm_group: NULL). */
 typedef struct dt_comm {
+    const struct dt_comm *self; /* the dt_comm itself, set by dt_comm_init: a copy lives elsewhere */
     const dt_mesh *mesh;
     int32_t err;                      /* pg_err of the last failed collective */
     uint32_t collectives;             /* collectives this dt_comm has run */
@@ -379,10 +382,11 @@ typedef struct dt_tensor {
 #define DT_EVERY_RANK (-1) /* dt_distribute: every rank holds the full tensor */
 
 /* DT_ERR_MISMATCH: mesh->rank is not parent's world rank; DT_ERR_RANK: a mesh rank is not
-   in parent; DT_ERR_NOT_MEMBER: this rank is not in the mesh (the call still keeps the
-   parent's sub-group numbering in step with the members'). */
+   in parent; DT_ERR_COPIED: parent is a copy of a group (pg_group: do not copy);
+   DT_ERR_NOT_MEMBER: this rank is not in the mesh (the call still keeps the parent's
+   sub-group numbering in step with the members'). */
 DT_API int dt_comm_init(dt_comm *c, const dt_mesh *mesh, pg_group *parent);
-/* The sub-group of mesh dim `mesh_dim` (NULL when out of range). */
+/* The sub-group of mesh dim `mesh_dim` (NULL when out of range, or c is a copy). */
 DT_API pg_group *dt_comm_group(dt_comm *c, int mesh_dim);
 
 /* Redistribute this rank's `in` (src's local shape) into `out` (dst's local shape) along
@@ -1273,11 +1277,13 @@ DT__DEF int dt_comm_init(dt_comm *c, const dt_mesh *mesh, pg_group *parent)
     if (!c || !parent) return DT_ERR_NULL;
     rc = dt__mesh_check(mesh);
     if (rc) return rc;
-    if (parent->size <= 0 || parent->rank < 0) return DT_ERR_NOT_MEMBER;
+    rc = pg_rank(parent); /* PG_ERR_NOT_MEMBER, or PG_ERR_COPIED for a copy */
+    if (rc < 0) return rc == PG_ERR_COPIED ? DT_ERR_COPIED : DT_ERR_NOT_MEMBER;
     if (mesh->rank != parent->world_rank) return DT_ERR_MISMATCH;
     for (i = 0; i < mesh->size; i++)
         if (dt__in_group(parent, mesh->ranks[i]) == parent->size) return DT_ERR_RANK;
     DT_MEMSET(c, 0, sizeof *c);
+    c->self = c;
     c->mesh = mesh;
     for (i = 0; i < mesh->ndim; i++) {
         /* non-members take the slice of mesh position 0: the context counter still advances */
@@ -1297,13 +1303,14 @@ DT__DEF int dt_comm_init(dt_comm *c, const dt_mesh *mesh, pg_group *parent)
 
 DT__DEF pg_group *dt_comm_group(dt_comm *c, int mesh_dim)
 {
-    return (c && c->mesh && mesh_dim >= 0 && mesh_dim < c->mesh->ndim) ? c->g[mesh_dim] : 0;
+    return (c && c->self == c && mesh_dim >= 0 && mesh_dim < c->mesh->ndim) ? c->g[mesh_dim] : 0; /* self: init ran */
 }
 
 /* Checks shared by the executing calls: comm bound to mesh m, this rank a member. */
 DT__DEF int dt__comm_check(const dt_comm *c, const dt_mesh *m)
 {
     if (!c || !c->mesh) return DT_ERR_NULL;
+    if (c->self != c) return DT_ERR_COPIED;
     if (!dt__mesh_same(c->mesh, m) || c->mesh->rank != m->rank) return DT_ERR_MISMATCH;
     return c->mesh->index < 0 ? DT_ERR_NOT_MEMBER : DT_OK;
 }

@@ -519,7 +519,7 @@ DT_QUANT__DEF int dt_qmm(dt_comm *c, const dt_tensor *a, const dt_tensor *b, con
     int i, rc;
     if (!c || !a || !b || !out || !q) return DT_ERR_NULL;
     rc = dt_qmm_propagate(&a->spec, &b->spec, &o, &mask);
-    if (!rc && (!c->mesh || memcmp(c->mesh, a->spec.mesh, sizeof(dt_mesh)))) rc = DT_ERR_MISMATCH;
+    if (!rc) rc = dt__comm_check(c, a->spec.mesh); /* c serves a's mesh, this rank a member, not a copy */
     if (!rc && nq != 1 && nq != o.shape[1]) rc = DT_ERR_SHAPE;
     if (!rc) rc = dt_local_shape(&a->spec, c->mesh->rank, ash, NULL);
     if (!rc) rc = dt_local_shape(&b->spec, c->mesh->rank, bsh, boff);

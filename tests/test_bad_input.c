@@ -167,7 +167,10 @@ static int32_t ranks_dup[2] = {0, 0}, ranks_neg[2] = {0, -1}, shape_m2[1] = {2},
 
 static pg_pthread_world world;
 static pg_group *g0, *g1, g1_before;
-static pg_group nomember; /* a sub-group this rank is not in */
+static pg_group nomember;  /* a sub-group this rank is not in */
+static pg_group g0_copy;   /* a copy of rank 0's group (do not copy: PG_ERR_COPIED) */
+static dt_comm dcomm_copy; /* a copy of dcomm (DT_ERR_COPIED) */
+static const int ranks01[2] = {0, 1};
 static pg_ops ops_nosend;
 static float pin[64];
 static size_t counts2[2] = {2, 2}, counts_big[2] = {(size_t)-1 / 2, 2};
@@ -575,6 +578,13 @@ static pp_exec_cfg xcfg_fo, xcfg_fo_nout;
         dt_comm_init(OUT(dt_comm), &mesh3, g0))                                                                        \
     ROW(dt41, "dtensor.h", "dt_comm_group", "mesh dim out of range (returns NULL)", 0,                                 \
         dt_comm_group(&dcomm, 2) != NULL)                                                                              \
+    ROW(dt41b, "dtensor.h", "dt_comm_group", "comm: a copy of a dt_comm (returns NULL)", 0,                            \
+        dt_comm_group(&dcomm_copy, 0) != NULL)                                                                         \
+    ROW(dt41c, "dtensor.h", "dt_comm_init", "parent: a copy of a group", DT_ERR_COPIED,                                \
+        dt_comm_init(OUT(dt_comm), &mesh2, &g0_copy))                                                                  \
+    ROW(dt41d, "dtensor.h", "dt_redistribute", "comm: a copy of a dt_comm (nothing sent)", DT_ERR_COPIED,              \
+        dt_redistribute(&dcomm_copy, NULL, &sp_shard0, in_local(2, 4), &sp_repl, 0, out_tensor(MB_F32, 4, 4),          \
+                        OUT_AT(void, 8192), 4096))                                                                     \
     ROW(dt42, "dtensor.h", "dt_from_local", "local shape wrong for the spec", DT_ERR_MISMATCH,                         \
         dt_from_local(OUT(dt_tensor), &mesh2, pl_shard0, 1, &t84, shape44))                                            \
     ROW(dt43, "dtensor.h", "dt_from_local", "placement count != mesh ndim", DT_ERR_PLACEMENT_COUNT,                    \
@@ -964,6 +974,12 @@ static pp_exec_cfg xcfg_fo, xcfg_fo_nout;
         pg_group_init(OUT(pg_group), pg_pthread_ops(), NULL, 2, 2, 64))                                                \
     ROW(pg8, "ports/pg.h", "pg_rank", "NULL", PG_ERR_NULL, pg_rank(NULL))                                              \
     ROW(pg9, "ports/pg.h", "pg_rank", "not a member", PG_ERR_NOT_MEMBER, pg_rank(&nomember))                           \
+    ROW(pg9b, "ports/pg.h", "pg_rank", "group: a copy of a group (not where its init filled it)", PG_ERR_COPIED,       \
+        pg_rank(&g0_copy))                                                                                             \
+    ROW(pg9c, "ports/pg.h", "pg_all_reduce", "group: a copy of a group (nothing sent)", PG_ERR_COPIED,                 \
+        pg_all_reduce(&g0_copy, pin, OUT(void), 4, MB_F32, PG_SUM))                                                    \
+    ROW(pg9d, "ports/pg.h", "pg_subgroup_init", "group: parent a copy of a group", PG_ERR_COPIED,                      \
+        pg_subgroup_init(OUT(pg_group), &g0_copy, ranks01, 2))                                                         \
     ROW(pg10, "ports/pg.h", "pg_size", "NULL", PG_ERR_NULL, pg_size(NULL))                                             \
     ROW(pg11, "ports/pg.h", "pg_world_rank", "rank out of range", PG_ERR_RANK, pg_world_rank(g0, 2))                   \
     ROW(pg12, "ports/pg.h", "pg_set_timeout", "NULL", PG_ERR_NULL, pg_set_timeout(NULL, 1))                            \
@@ -1521,6 +1537,8 @@ static void fixtures(void)
     ops_nosend.send = NULL;
     /* dt_comm over the world: dt rows that would communicate must fail before that */
     assert_int_equal(dt_comm_init(&dcomm, &mesh2, g0), 0);
+    g0_copy = *g0;
+    dcomm_copy = dcomm;
     {
         dt_placement sh_h[1] = {DT_SHARD(2)}, sh_w[1] = {DT_SHARD(3)};
         int32_t lxs[4] = {1, 2, 2, 4};

@@ -388,6 +388,79 @@ static void test_kernel_ref_checks_operands(void **state)
     assert_true(y[0] == 19.0f && y[1] == 22.0f && y[2] == 43.0f && y[3] == 50.0f);
 }
 
+/* An independent harness: a pg_group or dt_comm copied by value kept pointers into the
+   original (the group's built-in scratch, the dt_comm's sub-groups): the harness used a
+   copy after the original's scope ended (ASan: stack-use-after-scope). Both carry a pointer
+   to themselves now, checked on use: a copy is refused (PG_ERR_COPIED, DT_ERR_COPIED),
+   nothing is sent or written; the original works. One rank over a port that only loops
+   back (runs on every target). */
+static int loop_send(void *port, int dst, uint32_t tag, const void *buf, size_t bytes, uint32_t timeout_ms)
+{
+    (void)port, (void)dst, (void)tag, (void)buf, (void)timeout_ms;
+    return (int)bytes;
+}
+static int loop_recv(void *port, int src, uint32_t tag, void *buf, size_t cap, size_t *got, uint32_t timeout_ms)
+{
+    (void)port, (void)src, (void)tag, (void)buf, (void)cap, (void)timeout_ms;
+    *got = 0;
+    return PG_ERR_TIMEOUT;
+}
+static int loop_probe(void *port, int src, uint32_t tag, size_t *bytes)
+{
+    (void)port, (void)src, (void)tag, (void)bytes;
+    return 0;
+}
+static void test_copied_group_and_comm_refused(void **state)
+{
+    static pg_ops ops;
+    static pg_group world, copy, sub_copy;
+    static dt_comm comm, comm_copy;
+    static float x[4] = {1, 2, 3, 4}, y[4];
+    const int32_t one = 1, xs[1] = {4};
+    const int me[1] = {0};
+    const dt_placement s0[1] = {DT_SHARD(0)}, r[1] = {DT_REPLICATE()};
+    dt_mesh m;
+    dt_spec a, b;
+    mb_tensor in, out;
+    float before[4] = {9, 9, 9, 9};
+    (void)state;
+    memset(&ops, 0, sizeof ops);
+    ops.send = loop_send;
+    ops.recv = loop_recv;
+    ops.probe = loop_probe;
+    assert_int_equal(pg_group_init(&world, &ops, NULL, 0, 1, 64), PG_OK);
+    copy = world;
+    assert_int_equal(pg_rank(&world), 0);
+    assert_int_equal(pg_rank(&copy), PG_ERR_COPIED);
+    memcpy(y, before, sizeof y);
+    assert_int_equal(pg_all_reduce(&copy, x, y, 4, MB_F32, PG_SUM), PG_ERR_COPIED);
+    assert_int_equal(pg_barrier(&copy), PG_ERR_COPIED);
+    assert_memory_equal(y, before, sizeof y);
+    {
+        pg_group sub; /* a sub-group whose scope ends: its copy must not reach its scratch */
+        assert_int_equal(pg_subgroup_init(&sub, &world, me, 1), PG_OK);
+        sub_copy = sub;
+    }
+    assert_int_equal(pg_all_reduce(&sub_copy, x, y, 4, MB_F32, PG_SUM), PG_ERR_COPIED);
+    assert_int_equal(pg_all_reduce(&world, x, y, 4, MB_F32, PG_SUM), PG_OK);
+    assert_memory_equal(y, x, sizeof y);
+
+    assert_int_equal(dt_mesh_init(&m, 1, &one, NULL, 0), DT_OK);
+    assert_int_equal(dt_comm_init(&comm, &m, &copy), DT_ERR_COPIED);
+    assert_int_equal(dt_comm_init(&comm, &m, &world), DT_OK);
+    comm_copy = comm;
+    assert_int_equal(dt_spec_init(&a, &m, s0, 1, MB_F32, 1, xs, NULL), DT_OK);
+    assert_int_equal(dt_spec_init(&b, &m, r, 1, MB_F32, 1, xs, NULL), DT_OK);
+    mb_tensor_init(&in, x, MB_F32, 1, xs);
+    mb_tensor_init(&out, y, MB_F32, 1, xs);
+    memcpy(y, before, sizeof y);
+    assert_null(dt_comm_group(&comm_copy, 0));
+    assert_int_equal(dt_redistribute(&comm_copy, NULL, &a, &in, &b, 0, &out, NULL, 0), DT_ERR_COPIED);
+    assert_memory_equal(y, before, sizeof y);
+    assert_int_equal(dt_redistribute(&comm, NULL, &a, &in, &b, 0, &out, NULL, 0), DT_OK);
+    assert_memory_equal(y, x, sizeof y);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -405,6 +478,7 @@ int main(void)
         cmocka_unit_test(test_qmm_max_k_sum_fits_int32),
         cmocka_unit_test(test_dt_op_plain_numel_over_int32),
         cmocka_unit_test(test_kernel_ref_checks_operands),
+        cmocka_unit_test(test_copied_group_and_comm_refused),
     };
     return cmocka_run_group_tests_name("fuzz regressions", tests, NULL, NULL);
 }

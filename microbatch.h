@@ -163,8 +163,11 @@ MB_API const char *mb_strerror(int err);
 MB_API size_t mb_dtype_size(mb_dtype dt);
 
 /* ---- 3. Tensor views ------------------------------------------------------------- */
-/* Contiguous (row-major) view of `data`: t's shape, strides, dtype. Errors: MB_ERR_NULL
-   (t or data), MB_ERR_NDIM, MB_ERR_DTYPE, MB_ERR_SHAPE (negative or too large sizes). */
+/* Contiguous (row-major) view of `data`: t's shape, strides, dtype. data may be NULL to
+   size a view before its storage exists (mb_numel(t) * mb_dtype_size(dt) bytes; set t.data
+   then): every call that reads or writes elements refuses a non-empty view without data
+   (MB_ERR_NULL). Errors: MB_ERR_NULL (t, or shape with ndim > 0), MB_ERR_NDIM, MB_ERR_DTYPE,
+   MB_ERR_SHAPE (negative or too large sizes). */
 MB_API int mb_tensor_init(mb_tensor *t, void *data, mb_dtype dt, int ndim, const int32_t *shape);
 /* Validate a view (dtype, ndim, sizes >= 0, strides >= 0, extent). Errors: MB_ERR_NULL,
    MB_ERR_NDIM, MB_ERR_DTYPE, MB_ERR_SHAPE. */
@@ -368,8 +371,9 @@ MB__DEF int mb_tensor_init(mb_tensor *t, void *data, mb_dtype dt, int ndim, cons
     v.dtype = dt;
     v.ndim = ndim;
     for (d = 0; d < ndim; d++) v.shape[d] = shape[d];
-    d = mb__restride(&v, data);
+    d = mb__restride(&v, data ? data : &v); /* checked as if it had data: NULL only sizes it */
     if (!d) d = mb_tensor_check(&v);
+    v.data = data;
     if (d == MB_OK) mb__narrow(t, &v, 0, 0, v.shape[0]); /* a plain copy (an out-of-line memmove) */
     return d;
 }

@@ -55,7 +55,7 @@ static union {
 /* ---- inputs: valid fixtures and invalid variants (never checked for changes) --------- */
 static float fx[8][4];
 static int32_t shape84[2] = {8, 4}, shape_neg[2] = {8, -1}, shape44[2] = {4, 4};
-static mb_tensor t84, t_ndim7, t_negshape, t_dtype, t_neg_stride;
+static mb_tensor t84, t_ndim7, t_negshape, t_dtype, t_neg_stride, t_sized;
 static mb_value args[2], args_bad_kind[1], chunks4[4];
 static mb_spec spec_split5 = MB_SPLIT(5), spec_bad_kind = {99, 0, 0, 0},
                spec_custom_null = {MB_SPEC_REDUCE, 0, MB_RED_CUSTOM, 0};
@@ -298,8 +298,10 @@ static pp_exec_cfg xcfg_fo, xcfg_fo_nout;
         mb_strerror(12345) == NULL)                                                                                    \
     ROW(mb3, "microbatch.h", "mb_tensor_init", "NULL tensor", MB_ERR_NULL,                                             \
         mb_tensor_init(NULL, fx, MB_F32, 2, shape84))                                                                  \
-    ROW(mb4, "microbatch.h", "mb_tensor_init", "NULL data", MB_ERR_NULL,                                               \
-        mb_tensor_init(OUT(mb_tensor), NULL, MB_F32, 2, shape84))                                                      \
+    ROW(mb4, "microbatch.h", "mb_tensor_init", "NULL shape, ndim > 0", MB_ERR_NULL,                                    \
+        mb_tensor_init(OUT(mb_tensor), fx, MB_F32, 2, NULL))                                                           \
+    ROW(mb4b, "microbatch.h", "mb_copy", "a view sized without data (mb_tensor_init with NULL data)", MB_ERR_NULL,     \
+        mb_copy(out_tensor(MB_F32, 8, 4), &t_sized))                                                                   \
     ROW(mb5, "microbatch.h", "mb_tensor_init", "ndim > MB_MAX_DIMS", MB_ERR_NDIM,                                      \
         mb_tensor_init(OUT(mb_tensor), fx, MB_F32, MB_MAX_DIMS + 1, shape84))                                          \
     ROW(mb6, "microbatch.h", "mb_tensor_init", "ndim < 0", MB_ERR_NDIM,                                                \
@@ -1384,6 +1386,7 @@ static void fixtures(void)
     int32_t sh7[MB_MAX_DIMS + 1] = {1, 1, 1, 1, 1, 1, 1};
     (void)sh7;
     mb_tensor_init(&t84, fx, MB_F32, 2, shape84);
+    assert_int_equal(mb_tensor_init(&t_sized, NULL, MB_F32, 2, shape84), MB_OK);
     t_ndim7 = t84;
     t_ndim7.ndim = MB_MAX_DIMS + 1;
     t_negshape = t84;

@@ -276,8 +276,17 @@ static void test_tensor_init_strides(void **state)
         assert_int_equal(t.ndim, MB_MAX_DIMS);
         assert_int_equal(mb_numel(&t), 3);
     }
-    /* NULL data is fine only for an empty tensor */
+    /* NULL data sizes a view: strides and numel, refused by every call that uses elements */
     assert_int_equal(mb_tensor_init(&t, NULL, MB_F32, 2, SHP(0, 5)), MB_OK);
+    assert_int_equal(mb_tensor_check(&t), MB_OK); /* empty: no data needed */
+    assert_int_equal(mb_tensor_init(&t, NULL, MB_F32, 2, SHP(3, 5)), MB_OK);
+    assert_null(t.data);
+    assert_int_equal(t.stride[0], 5);
+    assert_int_equal(mb_numel(&t) * (int64_t)mb_dtype_size(t.dtype), 60);
+    assert_int_equal(mb_tensor_check(&t), MB_ERR_NULL);
+    assert_int_equal(mb_zero(&t), MB_ERR_NULL);
+    t.data = buf; /* storage of the size it gave */
+    assert_int_equal(mb_zero(&t), MB_OK);
 
     /* errors leave t untouched */
     memset(&t, SENT, sizeof t);
@@ -291,7 +300,7 @@ static void test_tensor_init_strides(void **state)
     assert_int_equal(mb_tensor_init(&t, buf, MB_F32, -1, SHP(1)), MB_ERR_NDIM);
     assert_int_equal(mb_tensor_init(&t, buf, MB_F32, 2, SHP(2, -1)), MB_ERR_SHAPE);
     assert_int_equal(mb_tensor_init(&t, buf, MB_DTYPE_COUNT, 1, SHP(2)), MB_ERR_DTYPE);
-    assert_int_equal(mb_tensor_init(&t, NULL, MB_F32, 1, SHP(2)), MB_ERR_NULL);
+    assert_int_equal(mb_tensor_init(&t, NULL, MB_F32, 1, SHP(-2)), MB_ERR_SHAPE); /* sizing checks alike */
     assert_int_equal(mb_tensor_init(&t, buf, MB_F32, 2, NULL), MB_ERR_NULL);
     assert_memory_equal(&t, &snap, sizeof t);
     assert_int_equal(mb_tensor_init(NULL, buf, MB_F32, 1, SHP(2)), MB_ERR_NULL);

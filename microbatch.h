@@ -794,6 +794,8 @@ static int mb__merge_one(const mb_value *v, int nchunks, int nvals, const mb_spe
             if (!rc && c && op == MB__EQ && mb__walk(MB__EQ, f, a, 0)) rc = MB_ERR_NOT_REPLICATED; /* chunks 1.. == 0 */
             if (rc) return rc;
             if (op != MB__EQ) p = mb__promote(p, a->dtype); /* replicate: chunk 0's dtype */
+            if (cat && !mask && a->shape[dim] > o->shape[dim] - off)
+                return MB_ERR_SHAPE; /* more rows than the output */
             if (cat) off += a->shape[dim];
         } else if (cat) { /* the chunk's slice of the output; masked chunks are re-sliced */
             len = mask ? mb__chunk_len(o->shape[dim], nchunks, c, flags) : a->shape[dim];

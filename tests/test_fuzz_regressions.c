@@ -461,6 +461,31 @@ static void test_copied_group_and_comm_refused(void **state)
     assert_memory_equal(y, x, sizeof y);
 }
 
+/* Found while sizing mb_merge outputs: mb_merge summed the concat dim of its chunks in int32
+   (two stride-0 chunks of 2^31 - 1 rows overflowed it). The sum is checked now: an output
+   that cannot hold the chunks is MB_ERR_SHAPE, nothing written. */
+static void test_merge_concat_sum_over_int32(void **state)
+{
+    static float one = 1.0f, y[4];
+    mb_value chunks[2], out[1], before[1];
+    (void)state;
+    memset(chunks, 0, sizeof chunks);
+    chunks[0].kind = MB_VALUE_TENSOR;
+    chunks[0].tensor.data = &one; /* every stride 0 */
+    chunks[0].tensor.dtype = MB_F32;
+    chunks[0].tensor.ndim = 1;
+    chunks[0].tensor.shape[0] = INT32_MAX;
+    chunks[1] = chunks[0];
+    memset(out, 0, sizeof out);
+    out[0].kind = MB_VALUE_TENSOR;
+    out[0].tensor = chunks[0].tensor;
+    out[0].tensor.data = y;
+    out[0].tensor.shape[0] = 4;
+    memcpy(before, out, sizeof out);
+    assert_int_equal(mb_merge(chunks, 2, 1, NULL, 0, out), MB_ERR_SHAPE);
+    assert_memory_equal(out, before, sizeof out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -479,6 +504,7 @@ int main(void)
         cmocka_unit_test(test_dt_op_plain_numel_over_int32),
         cmocka_unit_test(test_kernel_ref_checks_operands),
         cmocka_unit_test(test_copied_group_and_comm_refused),
+        cmocka_unit_test(test_merge_concat_sum_over_int32),
     };
     return cmocka_run_group_tests_name("fuzz regressions", tests, NULL, NULL);
 }

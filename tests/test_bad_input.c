@@ -388,6 +388,16 @@ static pp_exec_cfg xcfg_fo, xcfg_fo_nout;
         mb_merge(chunks4, 4, 1, &spec_custom_add, 0, &chunks4[1]))                                                     \
     ROW(mb51, "microbatch.h", "mb_merge", "default spec for a scalar (torch.cat of floats)", MB_ERR_SPEC,              \
         mb_merge(scalars2, 2, 1, NULL, 0, OUT(mb_value)))                                                              \
+    ROW(mb52, "microbatch.h", "mb_merge_shape", "NULL chunks", MB_ERR_NULL,                                            \
+        mb_merge_shape(NULL, 2, 1, NULL, 0, OUT(mb_value)))                                                            \
+    ROW(mb53, "microbatch.h", "mb_merge_shape", "no chunks (the output shape is the caller's)", MB_ERR_CHUNKS,         \
+        mb_merge_shape(chunks4, 0, 1, NULL, 0, OUT(mb_value)))                                                         \
+    ROW(mb54, "microbatch.h", "mb_merge_shape", "concat dim out of range", MB_ERR_DIM,                                 \
+        mb_merge_shape(chunks4, 4, 1, &spec_split5, 0, OUT(mb_value)))                                                 \
+    ROW(mb55, "microbatch.h", "mb_merge_shape", "custom reduce without a reducer", MB_ERR_SPEC,                        \
+        mb_merge_shape(chunks4, 4, 1, &spec_custom_null, 0, OUT(mb_value)))                                            \
+    ROW(mb56, "microbatch.h", "mb_merge_shape", "default spec for a scalar (torch.cat of floats)", MB_ERR_SPEC,        \
+        mb_merge_shape(scalars2, 2, 1, NULL, 0, OUT(mb_value)))                                                        \
                                                                                                                        \
     ROW(pp1, "pipeline.h", "pp_strerror", "unknown code (returns a string, never NULL)", 0,                            \
         pp_strerror(12345) == NULL)                                                                                    \

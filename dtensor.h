@@ -413,6 +413,12 @@ DT_API int dt_full_tensor(dt_comm *c, dt_plan_cache *cache, const dt_spec *src, 
                           void *scratch, size_t scratch_bytes);
 /* Its scratch with contiguous tensors (as dt_plan_scratch_bytes). */
 DT_API int dt_full_tensor_scratch_bytes(const dt_spec *src, size_t *bytes);
+/* Its scratch on this rank for exactly these views (strided ones included): *bytes is what
+   dt_full_tensor(c, NULL, src, in, global, ...) needs, no more; the error is the one that
+   call would return before communicating (nothing written then). Plans into c's work area,
+   no communication. */
+DT_API int dt_full_tensor_scratch_query(dt_comm *c, const dt_spec *src, const mb_tensor *in, const mb_tensor *global,
+                                        size_t *bytes);
 /* distribute_tensor: this rank's piece of `global` into `local` (s's local shape).
    src_rank = the world rank holding `global` (scatterv for Shard, broadcast for
    Replicate, mesh dim 0 first; `global` is ignored elsewhere), or DT_EVERY_RANK: every
@@ -423,6 +429,10 @@ DT_API int dt_distribute(dt_comm *c, const dt_spec *s, const mb_tensor *global, 
 /* Its scratch on this rank with contiguous tensors: the root packs blocks that do not lie
    back to back; 2-D meshes hold the intermediate piece. DT_EVERY_RANK: 0. */
 DT_API int dt_distribute_scratch_bytes(const dt_spec *s, int src_rank, size_t *bytes);
+/* The same for exactly these views (strided ones included), as dt_full_tensor_scratch_query:
+   what dt_distribute(c, s, global, src_rank, local, ...) needs on this rank, no more. */
+DT_API int dt_distribute_scratch_query(dt_comm *c, const dt_spec *s, const mb_tensor *global, int src_rank,
+                                       const mb_tensor *local, size_t *bytes);
 #endif /* DT_NO_CONSTRUCTION */
 
 /* ---- 9. Internal, for the dtensor modules -------------------------------------------
@@ -1329,36 +1339,55 @@ DT__DEF int dt__comm_check(const dt_comm *c, const dt_mesh *m)
 
 /* Enough scratch for this run? Then run it. fast: in and out are contiguous (or empty),
    so the run is the one the plan measured. */
+static DT__HOT int dt__straight(const dt_plan *pl, int fast)
+{
+    return fast && pl->nsteps == 1 && pl->steps->op >= DT_OP_ALL_GATHER && !pl->steps->stage;
+}
+
+/* The scratch dt__exec needs for this run: the one query behind every scratch size. */
+static int64_t dt__exec_need(const dt_plan *pl, const mb_tensor *in, const mb_tensor *out, int fast)
+{
+    return dt__straight(pl, fast) ? 0 : fast ? (int64_t)pl->scratch : dt__run(0, pl, in, (mb_tensor *)out, 0, 0, 0);
+}
+
 static DT__HOT int dt__exec(dt_comm *c, const dt_plan *pl, const mb_tensor *in, mb_tensor *out, void *scratch,
                             size_t bytes, int fast)
 {
-    const dt_step *st = pl->steps;
     int64_t need;
-    if (fast && pl->nsteps == 1 && st->op >= DT_OP_ALL_GATHER && !st->stage) { /* the usual case, straight */
-        need = dt__step(c, st, in, out, 0, 1);                                 /* no staging: no scratch */
+    if (dt__straight(pl, fast)) {                     /* the usual case, straight */
+        need = dt__step(c, pl->steps, in, out, 0, 1); /* no staging: no scratch */
         if (need < 0) return c->err = (int32_t)need, DT_ERR_COMM;
         c->collectives++;
         return DT_OK;
     }
-    need = fast ? (int64_t)pl->scratch : dt__run(0, pl, in, out, 0, 0, 0);
+    need = dt__exec_need(pl, in, out, fast);
     if ((uint64_t)need > bytes || (need && !scratch)) return DT_ERR_TOO_SMALL;
     need = dt__run(c, pl, in, out, (unsigned char *)scratch, bytes, fast);
     return need < 0 ? (int)need : DT_OK;
+}
+
+/* dt_redistribute's checks: its plan into *pl; 1 when in and out are contiguous (fast),
+   0 when not, else the error. */
+static int dt__redist_prep(dt_comm *c, dt_plan_cache *cache, const dt_spec *src, const mb_tensor *in,
+                           const dt_spec *dst, int flags, const mb_tensor *out, const dt_plan **pl)
+{
+    int fi, fo;
+    /* without a cache: plan into the comm's work area (only validate without a comm) */
+    int rc = cache ? dt__cached(cache, src, dst, flags, pl) : dt__plan(src, dst, flags, c ? &c->plan : 0, 0);
+    if (!rc) rc = dt__comm_check(c, src->mesh);
+    if (rc) return rc;
+    if (!cache) *pl = &c->plan;
+    fi = dt__fit(in, (*pl)->dtype, (*pl)->ndim, (*pl)->in_shape);
+    fo = dt__fit(out, (*pl)->dtype, (*pl)->ndim, (*pl)->out_shape);
+    return fi < 0 ? fi : fo < 0 ? fo : fi & fo;
 }
 
 DT__DEF int dt_redistribute(dt_comm *c, dt_plan_cache *cache, const dt_spec *src, const mb_tensor *in,
                             const dt_spec *dst, int flags, mb_tensor *out, void *scratch, size_t scratch_bytes)
 {
     const dt_plan *pl = 0;
-    int fi, fo;
-    /* without a cache: plan into the comm's work area (only validate without a comm) */
-    int rc = cache ? dt__cached(cache, src, dst, flags, &pl) : dt__plan(src, dst, flags, c ? &c->plan : 0, 0);
-    if (!rc) rc = dt__comm_check(c, src->mesh);
-    if (rc) return rc;
-    if (!cache) pl = &c->plan;
-    fi = dt__fit(in, pl->dtype, pl->ndim, pl->in_shape);
-    fo = dt__fit(out, pl->dtype, pl->ndim, pl->out_shape);
-    return fi < 0 ? fi : fo < 0 ? fo : dt__exec(c, pl, in, out, scratch, scratch_bytes, fi & fo);
+    int rc = dt__redist_prep(c, cache, src, in, dst, flags, out, &pl);
+    return rc < 0 ? rc : dt__exec(c, pl, in, out, scratch, scratch_bytes, rc);
 }
 
 #if !DT_NO_CONSTRUCTION /* distribute, from_local, to_local, full_tensor */
@@ -1423,6 +1452,18 @@ DT__DEF int dt_full_tensor(dt_comm *c, dt_plan_cache *cache, const dt_spec *src,
     return dt_redistribute(c, cache, src, in, &r, 0, global, scratch, scratch_bytes);
 }
 
+DT__DEF int dt_full_tensor_scratch_query(dt_comm *c, const dt_spec *src, const mb_tensor *in, const mb_tensor *global,
+                                         size_t *bytes)
+{
+    const dt_plan *pl = 0;
+    dt_spec r;
+    int rc = src && bytes ? DT_OK : DT_ERR_NULL;
+    if (!rc) r = dt__replicated(src);
+    if (!rc) rc = dt__redist_prep(c, 0, src, in, &r, 0, global, &pl);
+    if (rc >= 0) *bytes = (size_t)dt__exec_need(pl, in, global, rc);
+    return rc < 0 ? rc : DT_OK;
+}
+
 DT__DEF int dt_full_tensor_scratch_bytes(const dt_spec *src, size_t *bytes)
 {
     dt__cost cw; /* the plan one step at a time */
@@ -1469,25 +1510,41 @@ DT__DEF int dt_distribute_scratch_bytes(const dt_spec *s, int src_rank, size_t *
     return rc;
 }
 
-DT__DEF int dt_distribute(dt_comm *c, const dt_spec *s, const mb_tensor *global, int src_rank, mb_tensor *local,
-                          void *scratch, size_t scratch_bytes)
+/* dt_distribute's checks: its plan into the comm's work area, its input view into *x;
+   1 when the run is the contiguous one (fast), 0 when not, else the error. */
+static int dt__dist_prep(dt_comm *c, const dt_spec *s, const mb_tensor *global, int src_rank, const mb_tensor *local,
+                         mb_tensor *x)
 {
-    dt_plan *pl = 0;
-    mb_tensor x;
     int fast = 1, rc = dt_spec_check(s);
     if (!rc) rc = dt__comm_check(c, s->mesh);
-    if (!rc) rc = dt__dist_plan(s, src_rank, pl = &c->plan, 0); /* the comm's work area */
+    if (!rc) rc = dt__dist_plan(s, src_rank, &c->plan, 0);
     if (!rc) rc = fast = dt__fits_local(local, s);
     if (rc < 0) return rc;
     if (src_rank == DT_EVERY_RANK || src_rank == s->mesh->rank) {
         rc = dt__fit(global, (int)s->dtype, s->ndim, s->shape);
         if (rc < 0) return rc;
-        fast &= rc;
-        x = *global;
-    } else { /* only its shape is read here (contiguous): the first step receives */
-        mb_tensor_init(&x, (void *)s, s->dtype, s->ndim, pl->in_shape);
-    }
-    return dt__exec(c, pl, &x, local, scratch, scratch_bytes, fast);
+        *x = *global;
+        return fast & rc;
+    } /* only its shape is read here (contiguous): the first step receives */
+    mb_tensor_init(x, (void *)s, s->dtype, s->ndim, c->plan.in_shape);
+    return fast;
+}
+
+DT__DEF int dt_distribute(dt_comm *c, const dt_spec *s, const mb_tensor *global, int src_rank, mb_tensor *local,
+                          void *scratch, size_t scratch_bytes)
+{
+    mb_tensor x;
+    int rc = dt__dist_prep(c, s, global, src_rank, local, &x);
+    return rc < 0 ? rc : dt__exec(c, &c->plan, &x, local, scratch, scratch_bytes, rc);
+}
+
+DT__DEF int dt_distribute_scratch_query(dt_comm *c, const dt_spec *s, const mb_tensor *global, int src_rank,
+                                        const mb_tensor *local, size_t *bytes)
+{
+    mb_tensor x;
+    int rc = bytes ? dt__dist_prep(c, s, global, src_rank, local, &x) : DT_ERR_NULL;
+    if (rc >= 0) *bytes = (size_t)dt__exec_need(&c->plan, &x, local, rc);
+    return rc < 0 ? rc : DT_OK;
 }
 
 #endif /* DT_NO_CONSTRUCTION */

@@ -617,12 +617,22 @@ static pp_exec_cfg xcfg_fo, xcfg_fo_nout;
         dt_full_tensor(&dcomm, NULL, &sp_shard0, in_local(2, 4), out_tensor(MB_F32, 8, 4), OUT_AT(void, 8192), 4096))  \
     ROW(dt49, "dtensor.h", "dt_full_tensor_scratch_bytes", "NULL bytes", DT_ERR_NULL,                                  \
         dt_full_tensor_scratch_bytes(&sp_shard0, NULL))                                                                \
+    ROW(dt49b, "dtensor.h", "dt_full_tensor_scratch_query", "NULL bytes", DT_ERR_NULL,                                 \
+        dt_full_tensor_scratch_query(&dcomm, &sp_shard0, in_local(2, 4), out_tensor(MB_F32, 4, 4), NULL))              \
+    ROW(dt49c, "dtensor.h", "dt_full_tensor_scratch_query", "global has the wrong shape", DT_ERR_MISMATCH,             \
+        dt_full_tensor_scratch_query(&dcomm, &sp_shard0, in_local(2, 4), out_tensor(MB_F32, 8, 4), OUT(size_t)))       \
     ROW(dt50, "dtensor.h", "dt_distribute", "Partial placement", DT_ERR_PARTIAL,                                       \
         dt_distribute(&dcomm, &sp_partial, in_local(4, 4), 0, out_tensor(MB_F32, 4, 4), OUT_AT(void, 8192), 4096))     \
     ROW(dt51, "dtensor.h", "dt_distribute", "src_rank not in the mesh", DT_ERR_NOT_MEMBER,                             \
         dt_distribute(&dcomm, &sp_shard0, in_local(4, 4), 5, out_tensor(MB_F32, 2, 4), OUT_AT(void, 8192), 4096))      \
     ROW(dt52, "dtensor.h", "dt_distribute_scratch_bytes", "NULL bytes", DT_ERR_NULL,                                   \
         dt_distribute_scratch_bytes(&sp_shard0, 0, NULL))                                                              \
+    ROW(dt52b, "dtensor.h", "dt_distribute_scratch_query", "NULL bytes", DT_ERR_NULL,                                  \
+        dt_distribute_scratch_query(&dcomm, &sp_shard0, in_local(4, 4), 0, out_tensor(MB_F32, 2, 4), NULL))            \
+    ROW(dt52c, "dtensor.h", "dt_distribute_scratch_query", "Partial placement", DT_ERR_PARTIAL,                        \
+        dt_distribute_scratch_query(&dcomm, &sp_partial, in_local(4, 4), 0, out_tensor(MB_F32, 4, 4), OUT(size_t)))    \
+    ROW(dt52d, "dtensor.h", "dt_distribute_scratch_query", "src_rank not in the mesh", DT_ERR_NOT_MEMBER,              \
+        dt_distribute_scratch_query(&dcomm, &sp_shard0, in_local(4, 4), 5, out_tensor(MB_F32, 2, 4), OUT(size_t)))     \
     ROW(dq1, "dtensor_quant.h", "dt_quantize_multiplier", "NaN", DT_ERR_VALUE,                                         \
         dt_quantize_multiplier(0.0 / 0.0, OUT(dt_qmul)))                                                               \
     ROW(dq2, "dtensor_quant.h", "dt_quantize_multiplier", "negative", DT_ERR_VALUE,                                    \

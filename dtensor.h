@@ -357,7 +357,21 @@ DT_API int dt_plan_cached(dt_plan_cache *c, const dt_spec *src, const dt_spec *d
    Scratch pointers must be 8-byte aligned. Every call validates all its arguments
    before communicating: on bad input nothing is sent and no output is written. A failed
    collective returns DT_ERR_COMM (the pg_err in c->err; pg_recover() on every rank before
-   the next call). Do not copy a dt_comm: its groups point into it (g[i] = &group[i]) and
+   the next call).
+   Collective-unsafe argument errors: those checks are rank-local, with no agreement step
+   (it would cost every call a round trip). The errors that depend on one rank's own
+   arguments (a NULL pointer, a local tensor of the wrong shape or dtype, or without data, a
+   scratch or output buffer too small, a copied dt_comm) are returned at once on the ranks
+   where they occur, while the ranks whose arguments pass enter the collective and return
+   DT_ERR_COMM with c->err = PG_ERR_TIMEOUT after the group's timeout (pg_set_timeout): a
+   wait, not a hang; pg_recover() on every rank then. Errors of the specs, mesh, flags and
+   plan are the same on every rank, as every rank passes equal specs. This holds for
+   dt_redistribute, dt_full_tensor, dt_distribute and the modules' collectives (dt_op,
+   dt_tp_redistribute, dt_graph_dist_run, dt_conv2d, dt_maxpool2d,
+   dt_conv2d_sharded_backward, dt_conv2d_q8, dt_qmm). Size buffers with the exact queries on
+   every rank (dt_full_tensor_scratch_query, dt_distribute_scratch_query, ...), or have a
+   rank whose call failed pg_abort() the world so the others stop waiting (PG_ERR_ABORTED,
+   at the latest after one timeout). Do not copy a dt_comm: its groups point into it (g[i] = &group[i]) and
    into their own scratch; use it where dt_comm_init filled it, through pointers. A copy is
    refused with DT_ERR_COPIED by every call that takes it (dt_comm_group: NULL). */
 typedef struct dt_comm {

@@ -409,7 +409,8 @@ struct dt_dispatch {
    zero in out_data (torch's non-participating ranks); in place / out variants return
    their target untouched; a custom handler's result without a value (found_inf there)
    is out = its target. DT_ERR_TOO_SMALL when out_bytes or the scratch is too small
-   (nothing sent then). */
+   (nothing sent then; a rank-local error: the other ranks wait out the timeout, see
+   dtensor.h section 8 on collective-unsafe argument errors). */
 DT_OPS_API int dt_op(dt_dispatch *d, int op, const dt_op_attrs *attrs, const dt_tensor *args, int nargs, dt_tensor *out,
                      void *out_data, size_t out_bytes);
 

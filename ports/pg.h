@@ -61,6 +61,13 @@
        what this rank expects and return PG_ERR_MISMATCH instead of overrunning; the ring
        collectives also agree on a hash of (dtype, op, counts) over all ranks first.
        After a failed collective, call pg_recover() on every rank before the next one.
+     - Collective-unsafe argument errors: a collective's own argument checks (NULL buffers,
+       counts out of range, an unknown dtype or op, a copied group) are rank-local. The
+       ranks where they fail return at once without sending; the others wait in the
+       collective and return PG_ERR_TIMEOUT after the group's timeout (sizes that differ
+       between ranks but pass each rank's checks are caught by the size checks above,
+       PG_ERR_MISMATCH on every rank). A rank that fails may pg_abort() the world to end
+       the others' wait sooner.
      - Collectives must be called by every member in the same order (like MPI/torch).
        Reductions combine ranks in a fixed order, so every rank gets the same bits.
      - Threads, interrupts, memory: a group belongs to one rank, and that rank's calls on

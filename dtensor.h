@@ -489,6 +489,11 @@ DT__INTERNAL int dt__mesh_same(const dt_mesh *a, const dt_mesh *b);
 DT__INTERNAL int32_t dt__num_shards(const dt_mesh *m, const dt_placement *p);
 /* Checks of an executing call: c bound to mesh m, this rank a member. */
 DT__INTERNAL int dt__comm_check(const dt_comm *c, const dt_mesh *m);
+/* dt_redistribute; measure != NULL: nothing run, the scratch it needs for exactly these
+   views into *measure (out's data is only checked for NULL), or its error. */
+DT__INTERNAL int dt__redist(dt_comm *c, dt_plan_cache *cache, const dt_spec *src, const mb_tensor *in,
+                            const dt_spec *dst, int flags, mb_tensor *out, void *scratch, size_t scratch_bytes,
+                            int64_t *measure);
 /* The steps of the plan src -> dst without a dt_plan: each one's mesh dim and placement
    kinds before and after (dtensor_ops.h costs them as torch's redistribute_cost). */
 typedef struct dt__psteps {
@@ -1352,56 +1357,46 @@ DT__DEF int dt__comm_check(const dt_comm *c, const dt_mesh *m)
 }
 
 /* Enough scratch for this run? Then run it. fast: in and out are contiguous (or empty),
-   so the run is the one the plan measured. */
-static DT__HOT int dt__straight(const dt_plan *pl, int fast)
-{
-    return fast && pl->nsteps == 1 && pl->steps->op >= DT_OP_ALL_GATHER && !pl->steps->stage;
-}
-
-/* The scratch dt__exec needs for this run: the one query behind every scratch size. */
-static int64_t dt__exec_need(const dt_plan *pl, const mb_tensor *in, const mb_tensor *out, int fast)
-{
-    return dt__straight(pl, fast) ? 0 : fast ? (int64_t)pl->scratch : dt__run(0, pl, in, (mb_tensor *)out, 0, 0, 0);
-}
-
+   so the run is the one the plan measured. measure != NULL: nothing run, the scratch this
+   run needs into *measure (the one computation behind every scratch query). */
 static DT__HOT int dt__exec(dt_comm *c, const dt_plan *pl, const mb_tensor *in, mb_tensor *out, void *scratch,
-                            size_t bytes, int fast)
+                            size_t bytes, int fast, int64_t *measure)
 {
-    int64_t need;
-    if (dt__straight(pl, fast)) {                     /* the usual case, straight */
-        need = dt__step(c, pl->steps, in, out, 0, 1); /* no staging: no scratch */
+    const dt_step *st = pl->steps;
+    int64_t need = 0;
+    if (!fast || pl->nsteps != 1 || st->op < DT_OP_ALL_GATHER || st->stage) {
+        need = fast ? (int64_t)pl->scratch : dt__run(0, pl, in, out, 0, 0, 0);
+    } else if (!measure) {                     /* the usual case, straight */
+        need = dt__step(c, st, in, out, 0, 1); /* no staging: no scratch */
         if (need < 0) return c->err = (int32_t)need, DT_ERR_COMM;
         c->collectives++;
         return DT_OK;
     }
-    need = dt__exec_need(pl, in, out, fast);
+    if (measure) return *measure = need, DT_OK;
     if ((uint64_t)need > bytes || (need && !scratch)) return DT_ERR_TOO_SMALL;
     need = dt__run(c, pl, in, out, (unsigned char *)scratch, bytes, fast);
     return need < 0 ? (int)need : DT_OK;
 }
 
-/* dt_redistribute's checks: its plan into *pl; 1 when in and out are contiguous (fast),
-   0 when not, else the error. */
-static int dt__redist_prep(dt_comm *c, dt_plan_cache *cache, const dt_spec *src, const mb_tensor *in,
-                           const dt_spec *dst, int flags, const mb_tensor *out, const dt_plan **pl)
+DT__DEF int dt__redist(dt_comm *c, dt_plan_cache *cache, const dt_spec *src, const mb_tensor *in, const dt_spec *dst,
+                       int flags, mb_tensor *out, void *scratch, size_t scratch_bytes, int64_t *measure)
 {
+    const dt_plan *pl = 0;
     int fi, fo;
     /* without a cache: plan into the comm's work area (only validate without a comm) */
-    int rc = cache ? dt__cached(cache, src, dst, flags, pl) : dt__plan(src, dst, flags, c ? &c->plan : 0, 0);
+    int rc = cache ? dt__cached(cache, src, dst, flags, &pl) : dt__plan(src, dst, flags, c ? &c->plan : 0, 0);
     if (!rc) rc = dt__comm_check(c, src->mesh);
     if (rc) return rc;
-    if (!cache) *pl = &c->plan;
-    fi = dt__fit(in, (*pl)->dtype, (*pl)->ndim, (*pl)->in_shape);
-    fo = dt__fit(out, (*pl)->dtype, (*pl)->ndim, (*pl)->out_shape);
-    return fi < 0 ? fi : fo < 0 ? fo : fi & fo;
+    if (!cache) pl = &c->plan;
+    fi = dt__fit(in, pl->dtype, pl->ndim, pl->in_shape);
+    fo = dt__fit(out, pl->dtype, pl->ndim, pl->out_shape);
+    return fi < 0 ? fi : fo < 0 ? fo : dt__exec(c, pl, in, out, scratch, scratch_bytes, fi & fo, measure);
 }
 
 DT__DEF int dt_redistribute(dt_comm *c, dt_plan_cache *cache, const dt_spec *src, const mb_tensor *in,
                             const dt_spec *dst, int flags, mb_tensor *out, void *scratch, size_t scratch_bytes)
 {
-    const dt_plan *pl = 0;
-    int rc = dt__redist_prep(c, cache, src, in, dst, flags, out, &pl);
-    return rc < 0 ? rc : dt__exec(c, pl, in, out, scratch, scratch_bytes, rc);
+    return dt__redist(c, cache, src, in, dst, flags, out, scratch, scratch_bytes, 0);
 }
 
 #if !DT_NO_CONSTRUCTION /* distribute, from_local, to_local, full_tensor */
@@ -1469,13 +1464,13 @@ DT__DEF int dt_full_tensor(dt_comm *c, dt_plan_cache *cache, const dt_spec *src,
 DT__DEF int dt_full_tensor_scratch_query(dt_comm *c, const dt_spec *src, const mb_tensor *in, const mb_tensor *global,
                                          size_t *bytes)
 {
-    const dt_plan *pl = 0;
     dt_spec r;
+    int64_t need;
     int rc = src && bytes ? DT_OK : DT_ERR_NULL;
     if (!rc) r = dt__replicated(src);
-    if (!rc) rc = dt__redist_prep(c, 0, src, in, &r, 0, global, &pl);
-    if (rc >= 0) *bytes = (size_t)dt__exec_need(pl, in, global, rc);
-    return rc < 0 ? rc : DT_OK;
+    if (!rc) rc = dt__redist(c, 0, src, in, &r, 0, (mb_tensor *)global, 0, 0, &need);
+    if (!rc) *bytes = (size_t)need;
+    return rc;
 }
 
 DT__DEF int dt_full_tensor_scratch_bytes(const dt_spec *src, size_t *bytes)
@@ -1549,16 +1544,18 @@ DT__DEF int dt_distribute(dt_comm *c, const dt_spec *s, const mb_tensor *global,
 {
     mb_tensor x;
     int rc = dt__dist_prep(c, s, global, src_rank, local, &x);
-    return rc < 0 ? rc : dt__exec(c, &c->plan, &x, local, scratch, scratch_bytes, rc);
+    return rc < 0 ? rc : dt__exec(c, &c->plan, &x, local, scratch, scratch_bytes, rc, 0);
 }
 
 DT__DEF int dt_distribute_scratch_query(dt_comm *c, const dt_spec *s, const mb_tensor *global, int src_rank,
                                         const mb_tensor *local, size_t *bytes)
 {
     mb_tensor x;
+    int64_t need;
     int rc = bytes ? dt__dist_prep(c, s, global, src_rank, local, &x) : DT_ERR_NULL;
-    if (rc >= 0) *bytes = (size_t)dt__exec_need(&c->plan, &x, local, rc);
-    return rc < 0 ? rc : DT_OK;
+    if (rc >= 0) rc = dt__exec(c, &c->plan, &x, (mb_tensor *)local, 0, 0, rc, &need);
+    if (!rc) *bytes = (size_t)need;
+    return rc;
 }
 
 #endif /* DT_NO_CONSTRUCTION */

@@ -1007,7 +1007,7 @@ static DT__NOINLINE int dt__g_dist_gop(const dt_gnode *n, dt_dispatch *d, dt_gva
     mb_tensor moved[DT_MAX_OP_ARGS], y = o->t.local;
     const mb_tensor *in[DT_MAX_OP_ARGS];
     const dt_placement *tp = o->t.spec.placements;
-    size_t left = d->scratch ? d->scratch_bytes : 0;
+    size_t left = d->scratch ? d->scratch_bytes & ~(size_t)7 : 0; /* buffers from the end stay aligned */
     int j, rc;
     for (j = 0; j < n->nin; j++) {
         const dt_tensor *x = &v[n->in[j]].t;

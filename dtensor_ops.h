@@ -413,6 +413,20 @@ struct dt_dispatch {
    dtensor.h section 8 on collective-unsafe argument errors). */
 DT_OPS_API int dt_op(dt_dispatch *d, int op, const dt_op_attrs *attrs, const dt_tensor *args, int nargs, dt_tensor *out,
                      void *out_data, size_t out_bytes);
+/* dt_op's storage on this rank, before it exists: *out_bytes (the out_bytes dt_op needs:
+   the local result's bytes, 0 in place and for the out variant) and *scratch_bytes (what
+   d->scratch_bytes must be at least), exact: one byte less of either is DT_ERR_TOO_SMALL.
+   mode: DT_OP_RESULT (out_data a buffer of its own), DT_OP_IN_PLACE (out_data ==
+   args[0].local.data), DT_OP_OUT (out_data NULL); the arguments as dt_op takes them (the
+   out variant's target is not looked at). The error is the one dt_op would return before
+   communicating; no communication, nothing run. DT_ERR_UNSUPPORTED for an op taken over by
+   a custom handler or the built-in DT_ATEN_AMP_UNSCALE (the found_inf reduction's scratch:
+   dt_plan_redistribute + dt_redistribute_scratch_bytes). */
+#define DT_OP_RESULT   0
+#define DT_OP_IN_PLACE 1
+#define DT_OP_OUT      2
+DT_OPS_API int dt_op_query(dt_dispatch *d, int op, const dt_op_attrs *attrs, const dt_tensor *args, int nargs, int mode,
+                           size_t *out_bytes, size_t *scratch_bytes);
 
 /* ---- 4. Tensor-parallel styles ----------------------------------------------------
    Tensor-parallel styles (torch.distributed.tensor.parallel.style), as placements on the
@@ -1932,15 +1946,38 @@ DT_OPS__DEF DT__NOINLINE int dt__op_out(const dt_op_strategy *st, const dt_mesh 
 
 /* Move input a (spec sa, local la) to placements p into *moved, its buffer taken from the
    end of the scratch [*cur, *cur + *left); the rest before it is the redistribute scratch. */
+/* sa with placements p into *t, its local shape into sh: the bytes of the moved buffer. */
+static size_t dt__moved(const dt_spec *sa, const dt_placement *p, dt_spec *t, int32_t *sh)
+{
+    *t = *sa;
+    DT_MEMCPY(t->placements, p, sizeof(dt_placement) * (size_t)t->mesh->ndim);
+    dt__local(t, t->mesh->coord, t->placements, t->mesh->ndim, sh, 0);
+    return (size_t)DT__R8(dt__bytes(sh, t->ndim, t->dtype));
+}
+
+/* What dt__op_move takes, measured: *used grows by the moved buffer (taken from the end of
+   the scratch), *peak is the most in use at once, the move's redistribute scratch included. */
+static int dt__op_move_need(dt_dispatch *d, const dt_spec *sa, const mb_tensor *la, const dt_placement *p, size_t *used,
+                            size_t *peak)
+{
+    dt_spec t;
+    int32_t sh[MB_MAX_DIMS];
+    mb_tensor mv;
+    int64_t r;
+    int rc;
+    *used += dt__moved(sa, p, &t, sh);
+    mb_tensor_init(&mv, (void *)sa, t.dtype, t.ndim, sh); /* stands for the buffer: contiguous */
+    rc = dt__redist(d->comm, d->plans, sa, la, &t, DT_PLAN_ALLOW_PARTIAL, &mv, 0, 0, &r);
+    if (!rc && *used + (size_t)r > *peak) *peak = *used + (size_t)r;
+    return rc;
+}
+
 DT_OPS__DEF DT__NOINLINE int dt__op_move(dt_dispatch *d, const dt_spec *sa, const mb_tensor *la, const dt_placement *p,
                                          mb_tensor *moved, unsigned char *cur, size_t *left)
 {
-    dt_spec t = *sa;
+    dt_spec t;
     int32_t sh[MB_MAX_DIMS];
-    size_t need;
-    DT_MEMCPY(t.placements, p, sizeof(dt_placement) * (size_t)t.mesh->ndim);
-    dt__local(&t, t.mesh->coord, t.placements, t.mesh->ndim, sh, 0);
-    need = (size_t)DT__R8(dt__bytes(sh, t.ndim, t.dtype));
+    size_t need = dt__moved(sa, p, &t, sh);
     if (need > *left) return DT_ERR_TOO_SMALL;
     *left -= need;
     mb_tensor_init(moved, cur + *left, t.dtype, t.ndim, sh);
@@ -2028,19 +2065,25 @@ static int dt__op_fit(const dt_dispatch *d, const dt_mesh *m, const dt_spec *con
     return rc;
 }
 
+/* msr != NULL: measure only (dt_op_query): msr[0] the out_bytes, msr[1] the scratch. */
 static DT__NOINLINE int dt__op_run(dt_dispatch *d, int op, const dt_op_attrs *attrs, const dt_op_strategy *s,
                                    const dt_spec *const *specs, const dt_tensor *args, int nargs, dt_tensor *out,
-                                   void *out_data, size_t out_bytes)
+                                   void *out_data, size_t out_bytes, size_t *msr)
 {
     const mb_tensor *loc[DT_MAX_OP_ARGS], *target = 0;
     mb_tensor moved[DT_MAX_OP_ARGS], y;
     const dt_mesh *m = specs[0]->mesh;
-    size_t left = d->scratch ? d->scratch_bytes : 0, need;
+    size_t left = d->scratch ? d->scratch_bytes & ~(size_t)7 : 0, need; /* buffers from the end stay aligned */
     int i, rc, nd = m->ndim, inplace = out_data && out_data == args[0].local.data;
     if (inplace && (s->out_ndim != specs[0]->ndim || s->out_dtype != (int)specs[0]->dtype ||
                     memcmp(s->out_shape, specs[0]->shape, sizeof(int32_t) * (size_t)s->out_ndim) ||
                     memcmp(s->out, specs[0]->placements, sizeof(dt_placement) * (size_t)nd)))
         return DT_ERR_NO_STRATEGY; /* torch: an in-place op keeps self's spec */
+    if (m->index < 0 && msr) {
+        msr[0] = inplace || !out_data || s->out_ndim ? 0 : mb_dtype_size((mb_dtype)s->out_dtype);
+        msr[1] = 0;
+        return DT_OK;
+    }
     if (m->index < 0) return dt__op_absent(s, m, &args[0], inplace, out, out_data, out_bytes);
     rc = dt__op_fit(d, m, specs, args, nargs);
     if (!rc) rc = dt__op_out(s, m, 0, &y, out_data);
@@ -2049,11 +2092,24 @@ static DT__NOINLINE int dt__op_run(dt_dispatch *d, int op, const dt_op_attrs *at
     if (inplace) {
         target = &args[0].local;
     } else if (!out_data) { /* out variant */
-        rc = dt__fits(&out->local, s->out_dtype, s->out_ndim, y.shape);
+        rc = msr ? 0 : dt__fits(&out->local, s->out_dtype, s->out_ndim, y.shape);
         if (rc) return rc;
         target = &out->local;
-    } else if (need > out_bytes) {
+    } else if (need > out_bytes && !msr) {
         return DT_ERR_TOO_SMALL;
+    }
+    { /* the scratch it takes: the result's buffer (in place, out variant), then each move;
+         checked whole before the first move communicates */
+        size_t mm[2], *q = msr ? msr : mm;
+        q[0] = target ? 0 : need;
+        q[1] = target ? (size_t)DT__R8(need) : 0;
+        left = q[1];
+        for (i = 0, rc = 0; i < nargs && !rc; i++)
+            if (memcmp(s->in[i], specs[i]->placements, sizeof(dt_placement) * (size_t)nd))
+                rc = dt__op_move_need(d, specs[i], &args[i].local, s->in[i], &left, &q[1]);
+        if (rc || msr) return rc;
+        left = d->scratch ? d->scratch_bytes & ~(size_t)7 : 0;
+        if (q[1] > left) return DT_ERR_TOO_SMALL; /* nothing sent */
     }
     if (target) { /* the result goes to scratch first, then into the target */
         need = (size_t)DT__R8(need);
@@ -2163,7 +2219,7 @@ static int dt__argmax_better(uint32_t av, int32_t ai, uint32_t bv, int32_t bi)
 
 static DT__NOINLINE int dt__argmax_run(dt_dispatch *d, const dt_op_attrs *at, const dt_op_strategy *s, const dt_spec *x,
                                        const mb_tensor *xl, unsigned gather, dt_tensor *out, void *out_data,
-                                       size_t out_bytes)
+                                       size_t out_bytes, size_t *msr)
 {
     const dt_mesh *m = x->mesh;
     dt_spec r = *x;
@@ -2171,19 +2227,26 @@ static DT__NOINLINE int dt__argmax_run(dt_dispatch *d, const dt_op_attrs *at, co
     const mb_tensor *in[1];
     int32_t sh[MB_MAX_DIMS], off[MB_MAX_DIMS], n, k, j, f, gmax = 1, rd = mb_normalize_dim(at->dim, x->ndim), c;
     unsigned char *scr = (unsigned char *)d->scratch;
-    size_t left = scr ? d->scratch_bytes : 0, need;
+    size_t left = scr ? d->scratch_bytes & ~(size_t)7 : 0, need;
     uint32_t *pr, *rv;
     int md, rc, nd = m->ndim, empty;
     if (at->dim == DT_DIM_ALL) rd = -1;
     rc = dt__op_out(s, m, &out->spec, &y, out_data);
     if (rc) return rc;
     n = (int32_t)mb_numel(&y);
-    if ((size_t)n * 4u > out_bytes) return DT_ERR_TOO_SMALL;
+    if ((size_t)n * 4u > out_bytes && !msr) return DT_ERR_TOO_SMALL;
     for (md = 0; md < nd; md++) {
         if (r.placements[md].kind == DT_KIND_PARTIAL) r.placements[md].kind = r.placements[md].arg = 0;
         if ((gather >> md & 1u) && m->shape[md] > gmax) gmax = m->shape[md];
     }
     need = (size_t)DT__R8((uint64_t)n * 4u) + (size_t)n * 8u * (size_t)(gmax + 1);
+    if (msr) { /* the pairs, then the move of a Partial input */
+        msr[0] = (size_t)n * 4u;
+        msr[1] = left = need;
+        if (memcmp(r.placements, x->placements, sizeof(dt_placement) * (size_t)nd))
+            return dt__op_move_need(d, x, xl, r.placements, &left, &msr[1]);
+        return DT_OK;
+    }
     if (need > left) return DT_ERR_TOO_SMALL; /* nothing sent */
     left -= need;
     in[0] = xl;
@@ -2241,8 +2304,8 @@ static DT__NOINLINE int dt__argmax_run(dt_dispatch *d, const dt_op_attrs *at, co
 
 /* The handler: the default path (dt__op_run) unless a reduced dim is sharded on a member
    rank with a plain output (not in place, not an out variant). */
-static DT__NOINLINE int dt__argmax(dt_dispatch *d, int op, const dt_op_attrs *at, const dt_tensor *args, int nargs,
-                                   dt_tensor *out, void *out_data, size_t out_bytes)
+static DT__NOINLINE int dt__argmax_m(dt_dispatch *d, int op, const dt_op_attrs *at, const dt_tensor *args, int nargs,
+                                     dt_tensor *out, void *out_data, size_t out_bytes, size_t *msr)
 {
     const dt_spec *specs[DT_MAX_OP_ARGS];
     dt_op_strategy s;
@@ -2257,9 +2320,15 @@ static DT__NOINLINE int dt__argmax(dt_dispatch *d, int op, const dt_op_attrs *at
             specs[0]->mesh->shape[md] > 1) /* a size-1 mesh dim holds it all */
             gather |= 1u << md;
     if (!gather || specs[0]->mesh->index < 0 || !out_data || out_data == args[0].local.data)
-        return dt__op_run(d, op, at, &s, specs, args, nargs, out, out_data, out_bytes);
+        return dt__op_run(d, op, at, &s, specs, args, nargs, out, out_data, out_bytes, msr);
     rc = dt__op_fit(d, specs[0]->mesh, specs, args, nargs);
-    return rc ? rc : dt__argmax_run(d, at, &s, specs[0], &args[0].local, gather, out, out_data, out_bytes);
+    return rc ? rc : dt__argmax_run(d, at, &s, specs[0], &args[0].local, gather, out, out_data, out_bytes, msr);
+}
+
+static int dt__argmax(dt_dispatch *d, int op, const dt_op_attrs *at, const dt_tensor *args, int nargs, dt_tensor *out,
+                      void *out_data, size_t out_bytes)
+{
+    return dt__argmax_m(d, op, at, args, nargs, out, out_data, out_bytes, 0);
 }
 
 #endif /* DT_NO_MODEL_OPS */
@@ -2281,7 +2350,38 @@ DT_OPS__DEF int dt_op(dt_dispatch *d, int op, const dt_op_attrs *attrs, const dt
     if (h) return h(d, op, attrs, args, nargs, out, out_data, out_bytes);
     rc = dt__op_specs(d, args, nargs, specs);
     if (!rc) rc = dt_propagate(d->strategies, op, attrs, specs, nargs, &s);
-    return rc ? rc : dt__op_run(d, op, attrs, &s, specs, args, nargs, out, out_data, out_bytes);
+    return rc ? rc : dt__op_run(d, op, attrs, &s, specs, args, nargs, out, out_data, out_bytes, 0);
+}
+
+DT_OPS__DEF int dt_op_query(dt_dispatch *d, int op, const dt_op_attrs *attrs, const dt_tensor *args, int nargs,
+                            int mode, size_t *out_bytes, size_t *scratch_bytes)
+{
+    const dt_spec *specs[DT_MAX_OP_ARGS];
+    dt_op_strategy s;
+    dt_tensor o;
+    size_t msr[2];
+    void *od;
+    int rc;
+    if (!d || !args || !out_bytes || !scratch_bytes) return DT_ERR_NULL;
+    if (op < 0 || op >= DT_ATEN_COUNT || nargs < 1 || nargs > DT_MAX_OP_ARGS) return DT_ERR_PLACEMENT_COUNT;
+    if ((unsigned)mode > DT_OP_OUT) return DT_ERR_VALUE;
+    if (d->handlers[op] || (op == DT_ATEN_AMP_UNSCALE && !DT_NO_MODEL_OPS)) return DT_ERR_UNSUPPORTED;
+    od = mode == DT_OP_IN_PLACE ? args[0].local.data : mode == DT_OP_OUT ? 0 : (void *)&o; /* a buffer of its own */
+    if (mode == DT_OP_IN_PLACE && !od) return DT_ERR_NULL;
+#if !DT_NO_MODEL_OPS
+    if (op == DT_ATEN_ARGMAX)
+        rc = dt__argmax_m(d, op, attrs, args, nargs, &o, od, 0, msr);
+    else
+#endif
+    {
+        rc = dt__op_specs(d, args, nargs, specs);
+        if (!rc) rc = dt_propagate(d->strategies, op, attrs, specs, nargs, &s);
+        if (!rc) rc = dt__op_run(d, op, attrs, &s, specs, args, nargs, &o, od, 0, msr);
+    }
+    if (rc) return rc;
+    *out_bytes = msr[0];
+    *scratch_bytes = msr[1];
+    return DT_OK;
 }
 
 /* ---- tensor-parallel styles ---- */

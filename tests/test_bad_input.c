@@ -740,6 +740,21 @@ static pp_exec_cfg xcfg_fo, xcfg_fo_nout;
         dt_op(&ddisp, DT_ATEN_ADD, NULL, ops_inplace, 2, OUT(dt_tensor), ops_inplace[0].local.data, 0))                \
     ROW(do14, "dtensor_ops.h", "dt_op", "found_inf handler without attrs (inv_scale)", DT_ERR_NULL,                    \
         dt_op(&ddisp, DT_ATEN_AMP_UNSCALE, NULL, ops_inplace, 2, OUT(dt_tensor), NULL, 0))                             \
+    ROW(do14b, "dtensor_ops.h", "dt_op_query", "NULL scratch_bytes", DT_ERR_NULL,                                      \
+        dt_op_query(&ddisp, DT_ATEN_ADD, NULL, ops_mixed, 2, DT_OP_RESULT, OUT(size_t), NULL))                         \
+    ROW(do14c, "dtensor_ops.h", "dt_op_query", "unknown op", DT_ERR_PLACEMENT_COUNT,                                   \
+        dt_op_query(&ddisp, DT_ATEN_COUNT, NULL, ops_mixed, 2, DT_OP_RESULT, OUT(size_t), OUT_AT(size_t, 8192)))       \
+    ROW(do14d, "dtensor_ops.h", "dt_op_query", "unknown mode", DT_ERR_VALUE,                                           \
+        dt_op_query(&ddisp, DT_ATEN_ADD, NULL, ops_mixed, 2, 3, OUT(size_t), OUT_AT(size_t, 8192)))                    \
+    ROW(do14e, "dtensor_ops.h", "dt_op_query", "a plain tensor of 16 elements without implicit replication",           \
+        DT_ERR_MISMATCH,                                                                                               \
+        dt_op_query(&ddisp, DT_ATEN_ADD, NULL, ops_mixed, 2, DT_OP_RESULT, OUT(size_t), OUT_AT(size_t, 8192)))         \
+    ROW(do14f, "dtensor_ops.h", "dt_op_query", "in place changing self's placement (R += S(0))", DT_ERR_NO_STRATEGY,   \
+        dt_op_query(&ddisp, DT_ATEN_ADD, NULL, ops_inplace, 2, DT_OP_IN_PLACE, OUT(size_t), OUT_AT(size_t, 8192)))     \
+    ROW(do14g, "dtensor_ops.h", "dt_op_query", "found_inf op (its reduction is sized by the redistribute queries)",    \
+        DT_ERR_UNSUPPORTED,                                                                                            \
+        dt_op_query(&ddisp, DT_ATEN_AMP_UNSCALE, NULL, ops_inplace, 2, DT_OP_IN_PLACE, OUT(size_t),                    \
+                    OUT_AT(size_t, 8192)))                                                                             \
     ROW(do15, "dtensor_ops.h", "dt_op_cache_init", "NULL storage", DT_ERR_NULL,                                        \
         dt_op_cache_init(OUT(dt_op_cache), NULL, 2))                                                                   \
     ROW(do16, "dtensor_ops.h", "dt_op_cache_init", "capacity < 1", DT_ERR_TOO_SMALL,                                   \

@@ -289,6 +289,45 @@ static pp_exec_cfg xcfg_fo, xcfg_fo_nout;
         pp_exec_query(&xcfg_fo_nout, &table_fo1, OUT(size_t)))                                                         \
     ROW(ht_qnull, "pipeline.h", "pp_exec_query", "NULL bytes", PP_ERR_NULL, pp_exec_query(&xcfg, &table0, NULL))
 
+/* Caller-filled dt_specs with one hostile field (the rest sp_shard0's, a valid S(0) 4x4 f32 on
+   a 2-rank mesh), and each function taking a spec called with it as its source. */
+enum { HS_NOMESH, HS_MESH, HS_DTYPE, HS_NDIM, HS_NDIM_BIG, HS_SHAPE, HS_STRIDE, HS_KIND, HS_DIM, HS_RED, HS_COUNT };
+static dt_spec hs[HS_COUNT];
+static dt_mesh hs_mesh;
+#define HS_CHECK(S)  dt_spec_check(S)
+#define HS_LSHAPE(S) dt_local_shape(S, 0, OUT(int32_t), OUT_AT(int32_t, 64))
+#define HS_PLAN(S)   dt_plan_redistribute(S, &sp_repl, 0, OUT(dt_plan))
+#define HS_REDIST(S) \
+    dt_redistribute(&dcomm, NULL, S, in_local(2, 4), &sp_repl, 0, out_tensor(MB_F32, 4, 4), OUT_AT(void, 8192), 4096)
+#define HS_FULLB(S) dt_full_tensor_scratch_bytes(S, OUT(size_t))
+#define HS_FULLQ(S) dt_full_tensor_scratch_query(&dcomm, S, in_local(2, 4), out_tensor(MB_F32, 4, 4), OUT(size_t))
+#define HS_FULL(S)  dt_full_tensor(&dcomm, NULL, S, in_local(2, 4), out_tensor(MB_F32, 4, 4), OUT_AT(void, 8192), 4096)
+#define HS_DISTQ(S) dt_distribute_scratch_query(&dcomm, S, in_local(4, 4), 0, out_tensor(MB_F32, 2, 4), OUT(size_t))
+#define HS_DISTB(S) dt_distribute_scratch_bytes(S, 0, OUT(size_t))
+#define HS_DIST(S)  dt_distribute(&dcomm, S, in_local(4, 4), 0, out_tensor(MB_F32, 2, 4), OUT_AT(void, 8192), 4096)
+#define HS_ROWS(ROW, id, f, C)                                                                                 \
+    ROW(id##_nomesh, "dtensor.h", f, "spec: NULL mesh", DT_ERR_NULL, C(&hs[HS_NOMESH]))                        \
+    ROW(id##_mesh, "dtensor.h", f, "spec: its mesh has ndim > DT_MAX_MESH_DIMS", DT_ERR_MESH, C(&hs[HS_MESH])) \
+    ROW(id##_dtype, "dtensor.h", f, "spec: dtype 99", DT_ERR_DTYPE, C(&hs[HS_DTYPE]))                          \
+    ROW(id##_ndim, "dtensor.h", f, "spec: ndim -1", DT_ERR_SHAPE, C(&hs[HS_NDIM]))                             \
+    ROW(id##_ndimbig, "dtensor.h", f, "spec: ndim > MB_MAX_DIMS", DT_ERR_SHAPE, C(&hs[HS_NDIM_BIG]))           \
+    ROW(id##_shape, "dtensor.h", f, "spec: a negative size", DT_ERR_SHAPE, C(&hs[HS_SHAPE]))                   \
+    ROW(id##_stride, "dtensor.h", f, "spec: a negative stride", DT_ERR_SHAPE, C(&hs[HS_STRIDE]))               \
+    ROW(id##_kind, "dtensor.h", f, "spec: a placement of kind 9", DT_ERR_PLACEMENT, C(&hs[HS_KIND]))           \
+    ROW(id##_dim, "dtensor.h", f, "spec: Shard(5) of a 2-d tensor", DT_ERR_DIM, C(&hs[HS_DIM]))                \
+    ROW(id##_red, "dtensor.h", f, "spec: Partial of reduce op 99", DT_ERR_PLACEMENT, C(&hs[HS_RED]))
+#define DT_HOSTILE_ROWS(ROW)                                         \
+    HS_ROWS(ROW, hs_check, "dt_spec_check", HS_CHECK)                \
+    HS_ROWS(ROW, hs_lshape, "dt_local_shape", HS_LSHAPE)             \
+    HS_ROWS(ROW, hs_plan, "dt_plan_redistribute", HS_PLAN)           \
+    HS_ROWS(ROW, hs_redist, "dt_redistribute", HS_REDIST)            \
+    HS_ROWS(ROW, hs_full, "dt_full_tensor", HS_FULL)                 \
+    HS_ROWS(ROW, hs_fullb, "dt_full_tensor_scratch_bytes", HS_FULLB) \
+    HS_ROWS(ROW, hs_fullq, "dt_full_tensor_scratch_query", HS_FULLQ) \
+    HS_ROWS(ROW, hs_distb, "dt_distribute_scratch_bytes", HS_DISTB)  \
+    HS_ROWS(ROW, hs_distq, "dt_distribute_scratch_query", HS_DISTQ)  \
+    HS_ROWS(ROW, hs_dist, "dt_distribute", HS_DIST)
+
 /* ---- the table ------------------------------------------------------------------------
    ROW(id, header, function, case, expected code, call): `call` runs with every output in
    the canary area. The expected code is written by name, so the document shows it. */
@@ -627,6 +666,7 @@ static pp_exec_cfg xcfg_fo, xcfg_fo_nout;
         dt_distribute(&dcomm, &sp_shard0, in_local(4, 4), 5, out_tensor(MB_F32, 2, 4), OUT_AT(void, 8192), 4096))      \
     ROW(dt52, "dtensor.h", "dt_distribute_scratch_bytes", "NULL bytes", DT_ERR_NULL,                                   \
         dt_distribute_scratch_bytes(&sp_shard0, 0, NULL))                                                              \
+    DT_HOSTILE_ROWS(ROW)                                                                                               \
     ROW(dt52b, "dtensor.h", "dt_distribute_scratch_query", "NULL bytes", DT_ERR_NULL,                                  \
         dt_distribute_scratch_query(&dcomm, &sp_shard0, in_local(4, 4), 0, out_tensor(MB_F32, 2, 4), NULL))            \
     ROW(dt52c, "dtensor.h", "dt_distribute_scratch_query", "Partial placement", DT_ERR_PARTIAL,                        \
@@ -1475,6 +1515,23 @@ static void fixtures(void)
     assert_int_equal(dt_mesh_init(&mesh2, 1, shape_m2, NULL, 0), 0);
     assert_int_equal(dt_mesh_init(&mesh3, 1, shape_m2, ranks3, 0), 0);
     assert_int_equal(dt_spec_init(&sp_shard0, &mesh2, pl_shard0, 1, MB_F32, 2, shape44, NULL), 0);
+    {
+        int k;
+        for (k = 0; k < HS_COUNT; k++) hs[k] = sp_shard0;
+        hs_mesh = mesh2;
+        hs_mesh.ndim = DT_MAX_MESH_DIMS + 1;
+        hs[HS_NOMESH].mesh = NULL;
+        hs[HS_MESH].mesh = &hs_mesh;
+        hs[HS_DTYPE].dtype = (mb_dtype)99;
+        hs[HS_NDIM].ndim = -1;
+        hs[HS_NDIM_BIG].ndim = MB_MAX_DIMS + 1;
+        hs[HS_SHAPE].shape[1] = -4;
+        hs[HS_STRIDE].stride[0] = -4;
+        hs[HS_KIND].placements[0].kind = 9;
+        hs[HS_DIM].placements[0].arg = 5;
+        hs[HS_RED].placements[0].kind = DT_KIND_PARTIAL;
+        hs[HS_RED].placements[0].arg = 99;
+    }
     assert_int_equal(dt_spec_init(&sp_shard1, &mesh2, pl_shard1, 1, MB_F32, 2, shape44, NULL), 0);
     assert_int_equal(dt_spec_init(&sp_repl, &mesh2, pl_repl, 1, MB_F32, 2, shape44, NULL), 0);
     assert_int_equal(dt_spec_init(&sp_partial, &mesh2, pl_partial, 1, MB_F32, 2, shape44, NULL), 0);
@@ -1683,9 +1740,10 @@ static int markdown(char *buf, size_t cap)
         "afterwards no message is in any mailbox and the peer's group is unchanged: **bad input never "
         "reaches a peer**. The port rows (`pg_pthread.h`, `pg_shm.h`) fail before a thread starts or the "
         "region is read. Functions returning a size or a pointer report bad input as 0 / NULL (stated in "
-        "the case). Rows whose case starts with `plan:` or `table:` pass a caller-filled `pp_plan` or "
-        "`pp_table` with one hostile field (the rest valid): every function taking one validates it "
-        "before any field is used as an index or a count. Faults at run time (timeouts, aborts, "
+        "the case). Rows whose case starts with `plan:`, `table:` or `spec:` pass a caller-filled "
+        "`pp_plan`, `pp_table` or `dt_spec` with one hostile field (the rest valid): every function "
+        "taking one validates it before any field is used as an index or a count. Faults at run time (timeouts, "
+        "aborts, "
         "corrupt shared memory) are covered by `tests/test_faults.c`.\n");
     for (i = 0; i < NROWS; i++) {
         if (strcmp(last, rows[i].header) != 0) {

@@ -289,6 +289,35 @@ static pp_exec_cfg xcfg_fo, xcfg_fo_nout;
         pp_exec_query(&xcfg_fo_nout, &table_fo1, OUT(size_t)))                                                         \
     ROW(ht_qnull, "pipeline.h", "pp_exec_query", "NULL bytes", PP_ERR_NULL, pp_exec_query(&xcfg, &table0, NULL))
 
+/* Caller-filled mb_specs with one hostile field: the split ones for the split functions (a
+   1-value split of t84 into 2), all of them for the merge functions (4 chunks of 2x4 f32). */
+static mb_reducer red_nofn = {0, {MB_VALUE_SCALAR, 0.0, {0, MB_F32, 0, {0}, {0}}}, 0},
+                  red_badinit = {reducer_add, {9, 0.0, {0, MB_F32, 0, {0}, {0}}}, 0};
+static mb_spec ms_kind = {99, 0, 0, 0}, ms_dim = MB_SPLIT(5), ms_negdim = MB_SPLIT(-9),
+               ms_op = {MB_SPEC_REDUCE, 0, 99, 0}, ms_nored = {MB_SPEC_REDUCE, 0, MB_RED_CUSTOM, 0},
+               ms_nofn = MB_REDUCE_CUSTOM(&red_nofn), ms_init = MB_REDUCE_CUSTOM(&red_badinit);
+#define MS_SPLIT(S)  mb_split(args, S, 1, 2, 0, OUT(mb_value), 4, NULL)
+#define MS_MBYTES(S) mb_split_masked_bytes(args, S, 1, 2, 0, OUT(size_t))
+#define MS_MASKED(S) mb_split_masked(args, S, 1, 2, 0, OUT(mb_value), 4, OUT_AT(void, 4096), 4096, NULL)
+#define MS_MERGE(S)  mb_merge(chunks4, 4, 1, S, 0, out_value(8, 4))
+#define MS_MSHAPE(S) mb_merge_shape(chunks4, 4, 1, S, 0, OUT(mb_value))
+#define MS_SPLIT_ROWS(ROW, id, f, C)                                                       \
+    ROW(id##_kind, "microbatch.h", f, "spec: kind 99", MB_ERR_SPEC, C(&ms_kind))           \
+    ROW(id##_dim, "microbatch.h", f, "spec: dim 5 of a 2-d value", MB_ERR_DIM, C(&ms_dim)) \
+    ROW(id##_negdim, "microbatch.h", f, "spec: dim -9 of a 2-d value", MB_ERR_DIM, C(&ms_negdim))
+#define MS_MERGE_ROWS(ROW, id, f, C)                                                                       \
+    MS_SPLIT_ROWS(ROW, id, f, C)                                                                           \
+    ROW(id##_op, "microbatch.h", f, "spec: reduce op 99", MB_ERR_SPEC, C(&ms_op))                          \
+    ROW(id##_nored, "microbatch.h", f, "spec: custom reduce without a reducer", MB_ERR_SPEC, C(&ms_nored)) \
+    ROW(id##_nofn, "microbatch.h", f, "spec: custom reducer without fn", MB_ERR_SPEC, C(&ms_nofn))         \
+    ROW(id##_init, "microbatch.h", f, "spec: custom reducer whose init is of kind 9", MB_ERR_SPEC, C(&ms_init))
+#define MB_HOSTILE_ROWS(ROW)                                          \
+    MS_SPLIT_ROWS(ROW, ms_split, "mb_split", MS_SPLIT)                \
+    MS_SPLIT_ROWS(ROW, ms_mbytes, "mb_split_masked_bytes", MS_MBYTES) \
+    MS_SPLIT_ROWS(ROW, ms_masked, "mb_split_masked", MS_MASKED)       \
+    MS_MERGE_ROWS(ROW, ms_merge, "mb_merge", MS_MERGE)                \
+    MS_MERGE_ROWS(ROW, ms_mshape, "mb_merge_shape", MS_MSHAPE)
+
 /* Caller-filled dt_specs with one hostile field (the rest sp_shard0's, a valid S(0) 4x4 f32 on
    a 2-rank mesh), and each function taking a spec called with it as its source. */
 enum { HS_NOMESH, HS_MESH, HS_DTYPE, HS_NDIM, HS_NDIM_BIG, HS_SHAPE, HS_STRIDE, HS_KIND, HS_DIM, HS_RED, HS_COUNT };
@@ -427,6 +456,7 @@ static dt_mesh hs_mesh;
         mb_merge(chunks4, 4, 1, &spec_custom_add, 0, &chunks4[1]))                                                     \
     ROW(mb51, "microbatch.h", "mb_merge", "default spec for a scalar (torch.cat of floats)", MB_ERR_SPEC,              \
         mb_merge(scalars2, 2, 1, NULL, 0, OUT(mb_value)))                                                              \
+    MB_HOSTILE_ROWS(ROW)                                                                                               \
     ROW(mb52, "microbatch.h", "mb_merge_shape", "NULL chunks", MB_ERR_NULL,                                            \
         mb_merge_shape(NULL, 2, 1, NULL, 0, OUT(mb_value)))                                                            \
     ROW(mb53, "microbatch.h", "mb_merge_shape", "no chunks (the output shape is the caller's)", MB_ERR_CHUNKS,         \
@@ -1741,10 +1771,10 @@ static int markdown(char *buf, size_t cap)
         "reaches a peer**. The port rows (`pg_pthread.h`, `pg_shm.h`) fail before a thread starts or the "
         "region is read. Functions returning a size or a pointer report bad input as 0 / NULL (stated in "
         "the case). Rows whose case starts with `plan:`, `table:` or `spec:` pass a caller-filled "
-        "`pp_plan`, `pp_table` or `dt_spec` with one hostile field (the rest valid): every function "
-        "taking one validates it before any field is used as an index or a count. Faults at run time (timeouts, "
-        "aborts, "
-        "corrupt shared memory) are covered by `tests/test_faults.c`.\n");
+        "`pp_plan`, `pp_table`, `mb_spec` or `dt_spec` with one hostile field (the rest valid): "
+        "every function taking one validates it before any field is used as an index or a count. "
+        "Faults at run time (timeouts, aborts, corrupt shared memory) are covered by "
+        "`tests/test_faults.c`.\n");
     for (i = 0; i < NROWS; i++) {
         if (strcmp(last, rows[i].header) != 0) {
             PUT("\n## `%s`\n\n| function | invalid input | returns |\n|---|---|---|\n", rows[i].header);

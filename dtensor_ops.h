@@ -413,6 +413,10 @@ struct dt_dispatch {
    dtensor.h section 8 on collective-unsafe argument errors). */
 DT_OPS_API int dt_op(dt_dispatch *d, int op, const dt_op_attrs *attrs, const dt_tensor *args, int nargs, dt_tensor *out,
                      void *out_data, size_t out_bytes);
+/* dt_op_query's modes: how dt_op is called */
+#define DT_OP_RESULT   0
+#define DT_OP_IN_PLACE 1
+#define DT_OP_OUT      2
 /* dt_op's storage on this rank, before it exists: *out_bytes (the out_bytes dt_op needs:
    the local result's bytes, 0 in place and for the out variant) and *scratch_bytes (what
    d->scratch_bytes must be at least), exact: one byte less of either is DT_ERR_TOO_SMALL.
@@ -422,9 +426,6 @@ DT_OPS_API int dt_op(dt_dispatch *d, int op, const dt_op_attrs *attrs, const dt_
    communicating; no communication, nothing run. DT_ERR_UNSUPPORTED for an op taken over by
    a custom handler or the built-in DT_ATEN_AMP_UNSCALE (the found_inf reduction's scratch:
    dt_plan_redistribute + dt_redistribute_scratch_bytes). */
-#define DT_OP_RESULT   0
-#define DT_OP_IN_PLACE 1
-#define DT_OP_OUT      2
 DT_OPS_API int dt_op_query(dt_dispatch *d, int op, const dt_op_attrs *attrs, const dt_tensor *args, int nargs, int mode,
                            size_t *out_bytes, size_t *scratch_bytes);
 

@@ -567,14 +567,19 @@ static int dt__mesh_shape(int ndim, const int32_t *shape, int32_t *size)
     return DT_OK;
 }
 
-/* Structural check of a mesh (not the rank list: dt_mesh_init validated that). */
+/* Check of a mesh as dt_mesh_init fills it (a caller may fill or change one): shape, size,
+   ranks >= 0, and a member's rank and coordinate those of its index. */
 static int dt__mesh_check(const dt_mesh *m)
 {
-    int32_t n;
+    int32_t n, i, k;
     int rc;
     if (!m) return DT_ERR_NULL;
     rc = dt__mesh_shape(m->ndim, m->shape, &n);
     if (!rc && (n != m->size || m->index < -1 || m->index >= n)) rc = DT_ERR_MESH;
+    for (i = 0; !rc && i < n; i++) rc = m->ranks[i] < 0 ? DT_ERR_MESH : DT_OK;
+    if (!rc && m->index >= 0 && m->ranks[m->index] != m->rank) rc = DT_ERR_MESH;
+    for (i = m->ndim, k = m->index; !rc && k >= 0 && i-- > 0; k /= m->shape[i])
+        if (m->coord[i] != k % m->shape[i]) rc = DT_ERR_MESH;
     return rc;
 }
 

@@ -318,6 +318,31 @@ static mb_spec ms_kind = {99, 0, 0, 0}, ms_dim = MB_SPLIT(5), ms_negdim = MB_SPL
     MS_MERGE_ROWS(ROW, ms_merge, "mb_merge", MS_MERGE)                \
     MS_MERGE_ROWS(ROW, ms_mshape, "mb_merge_shape", MS_MSHAPE)
 
+/* Caller-filled dt_meshes with one hostile field (the rest mesh2's: 1-D, 2 ranks, rank 0). */
+enum { HM_NDIM0, HM_NDIM_BIG, HM_SHAPE, HM_SIZE, HM_INDEX, HM_RANKS, HM_COORD, HM_COUNT };
+static dt_mesh hm[HM_COUNT];
+#define HM_COORDF(M) dt_mesh_coord(M, 0, OUT(int32_t))
+#define HM_DIMSZ(M)  dt_mesh_dim_size(M, 0)
+#define HM_GROUP(M)  dt_mesh_group(M, 0, 0, OUT(int32_t), 8)
+#define HM_SPEC(M)   dt_spec_init(OUT(dt_spec), M, pl_shard0, 1, MB_F32, 2, shape44, NULL)
+#define HM_COMM(M)   dt_comm_init(OUT(dt_comm), M, g0)
+#define HM_FROM(M)   dt_from_local(OUT(dt_tensor), M, pl_shard0, 1, in_local(2, 4), shape44)
+#define HM_ROWS(ROW, id, f, C)                                                                           \
+    ROW(id##_ndim0, "dtensor.h", f, "mesh: ndim 0", DT_ERR_MESH, C(&hm[HM_NDIM0]))                       \
+    ROW(id##_ndimbig, "dtensor.h", f, "mesh: ndim > DT_MAX_MESH_DIMS", DT_ERR_MESH, C(&hm[HM_NDIM_BIG])) \
+    ROW(id##_shape, "dtensor.h", f, "mesh: a size -2", DT_ERR_MESH, C(&hm[HM_SHAPE]))                    \
+    ROW(id##_size, "dtensor.h", f, "mesh: size != product of shape", DT_ERR_MESH, C(&hm[HM_SIZE]))       \
+    ROW(id##_index, "dtensor.h", f, "mesh: index 200", DT_ERR_MESH, C(&hm[HM_INDEX]))                    \
+    ROW(id##_ranks, "dtensor.h", f, "mesh: ranks[1] = -5", DT_ERR_MESH, C(&hm[HM_RANKS]))                \
+    ROW(id##_coord, "dtensor.h", f, "mesh: coord[0] = 99 (not its index's)", DT_ERR_MESH, C(&hm[HM_COORD]))
+#define DM_HOSTILE_ROWS(ROW)                             \
+    HM_ROWS(ROW, hm_coord, "dt_mesh_coord", HM_COORDF)   \
+    HM_ROWS(ROW, hm_dimsz, "dt_mesh_dim_size", HM_DIMSZ) \
+    HM_ROWS(ROW, hm_group, "dt_mesh_group", HM_GROUP)    \
+    HM_ROWS(ROW, hm_spec, "dt_spec_init", HM_SPEC)       \
+    HM_ROWS(ROW, hm_comm, "dt_comm_init", HM_COMM)       \
+    HM_ROWS(ROW, hm_from, "dt_from_local", HM_FROM)
+
 /* Caller-filled dt_specs with one hostile field (the rest sp_shard0's, a valid S(0) 4x4 f32 on
    a 2-rank mesh), and each function taking a spec called with it as its source. */
 enum { HS_NOMESH, HS_MESH, HS_DTYPE, HS_NDIM, HS_NDIM_BIG, HS_SHAPE, HS_STRIDE, HS_KIND, HS_DIM, HS_RED, HS_COUNT };
@@ -697,6 +722,7 @@ static dt_mesh hs_mesh;
     ROW(dt52, "dtensor.h", "dt_distribute_scratch_bytes", "NULL bytes", DT_ERR_NULL,                                   \
         dt_distribute_scratch_bytes(&sp_shard0, 0, NULL))                                                              \
     DT_HOSTILE_ROWS(ROW)                                                                                               \
+    DM_HOSTILE_ROWS(ROW)                                                                                               \
     ROW(dt52b, "dtensor.h", "dt_distribute_scratch_query", "NULL bytes", DT_ERR_NULL,                                  \
         dt_distribute_scratch_query(&dcomm, &sp_shard0, in_local(4, 4), 0, out_tensor(MB_F32, 2, 4), NULL))            \
     ROW(dt52c, "dtensor.h", "dt_distribute_scratch_query", "Partial placement", DT_ERR_PARTIAL,                        \
@@ -1549,6 +1575,14 @@ static void fixtures(void)
         int k;
         for (k = 0; k < HS_COUNT; k++) hs[k] = sp_shard0;
         hs_mesh = mesh2;
+        for (k = 0; k < HM_COUNT; k++) hm[k] = mesh2;
+        hm[HM_NDIM0].ndim = 0;
+        hm[HM_NDIM_BIG].ndim = DT_MAX_MESH_DIMS + 1;
+        hm[HM_SHAPE].shape[0] = -2;
+        hm[HM_SIZE].size = 3;
+        hm[HM_INDEX].index = 200;
+        hm[HM_RANKS].ranks[1] = -5;
+        hm[HM_COORD].coord[0] = 99;
         hs_mesh.ndim = DT_MAX_MESH_DIMS + 1;
         hs[HS_NOMESH].mesh = NULL;
         hs[HS_MESH].mesh = &hs_mesh;
@@ -1770,8 +1804,8 @@ static int markdown(char *buf, size_t cap)
         "afterwards no message is in any mailbox and the peer's group is unchanged: **bad input never "
         "reaches a peer**. The port rows (`pg_pthread.h`, `pg_shm.h`) fail before a thread starts or the "
         "region is read. Functions returning a size or a pointer report bad input as 0 / NULL (stated in "
-        "the case). Rows whose case starts with `plan:`, `table:` or `spec:` pass a caller-filled "
-        "`pp_plan`, `pp_table`, `mb_spec` or `dt_spec` with one hostile field (the rest valid): "
+        "the case). Rows whose case starts with `plan:`, `table:`, `mesh:` or `spec:` pass a caller-filled "
+        "`pp_plan`, `pp_table`, `dt_mesh`, `mb_spec` or `dt_spec` with one hostile field (the rest valid): "
         "every function taking one validates it before any field is used as an index or a count. "
         "Faults at run time (timeouts, aborts, corrupt shared memory) are covered by "
         "`tests/test_faults.c`.\n");

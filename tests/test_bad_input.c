@@ -289,6 +289,49 @@ static pp_exec_cfg xcfg_fo, xcfg_fo_nout;
         pp_exec_query(&xcfg_fo_nout, &table_fo1, OUT(size_t)))                                                         \
     ROW(ht_qnull, "pipeline.h", "pp_exec_query", "NULL bytes", PP_ERR_NULL, pp_exec_query(&xcfg, &table0, NULL))
 
+/* Caller-filled pp_exec_cfgs with one hostile field (the rest xcfg's: 2 layers of 32 B, one a
+   stage, 2 rows of f32, training) with table0, rank 0's 1F1B table. */
+enum {
+    HC_LAYERS,
+    HC_BALANCE,
+    HC_ROWS0,
+    HC_DTYPE,
+    HC_NLAYERS,
+    HC_CKPT,
+    HC_BAL0,
+    HC_BALSUM,
+    HC_IN0,
+    HC_INODD,
+    HC_FWD,
+    HC_ACT0,
+    HC_COUNT
+};
+static pp_exec_cfg hc[HC_COUNT];
+static pp_layer hc_fwd[2], hc_act0[2];
+static const int32_t bal_01[2] = {0, 2}, bal_12[2] = {1, 2};
+#define HC_QUERY(C) pp_exec_query(C, &table0, OUT(size_t))
+#define HC_BYTES(C) (int)pp_exec_bytes(C, &table0)
+#define HC_INIT(C)  pp_exec_init(OUT(pp_exec), C, &table0, g0, OUT_AT(void, 4096), 8192)
+#define HC_ROWS(ROW, id, f, C, NUL, ARG, CK, BN, BS, W)                                          \
+    ROW(id##_layers, "pipeline.h", f, "cfg: NULL layers" W, NUL, C(&hc[HC_LAYERS]))              \
+    ROW(id##_balance, "pipeline.h", f, "cfg: NULL balance" W, NUL, C(&hc[HC_BALANCE]))           \
+    ROW(id##_rows, "pipeline.h", f, "cfg: rows 0" W, ARG, C(&hc[HC_ROWS0]))                      \
+    ROW(id##_dtype, "pipeline.h", f, "cfg: dtype 99" W, ARG, C(&hc[HC_DTYPE]))                   \
+    ROW(id##_nlayers, "pipeline.h", f, "cfg: nlayers 0" W, ARG, C(&hc[HC_NLAYERS]))              \
+    ROW(id##_ckpt, "pipeline.h", f, "cfg: checkpoint 9" W, CK, C(&hc[HC_CKPT]))                  \
+    ROW(id##_bal0, "pipeline.h", f, "cfg: a stage of 0 layers" W, BN, C(&hc[HC_BAL0]))           \
+    ROW(id##_balsum, "pipeline.h", f, "cfg: balance sums past nlayers" W, BS, C(&hc[HC_BALSUM])) \
+    ROW(id##_in0, "pipeline.h", f, "cfg: in_bytes 0" W, ARG, C(&hc[HC_IN0]))                     \
+    ROW(id##_inodd, "pipeline.h", f, "cfg: in_bytes not whole rows" W, ARG, C(&hc[HC_INODD]))    \
+    ROW(id##_fwd, "pipeline.h", f, "cfg: a layer without forward" W, NUL, C(&hc[HC_FWD]))        \
+    ROW(id##_act0, "pipeline.h", f, "cfg: a layer of act_bytes 0" W, ARG, C(&hc[HC_ACT0]))
+#define PC_HOSTILE_ROWS(ROW)                                                                      \
+    HC_ROWS(ROW, hc_query, "pp_exec_query", HC_QUERY, PP_ERR_NULL, PP_ERR_ARG, PP_ERR_CHECKPOINT, \
+            PP_ERR_BALANCE_NONPOSITIVE, PP_ERR_BALANCE_SUM, "")                                   \
+    HC_ROWS(ROW, hc_bytes, "pp_exec_bytes", HC_BYTES, 0, 0, 0, 0, 0, " (returns 0)")              \
+    HC_ROWS(ROW, hc_init, "pp_exec_init", HC_INIT, PP_ERR_NULL, PP_ERR_ARG, PP_ERR_CHECKPOINT,    \
+            PP_ERR_BALANCE_NONPOSITIVE, PP_ERR_BALANCE_SUM, "")
+
 /* Caller-filled mb_specs with one hostile field: the split ones for the split functions (a
    1-value split of t84 into 2), all of them for the merge functions (4 chunks of 2x4 f32). */
 static mb_reducer red_nofn = {0, {MB_VALUE_SCALAR, 0.0, {0, MB_F32, 0, {0}, {0}}}, 0},
@@ -613,6 +656,7 @@ static dt_mesh hs_mesh;
     ROW(pp68, "pipeline.h", "pp_mailbox_depth", "needs a deeper mailbox than max_depth (1F1B: 1; plan unchanged)",     \
         PP_ERR_MAILBOX, pp_mailbox_depth(&lowered, 0, work, sizeof work, NULL))                                        \
     PP_HOSTILE_ROWS(ROW)                                                                                               \
+    PC_HOSTILE_ROWS(ROW)                                                                                               \
                                                                                                                        \
     ROW(dt1, "dtensor.h", "dt_strerror", "unknown code (returns a string, never NULL)", 0, dt_strerror(12345) == NULL) \
     ROW(dt2, "dtensor.h", "dt_mesh_init", "NULL mesh", DT_ERR_NULL, dt_mesh_init(NULL, 1, shape_m2, NULL, 0))          \
@@ -1408,6 +1452,23 @@ static void hostile_fixtures(void)
     static pp_action fo_store[2][256];
     static pp_plan fo, fo_low;
     int k;
+    for (k = 0; k < HC_COUNT; k++) hc[k] = xcfg;
+    memcpy(hc_fwd, layers2, sizeof hc_fwd);
+    memcpy(hc_act0, layers2, sizeof hc_act0);
+    hc[HC_LAYERS].layers = NULL;
+    hc[HC_BALANCE].balance = NULL;
+    hc[HC_ROWS0].rows = 0;
+    hc[HC_DTYPE].dtype = 99;
+    hc[HC_NLAYERS].nlayers = 0;
+    hc[HC_CKPT].checkpoint = 9;
+    hc[HC_BAL0].balance = bal_01;
+    hc[HC_BALSUM].balance = bal_12;
+    hc[HC_IN0].in_bytes = 0;
+    hc[HC_INODD].in_bytes = 31;
+    hc_fwd[1].forward = NULL;
+    hc[HC_FWD].layers = hc_fwd;
+    hc_act0[1].act_bytes = 0;
+    hc[HC_ACT0].layers = hc_act0;
     for (k = 0; k < 3; k++) memcpy(hp_rows[k], sched.actions, sizeof hp_rows[k]);
     for (k = 0; k < HP_COUNT; k++) hp[k] = sched;
     hp[HP_NULL].actions = NULL;
@@ -1804,8 +1865,9 @@ static int markdown(char *buf, size_t cap)
         "afterwards no message is in any mailbox and the peer's group is unchanged: **bad input never "
         "reaches a peer**. The port rows (`pg_pthread.h`, `pg_shm.h`) fail before a thread starts or the "
         "region is read. Functions returning a size or a pointer report bad input as 0 / NULL (stated in "
-        "the case). Rows whose case starts with `plan:`, `table:`, `mesh:` or `spec:` pass a caller-filled "
-        "`pp_plan`, `pp_table`, `dt_mesh`, `mb_spec` or `dt_spec` with one hostile field (the rest valid): "
+        "the case). Rows whose case starts with `plan:`, `table:`, `cfg:`, `mesh:` or `spec:` pass a "
+        "caller-filled `pp_plan`, `pp_table`, `pp_exec_cfg`, `dt_mesh`, `mb_spec` or `dt_spec` with one "
+        "hostile field (the rest valid): "
         "every function taking one validates it before any field is used as an index or a count. "
         "Faults at run time (timeouts, aborts, corrupt shared memory) are covered by "
         "`tests/test_faults.c`.\n");

@@ -289,6 +289,28 @@ static pp_exec_cfg xcfg_fo, xcfg_fo_nout;
         pp_exec_query(&xcfg_fo_nout, &table_fo1, OUT(size_t)))                                                         \
     ROW(ht_qnull, "pipeline.h", "pp_exec_query", "NULL bytes", PP_ERR_NULL, pp_exec_query(&xcfg, &table0, NULL))
 
+/* Caller-filled dt_conv2d_params with one hostile field (the rest cp's: NCHW, stride, padding,
+   dilation and groups 1) against each conv2d function taking them. */
+enum { HK_LAYOUT, HK_STRIDE, HK_PAD, HK_DIL, HK_GROUPS, HK_COUNT };
+static dt_conv2d_params hk[HK_COUNT];
+#define HK_OSHAPE(P) dt_conv2d_out_shape(P, cxs, cws, OUT(int32_t))
+#define HK_REF(P)    dt_conv2d_ref(P, &cx, &cwt, NULL, out4(MB_F32, 2, 4))
+#define HK_OSPEC(P)  dt_conv2d_out_spec(P, &sp_cx_h, &sp_cw, OUT(dt_spec))
+#define HK_SCR(P)    dt_conv2d_scratch_bytes(P, &sp_cx_h, &sp_cw, OUT(size_t))
+#define HK_RUN(P)    dt_conv2d(&dcomm, P, &dcx_h, &dcw, NULL, OUT_AT(dt_spec, 8192), out4(MB_F32, 2, 2), OUT(void), 8192)
+#define HK_ROWS(ROW, id, f, C)                                                                 \
+    ROW(id##_layout, "dtensor_conv.h", f, "params: layout 9", DT_ERR_SHAPE, C(&hk[HK_LAYOUT])) \
+    ROW(id##_stride, "dtensor_conv.h", f, "params: stride 0", DT_ERR_SHAPE, C(&hk[HK_STRIDE])) \
+    ROW(id##_pad, "dtensor_conv.h", f, "params: padding -1", DT_ERR_SHAPE, C(&hk[HK_PAD]))     \
+    ROW(id##_dil, "dtensor_conv.h", f, "params: dilation 0", DT_ERR_SHAPE, C(&hk[HK_DIL]))     \
+    ROW(id##_groups, "dtensor_conv.h", f, "params: groups 0", DT_ERR_SHAPE, C(&hk[HK_GROUPS]))
+#define CV_HOSTILE_ROWS(ROW)                                  \
+    HK_ROWS(ROW, hk_oshape, "dt_conv2d_out_shape", HK_OSHAPE) \
+    HK_ROWS(ROW, hk_ref, "dt_conv2d_ref", HK_REF)             \
+    HK_ROWS(ROW, hk_ospec, "dt_conv2d_out_spec", HK_OSPEC)    \
+    HK_ROWS(ROW, hk_scr, "dt_conv2d_scratch_bytes", HK_SCR)   \
+    HK_ROWS(ROW, hk_run, "dt_conv2d", HK_RUN)
+
 /* Caller-filled pp_exec_cfgs with one hostile field (the rest xcfg's: 2 layers of 32 B, one a
    stage, 2 rows of f32, training) with table0, rank 0's 1F1B table. */
 enum {
@@ -959,6 +981,7 @@ static dt_mesh hs_mesh;
                                                                                                                        \
     ROW(cv1, "dtensor_conv.h", "dt_conv2d_ref", "NULL params", DT_ERR_NULL,                                            \
         dt_conv2d_ref(NULL, &cx, &cwt, NULL, out4(MB_F32, 2, 4)))                                                      \
+    CV_HOSTILE_ROWS(ROW)                                                                                               \
     ROW(cv2, "dtensor_conv.h", "dt_conv2d_ref", "stride 0", DT_ERR_SHAPE,                                              \
         dt_conv2d_ref(&cp_stride0, &cx, &cwt, NULL, out4(MB_F32, 2, 4)))                                               \
     ROW(cv3, "dtensor_conv.h", "dt_conv2d_ref", "groups do not divide the channels", DT_ERR_SHAPE,                     \
@@ -1452,6 +1475,12 @@ static void hostile_fixtures(void)
     static pp_action fo_store[2][256];
     static pp_plan fo, fo_low;
     int k;
+    for (k = 0; k < HK_COUNT; k++) hk[k] = cp;
+    hk[HK_LAYOUT].layout = 9;
+    hk[HK_STRIDE].stride[1] = 0;
+    hk[HK_PAD].padding[0] = -1;
+    hk[HK_DIL].dilation[1] = 0;
+    hk[HK_GROUPS].groups = 0;
     for (k = 0; k < HC_COUNT; k++) hc[k] = xcfg;
     memcpy(hc_fwd, layers2, sizeof hc_fwd);
     memcpy(hc_act0, layers2, sizeof hc_act0);
@@ -1865,9 +1894,9 @@ static int markdown(char *buf, size_t cap)
         "afterwards no message is in any mailbox and the peer's group is unchanged: **bad input never "
         "reaches a peer**. The port rows (`pg_pthread.h`, `pg_shm.h`) fail before a thread starts or the "
         "region is read. Functions returning a size or a pointer report bad input as 0 / NULL (stated in "
-        "the case). Rows whose case starts with `plan:`, `table:`, `cfg:`, `mesh:` or `spec:` pass a "
-        "caller-filled `pp_plan`, `pp_table`, `pp_exec_cfg`, `dt_mesh`, `mb_spec` or `dt_spec` with one "
-        "hostile field (the rest valid): "
+        "the case). Rows whose case starts with `plan:`, `table:`, `cfg:`, `mesh:`, `spec:` or `params:` "
+        "pass a caller-filled `pp_plan`, `pp_table`, `pp_exec_cfg`, `dt_mesh`, `mb_spec`, `dt_spec` or "
+        "`dt_conv2d_params` with one hostile field (the rest valid): "
         "every function taking one validates it before any field is used as an index or a count. "
         "Faults at run time (timeouts, aborts, corrupt shared memory) are covered by "
         "`tests/test_faults.c`.\n");

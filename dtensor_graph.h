@@ -543,11 +543,42 @@ static void dt__g_reset(dt_graph *g)
     g->analysed = 0;
 }
 
+/* A caller-filled graph checked as dt_graph_add builds one: count within capacity, and every
+   node's op and operand count, operands (earlier nodes), attrs (finite, dims normalised) and
+   output shape (re-inferred) as add would have stored them. */
+static int dt__g_check(const dt_graph *g)
+{
+    const int32_t *ish[DT_MAX_OP_ARGS];
+    int32_t ind[DT_MAX_OP_ARGS], sh[MB_MAX_DIMS], nd, i, k;
+    int lo, hi, rc;
+    dt_op_attrs a;
+    if (!g || !g->nodes) return DT_ERR_NULL;
+    if (g->count < 0 || g->count > g->capacity) return DT_ERR_NODE;
+    for (i = 0; i < g->count; i++) {
+        const dt_gnode *n = &g->nodes[i];
+        if (n->op < 0 || n->op >= DT_G_OP_END || !dt__g_arity(n->op, &lo, &hi) || n->nin < lo || n->nin > hi)
+            return DT_ERR_NODE;
+        for (k = 0; k < n->nin; k++) {
+            if (n->in[k] < 0 || n->in[k] >= i) return DT_ERR_NODE;
+            ish[k] = g->nodes[n->in[k]].shape;
+            ind[k] = g->nodes[n->in[k]].ndim;
+        }
+        if (!dt__g_finite(n->attrs.scalar) || (n->op == DT_G_SGD && g->nodes[n->in[0]].op != DT_G_PARAM))
+            return DT_ERR_NODE;
+        a = n->attrs;
+        rc = dt__g_infer(n->op, &a, ish, ind, n->nin, sh, &nd, 0);
+        if (rc || nd != n->ndim || memcmp(&a, &n->attrs, sizeof a)) return DT_ERR_NODE;
+        for (k = 0; k < nd; k++)
+            if (sh[k] != n->shape[k]) return DT_ERR_NODE;
+    }
+    return DT_OK;
+}
+
 DT_GRAPH__DEF int dt_graph_analyze(dt_graph *g)
 {
     int32_t i, j, b0 = -1, bsize = -1;
-    int rc = DT_OK;
-    if (!g || !g->nodes) return DT_ERR_NULL;
+    int rc = dt__g_check(g);
+    if (rc) return rc;
     dt__g_reset(g);
     for (i = g->count - 1; i >= 0; i--) { /* gradients: from each sgd back through non-compute ops */
         if (g->nodes[i].op != DT_G_SGD) continue;
@@ -683,6 +714,8 @@ DT_GRAPH__DEF int dt_graph_plan(dt_graph *g, int world, int rank, int red, dt_gp
     uint64_t off = 0;
     int rc;
     if (!g || !g->nodes || !p || !steps) return DT_ERR_NULL;
+    rc = dt__g_check(g);
+    if (rc) return rc;
     if (world < 1 || world > DT_MAX_RANKS || rank < 0 || rank >= world) return DT_ERR_RANK;
     if (red != DT_SUM && red != DT_AVG) return DT_ERR_PLACEMENT;
     rc = dt__g_plan_check(g, world, rank, cap);
@@ -1037,8 +1070,10 @@ DT_GRAPH__DEF int dt_graph_dist_run(const dt_graph *g, dt_dispatch *d, dt_gvalue
     int32_t i;
     int rc = DT_OK;
     if (!g || !g->nodes || !d || !d->comm || !v) return DT_ERR_NULL;
-    for (i = 0; i < g->count; i++)
-        if (v[i].t.spec.mesh != d->comm->mesh) return DT_ERR_MISMATCH;
+    rc = dt__g_check(g);
+    for (i = 0; !rc && i < g->count; i++)
+        if (v[i].t.spec.mesh != d->comm->mesh) rc = DT_ERR_MISMATCH;
+    if (rc) return rc;
     for (i = 0; !rc && i < g->count; i++) {
         const dt_gnode *n = &g->nodes[i];
         if (n->op == DT_G_INPUT || n->op == DT_G_PARAM) continue;

@@ -289,6 +289,28 @@ static pp_exec_cfg xcfg_fo, xcfg_fo_nout;
         pp_exec_query(&xcfg_fo_nout, &table_fo1, OUT(size_t)))                                                         \
     ROW(ht_qnull, "pipeline.h", "pp_exec_query", "NULL bytes", PP_ERR_NULL, pp_exec_query(&xcfg, &table0, NULL))
 
+/* Caller-filled dt_graphs with one hostile field (the rest gg's: input, param, mm; capacity 4),
+   each with its own copy of the nodes. */
+enum { HG_NODES, HG_COUNT_BIG, HG_COUNT_NEG, HG_IN_SELF, HG_IN_NEG, HG_OP, HG_NIN, HG_NDIM, HG_COUNT };
+static dt_graph hg[HG_COUNT];
+static dt_gnode hg_nodes[HG_COUNT][4];
+#define HG_ANALYZE(G) dt_graph_analyze(G)
+#define HG_PLAN(G)    dt_graph_plan(G, 1, 0, DT_SUM, OUT(dt_gplan), OUT_AT(dt_gstep, 1024), 4)
+#define HG_PLACE(G)   dt_graph_dist_placements(G, 1, OUT(dt_placement), 16)
+#define HG_ROWS(ROW, id, f, C)                                                                                 \
+    ROW(id##_nodes, "dtensor_graph.h", f, "graph: NULL nodes", DT_ERR_NULL, C(&hg[HG_NODES]))                  \
+    ROW(id##_cbig, "dtensor_graph.h", f, "graph: count > capacity", DT_ERR_NODE, C(&hg[HG_COUNT_BIG]))         \
+    ROW(id##_cneg, "dtensor_graph.h", f, "graph: count -1", DT_ERR_NODE, C(&hg[HG_COUNT_NEG]))                 \
+    ROW(id##_self, "dtensor_graph.h", f, "graph: a node's operand is itself", DT_ERR_NODE, C(&hg[HG_IN_SELF])) \
+    ROW(id##_inneg, "dtensor_graph.h", f, "graph: a node's operand -1", DT_ERR_NODE, C(&hg[HG_IN_NEG]))        \
+    ROW(id##_op, "dtensor_graph.h", f, "graph: a node of op 9999", DT_ERR_NODE, C(&hg[HG_OP]))                 \
+    ROW(id##_nin, "dtensor_graph.h", f, "graph: a node of 9 operands", DT_ERR_NODE, C(&hg[HG_NIN]))            \
+    ROW(id##_ndim, "dtensor_graph.h", f, "graph: a node of ndim 9", DT_ERR_NODE, C(&hg[HG_NDIM]))
+#define GR_HOSTILE_ROWS(ROW)                                 \
+    HG_ROWS(ROW, hg_analyze, "dt_graph_analyze", HG_ANALYZE) \
+    HG_ROWS(ROW, hg_plan, "dt_graph_plan", HG_PLAN)          \
+    HG_ROWS(ROW, hg_place, "dt_graph_dist_placements", HG_PLACE)
+
 /* Caller-filled dt_conv2d_params with one hostile field (the rest cp's: NCHW, stride, padding,
    dilation and groups 1) against each conv2d function taking them. */
 enum { HK_LAYOUT, HK_STRIDE, HK_PAD, HK_DIL, HK_GROUPS, HK_COUNT };
@@ -1126,6 +1148,7 @@ static dt_mesh hs_mesh;
         dt_graph_add(&gg, DT_ATEN_MM, NULL, gin_00, 2))                                                                \
     ROW(gr11, "dtensor_graph.h", "dt_graph_analyze", "an activation before any input", DT_ERR_BATCH,                   \
         dt_graph_analyze(&gg_noin))                                                                                    \
+    GR_HOSTILE_ROWS(ROW)                                                                                               \
     ROW(gr12, "dtensor_graph.h", "dt_graph_plan", "rank >= world", DT_ERR_RANK,                                        \
         dt_graph_plan(&gg, 2, 2, DT_SUM, OUT(dt_gplan), OUT_AT(dt_gstep, 1024), 4))                                    \
     ROW(gr13, "dtensor_graph.h", "dt_graph_plan", "gradient reduce op not sum/avg", DT_ERR_PLACEMENT,                  \
@@ -1758,6 +1781,22 @@ static void fixtures(void)
     assert_int_equal(dt_graph_add(&gg, DT_ATEN_MM, NULL, gin_01, 2), 2);
     assert_int_equal(dt_graph_plan(&gg, 1, 0, DT_SUM, &gp, gsteps, 4), 0);
     gp_badstep = gp;
+    {
+        int k;
+        for (k = 0; k < HG_COUNT; k++) {
+            memcpy(hg_nodes[k], gnodes, sizeof hg_nodes[k]);
+            hg[k] = gg;
+            hg[k].nodes = hg_nodes[k];
+        }
+        hg[HG_NODES].nodes = NULL;
+        hg[HG_COUNT_BIG].count = 5;
+        hg[HG_COUNT_NEG].count = -1;
+        hg_nodes[HG_IN_SELF][2].in[1] = 2;
+        hg_nodes[HG_IN_NEG][2].in[0] = -1;
+        hg_nodes[HG_OP][2].op = 9999;
+        hg_nodes[HG_NIN][2].nin = 9;
+        hg_nodes[HG_NDIM][0].ndim = 9;
+    }
     memcpy(gsteps_bad, gsteps, sizeof gsteps);
     gsteps_bad[2].in[1] = 2;
     gp_badstep.steps = gsteps_bad;
@@ -1894,9 +1933,9 @@ static int markdown(char *buf, size_t cap)
         "afterwards no message is in any mailbox and the peer's group is unchanged: **bad input never "
         "reaches a peer**. The port rows (`pg_pthread.h`, `pg_shm.h`) fail before a thread starts or the "
         "region is read. Functions returning a size or a pointer report bad input as 0 / NULL (stated in "
-        "the case). Rows whose case starts with `plan:`, `table:`, `cfg:`, `mesh:`, `spec:` or `params:` "
-        "pass a caller-filled `pp_plan`, `pp_table`, `pp_exec_cfg`, `dt_mesh`, `mb_spec`, `dt_spec` or "
-        "`dt_conv2d_params` with one hostile field (the rest valid): "
+        "the case). Rows whose case starts with `plan:`, `table:`, `cfg:`, `mesh:`, `spec:`, `params:` or `graph:` "
+        "pass a caller-filled `pp_plan`, `pp_table`, `pp_exec_cfg`, `dt_mesh`, `mb_spec`, `dt_spec`, "
+        "`dt_conv2d_params` or `dt_graph` with one hostile field (the rest valid): "
         "every function taking one validates it before any field is used as an index or a count. "
         "Faults at run time (timeouts, aborts, corrupt shared memory) are covered by "
         "`tests/test_faults.c`.\n");

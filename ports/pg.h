@@ -66,7 +66,7 @@
        ranks where they fail return at once without sending; the others wait in the
        collective and return PG_ERR_TIMEOUT after the group's timeout (sizes that differ
        between ranks but pass each rank's checks are caught by the size checks above,
-       PG_ERR_MISMATCH on every rank). A rank that fails may pg_abort() the world to end
+       PG_ERR_MISMATCH on the ranks that see them). A rank that fails may pg_abort() the world to end
        the others' wait sooner.
      - Collectives must be called by every member in the same order (like MPI/torch).
        Reductions combine ranks in a fixed order, so every rank gets the same bits.

@@ -88,7 +88,8 @@ extern "C" {
        shift < -31 -> mult 0, shift 0), TFLite's QuantizeMultiplier;
      dt_mul_qmul(x, q) = RoundingDivideByPOT(SaturatingRoundingDoublingHighMul(
        x * 2^max(shift, 0), mult), max(-shift, 0)), TFLite's MultiplyByQuantizedMultiplier
-       (the left shift saturates to int32, where TFLite's overflows);
+       (the left shift saturates to int32, where TFLite's overflows; any int32 shift is
+       taken, one past +-31 as +-31: dt_mul_qmul cannot fail);
      dt_requant_i8(acc, q) = clamp(dt_mul_qmul(acc, q), -128, 127).
    For y = a @ b with scales sa, sb[n] and output scale sy, channel n's multiplier is
    dt_quantize_multiplier((double)sa * sb[n] / sy), TFLite's effective scale in double for
@@ -101,7 +102,7 @@ typedef struct dt_qmul {
     int32_t mult;  /* Q31 fixed point in [2^30, 2^31), or 0 */
     int32_t shift; /* power of two: real = mult * 2^(shift - 31); -31..30 */
 } dt_qmul;
-#define DT_QMM_MAX_K 131072 /* 2^31 / (128 * 128): int32 sums of int8 products are exact */
+#define DT_QMM_MAX_K 131071 /* (2^31 - 1) / (128 * 128): K products of -128 * -128 still fit int32 */
 /* DT_ERR_VALUE unless 0 <= real < 2^30 after rounding (NaN refused). */
 DT_QUANT_API int dt_quantize_multiplier(double real, dt_qmul *q);
 DT_QUANT_API int32_t dt_mul_qmul(int32_t x, dt_qmul q);
@@ -216,7 +217,7 @@ DT_QUANT__DEF int dt_quantize_multiplier(double real, dt_qmul *q)
 DT_QUANT__DEF int32_t dt_mul_qmul(int32_t x, dt_qmul q)
 {
     int64_t xs = (int64_t)x, ab;
-    int32_t a, hm, r = q.shift < 0 ? -q.shift : 0;
+    int32_t a, hm, r;
     uint32_t mask, rem, thr;
     if (q.shift > 0) { /* x * 2^shift, saturated */
         xs *= (int64_t)1 << (q.shift > 31 ? 31 : q.shift);
@@ -230,8 +231,8 @@ DT_QUANT__DEF int32_t dt_mul_qmul(int32_t x, dt_qmul q)
         ab = (int64_t)a * q.mult;
         hm = (int32_t)((ab + (ab >= 0 ? ((int64_t)1 << 30) : 1 - ((int64_t)1 << 30))) / ((int64_t)1 << 31));
     }
-    /* RoundingDivideByPOT(hm, r): round half away from zero */
-    if (r > 31) r = 31;
+    /* RoundingDivideByPOT(hm, r): round half away from zero; a shift past -31 as -31 */
+    r = q.shift >= 0 ? 0 : q.shift < -31 ? 31 : -q.shift;
     mask = r ? (((uint32_t)1 << r) - 1u) : 0u;
     rem = (uint32_t)hm & mask;
     thr = (mask >> 1) + (hm < 0 ? 1u : 0u);
@@ -593,7 +594,7 @@ DT_QUANT__DEF int dt_qmm(dt_comm *c, const dt_tensor *a, const dt_tensor *b, con
     int i, rc;
     if (!c || !a || !b || !out || !q) return DT_ERR_NULL;
     rc = dt_qmm_propagate(&a->spec, &b->spec, &o, &mask);
-    if (!rc && (!c->mesh || memcmp(c->mesh, a->spec.mesh, sizeof(dt_mesh)))) rc = DT_ERR_MISMATCH;
+    if (!rc) rc = dt__comm_check(c, a->spec.mesh); /* c serves a's mesh, this rank a member, not a copy */
     if (!rc && nq != 1 && nq != o.shape[1]) rc = DT_ERR_SHAPE;
     if (!rc) rc = dt_local_shape(&a->spec, c->mesh->rank, ash, NULL);
     if (!rc) rc = dt_local_shape(&b->spec, c->mesh->rank, bsh, boff);

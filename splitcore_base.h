@@ -115,7 +115,8 @@
     X(PG_ERR_NO_SLOT, -42, "no free slot")                 /* no free zero-copy slot / unknown slot pointer */       \
     X(PG_ERR_UNSUPPORTED, -43, "unsupported by this port") /* the port lacks this operation */                       \
     X(PG_ERR_NOT_MEMBER, -44, "not a member of the group") /* not in the sub-group (or ranks list invalid) */        \
-    X(PG_ERR_PORT, -45, "port system error")               /* the port's underlying system failed (MPI, pthread) */
+    X(PG_ERR_PORT, -45, "port system error")               /* the port's underlying system failed (MPI, pthread) */  \
+    X(PG_ERR_COPIED, -46, "copied group")                  /* a copy: used where its init did not fill it */
 
 #define PP_ERRORS(X)                                                                                                   \
     X(PP_ERR_NULL, -61, "required pointer is NULL")                  /* a required pointer is NULL */                  \
@@ -170,7 +171,8 @@
     X(DT_ERR_NO_STRATEGY, -137, "no sharding strategy") /* ops: no strategy fits (the cache's failed_op) */        \
     X(DT_ERR_VALUE, -138, "value out of range")         /* a numeric argument out of range (scale, p) */           \
     X(DT_ERR_NODE, -139, "bad graph node")              /* graph: operand not an earlier node, bad plan step */    \
-    X(DT_ERR_BATCH, -140, "batch dim analysis failed")  /* graph: analysis failed, conflicting batch sizes */
+    X(DT_ERR_BATCH, -140, "batch dim analysis failed")  /* graph: analysis failed, conflicting batch sizes */      \
+    X(DT_ERR_COPIED, -141, "copied")                    /* a dt_comm or group copied after its init */
 
 /* Expanders: an enum member, a packed message ("a\0b\0..."), a count. */
 #define SPLITCORE__ENUM(name, value, msg) name = (value),

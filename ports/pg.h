@@ -61,6 +61,13 @@
        what this rank expects and return PG_ERR_MISMATCH instead of overrunning; the ring
        collectives also agree on a hash of (dtype, op, counts) over all ranks first.
        After a failed collective, call pg_recover() on every rank before the next one.
+     - Collective-unsafe argument errors: a collective's own argument checks (NULL buffers,
+       counts out of range, an unknown dtype or op, a copied group) are rank-local. The
+       ranks where they fail return at once without sending; the others wait in the
+       collective and return PG_ERR_TIMEOUT after the group's timeout (sizes that differ
+       between ranks but pass each rank's checks are caught by the size checks above,
+       PG_ERR_MISMATCH on the ranks that see them). A rank that fails may pg_abort() the world to end
+       the others' wait sooner.
      - Collectives must be called by every member in the same order (like MPI/torch).
        Reductions combine ranks in a fixed order, so every rank gets the same bits.
      - Threads, interrupts, memory: a group belongs to one rank, and that rank's calls on
@@ -166,8 +173,12 @@ typedef struct pg_ops {
     int (*scatterv)(struct pg_group *g, const void *send, void *recv, const size_t *counts, mb_dtype dt, int root);
 } pg_ops;
 
-/* A group: the world a port creates, or a sub-group. Caller storage; treat as opaque. */
+/* A group: the world a port creates, or a sub-group. Caller storage; treat as opaque. Do not
+   copy it (nor a port's state that holds one, pg_pthread_world, pg_shm, pg_mpi): it points
+   into itself (its built-in scratch) and its sequence numbers must stay one per rank. Use it
+   where its init filled it, through pointers; a copy is refused with PG_ERR_COPIED. */
 typedef struct pg_group {
+    const struct pg_group *self; /* the group itself, set by its init: a copy lives elsewhere */
     const pg_ops *ops;
     void *port;         /* the port's state for this rank */
     int32_t rank, size; /* in this group */
@@ -371,6 +382,7 @@ PG__DEF int pg_group_init(pg_group *g, const pg_ops *ops, void *port, int world_
     if (world_size <= 0 || world_size > PG_MAX_RANKS || max_msg == 0) return PG_ERR_SIZE;
     if (world_rank < 0 || world_rank >= world_size) return PG_ERR_RANK;
     PG_MEMSET(g, 0, sizeof *g);
+    g->self = g;
     g->ops = ops;
     g->port = port;
     g->rank = world_rank;
@@ -388,12 +400,12 @@ PG__DEF int pg_group_init(pg_group *g, const pg_ops *ops, void *port, int world_
     return PG_OK;
 }
 
-/* A usable group: non-NULL and this rank a member. */
+/* A usable group: non-NULL, this rank a member, where its init filled it. */
 static int pg__ok(const pg_group *g)
 {
     if (!g) return PG_ERR_NULL;
     if (!g->ops || g->size <= 0 || g->rank < 0) return PG_ERR_NOT_MEMBER;
-    return PG_OK;
+    return g->self == g ? PG_OK : PG_ERR_COPIED;
 }
 
 PG__DEF int pg_rank(const pg_group *g)
@@ -600,6 +612,7 @@ PG__DEF int pg_subgroup_init(pg_group *sub, pg_group *parent, const int *ranks, 
         if (ranks[i] == parent->rank) me = i;
     }
     PG_MEMSET(sub, 0, sizeof *sub);
+    sub->self = sub;
     sub->ops = parent->ops;
     sub->port = parent->port;
     sub->world_rank = parent->world_rank;

@@ -138,7 +138,8 @@ typedef struct pg_shm_hooks {
 #define PG_SHM_REGION_BYTES(cores, slots, payload) \
     ((1u + (size_t)(cores)) * PG_SHM_LINE + (size_t)(cores) * (size_t)(cores)*PG_SHM_RING_BYTES(slots, payload))
 
-/* One core's state (core-local memory). Treat as opaque. */
+/* One core's state (core-local memory). Treat as opaque, and do not copy it: its group points
+   into it (a copied group is refused with PG_ERR_COPIED). */
 typedef struct pg_shm {
     volatile uint32_t *region;
     int32_t rank, cores;

@@ -31,10 +31,10 @@
        #define PG_SHM_IMPLEMENTATION
        #include "ports/pg_shm.h"
        #define REGION PG_SHM_REGION_BYTES(4, 8, 1024)          // 4 cores, 8 slots of 1 KB
-       static uint32_t region[REGION / 4] __attribute__((section(".shared_ram")));
+       static uint32_t region[REGION / 4] __attribute__((section(".splitcore_shm"))); // NOLOAD
        static pg_shm shm;                                     // per core (core-local RAM)
-       if (me == 0) pg_shm_format(region, REGION, 4, 8, 1024); // before the others start
-       pg_shm_init(&shm, region, REGION, me, &my_hooks);       // waits for the format
+       if (me == 0 && cold_start) pg_shm_format(region, REGION, 4, 8, 1024);
+       pg_shm_init(&shm, region, REGION, me, &my_hooks);       // every core: a rendezvous
        pg_all_reduce(pg_shm_group(&shm), x, x, 256, MB_F32, PG_SUM);
 
    Contents:
@@ -69,7 +69,36 @@
    take a later message of another tag first (out-of-order release is tracked locally).
    Slots: at most one acquired, uncommitted slot per destination; any number of peeked ones.
    Timeouts start after the busy-poll phase (PG_SHM_SPIN polls), so they run a few µs long.
-   Errors are pg.h's enum pg_err. */
+   Errors are pg.h's enum pg_err.
+
+   Boot and restart (the region's lifecycle; model-checked: ports/pg_shm_life.pml).
+   pg_shm_format writes a new generation into the header (the one there plus 1: it differs
+   from whatever an earlier boot left) and clears the region, once per cold start of the
+   system. pg_shm_init is a rendezvous of every core: it takes a header that checks (the
+   magic word and a check word over geometry, generation and PG_SHM_LINE; anything else,
+   random memory included, is waited for like an unformatted region), records the
+   generation in the core's control line, announces the attach in its abort word and
+   returns once every core finished a recover round begun after the attach. What an
+   earlier boot left cannot complete that round: it needs every core to step past a
+   counter this core just wrote, counters of each generation start at a base of their own
+   (g << PG_SHM__GEN_SHIFT), and a counter further ahead than any core can run is not
+   counted. So a core that starts before the format waits, sees the header change (every
+   wait checks it once it stops spinning) and attaches to the new generation. A core that
+   restarts alone (warm reset, watchdog, a debugger) runs its start-up again and calls
+   pg_shm_init with fresh local state: it takes up the ring indices it published before
+   (peers count on them) and steps past any recover round it was in. From its attach on,
+   its peers' calls that wait or may wait return PG_ERR_PEER_RESET; whatever was in flight
+   anywhere is lost (messages not yet received are dropped, a collective under way fails
+   on every core: its output is undefined) and every core calls pg_recover, whose round
+   also ends the restarted core's pg_shm_init. Sub-groups are created anew on every core
+   afterwards (the restarted core's are gone). A region re-formatted or zeroed under
+   attached cores is corrupt for them (PG_ERR_CORRUPT when they wait); they attach again.
+   Placement: the region in an output section of its own marked NOLOAD, outside .bss and
+   .data, so that no core's C start-up code zeroes or initialises it (a core that restarts
+   would wipe its peers' region), for example
+       .splitcore_shm (NOLOAD) : ALIGN(64) { *(.splitcore_shm .splitcore_shm.*) } > SHARED_RAM
+   with the array declared __attribute__((section(".splitcore_shm"), aligned(PG_SHM_LINE))).
+   tests/target/riscv_smp/link.ld places it so. */
 #ifndef PG_SHM_H
 #define PG_SHM_H
 
@@ -138,6 +167,7 @@ typedef struct pg_shm {
     int32_t rank, cores;
     uint32_t slots, payload, slot_words;
     uint32_t epoch, recovers; /* barrier and recover counters */
+    uint32_t join, gen;       /* the recover round that completes this attach; the region's generation */
     uint32_t bit, len;        /* the message the last receive found: place, bytes, */
     void *msg;                /* payload */
     pg_shm_hooks hooks;
@@ -153,15 +183,22 @@ typedef struct pg_shm {
     pg_group group;                           /* the world group of this core (last: short offsets above) */
 } pg_shm;
 
-/* Lay out a zeroed region for `cores` cores, `slots` (power of two, 1..32) slots of
-   `payload` bytes (multiple of 8) per ring. One core calls it before the others call
-   pg_shm_init (or they wait for it); it writes the whole region. */
+/* Lay out the region for `cores` cores, `slots` (power of two, 1..32) slots of `payload`
+   bytes (multiple of 8) per ring, with a new generation: it writes the whole region. One
+   core calls it at a cold start of the system (the others may already wait in
+   pg_shm_init), never while another core is attached: a core that restarts alone only
+   calls pg_shm_init. */
 PG_SHM_API int pg_shm_format(void *region, size_t bytes, int cores, uint32_t slots, uint32_t payload);
-/* Attach core `rank` (< cores) to a formatted region: waits up to PG_DEFAULT_TIMEOUT_MS for
-   the format, checks its header against `bytes`, fills the world group. Hooks are copied.
-   PG_ERR_NULL, PG_ERR_SIZE (region not PG_SHM_LINE-aligned, bytes < PG_SHM_LINE) leave s
-   untouched; the region's own errors (PG_ERR_TIMEOUT, PG_ERR_CORRUPT, PG_ERR_RANK) are
-   found with s as working state and leave it reset, not a usable group. */
+/* Attach core `rank` (< cores) to the region: a rendezvous of every core of it. Waits up
+   to PG_DEFAULT_TIMEOUT_MS for a header that checks, checks it against `bytes`, fills the
+   world group, then waits (the world group's timeout) until every core finished a recover
+   round begun after this attach. The same call re-attaches a core that restarted: its
+   peers get PG_ERR_PEER_RESET and call pg_recover, which completes that round. Hooks are
+   copied. PG_ERR_NULL, PG_ERR_SIZE (region not PG_SHM_LINE-aligned, bytes < PG_SHM_LINE)
+   leave s untouched; PG_ERR_CORRUPT or PG_ERR_RANK (the header's geometry) and
+   PG_ERR_TIMEOUT while no header checks leave it reset, not a usable group. PG_ERR_TIMEOUT
+   from the round (a core not there yet) leaves an attached group: call pg_recover on it
+   until it returns PG_OK (or pg_shm_init again). */
 PG_SHM_API int pg_shm_init(pg_shm *s, void *region, size_t bytes, int rank, const pg_shm_hooks *hooks);
 PG_SHM_API pg_group *pg_shm_group(pg_shm *s);
 PG_SHM_API const pg_ops *pg_shm_ops(void);
@@ -184,6 +221,15 @@ PG_SHM_API const pg_ops *pg_shm_ops(void);
    dmb+str on Cortex-M0+), which ThreadSanitizer sees as synchronisation; a plain access
    next to a fence is a data race in C11 terms. */
 #define PG_SHM__ATOMIC     1
+#endif
+/* A word other cores may read or write at the same moment, without ordering (the format,
+   the header): relaxed atomics where the published words are atomics. */
+#ifdef PG_SHM__ATOMIC
+#define PG_SHM__GET(p)    __atomic_load_n((p), __ATOMIC_RELAXED)
+#define PG_SHM__PUT(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
+#else
+#define PG_SHM__GET(p)    (*(p))
+#define PG_SHM__PUT(p, v) (*(p) = (v))
 #endif
 #ifndef PG_SHM__CBAR /* a compiler barrier (where fence_others orders the cores) */
 #if defined(__GNUC__) || defined(__clang__)
@@ -214,6 +260,11 @@ extern "C" {
 #define PG_SHM__MAGIC 0x53484D31u /* "SHM1": the region header */
 #define PG_SHM__CHECK 0x5A5A5A5Au /* folded into every slot header's check word */
 #define PG_SHM__LW    (PG_SHM_LINE / 4)
+#define PG_SHM__MIX   0x9E3779B1u /* odd multiplier of the header check and the collectives' hash */
+#define PG_SHM__FLAG  0x80000000u /* bit 31: set in every abort word, never in a tag */
+#define PG_SHM__RESET 0x7FFFFFFFu /* abort word of a core that (re)attaches: peers see PG_ERR_PEER_RESET */
+/* header-line words (written by pg_shm_format only) */
+enum { PG_SHM__MAGIC_W = 0, PG_SHM__CORES_W, PG_SHM__SLOTS_W, PG_SHM__PAYLOAD_W, PG_SHM__GEN_W, PG_SHM__CHECK_W };
 /* control-line words (per core) */
 enum {
     PG_SHM__ABORT = 0,
@@ -224,8 +275,13 @@ enum {
     PG_SHM__PTR3,
     PG_SHM__META,
     PG_SHM__RECOVER,
-    PG_SHM__WAIT
+    PG_SHM__WAIT,
+    PG_SHM__GEN /* the generation this core last attached to */
 };
+/* Recover counters of generation g start at g << PG_SHM__GEN_SHIFT, so a counter a core
+   wrote in an earlier generation is never within PG_SHM__LEAD of a current one. */
+#define PG_SHM__GEN_SHIFT 20
+#define PG_SHM__LEAD      8u /* a counter is "reached" when 0..LEAD-1 ahead: no core runs further ahead */
 
 typedef int (*pg_shm__poll)(pg_shm *s, int a, uint32_t b);
 
@@ -302,12 +358,24 @@ static void pg_shm__announce(const pg_shm *s, int word, uint32_t v)
     for (c = 0; c < s->cores; c++) pg_shm__notify(s, c);
 }
 
+/* PG_ERR_ABORTED when a core aborted, PG_ERR_PEER_RESET when one (re)attached: its abort
+   word until the recover round that follows clears it. */
 static PG_SHM__HOT int pg_shm__aborted(const pg_shm *s)
 {
     const volatile uint32_t *w = pg_shm__ctl(s, 0) + PG_SHM__ABORT, *end = pg_shm__ctl(s, s->cores);
+    uint32_t v;
     for (; w != end; w += PG_SHM__LW)
-        if (pg_shm__load(s, w)) return PG_ERR_ABORTED;
+        if ((v = pg_shm__load(s, w)) != 0) return v == PG_SHM__RESET ? PG_ERR_PEER_RESET : PG_ERR_ABORTED;
     return PG_OK;
+}
+
+/* The header still names the generation this core attached to (a region re-formatted or
+   wiped under an attached core is corrupt for it). Checked where a wait stops spinning. */
+static int pg_shm__same_region(const pg_shm *s)
+{
+    const volatile uint32_t *w = s->region;
+    if (!s->cores) return PG_OK; /* not attached yet: pg_shm_init waits for a header */
+    return pg_shm__load(s, w) != PG_SHM__MAGIC || PG_SHM__GET(w + PG_SHM__GEN_W) != s->gen ? PG_ERR_CORRUPT : PG_OK;
 }
 
 /* The one wait loop: poll(s, a, b) until it returns non-zero (> 0 done, < 0 an error);
@@ -322,7 +390,8 @@ static int pg_shm__wait_loop(pg_shm *s, pg_shm__poll poll, int a, uint32_t b, ui
     int rc;
     while ((rc = poll(s, a, b)) == 0) {
         if (timeout_ms && ++spins < PG_SHM_SPIN) continue;
-        if (check_abort && (rc = pg_shm__aborted(s)) != 0) break;
+        if ((rc = pg_shm__same_region(s)) != 0) break;             /* STEP check_generation */
+        if (check_abort && (rc = pg_shm__aborted(s)) != 0) break;  /* STEP check_abort */
         now = s->hooks.now_us ? s->hooks.now_us(s->hooks.ctx) : 0; /* no clock: never expires */
         if (spins == PG_SHM_SPIN)
             t0 = now; /* the clock starts after the spins */
@@ -386,7 +455,7 @@ static PG_SHM__HOT int pg_shm__args(const pg_shm *s, int peer, uint32_t tag, siz
 {
     if (!ok) return PG_ERR_NULL;
     if ((unsigned)peer >= (unsigned)s->cores) return PG_ERR_RANK;
-    if (tag & 0x80000000u) return PG_ERR_TAG;
+    if (tag & PG_SHM__FLAG) return PG_ERR_TAG;
     if (bytes > s->payload) return PG_ERR_TOO_BIG;
     return ok == 1 ? pg_shm__aborted(s) : PG_OK;
 }
@@ -565,51 +634,61 @@ static int pg_shm__release(void *port, int src, const void *ptr)
 /* ---- abort, world syncs, recover, barrier ---- */
 static int pg_shm__abort(void *port, int err)
 {
-    pg_shm__announce((pg_shm *)port, PG_SHM__ABORT, (uint32_t)err | 0x80000000u);
+    pg_shm__announce((pg_shm *)port, PG_SHM__ABORT, (uint32_t)err | PG_SHM__FLAG);
     return PG_OK;
 }
 
-/* poll: every core's control word `word` reached e */
+/* poll: every core's control word `word` reached e (and is not further ahead than a core
+   can run: memory from an earlier boot or generation does not count) */
 static int pg_shm__reached(pg_shm *s, int word, uint32_t e)
 {
     int c;
     for (c = 0; c < s->cores; c++)
-        if ((int32_t)(pg_shm__load(s, pg_shm__ctl(s, c) + word) - e) < 0) return 0;
+        if (pg_shm__load(s, pg_shm__ctl(s, c) + word) - e >= PG_SHM__LEAD) return 0;
     return 1;
 }
 
 /* World barrier on a per-core counter (control word `word`): publish `e`, wait for all. */
 static int pg_shm__sync(pg_shm *s, int word, uint32_t e, uint32_t timeout_ms)
 {
-    if (word == PG_SHM__EPOCH && pg_shm__aborted(s)) return PG_ERR_ABORTED; /* never arrive when aborted */
+    int rc = word == PG_SHM__EPOCH ? pg_shm__aborted(s) : PG_OK;
+    if (rc) return rc; /* never arrive when aborted */
     pg_shm__announce(s, word, e);
     return pg_shm__wait(s, pg_shm__reached, word, e, timeout_ms, word == PG_SHM__EPOCH);
 }
 
 /* Recover in rounds of three steps on each core's RECOVER word (only it writes it): 4k+1
    arrived, 4k+2 committed (it saw every core arrive), 4k+4 done (with nobody sending, it
-   dropped its inbox, forgot acquired slots, cleared its abort flag and restarted its epoch:
+   dropped its inbox, forgot acquired slots, cleared its abort word and restarted its epoch:
    a failed collective may have left epochs apart). A core takes a step once every core
    reached the one before. Each wait is bounded by the world group's timeout; on a timeout
    an arrival is withdrawn (back to 4k), a commit or done stays, and the next call resumes
    there. Nobody commits before every core arrived, and a committed core counts as arrived,
    so a core whose withdrawal a peer missed arrives again and commits too. Recovers that
    time out (a core that stalls) leave no core out of step: the world is usable again once
-   every core calls pg_recover within one timeout of the others. */
+   every core calls pg_recover within one timeout of the others. A core that attached owes
+   a whole round of its own (s->join): it returns only after every core finished a round
+   begun after the attach, which memory left from an earlier boot cannot fake (that needs
+   every core done with a round this core never arrived at). */
 static int pg_shm__recover(void *port)
 {
     pg_shm *s = (pg_shm *)port;
     uint32_t v = s->recovers;
     int c, d;
-    if (!(v & 3u) && pg_shm__reached(s, PG_SHM__RECOVER, v)) v++; /* between rounds: arrive */
+    if (!(v & 3u) && pg_shm__reached(s, PG_SHM__RECOVER, v)) v++; /* STEP arrive (between rounds) */
     for (;;) { /* announce step v (again, when resuming), wait until every core reached it */
-        pg_shm__announce(s, PG_SHM__RECOVER, s->recovers = v);
-        if (pg_shm__wait(s, pg_shm__reached, PG_SHM__RECOVER, v, s->group.timeout_ms, 0) < 0) {
+        pg_shm__announce(s, PG_SHM__RECOVER, s->recovers = v);                            /* STEP round_step */
+        d = pg_shm__wait(s, pg_shm__reached, PG_SHM__RECOVER, v, s->group.timeout_ms, 0); /* STEP round_poll */
+        if (d < 0) { /* PG_ERR_TIMEOUT, or PG_ERR_CORRUPT: the region was re-formatted */
             if (v & 1u) pg_shm__announce(s, PG_SHM__RECOVER, s->recovers = v - 1u); /* withdraw */
-            return PG_ERR_TIMEOUT;
+            return d;
         }
-        if (!(v & 3u)) return PG_OK; /* every core done */
-        if (v & 2u) {                /* every core committed: nobody sends, drop the inbox */
+        if (!(v & 3u)) { /* every core done */
+            if ((int32_t)(v - s->join) >= 0) return PG_OK;
+            v++; /* the attach's own round: arrive */
+            continue;
+        }
+        if (v & 2u) { /* STEP drop_inbox: every core committed, nobody sends */
             for (c = 0; c < s->cores; c++) {
                 d = pg_shm__gap(s, s->in[c], s->tail[c], 1);
                 if (d < 0) return d;
@@ -671,7 +750,7 @@ static int pg_shm__coll(pg_group *g, const void *send, void *recv, size_t count,
     for (c = 0; c < n; c++) { /* core c's block: len[c] elements at off[c] */
         v = counts ? counts[c] : count;
         if ((uint64_t)v >> 32) return PG_ERR_UNSUPPORTED;
-        meta = (meta ^ (uint32_t)v) * 0x9E3779B1u;
+        meta = (meta ^ (uint32_t)v) * PG_SHM__MIX;
         len[c] = counts ? v : count * (size_t)(c + 1) / (size_t)n - at; /* all_reduce: c's share */
         off[c] = at;
         at += len[c];
@@ -782,62 +861,101 @@ static size_t pg_shm__bytes(uint32_t cores, uint32_t slots, uint32_t payload)
     return PG_SHM_REGION_BYTES(cores, slots, payload);
 }
 
+/* The header's check word: geometry, generation and this build's line size, mixed, so a
+   half-written header, another build's layout or random memory does not read as formatted. */
+static uint32_t pg_shm__check(const uint32_t *h)
+{
+    uint32_t c = PG_SHM__MAGIC ^ PG_SHM_LINE, i;
+    for (i = PG_SHM__CORES_W; i < PG_SHM__CHECK_W; i++) c = (c ^ h[i]) * PG_SHM__MIX;
+    return c;
+}
+
 PG_SHM_API int pg_shm_format(void *region, size_t bytes, int cores, uint32_t slots, uint32_t payload)
 {
     volatile uint32_t *w = (volatile uint32_t *)region;
     size_t need = pg_shm__bytes((uint32_t)cores, slots, payload);
+    uint32_t h[PG_SHM__CHECK_W + 1];
+    size_t i;
     if (!region) return PG_ERR_NULL;
     if (!need || need > bytes || (uintptr_t)region % PG_SHM_LINE) return PG_ERR_SIZE;
-    memset(region, 0, need);
-    w[1] = (uint32_t)cores;
-    w[2] = slots;
-    w[3] = payload;
+    h[PG_SHM__CORES_W] = (uint32_t)cores;
+    h[PG_SHM__SLOTS_W] = slots;
+    h[PG_SHM__PAYLOAD_W] = payload;
+    h[PG_SHM__GEN_W] = w[PG_SHM__GEN_W] + 1u; /* STEP format: differs from whatever generation was there */
+    h[PG_SHM__CHECK_W] = pg_shm__check(h);
+    for (i = 0; i < need / 4; i++) PG_SHM__PUT(w + i, 0u); /* the magic word first: nobody attaches meanwhile */
+    PG_SHM_FENCE();
+    for (i = PG_SHM__CORES_W; i <= PG_SHM__CHECK_W; i++) PG_SHM__PUT(w + i, h[i]);
     PG_SHM_FENCE();
 #ifdef PG_SHM__ATOMIC
     __atomic_store_n(w, PG_SHM__MAGIC, __ATOMIC_RELEASE);
 #else
-    w[0] = PG_SHM__MAGIC;
+    w[PG_SHM__MAGIC_W] = PG_SHM__MAGIC;
 #endif
     PG_SHM_FENCE();
     return PG_OK;
 }
 
-/* poll: the region's header is written */
+/* poll: the region's header checks; its words, each read once (a format may be under way:
+   a mix of two headers fails the check), become this core's geometry and generation */
 static int pg_shm__formatted(pg_shm *s, int unused_a, uint32_t unused_b)
 {
+    uint32_t h[PG_SHM__CHECK_W + 1], i;
     (void)unused_a;
     (void)unused_b;
-    return pg_shm__load(s, s->region) == PG_SHM__MAGIC;
+    if (pg_shm__load(s, s->region) != PG_SHM__MAGIC) return 0; /* STEP check_header_line */
+    for (i = PG_SHM__CORES_W; i <= PG_SHM__CHECK_W; i++) h[i] = PG_SHM__GET(s->region + i);
+    if (h[PG_SHM__CHECK_W] != pg_shm__check(h)) return 0;
+    s->cores = (int32_t)h[PG_SHM__CORES_W];
+    s->slots = h[PG_SHM__SLOTS_W];
+    s->payload = h[PG_SHM__PAYLOAD_W];
+    s->gen = h[PG_SHM__GEN_W];
+    return 1;
 }
 
+/* Attach: the geometry and generation of a formatted header, the ring indices this core
+   last published (its own words, which its peers count on), the (re)attach announced in
+   its abort word, then a recover round of its own. A header that changes meanwhile (the
+   formatter came later than this core) starts it over. */
 PG_SHM_API int pg_shm_init(pg_shm *s, void *region, size_t bytes, int rank, const pg_shm_hooks *hooks)
 {
-    volatile uint32_t *w = (volatile uint32_t *)region, *r;
+    volatile uint32_t *w = (volatile uint32_t *)region, *r, *me;
     size_t need, rw;
-    int c;
+    int c, rc;
     if (!s || !region || !hooks) return PG_ERR_NULL;
     if ((uintptr_t)region % PG_SHM_LINE || bytes < PG_SHM_LINE) return PG_ERR_SIZE; /* s untouched */
-    memset(s, 0, sizeof *s);
-    s->hooks = *hooks;
-    s->region = w;
-    s->rank = rank;
-    c = pg_shm__wait(s, pg_shm__formatted, 0, 0, PG_DEFAULT_TIMEOUT_MS, 0);
-    if (c) return c;
-    pg_shm__inval(s, w, 16);
-    s->cores = (int32_t)w[1];
-    s->slots = w[2];
-    s->payload = w[3];
-    need = pg_shm__bytes((uint32_t)s->cores, s->slots, s->payload);
-    if (!need || need > bytes) return PG_ERR_CORRUPT;
-    if ((uint32_t)rank >= (uint32_t)s->cores) return PG_ERR_RANK;
-    s->slot_words = (uint32_t)(PG_SHM_SLOT_BYTES(s->payload) / 4);
-    rw = PG_SHM_RING_BYTES(s->slots, s->payload) / 4;
-    r = w + PG_SHM__LW * (1 + s->cores); /* ring[0][0]; ring[src][dst] is number src * cores + dst */
-    for (c = 0; c < s->cores; c++) {
-        s->out[c] = r + (size_t)(rank * s->cores + c) * rw;
-        s->in[c] = r + (size_t)(c * s->cores + rank) * rw;
-    }
-    return pg_group_init(&s->group, &pg_shm__ops, s, rank, s->cores, s->payload);
+    do {
+        memset(s, 0, sizeof *s);
+        s->hooks = *hooks;
+        s->region = w;
+        s->rank = rank;
+        rc = pg_shm__wait(s, pg_shm__formatted, 0, 0, PG_DEFAULT_TIMEOUT_MS, 0);
+        if (rc) return rc;
+        need = pg_shm__bytes((uint32_t)s->cores, s->slots, s->payload); /* STEP attach */
+        if (!need || need > bytes) return PG_ERR_CORRUPT;
+        if ((uint32_t)rank >= (uint32_t)s->cores) return PG_ERR_RANK;
+        s->slot_words = (uint32_t)(PG_SHM_SLOT_BYTES(s->payload) / 4);
+        rw = PG_SHM_RING_BYTES(s->slots, s->payload) / 4;
+        r = w + PG_SHM__LW * (1 + s->cores); /* ring[0][0]; ring[src][dst] is number src * cores + dst */
+        for (c = 0; c < s->cores; c++) {
+            s->out[c] = r + (size_t)(rank * s->cores + c) * rw;
+            s->in[c] = r + (size_t)(c * s->cores + rank) * rw;
+            s->head[c] = PG_SHM__GET(s->out[c]); /* this core's own published indices */
+            s->ptail[c] = s->head[c] - s->slots;
+            s->seen[c] = s->tail[c] = PG_SHM__GET(s->in[c] + PG_SHM__LW);
+        }
+        me = pg_shm__ctl(s, rank);
+        s->recovers = s->gen << PG_SHM__GEN_SHIFT;   /* the first attach to this generation */
+        if (PG_SHM__GET(me + PG_SHM__GEN) == s->gen) /* again: past the round it was in */
+            s->recovers = (PG_SHM__GET(me + PG_SHM__RECOVER) + 4u) & ~3u;
+        s->join = s->recovers + 4u;
+        pg_shm__store(s, me + PG_SHM__RECOVER, s->recovers);
+        pg_shm__store(s, me + PG_SHM__GEN, s->gen);
+        pg_shm__announce(s, PG_SHM__ABORT, PG_SHM__RESET); /* STEP announce_reset */
+        pg_group_init(&s->group, &pg_shm__ops, s, rank, s->cores, s->payload);
+        rc = pg_shm__recover(s);
+    } while (rc == PG_ERR_CORRUPT && pg_shm__same_region(s)); /* re-formatted, or being formatted */
+    return rc;
 }
 
 #ifdef __cplusplus

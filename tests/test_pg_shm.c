@@ -201,8 +201,8 @@ static void two_cores(void)
 /* words of ring[src][dst] in the 2-core, 4-slot, 64-byte layout */
 static volatile uint32_t *ring_words(int src, int dst)
 {
-    size_t line = PG_SHM_LINE / 4, ring = PG_SHM_RING_BYTES(4, 64) / 4;
-    return (volatile uint32_t *)region + line * 3 + (size_t)(src * 2 + dst) * ring;
+    size_t ring = PG_SHM_RING_BYTES(4, 64) / 4, rings = PG_SHM_REGION_BYTES(2, 4, 64) / 4 - 4 * ring; /* last */
+    return (volatile uint32_t *)region + rings + (size_t)(src * 2 + dst) * ring;
 }
 
 static volatile uint32_t *slot_words(int src, int dst, int k)
@@ -447,6 +447,111 @@ static void test_collectives_match_single_rank(void **state)
     (void)state;
     run_all(body_collectives);
 }
+
+/* Small collectives, every size around the native build's inline limit (PG_SHM_INLINE:
+   one meeting, the data in the cores' buffers) and beyond it (reads in place), uneven and
+   empty blocks, every root, in place, interleaved so buffers are reused at every epoch
+   parity and a broadcast's root (which waits for nobody) runs ahead; each result against
+   what one core computes from every core's input. */
+static float small_in(int rank, size_t i, int salt)
+{
+    return (float)((int)((i * 5u + (size_t)salt) % 9u) - 4) + (float)rank * 0.5f;
+}
+
+static int body_small_collectives(pg_group *g, int rank)
+{
+    enum { L = PG_SHM_INLINE / 4 > 2 ? PG_SHM_INLINE / 4 : 2, MAXE = L + 16 }; /* L floats: the inline limit */
+    static float x[CORES][MAXE * CORES], y[CORES][MAXE * CORES];
+    static const size_t lens[] = {0, 1, 2, 7, 16, L - 1, L, L + 1};
+    size_t counts[CORES], li, i, total, at;
+    int r, round, op, root;
+    for (round = 0; round < 2; round++)
+        for (li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+            size_t n = lens[li];
+            for (op = PG_SUM; op <= PG_MIN; op++) { /* all_reduce, in place every other time */
+                for (i = 0; i < n; i++) x[rank][i] = small_in(rank, i, op);
+                CHECK_RC(pg_all_reduce(g, x[rank], (op & 1) ? x[rank] : y[rank], n, MB_F32, (pg_red)op), 0);
+                for (i = 0; i < n; i++) {
+                    float want = small_in(0, i, op), got = (op & 1) ? x[rank][i] : y[rank][i];
+                    for (r = 1; r < CORES; r++) {
+                        float v = small_in(r, i, op);
+                        want = op == PG_MAX ? (v > want ? v : want) : op == PG_MIN ? (v < want ? v : want) : want + v;
+                    }
+                    if (op == PG_AVG) want /= (float)CORES;
+                    CHECK(got == want);
+                }
+            }
+            for (root = 0; root < CORES; root++) { /* broadcasts back to back: the root runs ahead */
+                for (i = 0; i < n; i++) x[rank][i] = rank == root ? small_in(root, i, 7) : -1.0f;
+                CHECK_RC(pg_broadcast(g, x[rank], n, MB_F32, root), 0);
+                for (i = 0; i < n; i++) CHECK(x[rank][i] == small_in(root, i, 7));
+            }
+            /* all_gatherv with uneven blocks (one empty), then reduce_scatterv over the same */
+            for (r = 0, total = 0; r < CORES; r++)
+                total += counts[r] = (r + (int)round) % CORES == 1 ? 0 : n / 2 + (size_t)r;
+            for (r = 0, at = 0; r < rank; r++) at += counts[r];
+            for (i = 0; i < counts[rank]; i++) x[rank][i] = small_in(rank, i, 3);
+            CHECK_RC(pg_all_gatherv(g, x[rank], y[rank], counts, MB_F32), 0);
+            for (r = 0, at = 0; r < CORES; at += counts[r], r++)
+                for (i = 0; i < counts[r]; i++) CHECK(y[rank][at + i] == small_in(r, i, 3));
+            for (i = 0; i < total; i++) x[rank][i] = small_in(rank, i, 4);
+            CHECK_RC(pg_reduce_scatterv(g, x[rank], y[rank], counts, MB_F32, PG_SUM), 0);
+            for (r = 0, at = 0; r < rank; r++) at += counts[r];
+            for (i = 0; i < counts[rank]; i++) {
+                float want = small_in(0, at + i, 4);
+                for (r = 1; r < CORES; r++) want += small_in(r, at + i, 4);
+                CHECK(y[rank][i] == want);
+            }
+            CHECK_RC(pg_barrier(g), 0);
+        }
+    /* disagreements: every core sees them, then recovers */
+    CHECK_RC(pg_all_reduce(g, x[rank], y[rank], rank == 1 ? 3 : 4, MB_F32, PG_SUM), PG_ERR_MISMATCH);
+    CHECK_RC(pg_all_reduce(g, x[rank], y[rank], 4, rank == 1 ? MB_I32 : MB_F32, PG_SUM), PG_ERR_MISMATCH);
+    for (r = 0; r < CORES; r++) counts[r] = 2 + (rank == 0 && r == 2);
+    CHECK_RC(pg_reduce_scatterv(g, x[rank], y[rank], counts, MB_F32, PG_SUM), PG_ERR_MISMATCH);
+    CHECK_RC(pg_recover(g), 0);
+    CHECK_RC(pg_all_reduce(g, x[rank], y[rank], 4, MB_F32, PG_SUM), 0);
+    return 0;
+}
+
+static void test_small_collectives(void **state)
+{
+    (void)state;
+    run_all(body_small_collectives);
+}
+
+#if PG_SHM_NATIVE_COLLECTIVES
+/* A peer's epoch word out of the window a meeting accepts is corrupt shared memory: core 0
+   scribbles core 1's next epoch word; the others' barrier says PG_ERR_CORRUPT (core 1 enters
+   it only when they are done, and finds them all there), and the world recovers. */
+static int body_corrupt_epoch(pg_group *g, int rank)
+{
+    pg_shm *s = (pg_shm *)g->port;
+    size_t got;
+    int r;
+    CHECK_RC(pg_barrier(g), 0);
+    if (rank == 0) {
+        for (r = 1; r < CORES; r++) CHECK_RC(pg_recv(g, r, 4, &got, 0, &got), 0); /* all past the barrier */
+        __atomic_store_n(s->area + (size_t)(2 * 1 + (int)((s->epoch + 1u) & 1u)) * (PG_SHM__BUF_BYTES / 4),
+                         s->epoch + 100u, __ATOMIC_RELEASE);
+    } else {
+        CHECK_RC(pg_send(g, 0, 4, &got, 0), 0);
+    }
+    if (rank == 1)
+        for (r = 0; r < CORES; r++) CHECK_RC(r == 1 ? 0 : pg_recv(g, r, 5, &got, 0, &got), 0);
+    CHECK_RC(pg_barrier(g), rank == 1 ? 0 : PG_ERR_CORRUPT);
+    if (rank != 1) CHECK_RC(pg_send(g, 1, 5, &got, 0), 0);
+    CHECK_RC(pg_recover(g), 0);
+    CHECK_RC(pg_barrier(g), 0);
+    return 0;
+}
+
+static void test_corrupt_epoch_word(void **state)
+{
+    (void)state;
+    run_all(body_corrupt_epoch);
+}
+#endif
 
 static int body_abort(pg_group *g, int rank)
 {
@@ -856,6 +961,10 @@ int main(void)
         cmocka_unit_test(test_p2p_tags_out_of_order),
         cmocka_unit_test(test_zero_copy_slots),
         cmocka_unit_test(test_collectives_match_single_rank),
+        cmocka_unit_test(test_small_collectives),
+#if PG_SHM_NATIVE_COLLECTIVES
+        cmocka_unit_test(test_corrupt_epoch_word),
+#endif
         cmocka_unit_test(test_abort_and_recover),
         cmocka_unit_test(test_stale_region_never_trusted),
         cmocka_unit_test(test_region_zeroed_after_format),

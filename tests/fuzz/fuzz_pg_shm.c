@@ -12,9 +12,13 @@
    buffer, a peeked slot must lie inside the region's rings.
    Attaching is a rendezvous of every core, so each geometry's attached state is made once
    by one thread per core (no clock: nothing times out) and copied in for every input.
-   Not fuzzed: the pointers in the control lines. The native collectives (all_reduce,
-   broadcast, all_gather) read peers' buffers through them by design; a peer that can write
-   them can already write any memory. The barrier and recover only use counters. */
+   fuzz_pg_shm_native.c builds this file with PG_SHM_NATIVE_COLLECTIVES and adds the small
+   collectives (all_reduce, all_gatherv, reduce_scatterv, broadcast: what fits the cores'
+   buffers, whose epoch and hash words and data the faulty peer writes too).
+   Not fuzzed: the pointers in the control lines. The native collectives beyond the buffers
+   (all_reduce, broadcast, all_gather) read peers' buffers through them by design; a peer
+   that can write them can already write any memory. The barrier and recover only use
+   counters. */
 #define PG_DEFAULT_TIMEOUT_MS 20u /* recover and init wait this long (fake ms) */
 #define PG_IMPLEMENTATION
 #define SPLITCORE_BASE_IMPLEMENTATION
@@ -95,6 +99,24 @@ static int is_pointer_word(size_t word, int cores)
     return line >= 1 && line <= (size_t)cores && at >= 2 && at <= 5;
 }
 
+#if PG_SHM_NATIVE_COLLECTIVES
+/* A small collective by core `me` (what every core brings fits its buffer: no pointers). */
+static void collective(fz_in *in, pg_group *g, int me, int cores)
+{
+    static float x[MAX_CORES][16 * MAX_CORES], y[MAX_CORES][16 * MAX_CORES];
+    size_t n = fz_u8(in) % 17u, counts[MAX_CORES];
+    int c, rc, kind = (int)(fz_u8(in) % 4u);
+    for (c = 0; c < cores; c++) counts[c] = (n + (size_t)c) % 17u;
+    switch (kind) {
+    case 0: rc = pg_all_reduce(g, x[me], y[me], n, MB_F32, (pg_red)(fz_u8(in) % 5u)); break;
+    case 1: rc = pg_all_gatherv(g, x[me], y[me], counts, MB_F32); break;
+    case 2: rc = pg_reduce_scatterv(g, x[me], y[me], counts, MB_F32, PG_SUM); break;
+    default: rc = pg_broadcast(g, x[me], n, MB_F32, (int)(fz_u8(in) % (uint32_t)cores)); break;
+    }
+    FUZZ_REQUIRE(is_err(rc));
+}
+#endif
+
 /* One operation by core `me` with arguments from the input. */
 static void op(fz_in *in, int me, int cores, size_t bytes, uint32_t payload)
 {
@@ -107,7 +129,7 @@ static void op(fz_in *in, int me, int cores, size_t bytes, uint32_t payload)
     void *w = 0;
     int rc, k = peer >= 0 && peer < cores ? peer : 0;
     pg_set_timeout(g, fz_u8(in) % 3u);
-    switch (fz_u8(in) % 10u) {
+    switch (fz_u8(in) % (PG_SHM_NATIVE_COLLECTIVES ? 11u : 10u)) {
     case 0:
         rc = pg_send(g, peer, tag, buf, n);
         FUZZ_REQUIRE(is_err(rc));
@@ -154,6 +176,9 @@ static void op(fz_in *in, int me, int cores, size_t bytes, uint32_t payload)
         break;
     case 7: FUZZ_REQUIRE(is_err(pg_barrier(g))); break;
     case 8: FUZZ_REQUIRE(is_err(pg_recover(g))); break;
+#if PG_SHM_NATIVE_COLLECTIVES
+    case 10: collective(in, g, me, cores); break;
+#endif
     default:
         if (fz_u8(in) < 16) FUZZ_REQUIRE(is_err(pg_abort(g, PG_ERR_ABORTED)));
         break;

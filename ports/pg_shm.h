@@ -171,7 +171,9 @@ extern "C" {
 
 /* ---- 2. Platform hooks -------------------------------------------------------------
    Every hook gets `ctx`. notify: ring core's doorbell (may be NULL: peers poll; called for a
-   message or a freed slot only when core announced that it waits). wait: sleep
+   message, a freed slot or a native collective's epoch only when core announced that it
+   waits; for the default build's barrier epoch, an abort, an attach or a recover step, every
+   core). wait: sleep
    until this core's doorbell rang or a short tick passed (~1 ms; NULL: busy-poll); a doorbell
    rung before wait() was entered must not be lost (a pending flag). cache_clean: write back
    [p, p+n) to RAM; cache_invalidate: drop stale lines of [p, p+n) (both NULL when coherent).
@@ -888,7 +890,7 @@ static int pg_shm__coll(pg_group *g, const void *send, void *recv, size_t count,
     size_t es = pg_dtype_size(dt), bring = count * es, at = 0, len[PG_SHM_MAX_CORES], off[PG_SHM_MAX_CORES];
     uint32_t hash = pg_shm__hash(kind, dt, op, count);
     int c, j, k, p, me = s->rank, n = s->cores, rc, root = kind == PG_SHM__K_BCAST ? op : -1;
-    if (g->context) return PG_ERR_UNSUPPORTED;
+    if (g->context || (uint64_t)count >> 32) return PG_ERR_UNSUPPORTED; /* counts hashed in 32 bits */
     for (c = 0; counts && c < n; c++) { /* the v forms: core c's block is len[c] elements at off[c] */
         if ((uint64_t)counts[c] >> 32) return PG_ERR_UNSUPPORTED;
         hash = (hash ^ (uint32_t)counts[c]) * PG_SHM__MIX;

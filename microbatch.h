@@ -10,7 +10,7 @@
 
    Example:
        #define MICROBATCH_IMPLEMENTATION
-       #include "microbatch.h"
+       #include <splitcore/microbatch.h>
        float x[8][4], y[8][2];  int32_t xs[2] = {8, 4}, ys[2] = {8, 2};
        mb_value in[1], chunk[4 * 1], outs[4 * 1], merged[1];
        mb_tensor_init(&in[0].tensor, x, MB_F32, 2, xs);        in[0].kind = MB_VALUE_TENSOR;
@@ -110,7 +110,9 @@ typedef struct mb_value {
 } mb_value;
 
 /* Custom reducer (PyTorch's _CustomReducer): out = init; for each chunk out = fn(out, chunk).
-   For tensors `acc` is the caller's output tensor; return < 0 to fail (that code is returned). */
+   For tensors `acc` is the caller's output tensor, init a tensor of its shape, a 0-d tensor
+   (torch's tensor(0.0)) or a scalar, broadcast and converted into it; return < 0 to fail
+   (that code is returned). */
 typedef struct mb_reducer {
     int (*fn)(mb_value *acc, const mb_value *chunk, void *user);
     mb_value init;
@@ -121,8 +123,10 @@ enum mb_spec_kind { MB_SPEC_DEFAULT = 0, MB_SPEC_SPLIT, MB_SPEC_REPLICATE, MB_SP
 enum mb_reduce_op { MB_RED_SUM = 0, MB_RED_MEAN, MB_RED_MAX, MB_RED_MIN, MB_RED_CUSTOM };
 
 /* Per-value spec. Split: SPLIT(dim) or REPLICATE; DEFAULT = SPLIT(0) for tensors,
-   REPLICATE for scalars. Merge: SPLIT(dim) means concat on dim; REDUCE(op); REPLICATE;
-   DEFAULT = CONCAT(0) for tensors, REPLICATE for scalars. */
+   REPLICATE for scalars (torch's default_spec; SPLIT on a scalar is MB_ERR_SPEC, as torch's
+   ValueError). Merge: SPLIT(dim) means concat on dim; REDUCE(op); REPLICATE; DEFAULT =
+   CONCAT(0), as merge_chunks without a spec: for a scalar that is MB_ERR_SPEC (torch.cat of
+   floats raises). */
 typedef struct mb_spec {
     int32_t kind;
     int32_t dim;               /* SPLIT/CONCAT; negative dims count from the end */
@@ -141,7 +145,7 @@ typedef struct mb_spec {
 /* Split flags (OR one size policy with one count policy). */
 #define MB_BALANCED   0 /* sizes of torch.tensor_split: 10 into 3 -> 4,3,3 */
 #define MB_CEIL       1 /* sizes of torch.chunk: ceil(n/k) each, may give fewer chunks */
-#define MB_DOWNSIZE   0 /* split dim < count: count = smallest split dim over all values */
+#define MB_DOWNSIZE   0 /* split dim < count: count = smallest split dim over all values (torch) */
 #define MB_STRICT     2 /* split dim < count: MB_ERR_SPLIT_SIZE, named in mb_diag */
 #define MB_KEEP_COUNT 4 /* split dim < count: keep the count, trailing chunks empty */
 #define MB_DEBUG_MASK 8 /* merge: chunks are full-size masked tensors (mb_split_masked) */
@@ -167,6 +171,9 @@ MB_API int mb_tensor_init(mb_tensor *t, void *data, mb_dtype dt, int ndim, const
 MB_API int mb_tensor_check(const mb_tensor *t);
 /* Number of elements (1 for ndim 0); < 0 (MB_ERR_NULL, MB_ERR_NDIM, MB_ERR_SHAPE) on bad input. */
 MB_API int64_t mb_numel(const mb_tensor *t);
+/* Number of elements of a tensor of shape[0..ndim) (1 for ndim 0): the numel every splitcore
+   header counts with; < 0 (MB_ERR_NULL, MB_ERR_NDIM, MB_ERR_SHAPE) on bad input. */
+MB_API int64_t mb_shape_numel(const int32_t *shape, int ndim);
 /* 1 when row-major contiguous (size-1 dims ignored), 0 when not, MB_ERR_NULL. */
 MB_API int mb_is_contiguous(const mb_tensor *t);
 /* dim in [-ndim, ndim) -> [0, ndim); otherwise MB_ERR_DIM. */
@@ -181,6 +188,14 @@ MB_API int mb_narrow(const mb_tensor *t, int dim, int32_t start, int32_t length,
 MB_API int mb_copy(mb_tensor *dst, const mb_tensor *src);
 /* Set every element of the view to zero (any strides). Errors: MB_ERR_NULL, MB_ERR_SHAPE. */
 MB_API int mb_zero(mb_tensor *t);
+/* A visitor of mb_walk: a and b point at the two views' elements at index[0..ndim).
+   Return 0 to go on; any other value stops the walk and mb_walk returns it. */
+typedef int (*mb_visitor)(void *user, void *a, void *b, const int32_t *index);
+/* The strided element walk every splitcore header shares: fn(user, &a[i], &b[i], i) for
+   every index i of a in row-major order, b a view of a's shape (any dtype and strides;
+   NULL: a itself). Errors: MB_ERR_NULL (a or fn), MB_ERR_SHAPE (invalid views or shapes
+   differ), or the visitor's own value. */
+MB_API int mb_walk(const mb_tensor *a, const mb_tensor *b, mb_visitor fn, void *user);
 
 /* ---- 4. Split -------------------------------------------------------------------- */
 /* Chunk sizes of `size` into `chunks` (MB_BALANCED or MB_CEIL in flags). Returns the chunk
@@ -190,8 +205,9 @@ MB_API int mb_split_sizes(int32_t size, int chunks, int flags, int32_t *sizes, i
 
 /* Split `nargs` values into microbatches. specs may be NULL (all DEFAULT). Writes
    out[c * nargs + i] for chunk c, value i: tensor views narrowed along the split dim, or
-   the value itself for REPLICATE/scalars. Returns the chunk count produced, or < 0 with
-   `diag` (may be NULL) naming the value: MB_ERR_NULL, MB_ERR_CHUNKS, MB_ERR_SPEC,
+   the value itself for REPLICATE/scalars. Returns the chunk count produced (0 when chunks
+   <= 0 and no value is split, as torch), or < 0 with `diag` (may be NULL) naming the value:
+   MB_ERR_NULL, MB_ERR_CHUNKS (chunks <= 0 and a value to split), MB_ERR_SPEC,
    MB_ERR_DIM, MB_ERR_SPLIT_SIZE (MB_STRICT), MB_ERR_CHUNK_COUNT, MB_ERR_TOO_SMALL
    (max_chunks), or a view's own error. Nothing is written to `out` on error. */
 MB_API int mb_split(const mb_value *args, const mb_spec *specs, int nargs, int chunks, int flags, mb_value *out,
@@ -208,16 +224,24 @@ MB_API int mb_split_masked(const mb_value *args, const mb_spec *specs, int nargs
                            int max_chunks, void *storage, size_t storage_bytes, mb_diag *diag);
 
 /* ---- 5. Merge -------------------------------------------------------------------- */
-/* Merge chunks[c * nvals + i] (c < nchunks) into out[i] per specs (NULL: all DEFAULT).
-   Tensor outputs are caller views whose shape must equal the merged shape; a chunk that
-   already is the matching view of the output is not copied. Scalars are written to
-   out[i].scalar. flags: MB_DEBUG_MASK re-slices masked chunks (with MB_BALANCED/MB_CEIL
-   as used to split). A REDUCE output may be one of the chunks (reduced in place); other
-   overlaps of output and chunks are undefined. Errors: MB_ERR_NULL, MB_ERR_CHUNKS,
-   MB_ERR_SPEC, MB_ERR_DIM, MB_ERR_DTYPE (chunks differ, MEAN of integers), MB_ERR_CHUNK_COUNT
-   (MB_DEBUG_MASK: chunks do not match the split), MB_ERR_SHAPE
-   (chunks or output do not fit), MB_ERR_NOT_REPLICATED, a custom reducer's own code.
-   Nothing is written on error (a custom reducer's own failure aside). */
+/* Merge chunks[c * nvals + i] (c < nchunks) into out[i] per specs (NULL: all DEFAULT), as
+   torch's merge_chunks. Tensor outputs are caller views whose shape and dtype must be those
+   of torch's result: concat, max and min give the chunks' promoted dtype (int8 with uint8:
+   int16; an integer with float32: float32; converted by value), REPLICATE chunk 0's, SUM and
+   MEAN sum_reducer's (tensor(0.0) + each chunk in order: float64 if a chunk is, else float32;
+   a SUM of integers may instead go to their promoted integer dtype, wrapping). Sums are
+   exact in double, rounded to the output after each chunk. REPLICATE compares values (==:
+   0.0 equals -0.0, NaN equals nothing) and gives chunk 0. A chunk that already is the
+   matching view of the output is not copied. Scalars are written to out[i].scalar (MAX, MIN,
+   SUM, MEAN of scalars in double). flags: MB_DEBUG_MASK re-slices masked chunks (with
+   MB_BALANCED/MB_CEIL as used to split). nchunks may be 0 (chunks may then be NULL): SUM
+   gives zeros, a custom reducer its init, anything else MB_ERR_CHUNKS. A built-in REDUCE
+   output may be one of the chunks (reduced in place; that chunk counts first); a custom
+   reducer's may not (MB_ERR_OVERLAP); other overlaps of output and chunks are undefined.
+   Errors: MB_ERR_NULL, MB_ERR_CHUNKS, MB_ERR_SPEC, MB_ERR_DIM, MB_ERR_DTYPE (the output's
+   dtype is not torch's), MB_ERR_CHUNK_COUNT (MB_DEBUG_MASK: chunks do not match the split),
+   MB_ERR_SHAPE (chunks or output do not fit), MB_ERR_NOT_REPLICATED, MB_ERR_OVERLAP, a custom
+   reducer's own code. Nothing is written on error (a custom reducer's own failure aside). */
 MB_API int mb_merge(const mb_value *chunks, int nchunks, int nvals, const mb_spec *specs, int flags, mb_value *out);
 
 #ifdef __cplusplus
@@ -246,12 +270,12 @@ extern "C" {
 #define MB__NOINLINE
 #endif
 
-/* Flash size (issue #2 aims at <= 2 KB on Cortex-M4; `scons size` measures 3,255 B, README says
+/* Flash size (issue #2 aims at <= 2 KB on Cortex-M4; `scons size` measures 3,671 B, README says
    where they go): views go
    by pointer and scalars take part as 0-d f64 views; one element walker (row index from its flat number) serves
    copy (per contiguous row, one memmove; an element copied onto itself is skipped, so chunks that view
    the output cost nothing), zero and mean (a broadcast 0-d source), compare and reduce
-   (one load/store-as-double path); one slice-copy helper fills masked
+   (one load/store-as-double path), and the other headers' element walks (mb_walk's visitor); one slice-copy helper fills masked
    split chunks and concatenates merge chunks; split plans in two identical passes then writes; merge
    runs one per-value routine twice (validate everything, then write). */
 
@@ -273,17 +297,22 @@ MB__DEF int mb_normalize_dim(int dim, int ndim)
     return (unsigned)dim < (unsigned)ndim ? dim : MB_ERR_DIM;
 }
 
-MB__DEF int64_t mb_numel(const mb_tensor *t)
+MB__DEF int64_t mb_shape_numel(const int32_t *shape, int ndim)
 {
     uint64_t n = 1; /* wraps instead of overflowing for views mb_tensor_check refuses */
     int d;
-    if (!t) return MB_ERR_NULL;
-    if ((uint32_t)t->ndim > MB_MAX_DIMS) return MB_ERR_NDIM;
-    for (d = 0; d < t->ndim; d++) {
-        if (t->shape[d] < 0) return MB_ERR_SHAPE;
-        n *= (uint32_t)t->shape[d];
+    if ((unsigned)ndim > MB_MAX_DIMS) return MB_ERR_NDIM;
+    if (ndim && !shape) return MB_ERR_NULL;
+    for (d = 0; d < ndim; d++) {
+        if (shape[d] < 0) return MB_ERR_SHAPE;
+        n *= (uint32_t)shape[d];
     }
     return (int64_t)n;
+}
+
+MB__DEF int64_t mb_numel(const mb_tensor *t)
+{
+    return t ? mb_shape_numel(t->shape, t->ndim) : (int64_t)MB_ERR_NULL;
 }
 
 MB__DEF int mb_tensor_check(const mb_tensor *t)
@@ -376,14 +405,13 @@ MB__DEF int mb_narrow(const mb_tensor *t, int dim, int32_t start, int32_t length
     return MB_OK;
 }
 
-/* MB_OK when views b and a are valid (mb_tensor_check, b's error first) and a's dtype, rank
-   and every size but dim `skip` agree with b's. */
+/* MB_OK when views b and a are valid (mb_tensor_check, b's error first) and a's rank and
+   every size but dim `skip` agree with b's (dtypes may differ). */
 static MB__NOINLINE int mb__same_shape(const mb_tensor *a, const mb_tensor *b, int skip)
 {
     int d = mb_tensor_check(b);
     if (!d) d = mb_tensor_check(a);
     if (d) return d;
-    if (a->dtype != b->dtype) return MB_ERR_DTYPE;
     if (a->ndim != b->ndim) return MB_ERR_SHAPE;
     for (d = 0; d < a->ndim; d++)
         if (d != skip && a->shape[d] != b->shape[d]) return MB_ERR_SHAPE;
@@ -399,10 +427,17 @@ static MB__NOINLINE mb_tensor *mb__scalar(mb_tensor *s, void *x)
     return s;
 }
 
-/* Element-wise walk over dst; a 0-d src is broadcast. Ops: copy and compare (bitwise,
-   same dtype), and dst = dst op src computed in double: exact for f32/f64 sums, max and
-   min, and for every int32 sum (integer results wrap like torch's). */
-enum { MB__COPY = MB_RED_CUSTOM + 1, MB__EQ, MB__DIV }; /* after the reduce ops, which are walk ops too */
+/* Element-wise walk over dst; a 0-d src is broadcast. Ops: copy (a src of another dtype is
+   converted by value, as torch's type promotion), compare by value (==: NaN differs from
+   itself, 0.0 equals -0.0), and dst = dst op src computed in double: exact for f32/f64 sums,
+   max and min, and for every int32 sum (integer results wrap like torch's). MB__SUM0 is
+   dst = 0.0 + src (torch's sum_reducer starts from tensor(0.0): -0.0 becomes 0.0). MB__VISIT
+   calls mb_walk's visitor v (NULL for the other ops) with both elements and the index. */
+enum { MB__SUM0 = -1, MB__COPY = MB_RED_CUSTOM + 1, MB__EQ, MB__DIV, MB__CVT, MB__VISIT }; /* reduce ops are walk ops */
+typedef struct mb__visit {
+    mb_visitor fn;
+    void *user;
+} mb__visit;
 
 static double mb__get(const char *p, int dt)
 {
@@ -421,37 +456,48 @@ static double mb__get(const char *p, int dt)
    than an odometer); copies between two rows of stride 1 go one row at a time. The row
    count is a size_t: on a 32-bit target a view of 2^32 or more elements (possible only
    with repeated, stride-0 elements, or beyond the address space) walks numel mod 2^32. */
-static int mb__walk(int op, const mb_tensor *dst, const mb_tensor *src)
+static int mb__walk(int op, const mb_tensor *dst, const mb_tensor *src, const mb__visit *v)
 {
-    int d, nd = dst->ndim, dt = dst->dtype;
+    int d, nd = dst->ndim, dt = dst->dtype, rc;
+    int32_t idx[MB_MAX_DIMS];
     size_t es = mb_dtype_size(dst->dtype), n = es, e, rows = (size_t)mb_numel(dst);
+    if (op == MB__COPY && (int)src->dtype != dt) op = MB__CVT; /* a conversion, by value */
     if (op == MB__COPY && rows && nd && dst->stride[nd - 1] == 1 && src->stride[nd - 1] == 1) {
         n *= (size_t)dst->shape[--nd]; /* a contiguous row: one copy */
         rows /= (size_t)dst->shape[nd];
     }
     for (e = 0; e < rows; e++) {
-        char *dp = (char *)dst->data, *sp = (char *)src->data;
+        char *dp, *sp;
         size_t r = e, k;
-        for (d = nd; d-- > 0;) { /* row e's index, last dim fastest */
+        ptrdiff_t di = 0, si = 0; /* element offsets */
+        for (d = nd; d-- > 0;) {  /* row e's index, last dim fastest */
             k = r % (size_t)dst->shape[d];
             r /= (size_t)dst->shape[d];
-            k *= es;
-            dp += (ptrdiff_t)k * dst->stride[d];
-            sp += (ptrdiff_t)k * src->stride[d]; /* src: dst's shape, or 0-d with strides 0 */
+            idx[d] = (int32_t)k;
+            di += (ptrdiff_t)k * dst->stride[d];
+            si += (ptrdiff_t)k * src->stride[d]; /* src: dst's shape, or 0-d with strides 0 */
         }
-        if (op == MB__COPY) {
+        dp = (char *)dst->data + di * (ptrdiff_t)es;
+        sp = (char *)src->data + si * (ptrdiff_t)mb_dtype_size(src->dtype);
+        if (op == MB__VISIT) {
+            rc = v->fn(v->user, dp, sp, idx);
+            if (rc) return rc;
+        } else if (op == MB__COPY) {
             if (dp != sp) { /* in place (a chunk that views the output): no copy */
                 if (dp < sp + n && sp < dp + n)
                     memmove(dp, sp, n); /* overlapping rows stay defined */
                 else
                     MB_MEMCPY(dp, sp, n);
             }
-        } else if (op == MB__EQ) {
-            if (memcmp(dp, sp, es) != 0) return 1;
         } else {
-            double a = mb__get(dp, dt), b = mb__get(sp, src->dtype);
-            a = op <= MB_RED_MEAN                    ? a + b
+            double a = op < 0 ? 0.0 : mb__get(dp, dt), b = mb__get(sp, src->dtype);
+            if (op == MB__EQ) {
+                if (a != b) return 1;
+                continue;
+            }
+            a = op == MB__CVT                        ? b
                 : op == MB__DIV                      ? a / b
+                : op < MB_RED_MAX                    ? a + b
                 : b != b                             ? b /* NaN wins */
                 : (op == MB_RED_MAX ? a < b : a > b) ? b
                                                      : a;
@@ -480,13 +526,14 @@ static MB__NOINLINE void mb__put(const mb_tensor *dst, const mb_tensor *src, int
     mb_tensor d, s;
     mb__narrow(&d, dst, dim, doff, len);
     mb__narrow(&s, src, dim, soff, len);
-    mb__walk(MB__COPY, &d, &s);
+    mb__walk(MB__COPY, &d, &s, 0);
 }
 
 MB__DEF int mb_copy(mb_tensor *dst, const mb_tensor *src)
 {
     int rc = mb__same_shape(src, dst, -1);
-    if (!rc) mb__walk(MB__COPY, dst, src);
+    if (!rc && src->dtype != dst->dtype) rc = MB_ERR_DTYPE;
+    if (!rc) mb__walk(MB__COPY, dst, src, 0);
     return rc;
 }
 
@@ -494,8 +541,21 @@ MB__DEF int mb_zero(mb_tensor *t)
 {
     mb_tensor z;
     int rc = mb_tensor_check(t);
-    if (!rc) mb__walk(MB__COPY, t, mb__scalar(&z, z.stride)); /* broadcast z's own zeroed bytes */
+    if (!rc) mb__walk(MB__COPY, t, mb__scalar(&z, z.stride), 0); /* broadcast z's own zeroed bytes */
     return rc;
+}
+
+MB__DEF int mb_walk(const mb_tensor *a, const mb_tensor *b, mb_visitor fn, void *user)
+{
+    mb__visit v;
+    int rc;
+    if (!b) b = a;
+    rc = mb__same_shape(a, b, -1); /* every size equal, any dtypes */
+    if (!rc && !fn) rc = MB_ERR_NULL;
+    if (rc) return rc;
+    v.fn = fn;
+    v.user = user;
+    return mb__walk(MB__VISIT, a, b, &v);
 }
 
 /* Length of chunk c when `total` is split into n chunks (c below the chunk count, so c
@@ -529,13 +589,15 @@ MB__DEF int mb_split_sizes(int32_t size, int chunks, int flags, int32_t *sizes, 
     return n;
 }
 
-/* Resolve a spec to its kind for value v (DEFAULT resolved); *dim normalised for SPLIT. */
-static int mb__resolve(const mb_value *v, const mb_spec *s, int *dim)
+/* Resolve a spec to its kind for value v; *dim normalised for SPLIT. DEFAULT is SPLIT(0) for
+   tensors; for scalars REPLICATE when splitting (torch's default_spec) and SPLIT when merging
+   (an error, as torch.cat of floats). */
+static int mb__resolve(const mb_value *v, const mb_spec *s, int *dim, int merge)
 {
     int kind = s ? s->kind : MB_SPEC_DEFAULT, rc;
     *dim = s ? s->dim : 0;
     if ((uint32_t)v->kind > MB_VALUE_SCALAR || (uint32_t)kind > MB_SPEC_REDUCE) return MB_ERR_SPEC;
-    if (kind == MB_SPEC_DEFAULT) kind = MB_SPEC_SPLIT + v->kind; /* tensor: SPLIT, scalar: REPLICATE */
+    if (kind == MB_SPEC_DEFAULT) kind = MB_SPEC_SPLIT + (v->kind > merge);
     if (kind == MB_SPEC_SPLIT) {
         if (v->kind) return MB_ERR_SPEC;
         rc = *dim = mb__dim(&v->tensor, *dim);
@@ -552,12 +614,11 @@ static int mb__resolve(const mb_value *v, const mb_spec *s, int *dim)
 static int mb__split(const mb_value *args, const mb_spec *specs, int nargs, int chunks, int flags, mb_value *out,
                      int max_chunks, void *storage, size_t storage_bytes, mb_diag *diag)
 {
-    int i = 0, c, dim, kind, rc, pass, n = chunks, counted = 0, count = 0;
+    int i = 0, c, dim, kind, rc, pass, n = chunks > 0 ? chunks : 0, counted = 0, count = 0;
     int32_t sz = 0;
     size_t need = 0;
     if (!args && nargs) return MB_ERR_NULL;
     if (nargs < 0) return MB_ERR_SHAPE;
-    if (chunks <= 0) return MB_ERR_CHUNKS;
     for (pass = 0; pass < 3; pass++) {
         counted = -1; /* passes 0 and 1 plan alike; only 1 (n final) compares the counts */
         need = 0;
@@ -565,9 +626,10 @@ static int mb__split(const mb_value *args, const mb_spec *specs, int nargs, int 
             const mb_tensor *t = &args[i].tensor;
             size_t piece = 0;
             int32_t off = 0;
-            rc = kind = mb__resolve(&args[i], specs ? &specs[i] : 0, &dim);
+            rc = kind = mb__resolve(&args[i], specs ? &specs[i] : 0, &dim, 0);
             sz = 0;
             if (kind == MB_SPEC_REDUCE) rc = MB_ERR_SPEC;
+            if (kind == MB_SPEC_SPLIT && chunks <= 0) rc = MB_ERR_CHUNKS; /* torch.tensor_split */
             if (rc < 0) goto fail;
             if (kind == MB_SPEC_SPLIT) {
                 sz = t->shape[dim];
@@ -659,16 +721,30 @@ static MB__NOINLINE mb_tensor *mb__view(const mb_value *v, int kind, mb_tensor *
     return kind == MB_VALUE_TENSOR ? (mb_tensor *)&v->tensor : mb__scalar(scratch, (void *)&v->scalar);
 }
 
-/* Merge value i (v = &chunks[i]). check != 0: validate only, write nothing. One loop does
-   both: every chunk is checked against the output (the first chunk for a custom reducer,
-   whose init is checked against the output), then copied, concatenated or reduced. */
+/* torch.promote_types over mb's dtypes: a float wins (float64 over float32), int8 with uint8
+   gives int16, otherwise the wider integer (the enum lists them in that order). */
+static int mb__promote(int a, int b)
+{
+    int t = a < b ? a : b;
+    b ^= a ^ t; /* b: the larger */
+    if (t <= MB_F64) return t | (b == MB_F64);
+    return t == MB_I8 && b == MB_U8 ? MB_I16 : b;
+}
+
+/* Merge value i (v = &chunks[i]; the output itself when there are no chunks). check != 0:
+   validate only, write nothing. One loop does both: every chunk is checked against the
+   output (against the first chunk for a custom reducer, whose init is checked against the
+   output), then copied, concatenated or reduced. The output's dtype must be torch's: the
+   promoted dtype of the chunks (concat, max, min), chunk 0's (replicate), or sum_reducer's,
+   tensor(0.0) + each chunk in order: float64 once a chunk is, float32 before (sum, mean;
+   a sum of integers may also go to their promoted integer dtype, wrapping). */
 static int mb__merge_one(const mb_value *v, int nchunks, int nvals, const mb_spec *s, int flags, mb_value *out,
                          int check)
 {
-    mb_tensor sf, so, sa;
+    mb_tensor sf, so, sa, si;
     const mb_reducer *red = 0;
     const mb_tensor *f, *o, *w, *a;
-    int c, dim, k = v->kind, rc = mb__resolve(v, s, &dim), op, start = 0, cat = rc == MB_SPEC_SPLIT,
+    int c, dim, k = v->kind, rc = mb__resolve(v, s, &dim, 1), op, first = -1, p, cat = rc == MB_SPEC_SPLIT,
                 mask = cat && (flags & MB_DEBUG_MASK);
     int32_t off = 0, len;
     if (rc < 0) return rc;
@@ -678,31 +754,42 @@ static int mb__merge_one(const mb_value *v, int nchunks, int nvals, const mb_spe
         red = s->reducer;
         if (op != MB_RED_CUSTOM)
             red = 0;
-        else if (!red || !red->fn || red->init.kind != k)
+        else if (!red || !red->fn || red->init.kind < k || (uint32_t)red->init.kind > MB_VALUE_SCALAR)
             return MB_ERR_SPEC;
         if ((uint32_t)op > MB_RED_CUSTOM) return MB_ERR_SPEC;
     }
+    if (!nchunks && op != MB_RED_SUM && !red) return MB_ERR_CHUNKS; /* torch: cat of nothing, chunks[0] */
     f = mb__view(v, k, &sf);
     o = mb__view(out, k, &so);
-    w = red ? mb__view(&red->init, k, &sa) : o; /* a custom reducer starts from init */
-    rc = mb__same_shape(w, o, -1);
-    if (!rc && op == MB_RED_MEAN && o->dtype >= MB_I8) rc = MB_ERR_DTYPE; /* as torch.mean */
+    w = red ? mb__view(&red->init, red->init.kind, &sa) : f; /* a custom reducer starts from init */
+    rc = mb_tensor_check(w);
+    if (!rc && !w->ndim && red) { /* a 0-d init (torch's tensor(0.0)) or a scalar: broadcast */
+        mb__scalar(&si, w->data)->dtype = w->dtype;
+        w = &si;
+        rc = mb_tensor_check(o);
+    } else if (!rc)
+        rc = mb__same_shape(w, o, cat && !mask ? dim : -1);
     if (!rc && mask && mb__count(o->shape[dim], nchunks, flags) != nchunks) rc = MB_ERR_CHUNK_COUNT;
     if (rc) return rc;
+    for (c = 0; c < nchunks; c++) /* reduce in place when the output is one of the chunks */
+        if (o->data && (k ? (const void *)&v[c * nvals].scalar : v[c * nvals].tensor.data) == o->data) first = c;
+    if (red && first >= 0) return MB_ERR_OVERLAP; /* init would overwrite that chunk before fn reads it */
+    if (first < 0 || op == MB__EQ) first = 0;     /* replicate: chunk 0's bits, as torch returns it */
     if (!check) {
         out->kind = k;
-        for (c = 0; c < nchunks; c++) /* reduce in place when the output is one of the chunks */
-            if ((k ? (const void *)&v[c * nvals].scalar : v[c * nvals].tensor.data) == o->data) start = c;
-        if (red) mb__walk(MB__COPY, o, w);
+        if (red) mb__walk(MB__COPY, o, w, 0);
+        if (!nchunks && !red) mb_zero((mb_tensor *)o); /* sum_reducer of nothing: its tensor(0.0) */
     }
+    p = f->dtype;
     for (c = 0; c < nchunks; c++) {
         const mb_value *cv = &v[c * nvals];
         if (cv->kind != k) return MB_ERR_SPEC;
         a = mb__view(cv, k, &sa);
         if (check) {
             rc = mb__same_shape(a, red ? f : o, cat && !mask ? dim : -1);
-            if (!rc && op == MB__EQ && mb__walk(MB__EQ, f, a)) rc = MB_ERR_NOT_REPLICATED;
+            if (!rc && c && op == MB__EQ && mb__walk(MB__EQ, f, a, 0)) rc = MB_ERR_NOT_REPLICATED; /* chunks 1.. == 0 */
             if (rc) return rc;
+            if (op != MB__EQ) p = mb__promote(p, a->dtype); /* replicate: chunk 0's dtype */
             if (cat) off += a->shape[dim];
         } else if (cat) { /* the chunk's slice of the output; masked chunks are re-sliced */
             len = mask ? mb__chunk_len(o->shape[dim], nchunks, c, flags) : a->shape[dim];
@@ -711,14 +798,20 @@ static int mb__merge_one(const mb_value *v, int nchunks, int nvals, const mb_spe
         } else if (red) {
             rc = red->fn(out, cv, red->user);
             if (rc < 0) return rc;
-        } else {
-            mb__walk(c == start ? MB__COPY : op, o, a);
+        } else if (c == first) { /* the chunk in place counts first (a copy onto itself moves nothing) */
+            mb__walk(op <= MB_RED_MEAN ? MB__SUM0 : MB__COPY, o, a, 0);
+        } else if (op != MB__EQ) {
+            mb__walk(op, o, a, 0);
         }
+    }
+    if (check) {
+        if (op <= MB_RED_MEAN && p > MB_F64 && (op || o->dtype <= MB_F64)) p = MB_F32; /* sum_reducer's */
+        if (!red && (int)o->dtype != p) return MB_ERR_DTYPE;
     }
     if (!check && op == MB_RED_MEAN) {
         int32_t cnt = nchunks; /* divide by the count, a broadcast 0-d int32 */
         mb__scalar(&sa, &cnt)->dtype = MB_I32;
-        mb__walk(MB__DIV, o, &sa);
+        mb__walk(MB__DIV, o, &sa, 0);
     }
     return cat && !mask && off != o->shape[dim] ? MB_ERR_SHAPE : MB_OK;
 }
@@ -726,12 +819,13 @@ static int mb__merge_one(const mb_value *v, int nchunks, int nvals, const mb_spe
 MB__DEF int mb_merge(const mb_value *chunks, int nchunks, int nvals, const mb_spec *specs, int flags, mb_value *out)
 {
     int i, rc, pass;
-    if ((!chunks || !out) && nvals) return MB_ERR_NULL;
-    if (nchunks <= 0) return MB_ERR_CHUNKS;
+    if (((!chunks && nchunks) || !out) && nvals) return MB_ERR_NULL;
+    if (nchunks < 0) return MB_ERR_CHUNKS;
     if (nvals < 0) return MB_ERR_SHAPE;
     for (pass = 1; pass >= 0; pass--)
         for (i = 0; i < nvals; i++) {
-            rc = mb__merge_one(&chunks[i], nchunks, nvals, specs ? &specs[i] : 0, flags, &out[i], pass);
+            rc = mb__merge_one(nchunks ? &chunks[i] : &out[i], nchunks, nvals, specs ? &specs[i] : 0, flags, &out[i],
+                               pass);
             if (rc) return rc;
         }
     return MB_OK;

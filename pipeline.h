@@ -13,8 +13,8 @@
    inference streaming; an error on one rank aborts every rank). No heap, C99, C++-clean.
 
    Example:
-       #define PIPELINE_IMPLEMENTATION
-       #include "pipeline.h"
+       #define SPLITCORE_IMPLEMENTATION  // pipeline.h, and microbatch.h and pg.h for its executor
+       #include <splitcore/pipeline.h>
        static pp_action st[2][512];  pp_plan sched, plan;  pp_sim sim;  static uint32_t ws[4096];
        int rc = pp_schedule_build(&sched, PP_SCHED_1F1B, 4, 1, 8, st[0], sizeof st[0], NULL);
        rc = pp_validate(&sched, NULL);                        // torch's _validate_schedule rules
@@ -31,25 +31,14 @@
        4. Stage maps and schedules     8. Implementation (PIPELINE_IMPLEMENTATION)
                                        9. Executor (declarations; definitions in 8)
 
-   Configuration (define before including, or in SPLITCORE_CONFIG_FILE):
-       PIPELINE_IMPLEMENTATION   emit the definitions (exactly one .c file)
-       PIPELINE_STATIC           make every function static to its translation unit
-       PP_MAX_RANKS              ranks per plan (default 16)
-       PP_MAX_STAGES             stages per plan (default 64, at most 255)
-       PP_ASSERT(x)              internal invariant check (default: none)
-       PP_MEMCPY(d,s,n), PP_MEMSET(d,v,n), PP_MEMMOVE(d,s,n)   default: string.h
-       PP_NO_EXECUTOR            leave out the executor (section 9): planning only, no pg.h
-                                 code needed. Otherwise the executor's definitions call pg.h:
-                                 link PG_IMPLEMENTATION somewhere (like the ports)
-       PP_NO_PLANNER             executor only (firmware with an emitted plan): no schedules,
-                                 validator, simulator or exporters; pp_strerror() is left out too
-       PP_NO_TAKEIN              executor without taking in early messages while it waits
-                                 (section 9): smaller, for tables proven to run without it
-                                 (pp_mailbox_depth, section 6); others give PP_ERR_MAILBOX
-       PP_MAILBOX_SLOTS          with PP_NO_TAKEIN: messages a send may leave in the port's
-                                 mailbox to one peer without the receiver's help, on every port
-                                 the executor runs on (default 4 = PG_MIN_INFLIGHT; pg_pthread:
-                                 PG_PTHREAD_SLOTS, pg_shm: the slots given to pg_shm_format)
+   Configuration (define before including, or in SPLITCORE_CONFIG_FILE): PIPELINE_IMPLEMENTATION
+   (the definitions, in exactly one .c file), PIPELINE_STATIC (every function static), and the
+   macros of section 1, each with its default and what it does: capacities (PP_MAX_RANKS,
+   PP_MAX_STAGES), what is built (PP_NO_EXECUTOR, PP_NO_PLANNER, PP_NO_TAKEIN, PP_NO_TRAINING:
+   flags of value 0 or 1, a bare -DPP_NO_TAKEIN meaning 1), the executor's port settings
+   (PP_MAILBOX_SLOTS, PP_AGREE_TAG, PP_WAIT_SLICE_MAX_MS) and the overridable PP_ASSERT,
+   PP_MEMCPY, PP_MEMSET, PP_MEMMOVE. The executor's definitions call pg.h and microbatch.h:
+   implement them in the same file (or SPLITCORE_IMPLEMENTATION implements all three).
 
    Errors are negative return values (enum pp_err); pp_strerror() names them, pp_diag says
    where (rank, step, action). Bad input never writes to the caller's outputs; the codes
@@ -60,9 +49,9 @@
    static or global state, no locks, no heap), so calls on distinct plans are safe from
    any thread; a plan being written (build, lower, csv_read) must not be read meanwhile.
    Every buffer is the caller's, sized by a query: pp_plan_bytes, pp_sim_bytes,
-   pp_exec_bytes, and (buf, cap, needed) for text. The executor (section 9) runs one rank
-   per thread or core and blocks in the port (pg.h), so it is never called from an ISR;
-   its layer, input, loss and output callbacks run in that thread. Stack use is bounded
+   pp_exec_query (pp_exec_bytes), and (buf, cap, needed) for text. The executor (section 9)
+   runs one rank per thread or core and blocks in the port (pg.h), so it is never called from
+   an ISR; its layer, input, loss and output callbacks run in that thread. Stack use is bounded
    (no recursion; `scons size` lists the worst frame of every function on Cortex-M4). */
 #ifndef PIPELINE_H
 #define PIPELINE_H
@@ -78,22 +67,109 @@
 #if defined(SPLITCORE_STATIC) && !defined(PIPELINE_STATIC)
 #define PIPELINE_STATIC
 #endif
-#include <stddef.h>
-#include <stdint.h>
-#include "microbatch.h"
-#ifndef PP_NO_EXECUTOR
-#include "ports/pg.h" /* the executor talks to any port through pg.h */
-#endif
 
+/* Ranks per plan (pp_plan.len[] and the simulator's per-rank state are this long). */
 #ifndef PP_MAX_RANKS
 #define PP_MAX_RANKS 16
 #endif
+/* Stages per plan: pp_plan.stage_rank[] is this long; actions store the stage in 8 bits. */
 #ifndef PP_MAX_STAGES
 #define PP_MAX_STAGES 64
 #endif
+/* Microbatches per plan: actions store the microbatch in 16 bits (not configurable). */
 #define PP_MAX_MICROBATCHES 65535
+/* 1: leave the executor (section 9) out: planning only, and no pg.h needed. */
+#ifndef PP_NO_EXECUTOR
+#define PP_NO_EXECUTOR 0
+#endif
+/* 1: the executor alone (firmware with an emitted plan): no schedules, validator, simulator,
+   exporters or pp_strerror. */
+#ifndef PP_NO_PLANNER
+#define PP_NO_PLANNER 0
+#endif
+/* 1: an executor that does not take in early messages while it waits (section 9): smaller,
+   for tables proven to run without it (pp_mailbox_depth); others give PP_ERR_MAILBOX. */
+#ifndef PP_NO_TAKEIN
+#define PP_NO_TAKEIN 0
+#endif
+/* 1: an inference-only executor (firmware that streams frames): no backward, loss or
+   checkpointing code; a cfg with a loss gives PP_ERR_ARG. */
+#ifndef PP_NO_TRAINING
+#define PP_NO_TRAINING 0
+#endif
+/* With PP_NO_TAKEIN: messages a send may leave in the port's mailbox to one peer without the
+   receiver's help, on every port the executor runs on (PG_MIN_INFLIGHT; pg_pthread:
+   PG_PTHREAD_SLOTS, pg_shm: the slots given to pg_shm_format). */
 #ifndef PP_MAILBOX_SLOTS
 #define PP_MAILBOX_SLOTS 4
+#endif
+/* The pg tag of the executor's end-of-step agreement. Data tags fold (microbatch, stage,
+   direction) into 0..PG_TAG_MAX, so one of them may equal it: harmless, because a rank
+   reports only once its table is done (its data to a peer went before) and messages of one
+   tag between two ranks arrive in send order. */
+#ifndef PP_AGREE_TAG
+#define PP_AGREE_TAG 0xFFFF
+#endif
+/* With take-in: the longest slice (ms) a waiting executor sleeps in the port before it
+   looks for early messages again (slices start at 1 ms and double up to this). */
+#ifndef PP_WAIT_SLICE_MAX_MS
+#define PP_WAIT_SLICE_MAX_MS 64
+#endif
+/* Internal invariant check (none by default) and the memory calls (string.h by default). */
+#ifndef PP_ASSERT
+#define PP_ASSERT(x) ((void)0)
+#endif
+#ifndef PP_MEMCPY
+#define PP_MEMCPY(d, s, n) memcpy((d), (s), (n))
+#endif
+#ifndef PP_MEMSET
+#define PP_MEMSET(d, v, n) memset((d), (v), (n))
+#endif
+#ifndef PP_MEMMOVE
+#define PP_MEMMOVE(d, s, n) memmove((d), (s), (n))
+#endif
+
+#if PP_MAX_RANKS < 1 || PP_MAX_RANKS > 255
+#error "pipeline.h: PP_MAX_RANKS must be 1..255 (pp_table.nranks is 8 bits)"
+#endif
+#if PP_MAX_STAGES < 1 || PP_MAX_STAGES > 255
+#error "pipeline.h: PP_MAX_STAGES must be 1..255 (an action's stage is 8 bits)"
+#endif
+#if SPLITCORE__EMPTY(PP_NO_EXECUTOR)
+#error "pipeline.h: PP_NO_EXECUTOR is defined without a value: define it to 1 (or 0)"
+#elif PP_NO_EXECUTOR != 0 && PP_NO_EXECUTOR != 1
+#error "pipeline.h: PP_NO_EXECUTOR must be 0 or 1"
+#endif
+#if SPLITCORE__EMPTY(PP_NO_PLANNER)
+#error "pipeline.h: PP_NO_PLANNER is defined without a value: define it to 1 (or 0)"
+#elif PP_NO_PLANNER != 0 && PP_NO_PLANNER != 1
+#error "pipeline.h: PP_NO_PLANNER must be 0 or 1"
+#endif
+#if SPLITCORE__EMPTY(PP_NO_TAKEIN)
+#error "pipeline.h: PP_NO_TAKEIN is defined without a value: define it to 1 (or 0)"
+#elif PP_NO_TAKEIN != 0 && PP_NO_TAKEIN != 1
+#error "pipeline.h: PP_NO_TAKEIN must be 0 or 1"
+#endif
+#if SPLITCORE__EMPTY(PP_NO_TRAINING)
+#error "pipeline.h: PP_NO_TRAINING is defined without a value: define it to 1 (or 0)"
+#elif PP_NO_TRAINING != 0 && PP_NO_TRAINING != 1
+#error "pipeline.h: PP_NO_TRAINING must be 0 or 1"
+#endif
+#if PP_MAILBOX_SLOTS < 0
+#error "pipeline.h: PP_MAILBOX_SLOTS must be >= 0"
+#endif
+#if PP_AGREE_TAG < 0 || PP_AGREE_TAG > 0xFFFF
+#error "pipeline.h: PP_AGREE_TAG must be a pg user tag, 0..PG_TAG_MAX"
+#endif
+#if PP_WAIT_SLICE_MAX_MS < 1
+#error "pipeline.h: PP_WAIT_SLICE_MAX_MS must be >= 1"
+#endif
+
+#include <stddef.h>
+#include <stdint.h>
+#include "microbatch.h"
+#if !PP_NO_EXECUTOR
+#include "ports/pg.h" /* the executor talks to any port through pg.h */
 #endif
 #ifdef PIPELINE_STATIC
 #define PP_API static
@@ -120,9 +196,9 @@ enum pp_type {
     PP_RECV_F = 6,
     PP_SEND_B = 7,
     PP_RECV_B = 8,
-    PP_UNSHARD = 9,
-    PP_RESHARD = 10,
-    PP_REDUCE_GRAD = 11, /* parsed and printed only */
+    PP_UNSHARD = 9,      /* FSDP's actions and the gradient reduction, as PP_LOWER_TORCH inserts */
+    PP_RESHARD = 10,     /* them: the executor skips them (no FSDP; weight gradients stay in the */
+    PP_REDUCE_GRAD = 11, /* layers for the caller) */
     PP_TYPE_COUNT = 12
 };
 
@@ -150,7 +226,12 @@ enum pp_schedule {
 
 enum pp_map_style { PP_MAP_LOOP = 0, PP_MAP_V = 1 };
 
-/* A plan: per-rank action tables in caller storage (rank r's row at actions + r * cap). */
+/* A plan: per-rank action tables in caller storage (rank r's row at actions + r * cap).
+   Every function taking a plan checks it before it uses a field as an index or a count:
+   PP_ERR_NULL (actions NULL), PP_ERR_ARG (nranks, nstages or nmb out of range, cap < 0,
+   len[r] outside 0..cap), PP_ERR_STAGE_RANK (stage_rank[s] >= nranks), PP_ERR_ACTION (an
+   action's type, stage or microbatch out of range; not for pp_csv_read, which replaces the
+   rows). docs/error-contract.md lists the code per function and field. */
 typedef struct pp_plan {
     pp_action *actions;
     int32_t cap; /* actions per rank row */
@@ -163,7 +244,11 @@ typedef struct pp_plan {
                                         (every writer of the plan resets it) */
 } pp_plan;
 
-/* One rank's table as the executor walks it (emitted by pp_emit_c, or from pp_plan_table). */
+/* One rank's table as the executor walks it (emitted by pp_emit_c, or from pp_plan_table).
+   pp_exec_query and pp_exec_init check it before any field is used: PP_ERR_NULL (actions or
+   stage_rank NULL), PP_ERR_ARG (nranks, rank, nstages, nmb or slots out of range),
+   PP_ERR_STAGE_RANK (stage_rank[s] >= nranks, or an action of a stage on another rank),
+   PP_ERR_ACTION (an action's type, stage or microbatch out of range). */
 typedef struct pp_table {
     const pp_action *actions;
     uint16_t len;
@@ -188,8 +273,9 @@ typedef struct pp_diag {
 PP_API const char *pp_strerror(int err);
 
 /* ---- 3. Model and partitioning ----------------------------------------------------- */
-/* A layer. Stages are contiguous runs of layers. Function pointers are for the executor
-   (next to come); planning uses the sizes and cost. */
+/* A layer. Stages are contiguous runs of layers. The executor (section 9) calls the
+   functions (forward always; backward_input for every layer but the model's first, and
+   backward_weight where set, in training); planning uses the sizes and cost. */
 typedef struct pp_layer {
     int (*forward)(void *self, const mb_tensor *x, mb_tensor *y);
     int (*backward_input)(void *self, const mb_tensor *x, const mb_tensor *dy, mb_tensor *dx);
@@ -240,13 +326,28 @@ PP_API int pp_plan_table(const pp_plan *plan, int rank, pp_table *out);
 PP_API int pp_peak_inflight(const pp_plan *plan, int rank);
 
 /* ---- 5. Lowering --------------------------------------------------------------------- */
-/* torch's _add_send_recv: insert SEND_F/RECV_F/SEND_B/RECV_B between ranks, drop idles. */
+/* torch's _add_send_recv applied to the table as it is: insert SEND_F/RECV_F/SEND_B/RECV_B
+   between ranks; an idle slot takes a round of the insertion, then is dropped
+   (pp_lower_mode(..., PP_LOWER_ROUNDS, ...)). */
 PP_API int pp_lower(const pp_plan *in, pp_plan *out, void *storage, size_t bytes, pp_diag *diag);
+#define PP_LOWER_ROUNDS 0 /* pp_lower's */
+#define PP_LOWER_TORCH  1 /* PyTorch's runtime's (below) */
+/* pp_lower with a mode. PP_LOWER_TORCH: _PipelineScheduleRuntime._prepare_schedule_with_comms,
+   PyTorch's exact lowered order: idle slots dropped, then per rank _add_unshard_reshard (a stage
+   is UNSHARDed when it becomes one of the next 3 distinct stages to run, RESHARDed when it stops
+   being one) and _add_reduce_grad (REDUCE_GRAD after a stage's M-th B or W), then
+   _add_send_recv. The executor skips UNSHARD, RESHARD and REDUCE_GRAD. Errors as pp_lower's,
+   and PP_ERR_ARG for an unknown mode. */
+PP_API int pp_lower_mode(const pp_plan *in, pp_plan *out, void *storage, size_t bytes, int mode, pp_diag *diag);
 
 /* ---- 6. Validation and simulation ------------------------------------------------------ */
 /* torch's _validate_schedule + pp_schedule_check: stage/microbatch ranges, stage on its
-   mapped rank, no duplicates, B/I after F, W after I, F == M and B + I == M and I == W per
-   stage (no backward at all for forward-only plans). */
+   mapped rank, no duplicates, B/I after F, W after I, F == M per stage. A plan with any
+   backward action trains: B + I == M and I == W per stage; one without is an inference plan
+   (no backward at all), as is any plan marked PP_SCHED_FORWARD_ONLY. Plans marked with
+   another built-in schedule also get its constructor checks (pp_schedule_check); inference
+   plans run with any stage map (several stages per rank, uneven ones included), as the
+   executor runs them. */
 PP_API int pp_validate(const pp_plan *plan, pp_diag *diag);
 
 typedef struct pp_costs {
@@ -275,7 +376,8 @@ typedef struct pp_event { /* one executed (or simulated) action */
     uint32_t t_start, t_end; /* microseconds for traces */
 } pp_event;
 
-/* Work bytes for pp_simulate (and pp_mailbox_depth): 6 * stages * microbatches * 4. */
+/* Work bytes for pp_simulate (and pp_mailbox_depth): 6 * stages * microbatches * 4; 0 for
+   a NULL or invalid plan (its checks, above pp_plan). */
 PP_API size_t pp_sim_bytes(const pp_plan *plan);
 /* Dry-run every rank's table (torch's _simulate_comms_compute readiness rules on lowered
    plans; direct cross-rank dependencies on compute-only ones) with costs. Each rank runs its
@@ -330,47 +432,62 @@ PP_API int pp_trace_json(const pp_event *ev, int n, char *buf, size_t cap, size_
    Runs ONE rank's lowered table (pp_table: emitted by pp_emit_c or from pp_plan_table) over
    any pg.h port. A stage is a run of layers (cfg.balance); every activation is a contiguous
    [rows, act_bytes / rows / dtype size] tensor. Static slots: one per in-flight microbatch
-   (the table's peak), each holding the stage input, every layer's output and output
-   gradient, and the input gradient; caller storage sized by pp_exec_bytes(). Training when
+   (the table's peak, plus one where inference passes data between two stages of the rank),
+   in caller storage sized by pp_exec_query / pp_exec_bytes: a 4-byte state word per slot
+   (rounded up to 8 bytes), in training the last stage's losses (one mb_value per
+   microbatch), then the slots. A training slot holds the stage input, every layer's output
+   and output gradient, and the input gradient; an inference slot only the stage input and
+   every layer's output (no gradient room: half the size). PP_NO_TRAINING builds an
+   inference-only executor (smaller; a cfg with a loss gives PP_ERR_ARG). Training when
    cfg.loss is set: F runs the stage (and the loss on the last stage), I/B propagate
    gradients, W/B call backward_weight, which accumulates weight gradients in the layer (the
    caller zeroes them and steps the optimizer). Checkpointed microbatches (i <
-   pp_checkpoint_stop) recompute the stage's intermediate outputs from its kept input in
-   I/B (fairscale's semantics; the slot keeps room for them, so this trades time only). RECV
-   actions are posted receives: the data is taken when F/I/B needs it, or earlier: a rank
-   that would wait in a send or receive (the port's mailbox to the peer full, or its data not
-   there yet) waits in slices (1 ms, doubling up to 64 ms, the group's timeout T in all) and
-   between them takes in what already arrived for its later F, I and B (an activation into a
-   free slot while the slots in use plus one per F up to that one stay within the slot
-   count, so no F runs short; a gradient into its microbatch's slot). So a table where two
-   ranks each send more than a mailbox holds before receiving (LoopedBFS on 2 ranks with
-   M = 16 over pg_pthread's 4-slot mailboxes) runs as pp_simulate, whose sends are buffered,
-   predicts. PP_NO_TAKEIN leaves that out (about 500 B on Cortex-M4; the firmware build with
-   an emitted plan): a send then waits for room in the mailbox, so the plan must carry the
-   deadlock freedom instead. pp_mailbox_depth (section 6) proves on the host the mailbox
-   depth d (transfers per ordered pair of ranks) the plan needs without take-in and stores
-   d + 1 in the plan, pp_plan_table / pp_emit_c in the table (pp_table.mailbox); the emitted
-   source stops a PP_NO_TAKEIN build with #error when PP_MAILBOX_SLOTS < d or the plan was
-   not proven. At run time pp_exec_init refuses an unproven table (mailbox 0) and a transfer
-   of n bytes whose d x ceil(n / pg_max_msg) messages exceed PP_MAILBOX_SLOTS fails before
-   it is sent; both give PP_ERR_MAILBOX on every rank, never a wait. Stages that
-   share a rank pass data directly. Inference when cfg.loss is NULL (forward-only tables, a
-   stream of frames = microbatches): the last stage hands each output to cfg.output.
-   An error on any rank aborts the world (pg_abort), which ends every peer's wait at once;
-   then every rank recovers the group (pg_recover, waiting at most half the group's timeout
-   T) and returns the same code: the root error with the smallest value (layer codes are
-   returned as is). A rank that stalls: the first rank waiting on it times out after T and
-   aborts, so every other rank returns PG_ERR_TIMEOUT or PG_ERR_ABORTED within 1.5 T of the
-   stall, plus whatever compute a rank still had before waiting on it (issue #8 asks for 2 T;
-   tests/test_faults.c checks it). Their recover cannot meet
-   the stalled rank, so the world stays aborted: run the step again on every rank, as often
-   as it fails (a rerun fails at once and retries the recover for T / 2); the stalled rank,
-   once it wakes, returns an error within T / 2 and its recover meets one of those reruns.
-   Do not call pg_recover yourself after a failed step: the executor's would pair with it.
-   Ports time recovers with the world group's timeout, so run the executor on the world
-   group (or give the world the same timeout). Compile with PP_NO_PLANNER for an executor-only build,
-   PP_NO_EXECUTOR to leave it (and pg.h) out. */
-#ifndef PP_NO_EXECUTOR
+   pp_checkpoint_stop) recompute the stage's intermediate outputs from its kept input in I/B
+   (fairscale's semantics; the slot keeps room for them, so this trades time only). Inference
+   when cfg.loss is NULL (forward-only tables, a stream of frames = microbatches): the last
+   stage hands each output to cfg.output. Stages that share a rank pass data directly.
+
+   Waiting. RECV actions are posted receives: the data is taken when F/I/B needs it, or
+   earlier: a rank that would wait in a send or receive (the port's mailbox to the peer full,
+   or its data not there yet) waits in slices (1 ms, doubling up to PP_WAIT_SLICE_MAX_MS, the
+   group's timeout T in all) and between them takes in what already arrived for its later F,
+   I and B (an activation into a free slot while the slots in use plus one per F up to that
+   one stay within the slot count, so no F runs short; a gradient into its microbatch's
+   slot). So a table where two ranks each send more than a mailbox holds before receiving
+   (LoopedBFS on 2 ranks with M = 16 over pg_pthread's 4-slot mailboxes) runs as pp_simulate,
+   whose sends are buffered, predicts. PP_NO_TAKEIN leaves that out (about 500 B on
+   Cortex-M4; the firmware build with an emitted plan): a send then waits for room in the
+   mailbox, so the plan must carry the deadlock freedom instead. pp_mailbox_depth (section 6)
+   proves on the host the mailbox depth d (transfers per ordered pair of ranks) the plan
+   needs without take-in and stores d + 1 in the plan, pp_plan_table / pp_emit_c in the table
+   (pp_table.mailbox); the emitted source stops a PP_NO_TAKEIN build with #error when
+   PP_MAILBOX_SLOTS < d or the plan was not proven. At run time pp_exec_init refuses an
+   unproven table (mailbox 0) and a transfer of n bytes whose d x ceil(n / pg_max_msg)
+   messages exceed PP_MAILBOX_SLOTS fails before it is sent; both give PP_ERR_MAILBOX on every
+   rank, never a wait.
+
+   Errors. pp_exec_run returns pipeline codes only: PP_ERR_LAYER when a layer, input, loss or
+   output callback failed (its own code in pp_exec.err), PP_ERR_COMM when the port failed (the
+   pg_err in pp_exec.err), or the executor's own PP_ERR_* (pp_exec.err 0); pp_exec.err_rank is
+   the rank the error happened on. An error on any rank aborts the world (pg_abort), which
+   ends every peer's wait at once; then every rank recovers the group (pg_recover, waiting at
+   most half the group's timeout T), and the ranks agree over point-to-point messages (each
+   sends its error to one rank, which answers with the error of the lowest rank that had
+   one), so every rank returns the same code, err and err_rank. A rank that only saw the abort
+   has no error of its own; when no rank has one (something outside the executor aborted the
+   world, e.g. a layer's own pg_abort), every rank returns PP_ERR_COMM, err PG_ERR_ABORTED,
+   err_rank -1. A rank that stalls: the first rank waiting on it times out after T and aborts,
+   so every other rank returns PP_ERR_COMM (err PG_ERR_TIMEOUT or PG_ERR_ABORTED) within
+   1.5 T of the stall, plus whatever compute a rank still had before waiting on it
+   (tests/test_faults.c checks it). Their recover cannot meet the stalled rank, so they do not
+   agree (each keeps its own err; err_rank is its own rank if it had the error, else -1) and
+   the world stays aborted: run the step again on every rank, as often as it fails (a rerun
+   fails at once and retries the recover for T / 2); the stalled rank, once it wakes, returns
+   an error within T / 2 and its recover meets one of those reruns. Do not call pg_recover
+   yourself after a failed step: the executor's would pair with it. Ports time recovers with
+   the world group's timeout, so run the executor on the world group (or give the world the
+   same timeout). */
+#if !PP_NO_EXECUTOR
 typedef struct pp_exec_cfg {
     const pp_layer *layers;
     int32_t nlayers;
@@ -379,11 +496,12 @@ typedef struct pp_exec_cfg {
     int32_t dtype;          /* mb_dtype of every activation */
     uint32_t in_bytes;      /* model input bytes per microbatch */
     int32_t checkpoint;     /* enum pp_checkpoint (training) */
-    /* stage 0: write microbatch mb's input into x (a slot; contiguous) */
+    /* stage 0 (required on its rank): write microbatch mb's input into x (a slot; contiguous) */
     int (*input)(void *user, int mb, mb_tensor *x);
-    /* last stage, training: loss of output y, its gradient into dy (same shape) */
+    /* training (set: training, NULL: inference), on the last stage: the loss of output y and
+       its gradient into dy (same shape) */
     int (*loss)(void *user, int mb, const mb_tensor *y, mb_tensor *dy, double *loss);
-    /* last stage, inference: consume output y (may be NULL) */
+    /* inference, last stage (required on its rank; ignored in training): consume output y */
     int (*output)(void *user, int mb, const mb_tensor *y);
     void *user;
     uint32_t (*now_us)(void *user); /* optional clock for pp_exec.events */
@@ -401,16 +519,22 @@ typedef struct pp_exec {
     int16_t first[PP_MAX_STAGES + 1]; /* first layer of each stage */
     pp_event *events;                 /* optional: set after init (max_events); nevents per run */
     int32_t max_events, nevents;
-    int32_t aborted; /* the last run saw PG_ERR_ABORTED from the port */
-    int32_t at;      /* the action running (pp_exec_run) */
+    int32_t err;      /* the last run's failure: the callback's code (PP_ERR_LAYER), the pg_err
+                         (PP_ERR_COMM), 0 otherwise */
+    int32_t err_rank; /* the rank it happened on; -1: none, or unknown */
+    int32_t at;       /* the action running (pp_exec_run) */
 } pp_exec;
 
-/* Bytes of storage for this rank (0 on bad arguments). */
+/* Bytes of storage for this rank into *bytes: PP_OK, or the code pp_exec_init would return
+   for cfg and t (*bytes untouched). Exact: pp_exec_init accepts exactly this many. */
+PP_API int pp_exec_query(const pp_exec_cfg *cfg, const pp_table *t, size_t *bytes);
+/* The same as a value: 0 means cfg or t is invalid (pp_exec_query says why). */
 PP_API size_t pp_exec_bytes(const pp_exec_cfg *cfg, const pp_table *t);
-/* Check cfg/table/group and lay out storage (8-byte aligned, >= pp_exec_bytes). */
+/* Check cfg/table/group and lay out storage (8-byte aligned, >= pp_exec_query's bytes). */
 PP_API int pp_exec_init(pp_exec *e, const pp_exec_cfg *cfg, const pp_table *t, pg_group *g, void *storage,
                         size_t bytes);
-/* One step: every action of the table. Returns PP_OK or the pipeline's error on every rank. */
+/* One step: every action of the table. Returns PP_OK or the same pipeline code on every rank
+   (PP_ERR_LAYER, PP_ERR_COMM or the executor's own; pp_exec.err and err_rank say more). */
 PP_API int pp_exec_run(pp_exec *e);
 /* Last stage, after a training step: the per-microbatch losses merged with `spec`
    (NULL: sum; MB_REDUCE_CUSTOM(r) for a custom reducer). Needs microbatch.h's
@@ -427,19 +551,7 @@ PP_API int pp_exec_loss(const pp_exec *e, const mb_spec *spec, double *loss);
 #if defined(PIPELINE_IMPLEMENTATION) && !defined(PIPELINE_IMPLEMENTED)
 #define PIPELINE_IMPLEMENTED
 
-#include <string.h>
-#ifndef PP_MEMCPY
-#define PP_MEMCPY(d, s, n) memcpy((d), (s), (n))
-#endif
-#ifndef PP_MEMSET
-#define PP_MEMSET(d, v, n) memset((d), (v), (n))
-#endif
-#ifndef PP_MEMMOVE
-#define PP_MEMMOVE(d, s, n) memmove((d), (s), (n))
-#endif
-#ifndef PP_ASSERT
-#define PP_ASSERT(x) ((void)0)
-#endif
+#include <string.h> /* the default PP_MEMCPY, PP_MEMSET, PP_MEMMOVE */
 
 #ifdef __cplusplus
 extern "C" {
@@ -450,8 +562,13 @@ extern "C" {
 #else
 #define PP__DEF
 #endif
+#if defined(__GNUC__) || defined(__clang__)
+#define PP__NOINLINE __attribute__((noinline)) /* a frame of its own (scons size: <= 512 B each) */
+#else
+#define PP__NOINLINE
+#endif
 
-#ifndef PP_NO_PLANNER /* planning half: firmware may link only the executor below */
+#if !PP_NO_PLANNER /* planning half: firmware may link only the executor below */
 PP__DEF const char *pp_strerror(int err)
 {
     static const char msg[] = "ok\0" PP_ERRORS(SPLITCORE__MSG) "unknown error";
@@ -485,13 +602,51 @@ static pp_action *pp__row(const pp_plan *p, int r)
 {
     return p->actions + (size_t)r * (size_t)p->cap;
 }
-static int pp__plan_ok(const pp_plan *p)
+static int pp__check_action(const pp_plan *p, pp_action a)
 {
-    int r;
-    if (p->nranks <= 0 || p->nranks > PP_MAX_RANKS || p->nstages <= 0 || p->nstages > PP_MAX_STAGES) return 0;
+    if (a.type >= PP_TYPE_COUNT) return 0;
+    if (a.type == PP_IDLE) return 1;
+    return a.stage < p->nstages && (a.type >= PP_UNSHARD || a.mb < p->nmb);
+}
+/* A caller-filled plan, checked before any of its fields is used as an index or a count:
+   PP_ERR_NULL (no action storage), PP_ERR_ARG (ranks, stages or microbatches out of range,
+   a negative capacity, a row longer than it), PP_ERR_STAGE_RANK (a stage mapped to no rank
+   of the plan; diag: that rank, diag->stage the stage). */
+static int pp__plan_check(const pp_plan *p, pp_diag *diag)
+{
+    int r, i;
+    if (!p->actions) return PP_ERR_NULL;
+    if (p->nranks <= 0 || p->nranks > PP_MAX_RANKS || p->nstages <= 0 || p->nstages > PP_MAX_STAGES || p->nmb <= 0 ||
+        p->nmb > PP_MAX_MICROBATCHES || p->cap < 0)
+        return PP_ERR_ARG;
     for (r = 0; r < p->nranks; r++)
-        if (p->len[r] < 0 || p->len[r] > p->cap) return 0;
-    return 1;
+        if (p->len[r] < 0 || p->len[r] > p->cap) return PP_ERR_ARG;
+    for (i = 0; i < p->nstages; i++)
+        if (p->stage_rank[i] >= p->nranks) {
+            pp__diag(diag, p->stage_rank[i], -1, pp__none);
+            if (diag) diag->stage = i;
+            return PP_ERR_STAGE_RANK;
+        }
+    return PP_OK;
+}
+/* Then its rows: PP_ERR_ACTION for an action whose type, stage or microbatch is out of range
+   (diag names it). */
+static int pp__rows_check(const pp_plan *p, pp_diag *diag)
+{
+    int r, i;
+    for (r = 0; r < p->nranks; r++)
+        for (i = 0; i < p->len[r]; i++)
+            if (!pp__check_action(p, pp__row(p, r)[i])) {
+                pp__diag(diag, r, i, pp__row(p, r)[i]);
+                return PP_ERR_ACTION;
+            }
+    return PP_OK;
+}
+/* Both. */
+static int pp__plan_rows_check(const pp_plan *p, pp_diag *diag)
+{
+    int rc = pp__plan_check(p, diag);
+    return rc ? rc : pp__rows_check(p, diag);
 }
 
 /* ---- partitioning ---- */
@@ -697,10 +852,12 @@ PP__DEF int pp_schedule_check(int sched, int P, int V, int M)
 }
 
 /* Per-rank row capacity: >= every generator's compute table and any lowering (7 per
-   local (stage, microbatch): F, I, W, SEND_F, SEND_B, RECV_F, RECV_B). */
+   local (stage, microbatch): F, I, W, SEND_F, SEND_B, RECV_F, RECV_B; PP_LOWER_TORCH adds an
+   UNSHARD, a RESHARD and a REDUCE_GRAD per stage, and with more than 3 stages per rank up to
+   an UNSHARD and a RESHARD per compute action). */
 static long pp__cap(int P, int V, int M)
 {
-    return 7L * V * M + 4L * V * P + 4L * P + 8;
+    return 7L * V * M + 4L * V * P + 4L * P + 8 + (V > 3 ? 6L * V * M + 8 : 0);
 }
 
 PP__DEF size_t pp_plan_bytes(int P, int V, int M)
@@ -748,11 +905,15 @@ typedef struct pp__gen {
     pp_action *row;
     int n, cap;
 } pp__gen;
+static void pp__add(pp__gen *g, int type, int stage, int mb) /* past cap: only counted */
+{
+    if (g->n < g->cap) g->row[g->n] = pp__act(type, stage, mb);
+    g->n++;
+}
 static void pp__push(pp__gen *g, int type, int stage, int mb)
 {
     PP_ASSERT(g->n < g->cap);
-    if (g->n < g->cap) g->row[g->n] = pp__act(type, stage, mb);
-    g->n++;
+    pp__add(g, type, stage, mb);
 }
 static void pp__idle(pp__gen *g, int k)
 {
@@ -999,6 +1160,7 @@ PP__DEF int pp_peak_inflight(const pp_plan *p, int rank)
 {
     int i, r, cur = 0, peak = 0, bwd = 0;
     if (!p) return PP_ERR_NULL;
+    if ((r = pp__plan_rows_check(p, NULL)) != PP_OK) return r;
     if (rank < 0 || rank >= p->nranks) return PP_ERR_ARG;
     for (r = 0; r < p->nranks && !bwd; r++)
         for (i = 0; i < p->len[r]; i++) {
@@ -1023,7 +1185,8 @@ PP__DEF int pp_plan_table(const pp_plan *p, int rank, pp_table *out)
 {
     int peak;
     if (!p || !out) return PP_ERR_NULL;
-    if (rank < 0 || rank >= p->nranks || p->len[rank] > 0xffff) return PP_ERR_ARG;
+    if ((peak = pp__plan_rows_check(p, NULL)) != PP_OK) return peak;
+    if (rank < 0 || rank >= p->nranks || p->len[rank] > UINT16_MAX) return PP_ERR_ARG;
     peak = pp_peak_inflight(p, rank);
     out->actions = pp__row(p, rank);
     out->len = (uint16_t)p->len[rank];
@@ -1045,25 +1208,74 @@ static int pp__has_comms(const pp_plan *p, pp_action a)
     return 0;
 }
 
-static int pp__check_action(const pp_plan *p, pp_action a)
+/* _add_unshard_reshard then _add_reduce_grad for rank r's compute row in[0..n) (idles dropped),
+   written to out (room for cap actions). Returns the length, or -1 when it does not fit. The
+   next 3 distinct stages from action i on are the 3 with the nearest next use (nxt[]). The
+   unsharded set is always those 3, so at most one stage leaves per action and the order of
+   PyTorch's set never shows. */
+static PP__NOINLINE int pp__fsdp_row(const pp_plan *p, const pp_action *in, int n, pp_action *out, int cap)
 {
-    if (a.type >= PP_TYPE_COUNT) return 0;
-    if (a.type == PP_IDLE) return 1;
-    return a.stage < p->nstages && (a.type >= PP_UNSHARD || a.mb < p->nmb);
+    int nxt[PP_MAX_STAGES], i, j, s, k, len = 0;
+    uint16_t cnt[PP_MAX_STAGES]; /* B / W per stage: at most PP_MAX_MICROBATCHES */
+    uint64_t active = 0, near;
+    pp__gen g;
+    g.row = out;
+    g.n = 0;
+    g.cap = cap;
+    for (s = 0; s < p->nstages; s++) {
+        nxt[s] = n;
+        cnt[s] = 0;
+    }
+    for (i = n; i-- > 0;)
+        if (in[i].type != PP_IDLE) nxt[in[i].stage] = i;
+    for (i = 0; i < n; i++) {
+        pp_action a = in[i];
+        if (a.type == PP_IDLE) continue;
+        near = 0;
+        for (k = 0; k < 3; k++) { /* the 3 stages used soonest from i on */
+            int best = -1;
+            for (s = 0; s < p->nstages; s++)
+                if (nxt[s] < n && !(near >> s & 1u) && (best < 0 || nxt[s] < nxt[best])) best = s;
+            if (best >= 0) near |= (uint64_t)1 << best;
+        }
+        for (s = 0; s < p->nstages; s++) /* evict, then fetch in order of use */
+            if ((active & ~near) >> s & 1u) pp__add(&g, PP_RESHARD, s, 0);
+        active &= near;
+        for (j = i; j < n && active != near; j++)
+            if (in[j].type != PP_IDLE && ((near & ~active) >> in[j].stage & 1u)) {
+                active |= (uint64_t)1 << in[j].stage;
+                pp__add(&g, PP_UNSHARD, in[j].stage, 0);
+            }
+        pp__add(&g, a.type, a.stage, a.mb);
+        if ((a.type == PP_B || a.type == PP_W) && ++cnt[a.stage] == p->nmb) pp__add(&g, PP_REDUCE_GRAD, a.stage, 0);
+        for (j = i + 1; j < n && (in[j].type == PP_IDLE || in[j].stage != a.stage); j++) {}
+        nxt[a.stage] = j; /* this stage's next use */
+    }
+    for (s = 0; s < p->nstages; s++)
+        if (active >> s & 1u) pp__add(&g, PP_RESHARD, s, 0);
+    len = g.n;
+    return len > cap ? -1 : len;
 }
 
 PP__DEF int pp_lower(const pp_plan *in, pp_plan *out, void *storage, size_t bytes, pp_diag *diag)
 {
+    return pp_lower_mode(in, out, storage, bytes, PP_LOWER_ROUNDS, diag);
+}
+
+PP__DEF int pp_lower_mode(const pp_plan *in, pp_plan *out, void *storage, size_t bytes, int mode, pp_diag *diag)
+{
     pp_plan t;
-    int cap, rc, r, i, cur[PP_MAX_RANKS], left;
+    const pp_action *pre[PP_MAX_RANKS];
+    int cap, rc, r, i, cur[PP_MAX_RANKS], len[PP_MAX_RANKS], left;
     if (!in || !out || !storage) return PP_ERR_NULL;
+    if ((rc = pp__plan_rows_check(in, diag)) != PP_OK) return rc;
     rc = pp__init(&t, storage, bytes, in->nranks, in->nstages, in->nmb, &cap);
     if (rc) return rc;
-    if ((const void *)in->actions == storage) return PP_ERR_ARG;
+    if ((const void *)in->actions == storage || (unsigned)mode > PP_LOWER_TORCH) return PP_ERR_ARG;
     for (r = 0; r < in->nranks; r++)
         for (i = 0; i < in->len[r]; i++) {
             pp_action a = pp__row(in, r)[i];
-            if (!pp__check_action(in, a) || a.type >= PP_SEND_F) {
+            if (a.type >= PP_SEND_F) {
                 pp__diag(diag, r, i, a);
                 return PP_ERR_ACTION;
             }
@@ -1071,16 +1283,28 @@ PP__DEF int pp_lower(const pp_plan *in, pp_plan *out, void *storage, size_t byte
     pp__set(&t, storage, cap, in->nranks, in->nstages, in->nmb, in->schedule);
     PP_MEMCPY(t.stage_rank, in->stage_rank, sizeof t.stage_rank);
     t.lowered = 1;
-    for (r = 0; r < in->nranks; r++) cur[r] = 0;
+    for (r = 0; r < in->nranks; r++) { /* what each rank lowers: its row, or torch's expansion parked
+                                          at the end of its output row (read before written over) */
+        cur[r] = 0;
+        pre[r] = pp__row(in, r);
+        len[r] = in->len[r];
+        if (mode == PP_LOWER_TORCH) {
+            pp_action *row = pp__row(&t, r);
+            len[r] = pp__fsdp_row(in, pre[r], in->len[r], row, cap);
+            if (len[r] < 0) return PP_ERR_TOO_SMALL;
+            PP_MEMMOVE(row + cap - len[r], row, (size_t)len[r] * sizeof(pp_action));
+            pre[r] = row + cap - len[r];
+        }
+    }
     for (;;) {
         int progress = 0;
         left = 0;
         for (r = 0; r < in->nranks; r++) {
             pp_action a, *row = pp__row(&t, r);
-            int ready = 1;
-            if (cur[r] >= in->len[r]) continue;
+            int ready = 1, room;
+            if (cur[r] >= len[r]) continue;
             left = 1;
-            a = pp__row(in, r)[cur[r]];
+            a = pre[r][cur[r]];
             if (a.type == PP_F && a.stage != 0)
                 ready = pp__in_row(row, t.len[r], pp__act(PP_RECV_F, a.stage, a.mb)) ||
                         pp__in_row(row, t.len[r], pp__act(PP_F, a.stage - 1, a.mb));
@@ -1089,25 +1313,27 @@ PP__DEF int pp_lower(const pp_plan *in, pp_plan *out, void *storage, size_t byte
                         pp__in_row(row, t.len[r], pp__act(PP_I, a.stage + 1, a.mb)) ||
                         pp__in_row(row, t.len[r], pp__act(PP_B, a.stage + 1, a.mb));
             if (!ready) continue;
+            cur[r]++; /* its parked slot is free from here */
             if (a.type != PP_IDLE) {
-                if (t.len[r] >= cap) return PP_ERR_TOO_SMALL;
+                room = cap - (mode == PP_LOWER_TORCH ? len[r] - cur[r] : 0);
+                if (t.len[r] >= room) return PP_ERR_TOO_SMALL;
                 row[t.len[r]++] = a;
                 if (pp__has_comms(in, a)) {
                     int fwd = a.type == PP_F, rs = fwd ? a.stage + 1 : a.stage - 1;
                     int rr = t.stage_rank[rs];
-                    if (t.len[r] >= cap || t.len[rr] >= cap) return PP_ERR_TOO_SMALL;
+                    int rroom = cap - (mode == PP_LOWER_TORCH ? len[rr] - cur[rr] : 0);
+                    if (t.len[r] >= room || t.len[rr] >= rroom) return PP_ERR_TOO_SMALL;
                     row[t.len[r]++] = pp__act(fwd ? PP_SEND_F : PP_SEND_B, a.stage, a.mb);
                     pp__row(&t, rr)[t.len[rr]++] = pp__act(fwd ? PP_RECV_F : PP_RECV_B, rs, a.mb);
                 }
             }
-            cur[r]++;
             progress = 1;
         }
         if (!left) break;
         if (!progress) {
             for (r = 0; r < in->nranks; r++)
-                if (cur[r] < in->len[r]) {
-                    pp__diag(diag, r, cur[r], pp__row(in, r)[cur[r]]);
+                if (cur[r] < len[r]) {
+                    pp__diag(diag, r, cur[r], pre[r][cur[r]]);
                     break;
                 }
             return PP_ERR_DEADLOCK;
@@ -1120,13 +1346,10 @@ PP__DEF int pp_lower(const pp_plan *in, pp_plan *out, void *storage, size_t byte
 /* ---- validation: torch's _validate_schedule ---- */
 PP__DEF int pp_validate(const pp_plan *p, pp_diag *diag)
 {
-    int r, i, s, rc, fwd_only;
-    if (!p || (!p->actions && p->nranks > 0)) return PP_ERR_NULL;
-    if (p->nranks <= 0 || p->nranks > PP_MAX_RANKS || p->nstages <= 0 || p->nstages > PP_MAX_STAGES || p->nmb <= 0)
-        return PP_ERR_ARG;
-    for (r = 0; r < p->nranks; r++)
-        if (p->len[r] < 0 || p->len[r] > p->cap) return PP_ERR_ARG;
-    if (p->schedule != PP_SCHED_CUSTOM) {
+    int r, i, s, rc, train = 0;
+    if (!p) return PP_ERR_NULL;
+    if ((rc = pp__plan_check(p, diag)) != PP_OK) return rc;
+    if (p->schedule != PP_SCHED_CUSTOM && p->schedule != PP_SCHED_FORWARD_ONLY) {
         int V = p->nstages / p->nranks;
         if (p->nstages % p->nranks) return PP_ERR_STAGES_PER_RANK;
         rc = pp_schedule_check(p->schedule, p->nranks, V, p->nmb);
@@ -1135,7 +1358,6 @@ PP__DEF int pp_validate(const pp_plan *p, pp_diag *diag)
             return rc;
         }
     }
-    fwd_only = p->schedule == PP_SCHED_FORWARD_ONLY;
     for (r = 0; r < p->nranks; r++) {
         const pp_action *row = pp__row(p, r);
         for (i = 0; i < p->len[r]; i++) {
@@ -1150,6 +1372,7 @@ PP__DEF int pp_validate(const pp_plan *p, pp_diag *diag)
                 return PP_ERR_STAGE_RANK;
             }
             if (a.type > PP_W) continue;
+            train |= a.type != PP_F && p->schedule != PP_SCHED_FORWARD_ONLY;
             if (pp__in_row(row, i, a)) {
                 pp__diag(diag, r, i, a);
                 return PP_ERR_DUPLICATE;
@@ -1167,10 +1390,6 @@ PP__DEF int pp_validate(const pp_plan *p, pp_diag *diag)
     for (s = 0; s < p->nstages; s++) {
         int n[PP_W + 1] = {0, 0, 0, 0, 0};
         r = p->stage_rank[s];
-        if (r >= p->nranks) {
-            pp__diag(diag, r, -1, pp__none);
-            return PP_ERR_STAGE_RANK;
-        }
         for (i = 0; i < p->len[r]; i++) {
             pp_action a = pp__row(p, r)[i];
             if (a.stage == s && a.type >= PP_F && a.type <= PP_W) n[a.type]++;
@@ -1184,11 +1403,11 @@ PP__DEF int pp_validate(const pp_plan *p, pp_diag *diag)
             }
             return PP_ERR_FORWARD_COUNT;
         }
-        if (n[PP_I] != n[PP_W] || n[PP_B] + n[PP_I] != (fwd_only ? 0 : p->nmb)) {
+        if (n[PP_I] != n[PP_W] || n[PP_B] + n[PP_I] != (train ? p->nmb : 0)) {
             if (diag) {
                 pp__diag(diag, r, -1, pp__none);
                 diag->stage = s;
-                diag->expected = fwd_only ? 0 : p->nmb;
+                diag->expected = train ? p->nmb : 0;
                 diag->got = n[PP_B] + n[PP_I];
             }
             return PP_ERR_BACKWARD_COUNT;
@@ -1200,7 +1419,7 @@ PP__DEF int pp_validate(const pp_plan *p, pp_diag *diag)
 /* ---- simulation ---- */
 PP__DEF size_t pp_sim_bytes(const pp_plan *p)
 {
-    if (!p || p->nstages <= 0 || p->nmb <= 0) return 0;
+    if (!p || pp__plan_check(p, NULL) != PP_OK) return 0;
     return 6u * (size_t)p->nstages * (size_t)p->nmb * sizeof(uint32_t);
 }
 
@@ -1286,20 +1505,14 @@ static int pp__simulate(const pp_plan *p, const pp_costs *c, void *work, size_t 
     size_t plane;
     pp_sim res;
     if (!p || !c || !work || !out) return PP_ERR_NULL;
-    if (p->nranks <= 0 || p->nranks > PP_MAX_RANKS || p->nstages <= 0 || p->nstages > PP_MAX_STAGES || p->nmb <= 0 ||
-        ((uintptr_t)work & 3u))
-        return PP_ERR_ARG;
+    if ((r = pp__plan_check(p, diag)) != PP_OK) return r;
+    if ((uintptr_t)work & 3u) return PP_ERR_ARG;
     if (work_bytes < pp_sim_bytes(p)) return PP_ERR_TOO_SMALL;
+    if ((r = pp__rows_check(p, diag)) != PP_OK) return r;
     S = p->nstages;
     M = p->nmb;
-    for (r = 0; r < p->nranks; r++) {
-        if (p->len[r] < 0 || p->len[r] > p->cap) return PP_ERR_ARG;
-        for (i = 0; i < p->len[r]; i++) {
-            pp_action a = pp__row(p, r)[i];
-            if (!pp__check_action(p, a)) return PP_ERR_ACTION;
-            if (a.type != PP_IDLE) total++;
-        }
-    }
+    for (r = 0; r < p->nranks; r++)
+        for (i = 0; i < p->len[r]; i++) total += pp__row(p, r)[i].type != PP_IDLE;
     if (events && max_events < total) return PP_ERR_TOO_SMALL;
     if (dry) events = NULL;
     t = (uint32_t *)work;
@@ -1500,18 +1713,12 @@ static int pp__mailbox_run(const pp_plan *p, uint32_t depth, uint32_t *t, pp_dia
 PP__DEF int pp_mailbox_depth(pp_plan *p, int max_depth, void *work, size_t work_bytes, pp_diag *diag)
 {
     uint32_t *t = (uint32_t *)work, lo = 0, hi;
-    int r, i;
+    int rc;
     if (!p || !work) return PP_ERR_NULL;
-    if (!pp__plan_ok(p) || p->nmb <= 0 || max_depth < 0 || max_depth > 254 || ((uintptr_t)work & 3u)) return PP_ERR_ARG;
+    if ((rc = pp__plan_check(p, diag)) != PP_OK) return rc;
+    if (max_depth < 0 || max_depth > 254 || ((uintptr_t)work & 3u)) return PP_ERR_ARG;
     if (work_bytes < pp_sim_bytes(p)) return PP_ERR_TOO_SMALL;
-    for (i = 0; i < p->nstages; i++)
-        if (p->stage_rank[i] >= p->nranks) return PP_ERR_ARG;
-    for (r = 0; r < p->nranks; r++)
-        for (i = 0; i < p->len[r]; i++)
-            if (!pp__check_action(p, pp__row(p, r)[i])) {
-                pp__diag(diag, r, i, pp__row(p, r)[i]);
-                return PP_ERR_ACTION;
-            }
+    if ((rc = pp__rows_check(p, diag)) != PP_OK) return rc;
     if (pp__mailbox_run(p, 0x7fffffffu, t, diag)) return PP_ERR_DEADLOCK; /* even unbounded */
     hi = (uint32_t)max_depth;
     if (pp__mailbox_run(p, hi, t, diag)) return PP_ERR_MAILBOX;
@@ -1526,46 +1733,25 @@ PP__DEF int pp_mailbox_depth(pp_plan *p, int max_depth, void *work, size_t work_
     return (int)lo;
 }
 
-/* ---- text output ---- */
-typedef struct pp__out {
-    char *buf;
-    size_t cap, n;
-} pp__out;
-static void pp__putc(pp__out *o, char ch)
-{
-    if (o->buf && o->n < o->cap) o->buf[o->n] = ch;
-    o->n++;
-}
-static void pp__puts(pp__out *o, const char *s)
-{
-    while (*s) pp__putc(o, *s++);
-}
-static void pp__putu(pp__out *o, uint32_t v)
-{
-    char tmp[10];
-    int k = 0;
-    do {
-        tmp[k++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    while (k) pp__putc(o, tmp[--k]);
-}
+/* ---- text output: splitcore_base.h's writer ---- */
+#define SPLITCORE__TEXT
+#include "splitcore_base.h"
 static const char *const pp__type_names[PP_TYPE_COUNT] = {
     "", "F", "B", "I", "W", "SEND_F", "RECV_F", "SEND_B", "RECV_B", "UNSHARD", "RESHARD", "REDUCE_GRAD"};
 static const char *const pp__type_macros[PP_TYPE_COUNT] = {"PP_IDLE",   "PP_F",       "PP_B",       "PP_I",
                                                            "PP_W",      "PP_SEND_F",  "PP_RECV_F",  "PP_SEND_B",
                                                            "PP_RECV_B", "PP_UNSHARD", "PP_RESHARD", "PP_REDUCE_GRAD"};
 
-static void pp__put_action(pp__out *o, pp_action a)
+static void pp__put_action(splitcore__out *o, pp_action a)
 {
     if (a.type == PP_IDLE || a.type >= PP_TYPE_COUNT) return;
-    pp__putu(o, a.stage);
-    pp__puts(o, pp__type_names[a.type]);
-    if (a.type < PP_UNSHARD) pp__putu(o, a.mb);
+    splitcore__putu(o, a.stage);
+    splitcore__puts(o, pp__type_names[a.type]);
+    if (a.type < PP_UNSHARD) splitcore__putu(o, a.mb);
 }
 
 /* Run `emit` to count, then to write when it fits. */
-static int pp__finish(pp__out *o, char *buf, size_t cap, size_t *needed)
+static int pp__finish(splitcore__out *o, char *buf, size_t cap, size_t *needed)
 {
     if (needed) *needed = o->n + 1;
     if (!buf) return cap == 0 ? PP_OK : PP_ERR_NULL;
@@ -1574,7 +1760,7 @@ static int pp__finish(pp__out *o, char *buf, size_t cap, size_t *needed)
 }
 #define PP__EMIT(call)                                  \
     do {                                                \
-        pp__out o_;                                     \
+        splitcore__out o_;                              \
         int k_;                                         \
         o_.buf = NULL;                                  \
         o_.cap = 0;                                     \
@@ -1642,24 +1828,25 @@ PP__DEF int pp_action_parse(const char *s, size_t n, pp_action *out)
     return PP_OK;
 }
 
-static void pp__csv(pp__out *o, const pp_plan *p)
+static void pp__csv(splitcore__out *o, const pp_plan *p)
 {
     int r, i;
     for (r = 0; r < p->nranks; r++) {
         for (i = 0; i < p->len[r]; i++) {
-            if (i) pp__putc(o, ',');
+            if (i) splitcore__putc(o, ',');
             pp__put_action(o, pp__row(p, r)[i]);
         }
         /* a row of one idle cell is `""`, as Python's csv writes it (a blank line is an empty row) */
-        if (p->len[r] == 1 && pp__row(p, r)[0].type == PP_IDLE) pp__puts(o, "\"\"");
-        pp__puts(o, "\r\n");
+        if (p->len[r] == 1 && pp__row(p, r)[0].type == PP_IDLE) splitcore__puts(o, "\"\"");
+        splitcore__puts(o, "\r\n");
     }
 }
 
 PP__DEF int pp_csv_write(const pp_plan *p, char *buf, size_t cap, size_t *needed)
 {
+    int rc;
     if (!p) return PP_ERR_NULL;
-    if (!pp__plan_ok(p)) return PP_ERR_ARG;
+    if ((rc = pp__plan_rows_check(p, NULL)) != PP_OK) return rc;
     PP__EMIT(pp__csv(&o_, p));
 }
 
@@ -1730,8 +1917,8 @@ PP__DEF int pp_csv_read(pp_plan *p, const char *text, size_t n, pp_diag *diag)
 {
     uint8_t map[PP_MAX_STAGES];
     int rows = 0, lowered = 0, rc, s;
-    if (!p || !text || !p->actions) return PP_ERR_NULL;
-    if (!pp__plan_ok(p)) return PP_ERR_ARG;
+    if (!p || !text) return PP_ERR_NULL;
+    if ((rc = pp__plan_check(p, NULL)) != PP_OK) return rc; /* its rows are replaced */
     PP_MEMSET(map, 0xff, sizeof map);
     rc = pp__csv_pass(p, text, n, 0, &rows, diag, map, &lowered);
     if (rc) return rc;
@@ -1748,95 +1935,95 @@ PP__DEF int pp_csv_read(pp_plan *p, const char *text, size_t n, pp_diag *diag)
     return PP_OK;
 }
 
-static void pp__emit_c(pp__out *o, const pp_plan *p, const char *name)
+static void pp__emit_c(splitcore__out *o, const pp_plan *p, const char *name)
 {
     int r, i, s, mbox = p->mailbox > 0 && p->mailbox <= 255 ? p->mailbox : 0;
-    pp__puts(o, "/* splitcore pipeline plan: ");
-    pp__puts(o, pp_schedule_name(p->schedule));
-    pp__puts(o, ", ");
-    pp__putu(o, (uint32_t)p->nranks);
-    pp__puts(o, " ranks, ");
-    pp__putu(o, (uint32_t)p->nstages);
-    pp__puts(o, " stages, ");
-    pp__putu(o, (uint32_t)p->nmb);
-    pp__puts(o, p->lowered ? " microbatches, lowered */\n" : " microbatches */\n");
-    pp__puts(o, "#include \"pipeline.h\"\n\n");
+    splitcore__puts(o, "/* splitcore pipeline plan: ");
+    splitcore__puts(o, pp_schedule_name(p->schedule));
+    splitcore__puts(o, ", ");
+    splitcore__putu(o, (uint32_t)p->nranks);
+    splitcore__puts(o, " ranks, ");
+    splitcore__putu(o, (uint32_t)p->nstages);
+    splitcore__puts(o, " stages, ");
+    splitcore__putu(o, (uint32_t)p->nmb);
+    splitcore__puts(o, p->lowered ? " microbatches, lowered */\n" : " microbatches */\n");
+    splitcore__puts(o, "#include <splitcore/pipeline.h>\n\n");
     if (mbox) { /* the depth pp_mailbox_depth proved: a PP_NO_TAKEIN build needs that room */
-        pp__puts(o, "/* runs without take-in over mailboxes of this many transfers per ordered pair of ranks\n"
-                    "   (pp_mailbox_depth; times the messages per transfer) */\n#define ");
-        pp__puts(o, name);
-        pp__puts(o, "_MAILBOX_DEPTH ");
-        pp__putu(o, (uint32_t)mbox - 1u);
-        pp__puts(o, "\n#if defined(PP_NO_TAKEIN) && PP_MAILBOX_SLOTS < ");
-        pp__putu(o, (uint32_t)mbox - 1u);
-        pp__puts(o, "\n#error \"");
-        pp__puts(o, name);
-        pp__puts(o, ": PP_MAILBOX_SLOTS is below the mailbox depth this plan was proven for\"\n#endif\n\n");
+        splitcore__puts(o, "/* runs without take-in over mailboxes of this many transfers per ordered pair of ranks\n"
+                           "   (pp_mailbox_depth; times the messages per transfer) */\n#define ");
+        splitcore__puts(o, name);
+        splitcore__puts(o, "_MAILBOX_DEPTH ");
+        splitcore__putu(o, (uint32_t)mbox - 1u);
+        splitcore__puts(o, "\n#if PP_NO_TAKEIN && PP_MAILBOX_SLOTS < ");
+        splitcore__putu(o, (uint32_t)mbox - 1u);
+        splitcore__puts(o, "\n#error \"");
+        splitcore__puts(o, name);
+        splitcore__puts(o, ": PP_MAILBOX_SLOTS is below the mailbox depth this plan was proven for\"\n#endif\n\n");
     } else {
-        pp__puts(o, "#ifdef PP_NO_TAKEIN\n#error \"");
-        pp__puts(o, name);
-        pp__puts(o, ": not proven to run without take-in (pp_mailbox_depth before pp_emit_c)\"\n#endif\n\n");
+        splitcore__puts(o, "#if PP_NO_TAKEIN\n#error \"");
+        splitcore__puts(o, name);
+        splitcore__puts(o, ": not proven to run without take-in (pp_mailbox_depth before pp_emit_c)\"\n#endif\n\n");
     }
     for (r = 0; r < p->nranks; r++) {
-        pp__puts(o, "static const pp_action ");
-        pp__puts(o, name);
-        pp__puts(o, "_r");
-        pp__putu(o, (uint32_t)r);
-        pp__puts(o, "[");
-        pp__putu(o, (uint32_t)(p->len[r] ? p->len[r] : 1));
-        pp__puts(o, "] = {");
-        if (!p->len[r]) pp__puts(o, "PP_ACTION(PP_IDLE, 0, 0)");
+        splitcore__puts(o, "static const pp_action ");
+        splitcore__puts(o, name);
+        splitcore__puts(o, "_r");
+        splitcore__putu(o, (uint32_t)r);
+        splitcore__puts(o, "[");
+        splitcore__putu(o, (uint32_t)(p->len[r] ? p->len[r] : 1));
+        splitcore__puts(o, "] = {");
+        if (!p->len[r]) splitcore__puts(o, "PP_ACTION(PP_IDLE, 0, 0)");
         for (i = 0; i < p->len[r]; i++) {
             pp_action a = pp__row(p, r)[i];
-            pp__puts(o, i % 4 ? " " : "\n    ");
-            pp__puts(o, "PP_ACTION(");
-            pp__puts(o, pp__type_macros[a.type]);
-            pp__puts(o, ", ");
-            pp__putu(o, a.stage);
-            pp__puts(o, ", ");
-            pp__putu(o, a.mb);
-            pp__puts(o, "),");
+            splitcore__puts(o, i % 4 ? " " : "\n    ");
+            splitcore__puts(o, "PP_ACTION(");
+            splitcore__puts(o, pp__type_macros[a.type]);
+            splitcore__puts(o, ", ");
+            splitcore__putu(o, a.stage);
+            splitcore__puts(o, ", ");
+            splitcore__putu(o, a.mb);
+            splitcore__puts(o, "),");
         }
-        pp__puts(o, "\n};\n");
+        splitcore__puts(o, "\n};\n");
     }
-    pp__puts(o, "static const uint8_t ");
-    pp__puts(o, name);
-    pp__puts(o, "_stage_rank[");
-    pp__putu(o, (uint32_t)p->nstages);
-    pp__puts(o, "] = {");
+    splitcore__puts(o, "static const uint8_t ");
+    splitcore__puts(o, name);
+    splitcore__puts(o, "_stage_rank[");
+    splitcore__putu(o, (uint32_t)p->nstages);
+    splitcore__puts(o, "] = {");
     for (s = 0; s < p->nstages; s++) {
-        if (s) pp__puts(o, ", ");
-        pp__putu(o, p->stage_rank[s]);
+        if (s) splitcore__puts(o, ", ");
+        splitcore__putu(o, p->stage_rank[s]);
     }
-    pp__puts(o, "};\nconst pp_table ");
-    pp__puts(o, name);
-    pp__puts(o, "[");
-    pp__putu(o, (uint32_t)p->nranks);
-    pp__puts(o, "] = {\n");
+    splitcore__puts(o, "};\nconst pp_table ");
+    splitcore__puts(o, name);
+    splitcore__puts(o, "[");
+    splitcore__putu(o, (uint32_t)p->nranks);
+    splitcore__puts(o, "] = {\n");
     for (r = 0; r < p->nranks; r++) {
-        pp__puts(o, "    {");
-        pp__puts(o, name);
-        pp__puts(o, "_r");
-        pp__putu(o, (uint32_t)r);
-        pp__puts(o, ", ");
-        pp__putu(o, (uint32_t)p->len[r]);
-        pp__puts(o, ", ");
-        pp__putu(o, (uint32_t)r);
-        pp__puts(o, ", ");
-        pp__putu(o, (uint32_t)p->nranks);
-        pp__puts(o, ", ");
-        pp__putu(o, (uint32_t)p->nstages);
-        pp__puts(o, ", ");
-        pp__putu(o, (uint32_t)p->nmb);
-        pp__puts(o, ", ");
-        pp__putu(o, (uint32_t)pp_peak_inflight(p, r));
-        pp__puts(o, ", ");
-        pp__puts(o, name);
-        pp__puts(o, "_stage_rank, ");
-        pp__putu(o, (uint32_t)mbox);
-        pp__puts(o, "},\n");
+        splitcore__puts(o, "    {");
+        splitcore__puts(o, name);
+        splitcore__puts(o, "_r");
+        splitcore__putu(o, (uint32_t)r);
+        splitcore__puts(o, ", ");
+        splitcore__putu(o, (uint32_t)p->len[r]);
+        splitcore__puts(o, ", ");
+        splitcore__putu(o, (uint32_t)r);
+        splitcore__puts(o, ", ");
+        splitcore__putu(o, (uint32_t)p->nranks);
+        splitcore__puts(o, ", ");
+        splitcore__putu(o, (uint32_t)p->nstages);
+        splitcore__puts(o, ", ");
+        splitcore__putu(o, (uint32_t)p->nmb);
+        splitcore__puts(o, ", ");
+        splitcore__putu(o, (uint32_t)pp_peak_inflight(p, r));
+        splitcore__puts(o, ", ");
+        splitcore__puts(o, name);
+        splitcore__puts(o, "_stage_rank, ");
+        splitcore__putu(o, (uint32_t)mbox);
+        splitcore__puts(o, "},\n");
     }
-    pp__puts(o, "};\n");
+    splitcore__puts(o, "};\n");
 }
 
 PP__DEF int pp_emit_c(const pp_plan *p, const char *name, char *buf, size_t cap, size_t *needed)
@@ -1844,9 +2031,9 @@ PP__DEF int pp_emit_c(const pp_plan *p, const char *name, char *buf, size_t cap,
     const char *c;
     int i;
     if (!p || !name) return PP_ERR_NULL;
-    if (!pp__plan_ok(p)) return PP_ERR_ARG;
+    if ((i = pp__plan_rows_check(p, NULL)) != PP_OK) return i;
     for (i = 0; i < p->nranks; i++)
-        if (p->len[i] > 0xffff) return PP_ERR_ARG;
+        if (p->len[i] > UINT16_MAX) return PP_ERR_ARG;
     for (c = name; *c; c++)
         if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || *c == '_' ||
               (c != name && *c >= '0' && *c <= '9')))
@@ -1855,30 +2042,30 @@ PP__DEF int pp_emit_c(const pp_plan *p, const char *name, char *buf, size_t cap,
     PP__EMIT(pp__emit_c(&o_, p, name));
 }
 
-static void pp__timeline(pp__out *o, const pp_plan *p, int width)
+static void pp__timeline(splitcore__out *o, const pp_plan *p, int width)
 {
     int r, i;
     for (r = 0; r < p->nranks; r++) {
-        pp__putc(o, 'r');
-        pp__putu(o, (uint32_t)r);
-        pp__puts(o, r < 10 && p->nranks > 10 ? "  |" : " |");
+        splitcore__putc(o, 'r');
+        splitcore__putu(o, (uint32_t)r);
+        splitcore__puts(o, r < 10 && p->nranks > 10 ? "  |" : " |");
         for (i = 0; i < p->len[r]; i++) {
             pp_action a = pp__row(p, r)[i];
-            pp__out cnt;
+            splitcore__out cnt;
             size_t k;
             cnt.buf = NULL;
             cnt.cap = 0;
             cnt.n = 0;
             pp__put_action(&cnt, a);
-            pp__putc(o, ' ');
+            splitcore__putc(o, ' ');
             if (a.type == PP_IDLE) {
-                pp__putc(o, '.');
+                splitcore__putc(o, '.');
                 cnt.n = 1;
             } else
                 pp__put_action(o, a);
-            for (k = cnt.n; k < (size_t)width; k++) pp__putc(o, ' ');
+            for (k = cnt.n; k < (size_t)width; k++) splitcore__putc(o, ' ');
         }
-        pp__putc(o, '\n');
+        splitcore__putc(o, '\n');
     }
 }
 
@@ -1886,10 +2073,10 @@ PP__DEF int pp_timeline(const pp_plan *p, char *buf, size_t cap, size_t *needed)
 {
     int r, i, width = 1;
     if (!p) return PP_ERR_NULL;
-    if (!pp__plan_ok(p)) return PP_ERR_ARG;
+    if ((r = pp__plan_rows_check(p, NULL)) != PP_OK) return r;
     for (r = 0; r < p->nranks; r++)
         for (i = 0; i < p->len[r]; i++) {
-            pp__out cnt;
+            splitcore__out cnt;
             cnt.buf = NULL;
             cnt.cap = 0;
             cnt.n = 0;
@@ -1899,27 +2086,27 @@ PP__DEF int pp_timeline(const pp_plan *p, char *buf, size_t cap, size_t *needed)
     PP__EMIT(pp__timeline(&o_, p, width));
 }
 
-static void pp__trace(pp__out *o, const pp_event *ev, int n)
+static void pp__trace(splitcore__out *o, const pp_event *ev, int n)
 {
     int i;
-    pp__puts(o, "{\"traceEvents\":[");
+    splitcore__puts(o, "{\"traceEvents\":[");
     for (i = 0; i < n; i++) {
         int t = ev[i].action.type;
-        pp__puts(o, i ? ",\n" : "\n");
-        pp__puts(o, "{\"name\":\"");
+        splitcore__puts(o, i ? ",\n" : "\n");
+        splitcore__puts(o, "{\"name\":\"");
         pp__put_action(o, ev[i].action);
-        pp__puts(o, t >= PP_F && t <= PP_W ? "\",\"cat\":\"computation\"" : "\",\"cat\":\"communication\"");
-        pp__puts(o, ",\"ph\":\"X\",\"pid\":");
-        pp__putu(o, ev[i].rank);
-        pp__puts(o, ",\"tid\":");
-        pp__putu(o, ev[i].rank);
-        pp__puts(o, ",\"ts\":");
-        pp__putu(o, ev[i].t_start);
-        pp__puts(o, ",\"dur\":");
-        pp__putu(o, ev[i].t_end >= ev[i].t_start ? ev[i].t_end - ev[i].t_start : 0);
-        pp__putc(o, '}');
+        splitcore__puts(o, t >= PP_F && t <= PP_W ? "\",\"cat\":\"computation\"" : "\",\"cat\":\"communication\"");
+        splitcore__puts(o, ",\"ph\":\"X\",\"pid\":");
+        splitcore__putu(o, ev[i].rank);
+        splitcore__puts(o, ",\"tid\":");
+        splitcore__putu(o, ev[i].rank);
+        splitcore__puts(o, ",\"ts\":");
+        splitcore__putu(o, ev[i].t_start);
+        splitcore__puts(o, ",\"dur\":");
+        splitcore__putu(o, ev[i].t_end >= ev[i].t_start ? ev[i].t_end - ev[i].t_start : 0);
+        splitcore__putc(o, '}');
     }
-    pp__puts(o, "\n]}\n");
+    splitcore__puts(o, "\n]}\n");
 }
 
 PP__DEF int pp_trace_json(const pp_event *ev, int n, char *buf, size_t cap, size_t *needed)
@@ -1935,13 +2122,27 @@ PP__DEF int pp_trace_json(const pp_event *ev, int n, char *buf, size_t cap, size
 #endif /* PP_NO_PLANNER */
 
 /* ---- executor ---- */
-#if !defined(PP_NO_EXECUTOR) && !defined(PP_EXECUTOR_IMPLEMENTED)
+#if !PP_NO_EXECUTOR && !defined(PP_EXECUTOR_IMPLEMENTED)
 #define PP_EXECUTOR_IMPLEMENTED
-#define PP__R8(x) (((uint32_t)(x) + 7u) & ~7u)
+#if !defined(PG_IMPLEMENTATION) && (defined(PG_STATIC) || !defined(SPLITCORE_SEPARATE_IMPLEMENTATIONS))
+#error \
+    "pipeline.h: PIPELINE_IMPLEMENTATION's executor needs PG_IMPLEMENTATION in the same file (or SPLITCORE_IMPLEMENTATION)"
+#endif
+#if !defined(MICROBATCH_IMPLEMENTATION) && (defined(MICROBATCH_STATIC) || !defined(SPLITCORE_SEPARATE_IMPLEMENTATIONS))
+#error \
+    "pipeline.h: PIPELINE_IMPLEMENTATION's executor needs MICROBATCH_IMPLEMENTATION in the same file (or SPLITCORE_IMPLEMENTATION)"
+#endif
+#define PP__R8(x)    (((uint32_t)(x) + 7u) & ~7u)
+#define PP__TRAIN(c) (!PP_NO_TRAINING && (c)->loss != NULL) /* training, else inference */
 static const unsigned char pp__es[MB_DTYPE_COUNT] = {4, 8, 1, 1, 2, 4};
 /* slot flags; PP__GOTX / PP__GOTDY: the input / output gradient arrived ahead (pp__takein) */
 enum { PP__USED = 1, PP__IDONE = 2, PP__WDONE = 4, PP__SENDB = 8, PP__CKPT = 16, PP__GOTX = 32, PP__GOTDY = 64 };
-#ifndef PP_NO_TAKEIN
+/* a slot's state word: the flags above, its stage (8 bits) and microbatch (16 bits) */
+#define PP__SLOT_STAGE_SHIFT 8
+#define PP__SLOT_MB_SHIFT    16
+#define PP__SLOT_STAGE(w)    ((int)(((w) >> PP__SLOT_STAGE_SHIFT) & 0xffu))
+#define PP__SLOT_MB(w)       ((w) >> PP__SLOT_MB_SHIFT)
+#if !PP_NO_TAKEIN
 #define PP__GOT(k, f) (e->slot[k] & (f))
 #else
 #define PP__GOT(k, f) 0u /* nothing arrives ahead */
@@ -1960,34 +2161,51 @@ static uint32_t pp__off(const pp_exec_cfg *c, const int16_t *first, int s, int l
     return n;
 }
 
-/* Checks; fills first[], the slot size and count. */
+/* Largest activation and largest half slot (bytes): a slot's offsets and its size (twice
+   the half in training) stay in 32 bits, and adding one activation to a half that fits
+   cannot wrap. */
+#define PP__ACT_MAX  0x3ffffff8u
+#define PP__HALF_MAX 0x3ffffff8u
+
+/* Checks cfg and the caller-filled table before any field is used as an index; fills
+   first[], the slot size and count. A training slot holds the stage input, every layer's
+   output and output gradient and the input gradient; an inference slot the input and the
+   outputs only. */
 static int pp__xcheck(const pp_exec_cfg *c, const pp_table *t, int16_t *first, uint32_t *slot_bytes, int32_t *nslots)
 {
     int s, l, train, extra = 0;
     uint32_t unit, best = 0;
     if (!c || !t || !c->layers || !c->balance || !t->actions || !t->stage_rank) return PP_ERR_NULL;
-    if (c->rows <= 0 || c->dtype < 0 || c->dtype >= MB_DTYPE_COUNT || c->nlayers <= 0 || c->nlayers > 32767 ||
-        !t->nstages || t->nstages > PP_MAX_STAGES || t->rank >= t->nranks || !t->slots || !t->nmb)
+    if (c->rows <= 0 || c->dtype < 0 || c->dtype >= MB_DTYPE_COUNT || c->nlayers <= 0 || c->nlayers > INT16_MAX ||
+        !t->nstages || t->nstages > PP_MAX_STAGES || !t->nranks || t->nranks > PP_MAX_RANKS || t->rank >= t->nranks ||
+        !t->slots || !t->nmb)
         return PP_ERR_ARG;
     if (c->checkpoint < PP_CKPT_ALWAYS || c->checkpoint > PP_CKPT_NEVER) return PP_ERR_CHECKPOINT;
-    train = c->loss != NULL;
+#if PP_NO_TAKEIN
+    if (!t->mailbox) return PP_ERR_MAILBOX; /* not proven to run without take-in */
+#endif
+#if PP_NO_TRAINING
+    if (c->loss) return PP_ERR_ARG;
+#endif
+    train = PP__TRAIN(c);
     unit = (uint32_t)c->rows * pp__es[c->dtype];
     first[0] = 0;
     for (s = 0; s < t->nstages; s++) {
+        if (t->stage_rank[s] >= t->nranks) return PP_ERR_STAGE_RANK;
         if (c->balance[s] <= 0) return PP_ERR_BALANCE_NONPOSITIVE;
         if (c->balance[s] > c->nlayers - first[s]) return PP_ERR_BALANCE_SUM;
         first[s + 1] = (int16_t)(first[s] + c->balance[s]);
     }
     if (first[t->nstages] != c->nlayers) return PP_ERR_BALANCE_SUM;
-    if (!c->in_bytes || c->in_bytes % unit) return PP_ERR_ARG;
+    if (!c->in_bytes || c->in_bytes % unit || c->in_bytes > PP__ACT_MAX) return PP_ERR_ARG;
     for (l = 0; l < c->nlayers; l++) {
         const pp_layer *y = &c->layers[l];
         if (!y->forward || (train && l && !y->backward_input)) return PP_ERR_NULL;
-        if (!y->act_bytes || y->act_bytes % unit || y->act_bytes > 0x3fffffffu) return PP_ERR_ARG;
+        if (!y->act_bytes || y->act_bytes % unit || y->act_bytes > PP__ACT_MAX) return PP_ERR_ARG;
     }
     for (l = 0; l < t->len; l++) {
         pp_action a = t->actions[l];
-        if (a.type > PP_RECV_B || a.stage >= t->nstages || a.mb >= t->nmb) return PP_ERR_ACTION;
+        if (a.type >= PP_TYPE_COUNT || a.stage >= t->nstages || a.mb >= t->nmb) return PP_ERR_ACTION;
         if (a.type != PP_IDLE && t->stage_rank[a.stage] != t->rank) return PP_ERR_STAGE_RANK;
         if (!train && a.type >= PP_B && a.type <= PP_W) return PP_ERR_BACKWARD_COUNT;
     }
@@ -1995,7 +2213,10 @@ static int pp__xcheck(const pp_exec_cfg *c, const pp_table *t, int16_t *first, u
         uint32_t n;
         if (t->stage_rank[s] != t->rank) continue;
         if ((!s && !c->input) || (s == t->nstages - 1 && !train && !c->output)) return PP_ERR_NULL;
-        n = 2 * PP__R8(pp__inb(c, first, s)) + 2 * pp__off(c, first, s, first[s + 1]);
+        n = PP__R8(pp__inb(c, first, s));
+        for (l = first[s]; l < first[s + 1]; l++)
+            if ((n += PP__R8(c->layers[l].act_bytes)) > PP__HALF_MAX) return PP_ERR_ARG;
+        n <<= train; /* training: the gradients beside */
         if (n > best) best = n;
         if (!train && s + 1 < t->nstages && t->stage_rank[s + 1] == t->rank) extra = 1;
     }
@@ -2004,22 +2225,41 @@ static int pp__xcheck(const pp_exec_cfg *c, const pp_table *t, int16_t *first, u
     return PP_OK;
 }
 
-static size_t pp__xlayout(const pp_exec_cfg *c, const pp_table *t, int32_t nslots, uint32_t sb, size_t *loss_at)
+/* Storage: the slot states, the losses (training, last stage), the slots. */
+static uint64_t pp__xlayout(const pp_exec_cfg *c, const pp_table *t, int32_t nslots, uint32_t sb, size_t *loss_at)
 {
     size_t n = PP__R8(4u * (uint32_t)nslots);
     *loss_at = n;
-    if (c->loss && t->stage_rank[t->nstages - 1] == t->rank) n += sizeof(mb_value) * t->nmb;
-    return n + (size_t)nslots * sb;
+    if (PP__TRAIN(c) && t->stage_rank[t->nstages - 1] == t->rank) n += sizeof(mb_value) * t->nmb;
+    return n + (uint64_t)nslots * sb;
+}
+
+/* pp__xcheck and the layout's size, refused when it does not fit a size_t. */
+static int pp__xsize(const pp_exec_cfg *c, const pp_table *t, pp_exec *x, size_t *need, size_t *loss_at)
+{
+    uint64_t n;
+    int rc = pp__xcheck(c, t, x->first, &x->slot_bytes, &x->nslots);
+    if (rc) return rc;
+    n = pp__xlayout(c, t, x->nslots, x->slot_bytes, loss_at);
+    if ((size_t)n != n) return PP_ERR_ARG;
+    *need = (size_t)n;
+    return PP_OK;
+}
+
+PP__DEF int pp_exec_query(const pp_exec_cfg *c, const pp_table *t, size_t *bytes)
+{
+    pp_exec x;
+    size_t need, at;
+    int rc;
+    if (!bytes) return PP_ERR_NULL;
+    if ((rc = pp__xsize(c, t, &x, &need, &at)) == PP_OK) *bytes = need;
+    return rc;
 }
 
 PP__DEF size_t pp_exec_bytes(const pp_exec_cfg *c, const pp_table *t)
 {
-    int16_t first[PP_MAX_STAGES + 1];
-    uint32_t sb;
-    int32_t ns;
-    size_t at;
-    if (pp__xcheck(c, t, first, &sb, &ns)) return 0;
-    return pp__xlayout(c, t, ns, sb, &at);
+    size_t n = 0;
+    return pp_exec_query(c, t, &n) ? 0 : n;
 }
 
 PP__DEF int pp_exec_init(pp_exec *e, const pp_exec_cfg *c, const pp_table *t, pg_group *g, void *storage, size_t bytes)
@@ -2029,14 +2269,9 @@ PP__DEF int pp_exec_init(pp_exec *e, const pp_exec_cfg *c, const pp_table *t, pg
     int rc;
     if (!e || !g || !storage) return PP_ERR_NULL;
     PP_MEMSET(&x, 0, sizeof x);
-    rc = pp__xcheck(c, t, x.first, &x.slot_bytes, &x.nslots);
-    if (rc) return rc;
+    if ((rc = pp__xsize(c, t, &x, &need, &at)) != PP_OK) return rc;
     if (g->size != t->nranks || g->rank != t->rank) return PP_ERR_RANKS;
     if ((uintptr_t)storage & 7u) return PP_ERR_ARG;
-#ifdef PP_NO_TAKEIN
-    if (!t->mailbox) return PP_ERR_MAILBOX; /* not proven to run without take-in */
-#endif
-    need = pp__xlayout(c, t, x.nslots, x.slot_bytes, &at);
     if (bytes < need) return PP_ERR_TOO_SMALL;
     x.cfg = c;
     x.t = t;
@@ -2049,11 +2284,20 @@ PP__DEF int pp_exec_init(pp_exec *e, const pp_exec_cfg *c, const pp_table *t, pg
     return PP_OK;
 }
 
+/* A lower failure rc (< 0: a callback's code or a pg_err) as the executor's `code`, rc kept
+   in e->err; PP_OK for rc >= 0. */
+static int pp__keep(pp_exec *e, int rc, int code)
+{
+    if (rc >= 0) return PP_OK;
+    e->err = rc;
+    return code;
+}
+
 static int pp__find(const pp_exec *e, int s, int m)
 {
     int k;
     for (k = 0; k < e->nslots; k++)
-        if ((e->slot[k] & PP__USED) && ((e->slot[k] >> 8) & 0xffu) == (uint32_t)s && (e->slot[k] >> 16) == (uint32_t)m)
+        if ((e->slot[k] & PP__USED) && PP__SLOT_STAGE(e->slot[k]) == s && PP__SLOT_MB(e->slot[k]) == (uint32_t)m)
             return k;
     return PP_ERR_ACTION;
 }
@@ -2061,20 +2305,24 @@ static int pp__find(const pp_exec *e, int s, int m)
 /* Slot k of stage s: part 0 = input x, 1 = output of layer l, 2 = its gradient, 3 = dx. */
 static unsigned char *pp__at(const pp_exec *e, int k, int part, int l)
 {
-    int s = (int)((e->slot[k] >> 8) & 0xffu);
+    int s = PP__SLOT_STAGE(e->slot[k]);
     const pp_exec_cfg *c = e->cfg;
     unsigned char *p = e->mem + (size_t)k * e->slot_bytes;
     if (!part) return p;
+#if PP_NO_TRAINING
+    return p + PP__R8(pp__inb(c, e->first, s)) + pp__off(c, e->first, s, l); /* inference: outputs only */
+#else
     if (part == 3) l = e->first[s + 1]; /* after every output and output gradient */
     return p + PP__R8(pp__inb(c, e->first, s)) + (uint32_t)(part >> 1) * pp__off(c, e->first, s, e->first[s + 1]) +
            pp__off(c, e->first, s, l);
+#endif
 }
 
 /* Input (which 0) or output (1) or output gradient (2) of layer l of slot k, as a tensor;
    3: the stage's input gradient (l = first[s] - 1). */
 static void pp__lt(const pp_exec *e, mb_tensor *t, int k, int which, int l)
 {
-    int s = (int)((e->slot[k] >> 8) & 0xffu);
+    int s = PP__SLOT_STAGE(e->slot[k]);
     const pp_exec_cfg *c = e->cfg;
     uint32_t n;
     if (!which && l == e->first[s])
@@ -2101,7 +2349,7 @@ static void pp__lt(const pp_exec *e, mb_tensor *t, int k, int which, int l)
    s-1; *done counts the bytes moved (a timed-out move resumes there). k < 0: only probe
    whether the first piece arrived. The tag names the receiving stage, the microbatch and
    the direction. */
-#ifndef PP_NO_TAKEIN /* each wait its own timeout (pp__move's slices) */
+#if !PP_NO_TAKEIN /* each wait its own timeout (pp__move's slices) */
 #define PP__SEND(g, r, tag, p, n, tmo)      pg_send_timeout(g, r, tag, p, n, tmo)
 #define PP__RECV(g, r, tag, p, n, got, tmo) pg_recv_timeout(g, r, tag, p, n, got, tmo)
 #else /* tmo is the group's timeout */
@@ -2113,14 +2361,14 @@ static int pp__xfer(pp_exec *e, int k, pp_action a, int part, uint32_t tmo, uint
     int s = a.stage, send = part & 1, ps = s + ((part + 1) & 2) - 1, rc = PP_OK;
     int peer = e->t->stage_rank[ps];
     int tag =
-        (int)((((uint32_t)a.mb * e->t->nstages + (uint32_t)(send ? ps : s)) * 2u + (uint32_t)(part >> 1)) & 0xffffu);
+        (int)((((uint32_t)a.mb * e->t->nstages + (uint32_t)(send ? ps : s)) * 2u + (uint32_t)(part >> 1)) & PG_TAG_MAX);
     uint32_t n = pp__inb(e->cfg, e->first, ps > s ? ps : s);
     size_t max = e->g->max_msg, c, got = 0;
     unsigned char *p;
-#ifndef PP_NO_TAKEIN
+#if !PP_NO_TAKEIN
     if (k < 0) return pg_probe(e->g, peer, tag, NULL);
 #endif
-#ifdef PP_NO_TAKEIN
+#if PP_NO_TAKEIN
     /* the table was proven for mailboxes of mailbox - 1 transfers: this one is n / max
        messages (rounded up), so the port's PP_MAILBOX_SLOTS must hold that many times more */
     if ((e->t->mailbox - 1u) * ((n + max - 1u) / max) > PP_MAILBOX_SLOTS) return PP_ERR_MAILBOX;
@@ -2145,11 +2393,11 @@ static int pp__alloc(pp_exec *e, int s, int m)
     int k;
     for (k = 0; k < e->nslots && e->slot[k]; k++) {}
     if (k == e->nslots) return PP_ERR_TOO_SMALL;
-    e->slot[k] = PP__USED | (uint32_t)s << 8 | (uint32_t)m << 16;
+    e->slot[k] = PP__USED | (uint32_t)s << PP__SLOT_STAGE_SHIFT | (uint32_t)m << PP__SLOT_MB_SHIFT;
     return k;
 }
 
-#ifndef PP_NO_TAKEIN
+#if !PP_NO_TAKEIN
 
 /* A rank that would wait takes in what already arrived for its later F, I and B actions
    (after the current one, e->at): an activation into a free slot, while the slots in use
@@ -2186,28 +2434,30 @@ static int pp__takein(pp_exec *e)
     return got;
 }
 
-/* pp__xfer within the group's timeout, waiting in slices (1 ms, doubling up to 64 ms);
-   between them the rank takes in what arrived ahead (pp__takein). */
+/* pp__xfer within the group's timeout, waiting in slices (1 ms, doubling up to
+   PP_WAIT_SLICE_MAX_MS); between them the rank takes in what arrived ahead (pp__takein).
+   A port failure is PP_ERR_COMM (e->err: the pg_err). */
 static int pp__move(pp_exec *e, int k, pp_action a, int part)
 {
     uint32_t done = 0, tmo = e->g->timeout_ms, waited = 0, slice = 1, w;
     int rc;
-    for (;;) {
+    do {
         w = tmo - waited < slice ? tmo - waited : slice;
         rc = pp__xfer(e, k, a, part, w, &done);
-        if (rc != PG_ERR_TIMEOUT || (waited += w) >= tmo) return rc;
-        if ((rc = pp__takein(e)) < 0) return rc;
-        if (rc)
+        if (rc != PG_ERR_TIMEOUT || (waited += w) >= tmo) break;
+        if ((rc = pp__takein(e)) > 0)
             waited = 0, slice = 1;
-        else if (slice < 64)
+        else if (slice < PP_WAIT_SLICE_MAX_MS)
             slice <<= 1;
-    }
+    } while (rc >= 0);
+    return pp__keep(e, rc, PP_ERR_COMM);
 }
 #else
 static int pp__move(pp_exec *e, int k, pp_action a, int part)
 {
     uint32_t done = 0;
-    return pp__xfer(e, k, a, part, e->g->timeout_ms, &done);
+    int rc = pp__xfer(e, k, a, part, e->g->timeout_ms, &done);
+    return rc == PP_ERR_MAILBOX ? rc : pp__keep(e, rc, PP_ERR_COMM);
 }
 #endif
 
@@ -2220,24 +2470,31 @@ static int pp__fwd(pp_exec *e, int k, int s, int upto)
         const pp_layer *L = &e->cfg->layers[l];
         pp__lt(e, &x, k, 0, l);
         pp__lt(e, &y, k, 1, l);
-        if ((rc = L->forward(L->self, &x, &y)) < 0) return rc;
+        if ((rc = pp__keep(e, L->forward(L->self, &x, &y), PP_ERR_LAYER)) < 0) return rc;
     }
     return PP_OK;
 }
 
+#if !PP_NO_TRAINING
 static void pp__release(pp_exec *e, int k)
 {
     if ((e->slot[k] & PP__WDONE) && !(e->slot[k] & PP__SENDB)) e->slot[k] = 0;
 }
+#endif
 
 static int pp__action(pp_exec *e, pp_action a)
 {
     const pp_exec_cfg *c = e->cfg;
     const pp_table *t = e->t;
-    int s = a.stage, m = a.mb, k, j, l, rc = 0, last = s == t->nstages - 1, train = c->loss != NULL;
+    int s = a.stage, m = a.mb, k, j, rc = 0, last = s == t->nstages - 1, train = PP__TRAIN(c);
     int hi = e->first[s + 1] - 1; /* the stage's last layer */
     mb_tensor x, y;
-    if ((1u << a.type) & (1u << PP_IDLE | 1u << PP_RECV_F | 1u << PP_RECV_B)) return PP_OK; /* posted */
+#if !PP_NO_TRAINING
+    int l;
+#endif
+    if ((1u << a.type) & (1u << PP_IDLE | 1u << PP_RECV_F | 1u << PP_RECV_B | 1u << PP_UNSHARD | 1u << PP_RESHARD |
+                          1u << PP_REDUCE_GRAD))
+        return PP_OK; /* receives are posted; no FSDP here, gradients stay in the layers */
     if (a.type == PP_F) {
         if ((k = pp__find(e, s, m)) >= 0) {
             if (!PP__GOT(k, PP__GOTX)) return PP_ERR_DUPLICATE;
@@ -2246,7 +2503,7 @@ static int pp__action(pp_exec *e, pp_action a)
             return k;
         } else if (!s) {
             pp__lt(e, &x, k, 0, e->first[s]);
-            rc = c->input(c->user, m, &x);
+            rc = pp__keep(e, c->input(c->user, m, &x), PP_ERR_LAYER);
         } else if (t->stage_rank[s - 1] == t->rank) {
             if ((j = pp__find(e, s - 1, m)) < 0) return j;
             PP_MEMCPY(pp__at(e, k, 0, 0), pp__at(e, j, 1, e->first[s] - 1), pp__inb(c, e->first, s));
@@ -2259,9 +2516,9 @@ static int pp__action(pp_exec *e, pp_action a)
             mb_tensor dy;
             pp__lt(e, &dy, k, 2, hi);
             e->losses[m].kind = MB_VALUE_SCALAR; /* scalar 0 (zeroed by pp_exec_run) */
-            if ((rc = c->loss(c->user, m, &y, &dy, &e->losses[m].scalar)) < 0) return rc;
+            if ((rc = pp__keep(e, c->loss(c->user, m, &y, &dy, &e->losses[m].scalar), PP_ERR_LAYER)) < 0) return rc;
         } else if (last) {
-            rc = c->output(c->user, m, &y);
+            rc = pp__keep(e, c->output(c->user, m, &y), PP_ERR_LAYER);
             e->slot[k] = 0;
         }
         /* pp_checkpoint_stop: ALWAYS (0) nmb, EXCEPT_LAST (1) nmb - 1, NEVER (2) 0 */
@@ -2275,6 +2532,7 @@ static int pp__action(pp_exec *e, pp_action a)
         rc = pp__move(e, k, a, 1);
         if (!train) e->slot[k] = 0;
         return rc;
+#if !PP_NO_TRAINING
     case PP_SEND_B:
         if (!(e->slot[k] & PP__SENDB)) return PP_ERR_ACTION;
         rc = pp__move(e, k, a, 3);
@@ -2303,7 +2561,7 @@ static int pp__action(pp_exec *e, pp_action a)
                 }
             }
             pp__lt(e, &dx, jk, part, l - 1);
-            if ((rc = L->backward_input(L->self, &x, &dy, &dx)) < 0) return rc;
+            if ((rc = pp__keep(e, L->backward_input(L->self, &x, &dy, &dx), PP_ERR_LAYER)) < 0) return rc;
         }
         e->slot[k] |= PP__IDONE;
         if (a.type == PP_I) return PP_OK;
@@ -2317,44 +2575,81 @@ static int pp__action(pp_exec *e, pp_action a)
             if (!L->backward_weight) continue;
             pp__lt(e, &x, k, 0, l);
             pp__lt(e, &dy, k, 2, l);
-            if ((rc = L->backward_weight(L->self, &x, &dy)) < 0) return rc;
+            if ((rc = pp__keep(e, L->backward_weight(L->self, &x, &dy), PP_ERR_LAYER)) < 0) return rc;
         }
         e->slot[k] |= PP__WDONE;
         pp__release(e, k);
         return PP_OK;
+#endif
     default: return PP_ERR_ACTION;
     }
 }
 
-/* Every rank agrees on the outcome. No collective when the step went well: each rank
-   reports to a root (the rank of stage 0 in training, of the last stage when streaming:
-   the one that finishes last), which answers once every rank did (empty messages; a failed
-   rank never reports). An error instead aborts the world, so every rank's wait ends in
-   PG_ERR_ABORTED; then all recover and take the smallest root error (not an abort seen
-   from a peer). The recover and that all_reduce wait at most half the timeout, so a rank
-   that timed out waiting on a stalled peer returns within 1.5 timeouts of its wait's start;
-   without the stalled rank the recover fails, and the world stays aborted until a rerun's
+/* Every rank sends v (n bytes: code, err, rank; n 0: an empty message) to root, which keeps
+   the report of the lowest rank with a code and answers every rank with it. */
+static int pp__report(pp_exec *e, int root, int32_t *v, size_t n)
+{
+    const pp_table *t = e->t;
+    int me = t->rank, pass, r, x = PP_OK;
+    int32_t in[3] = {0, 0, 0};
+    size_t got = 0;
+    for (pass = 0; pass < 2; pass++)
+        for (r = 0; r < t->nranks && x >= 0; r++) {
+            if (r == me || (me != root && r != root)) continue;
+            if (pass == (me == root)) { /* a report to the root, or its answer */
+                x = pg_send(e->g, r, PP_AGREE_TAG, v, n);
+                continue;
+            }
+            x = pg_recv(e->g, r, PP_AGREE_TAG, me == root ? in : v, n, &got);
+            if (x >= 0 && got != n) x = PG_ERR_MISMATCH;
+            if (x >= 0 && me == root && n && in[0] && (!v[0] || r < v[2])) {
+                v[0] = in[0];
+                v[1] = in[1];
+                v[2] = r;
+            }
+        }
+    return x;
+}
+
+/* Every rank agrees on the outcome, over point-to-point messages only (no collective: a
+   firmware links nothing but send and receive). No abort when the step went well: each rank
+   reports to a root (the rank of stage 0 in training, of the last stage when streaming: the
+   one that finishes last), which answers once every rank did (a failed rank never reports).
+   An error instead aborts the world, so every rank's wait ends in PG_ERR_ABORTED; then all
+   recover and report again, now with their error (none from a rank that only saw the
+   abort), and every rank takes the root's answer: the error of the lowest rank. The recover
+   and each report wait at most half the timeout, so a rank that timed out waiting on a
+   stalled peer returns within 1.5 timeouts of its wait's start; without the stalled rank the
+   recover fails, each rank keeps its own error, and the world stays aborted until a rerun's
    recover meets it (section 9). */
 static int pp__agree(pp_exec *e, int rc)
 {
     const pp_table *t = e->t;
-    int me = t->rank, root = t->stage_rank[e->cfg->loss ? 0 : t->nstages - 1], pass, r, x = rc;
-    int32_t mine, all;
+    int root = t->stage_rank[PP__TRAIN(e->cfg) ? 0 : t->nstages - 1], own, x;
+    int32_t v[3];
     uint32_t tmo;
-    for (pass = 0; pass < 2; pass++)
-        for (r = 0; r < t->nranks && x >= 0; r++)
-            if (r != me && (me == root || r == root))
-                x = pass == (me == root) ? pg_send(e->g, r, 0xffff, NULL, 0) : pg_recv(e->g, r, 0xffff, NULL, 0, NULL);
-    if ((e->aborted = x == PG_ERR_ABORTED) == 0 && x >= 0) return PP_OK;
-    mine = e->aborted ? 0 : x; /* a peer's abort is no root error */
-    if (mine) pg_abort(e->g, mine);
-    all = mine;
-    tmo = e->g->timeout_ms; /* the recover waits half of it (PG_WAIT_FOREVER stays) */
-    e->g->timeout_ms = tmo / 2u + (tmo & 0x80000000u);
-    if ((rc = pg_recover(e->g)) >= 0) rc = pg_all_reduce(e->g, &all, &all, 1, MB_I32, PG_MIN);
+    if (!rc && (rc = pp__keep(e, pp__report(e, root, v, 0), PP_ERR_COMM)) == PP_OK) return PP_OK;
+    own = e->err != PG_ERR_ABORTED; /* a peer's abort is no error of this rank */
+    if (own) {
+        pg_abort(e->g, rc);
+        e->err_rank = t->rank;
+    }
+    v[0] = own ? rc : 0;
+    v[1] = own ? e->err : 0;
+    v[2] = t->rank;
+    tmo = e->g->timeout_ms; /* the recover waits half of it */
+    e->g->timeout_ms = tmo == PG_WAIT_FOREVER ? tmo : tmo / 2u;
+    if ((x = pg_recover(e->g)) >= 0) x = pp__report(e, root, v, sizeof v);
     e->g->timeout_ms = tmo;
-    if (rc < 0) return mine ? mine : rc;
-    return all ? all : PG_ERR_ABORTED;
+    if (x < 0) return own ? rc : pp__keep(e, x, PP_ERR_COMM); /* no agreement */
+    if (!v[0]) { /* nobody's own error: the world was aborted from outside the executor */
+        e->err = PG_ERR_ABORTED;
+        e->err_rank = -1;
+        return PP_ERR_COMM;
+    }
+    e->err = v[1];
+    e->err_rank = v[2];
+    return v[0];
 }
 
 static uint32_t pp__now(const pp_exec_cfg *c, uint32_t otherwise)
@@ -2369,9 +2664,11 @@ PP__DEF int pp_exec_run(pp_exec *e)
     if (!e || !e->t) return PP_ERR_NULL;
     PP_MEMSET(e->slot, 0, (size_t)(e->mem - (unsigned char *)e->slot)); /* slot states, losses */
     e->nevents = 0;
+    e->err = 0;
+    e->err_rank = -1;
     for (i = 0; i < e->t->len && rc >= 0; i++) {
         pp_action a = e->t->actions[i];
-#ifndef PP_NO_TAKEIN
+#if !PP_NO_TAKEIN
         e->at = i;
 #endif
         t0 = pp__now(e->cfg, 0);

@@ -13,8 +13,8 @@
 
    Example:
        #define SPLITCORE_IMPLEMENTATION   // implements every splitcore header included below
-       #include "microbatch.h"
-       #include "pipeline.h"
+       #include <splitcore/microbatch.h>
+       #include <splitcore/pipeline.h>
        int rc = mb_split_sizes(10, 0, MB_BALANCED, NULL, 0);  // MB_ERR_CHUNKS
        const char *what = splitcore_strerror(rc);             // "chunks", from any module's code
        const char *mine = mb_strerror(rc);                    // the same, microbatch codes only
@@ -23,6 +23,7 @@
    Contents:
        1. Release and configuration file     3. splitcore_strerror, splitcore_err_module
        2. Error ranges and lists              4. Implementation (SPLITCORE_BASE_IMPLEMENTATION)
+                                              5. The text writer (internal, SPLITCORE__TEXT)
 
    Configuration (define before including, or in SPLITCORE_CONFIG_FILE):
        SPLITCORE_CONFIG_FILE          "file.h" included first by every splitcore header
@@ -61,6 +62,10 @@
 #ifdef SPLITCORE_STATIC
 #define SPLITCORE_BASE_STATIC
 #endif
+/* 1 when a configuration flag was defined without a value (`#define PP_NO_TAKEIN`): in an
+   #if it expands to ((1 - - 1) == 2). Flags are 0 or 1; each header's configuration block
+   uses this to stop with a clear #error instead of a preprocessor syntax error. */
+#define SPLITCORE__EMPTY(flag) ((1 - flag - 1) == 2)
 #if defined(SPLITCORE_IMPLEMENTATION) && !defined(SPLITCORE_BASE_IMPLEMENTATION)
 #define SPLITCORE_BASE_IMPLEMENTATION
 #endif
@@ -92,7 +97,8 @@
     X(MB_ERR_SPLIT_SIZE, -10, "split size")  /* split dim smaller than the chunk count (MB_STRICT) */            \
     X(MB_ERR_NOT_REPLICATED, -11, "not replicated") /* REPLICATE merge: chunks differ */                         \
     X(MB_ERR_RANGE, -12, "range")                   /* narrow start/length outside the dim */                    \
-    X(MB_ERR_ALIGN, -13, "align")                   /* debug-mask storage not 8-byte aligned */
+    X(MB_ERR_ALIGN, -13, "align")                   /* debug-mask storage not 8-byte aligned */                  \
+    X(MB_ERR_OVERLAP, -14, "overlap")               /* a custom reducer's output is one of its chunks */
 
 #define PG_ERRORS(X)                                                                                                 \
     X(PG_ERR_NULL, -31, "null pointer")                    /* a required pointer is NULL */                          \
@@ -244,12 +250,15 @@ extern "C" {
 #define SPLITCORE__DEF
 #endif
 
+/* Per module (enum splitcore_module): its base, its code count, and the codes listed before it. */
+static const signed char splitcore__base[5] = {0, MB_ERR_BASE, PG_ERR_BASE, PP_ERR_BASE, DT_ERR_BASE};
+static const unsigned char splitcore__count[5] = {0, MB__ERR_COUNT, PG__ERR_COUNT, PP__ERR_COUNT, DT__ERR_COUNT};
+
 SPLITCORE__DEF int splitcore_err_module(int err)
 {
-    if (err < 0 && err >= MB_ERR_BASE - MB__ERR_COUNT) return SPLITCORE_MODULE_MICROBATCH;
-    if (err < PG_ERR_BASE && err >= PG_ERR_BASE - PG__ERR_COUNT) return SPLITCORE_MODULE_PG;
-    if (err < PP_ERR_BASE && err >= PP_ERR_BASE - PP__ERR_COUNT) return SPLITCORE_MODULE_PIPELINE;
-    if (err < DT_ERR_BASE && err >= DT_ERR_BASE - DT__ERR_COUNT) return SPLITCORE_MODULE_DTENSOR;
+    int m;
+    for (m = SPLITCORE_MODULE_MICROBATCH; m <= SPLITCORE_MODULE_DTENSOR; m++)
+        if (err < splitcore__base[m] && err >= splitcore__base[m] - splitcore__count[m]) return m;
     return SPLITCORE_MODULE_NONE;
 }
 
@@ -257,16 +266,55 @@ SPLITCORE__DEF const char *splitcore_strerror(int err)
 {
     static const char msg[] = "ok\0" MB_ERRORS(SPLITCORE__MSG) PG_ERRORS(SPLITCORE__MSG) PP_ERRORS(SPLITCORE__MSG)
         DT_ERRORS(SPLITCORE__MSG) "not a splitcore error code";
-    static const signed char base[5] = {0, MB_ERR_BASE, PG_ERR_BASE, PP_ERR_BASE, DT_ERR_BASE};
-    static const unsigned char before[5] = {0, 0, MB__ERR_COUNT, MB__ERR_COUNT + PG__ERR_COUNT,
-                                            MB__ERR_COUNT + PG__ERR_COUNT + PP__ERR_COUNT};
-    int m = splitcore_err_module(err);
+    int m = splitcore_err_module(err), k;
+    unsigned i = 1u; /* the first code's message follows "ok" */
     if (m == SPLITCORE_MODULE_NONE)
         return splitcore__nth(msg, err == 0 ? 0u : MB__ERR_COUNT + PG__ERR_COUNT + PP__ERR_COUNT + DT__ERR_COUNT + 1u);
-    return splitcore__nth(msg, before[m] + (unsigned)(base[m] - err));
+    for (k = SPLITCORE_MODULE_MICROBATCH; k < m; k++) i += splitcore__count[k];
+    return splitcore__nth(msg, i + (unsigned)(splitcore__base[m] - 1 - err));
 }
 
 #ifdef __cplusplus
 }
 #endif
 #endif /* SPLITCORE_BASE_IMPLEMENTATION */
+
+/* ---- 5. The text writer --------------------------------------------------------------
+   Internal: the one writer of the headers' text and C emitters (pipeline.h's strings, CSV,
+   timelines and plan tables, dtensor_graph.h's plan tables). It counts every character
+   and stores those that fit in buf[0..cap) (buf NULL: count only), so an emitter runs
+   once to size its output and once to write it. Static functions, compiled only in an
+   implementation that uses them: it defines SPLITCORE__TEXT and includes this header
+   again. */
+#if defined(SPLITCORE__TEXT) && !defined(SPLITCORE__TEXT_DEFINED)
+#define SPLITCORE__TEXT_DEFINED
+#include <stddef.h>
+#include <stdint.h>
+typedef struct splitcore__out {
+    char *buf;
+    size_t cap, n; /* n: characters written so far, stored or not */
+} splitcore__out;
+
+static void splitcore__putc(splitcore__out *o, char ch)
+{
+    if (o->buf && o->n < o->cap) o->buf[o->n] = ch;
+    o->n++;
+}
+
+static void splitcore__puts(splitcore__out *o, const char *s)
+{
+    while (*s) splitcore__putc(o, *s++);
+}
+
+/* v in decimal. */
+static void splitcore__putu(splitcore__out *o, uint32_t v)
+{
+    char tmp[10];
+    int k = 0;
+    do {
+        tmp[k++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    while (k) splitcore__putc(o, tmp[--k]);
+}
+#endif /* SPLITCORE__TEXT */

@@ -375,6 +375,13 @@ def plot_dtensor_ops(plt, rows, path):
 
 # Text under a plot in the report (the rows alone do not say what the plot compares).
 CAPTIONS = {
+    "pipeline": "The torch peers name what they ran on. `Pipe` on CPU runs every partition on that device's one "
+                "worker thread; plain torch (`torch 1.13 plain ...`, the `mlp_train_*` samples/s rows) trains the "
+                "same MLP on the whole batch in one process, at 1 thread and at 2 (`OMP_WAIT_POLICY=PASSIVE`), "
+                "its blocks alternating with ours; the better setting is the peer row. Debian's torch is built "
+                "with `BLAS_INFO=generic`: it calls whatever `libblas.so.3` the BLAS alternatives select "
+                "(OpenBLAS once `libopenblas0-pthread` is installed, the reference BLAS before), named in the "
+                "peer with its thread count.",
     "pipeline_sweep": "Pipeline schedules across microbatch counts (the `sweep_*` rows): the same 4-layer model "
                       "(F = I = W busy work per layer) on 2 pg_pthread ranks, as 2 stages (GPipe, 1F1B) or 4 "
                       "stages, 2 per rank (Interleaved1F1B, ZB1P, ZBV). Efficiency = ideal / step time, ideal = "
@@ -460,6 +467,18 @@ def main(argv=None):
     for b, peer, metric, n, wins, med in summary(rows):
         md.append("| %s | %s | %s | %d | %d | %.3g |" % (b, md_escape(peer), metric, n, wins, med))
     md.append("")
+    skipped_path = os.path.join(os.path.dirname(os.path.abspath(args.results)), "skipped.json")
+    if os.path.exists(skipped_path):
+        with open(skipped_path) as f:
+            skipped = json.load(f)
+        md += ["## Not measured in this run", ""]
+        if skipped:
+            md += ["What a benchmark said it could not measure (a peer's package or a tool missing): these "
+                   "rows are absent above, not won.", ""]
+            md += ["- %s: %s" % (s["bench"], md_escape(s["line"])) for s in skipped]
+        else:
+            md += ["Nothing: every peer and row of every benchmark was measured."]
+        md.append("")
     benches = []
     for r in rows:
         if r["bench"] not in benches:

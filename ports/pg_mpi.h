@@ -32,7 +32,7 @@
    Example (run with mpirun -np 4 ./prog):
        #define PG_IMPLEMENTATION
        #define PG_MPI_IMPLEMENTATION
-       #include "ports/pg_mpi.h"
+       #include <splitcore/ports/pg_mpi.h>
        static pg_mpi_port port;
        int main(int argc, char **argv) {
            MPI_Init(&argc, &argv);
@@ -44,7 +44,7 @@
    Contents: 1. Configuration  2. Types and API  3. Implementation (PG_MPI_IMPLEMENTATION)
 
    Configuration:
-       PG_MPI_IMPLEMENTATION  emit the definitions (exactly one .c file; needs PG_IMPLEMENTATION too)
+       PG_MPI_IMPLEMENTATION  emit the definitions (exactly one .c file, with PG_IMPLEMENTATION)
        PG_MPI_STATIC          make every function static
        PG_MPI_MAX_MSG         largest p2p message = the port's max_msg (default 65536)
        PG_MPI_SEND_SLOTS      buffered sends in flight (default 16, at most 32)
@@ -71,6 +71,12 @@
 #define PG_MPI_H
 
 #include "pg.h"
+#if defined(SPLITCORE_IMPLEMENTATION) && !defined(PG_MPI_IMPLEMENTATION)
+#define PG_MPI_IMPLEMENTATION
+#endif
+#if defined(SPLITCORE_STATIC) && !defined(PG_MPI_STATIC)
+#define PG_MPI_STATIC
+#endif
 #ifndef OMPI_SKIP_MPICXX
 #define OMPI_SKIP_MPICXX 1 /* C API only, also from C++ (the C++ bindings are deprecated) */
 #endif
@@ -169,6 +175,9 @@ PG_MPI_API int pg_mpi_finalize(pg_mpi_port *p);
 
 #if defined(PG_MPI_IMPLEMENTATION) && !defined(PG_MPI_IMPLEMENTED)
 #define PG_MPI_IMPLEMENTED
+#if !defined(PG_IMPLEMENTATION) && (defined(PG_STATIC) || !defined(SPLITCORE_SEPARATE_IMPLEMENTATIONS))
+#error "pg_mpi.h: PG_MPI_IMPLEMENTATION needs PG_IMPLEMENTATION in the same file (or SPLITCORE_IMPLEMENTATION)"
+#endif
 #include <string.h>
 #include <limits.h>
 

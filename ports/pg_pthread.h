@@ -15,7 +15,7 @@
    Example:
        #define PG_IMPLEMENTATION
        #define PG_PTHREAD_IMPLEMENTATION
-       #include "ports/pg_pthread.h"
+       #include <splitcore/ports/pg_pthread.h>
        static pg_pthread_world world;
        static int body(pg_group *g, void *arg) {
            int32_t v = pg_rank(g) + 1;  (void)arg;
@@ -28,8 +28,8 @@
        1. Configuration   2. Types and API   3. Implementation (PG_PTHREAD_IMPLEMENTATION)
 
    Configuration:
-       PG_PTHREAD_IMPLEMENTATION  emit the definitions (exactly one .c file; also needs
-                                  PG_IMPLEMENTATION somewhere)
+       PG_PTHREAD_IMPLEMENTATION  emit the definitions (exactly one .c file, which also
+                                  defines PG_IMPLEMENTATION)
        PG_PTHREAD_STATIC          make every function static
        PG_PTHREAD_MAX_RANKS       capacity of a world (default 8)
        PG_PTHREAD_SLOTS           mailbox slots per ordered pair (default 4)
@@ -58,6 +58,12 @@
 #define _POSIX_C_SOURCE 200809L
 #endif
 #include "pg.h"
+#if defined(SPLITCORE_IMPLEMENTATION) && !defined(PG_PTHREAD_IMPLEMENTATION)
+#define PG_PTHREAD_IMPLEMENTATION
+#endif
+#if defined(SPLITCORE_STATIC) && !defined(PG_PTHREAD_STATIC)
+#define PG_PTHREAD_STATIC
+#endif
 #include <pthread.h>
 
 #ifndef PG_PTHREAD_MAX_RANKS
@@ -178,6 +184,9 @@ PG_PTHREAD_API int pg_pthread_run(pg_pthread_world *w, int n, int (*fn)(pg_group
 
 #if defined(PG_PTHREAD_IMPLEMENTATION) && !defined(PG_PTHREAD_IMPLEMENTED)
 #define PG_PTHREAD_IMPLEMENTED
+#if !defined(PG_IMPLEMENTATION) && (defined(PG_STATIC) || !defined(SPLITCORE_SEPARATE_IMPLEMENTATIONS))
+#error "pg_pthread.h: PG_PTHREAD_IMPLEMENTATION needs PG_IMPLEMENTATION in the same file (or SPLITCORE_IMPLEMENTATION)"
+#endif
 #include <sched.h>
 #include <string.h>
 #include <time.h>

@@ -29,9 +29,9 @@
 
    Example (core `me` of 4; every core runs the same code):
        #define PG_IMPLEMENTATION
-       #include "ports/pg.h"
+       #include <splitcore/ports/pg.h>
        #define PG_SHM_IMPLEMENTATION
-       #include "ports/pg_shm.h"
+       #include <splitcore/ports/pg_shm.h>
        #define REGION PG_SHM_REGION_BYTES(4, 8, 1024)          // 4 cores, 8 slots of 1 KB
        static uint32_t region[REGION / 4] __attribute__((section(".splitcore_shm"))); // NOLOAD
        static pg_shm shm;                                     // per core (core-local RAM)
@@ -46,7 +46,7 @@
    Configuration (define before including, or in SPLITCORE_CONFIG_FILE; section 1 holds every
    default and checks every value; the two stb switches count by being defined, the flag is
    0 or 1, and -DPG_SHM_NATIVE_COLLECTIVES alone means 1):
-       PG_SHM_IMPLEMENTATION      emit the definitions (exactly one .c file; needs pg.h's too)
+       PG_SHM_IMPLEMENTATION      emit the definitions (exactly one .c file, with PG_IMPLEMENTATION)
        PG_SHM_STATIC              make every function static to its translation unit
        PG_SHM_MAX_CORES           largest core count (default 8; local state is 9 words per core)
        PG_SHM_LINE                cache-line size in bytes, power of two >= 64 (default 64; a
@@ -114,6 +114,12 @@
 
 /* ---- 1. Configuration ------------------------------------------------------------ */
 #include "pg.h"
+#if defined(SPLITCORE_IMPLEMENTATION) && !defined(PG_SHM_IMPLEMENTATION)
+#define PG_SHM_IMPLEMENTATION
+#endif
+#if defined(SPLITCORE_STATIC) && !defined(PG_SHM_STATIC)
+#define PG_SHM_STATIC
+#endif
 
 #ifndef PG_SHM_MAX_CORES
 #define PG_SHM_MAX_CORES 8 /* largest core count */
@@ -264,6 +270,9 @@ PG_SHM_API const pg_ops *pg_shm_ops(void);
 /* ---- 4. Implementation ------------------------------------------------------------- */
 #if defined(PG_SHM_IMPLEMENTATION) && !defined(PG_SHM_IMPLEMENTED)
 #define PG_SHM_IMPLEMENTED
+#if !defined(PG_IMPLEMENTATION) && (defined(PG_STATIC) || !defined(SPLITCORE_SEPARATE_IMPLEMENTATIONS))
+#error "pg_shm.h: PG_SHM_IMPLEMENTATION needs PG_IMPLEMENTATION in the same file (or SPLITCORE_IMPLEMENTATION)"
+#endif
 
 #include <string.h>
 /* A word other cores may read or write at the same moment, without ordering (the format,

@@ -1,5 +1,6 @@
 /* test_bad_input.c — the error contract as one table (issue #8 item 5).
-   Every public function of microbatch.h, pipeline.h, dtensor.h and ports/pg.h (over a
+   Every public function of microbatch.h, pipeline.h, dtensor.h and its modules
+   (dtensor_*.h) and ports/pg.h (over a
    2-rank pg_pthread world driven from one thread, timeouts 0), and the entry points of
    ports/pg_pthread.h and ports/pg_shm.h, gets its invalid inputs —
    NULL pointers, out-of-range dims/ranks/tags, zero/negative counts, wrong dtypes,
@@ -23,12 +24,20 @@
 
 #define MICROBATCH_IMPLEMENTATION
 #include "microbatch.h"
+#define PG_IMPLEMENTATION
+#include "ports/pg.h"
 #define PIPELINE_IMPLEMENTATION
 #include "pipeline.h"
 #define DTENSOR_IMPLEMENTATION
-#include "dtensor.h"
-#define PG_IMPLEMENTATION
-#include "ports/pg.h"
+#define DTENSOR_OPS_IMPLEMENTATION
+#define DTENSOR_CONV_IMPLEMENTATION
+#define DTENSOR_QUANT_IMPLEMENTATION
+#define DTENSOR_QCONV_IMPLEMENTATION
+#define DTENSOR_RANDOM_IMPLEMENTATION
+#define DTENSOR_GRAPH_IMPLEMENTATION
+#include "dtensor_qconv.h"
+#include "dtensor_random.h"
+#include "dtensor_graph.h"
 #define PG_PTHREAD_IMPLEMENTATION
 #include "ports/pg_pthread.h"
 #define PG_SHM_IMPLEMENTATION
@@ -51,6 +60,11 @@ static mb_value args[2], args_bad_kind[1], chunks4[4];
 static mb_spec spec_split5 = MB_SPLIT(5), spec_bad_kind = {99, 0, 0, 0},
                spec_custom_null = {MB_SPEC_REDUCE, 0, MB_RED_CUSTOM, 0};
 static mb_spec spec_concat0 = MB_CONCAT(0);
+static int reducer_add(mb_value *acc, const mb_value *chunk, void *user);
+static mb_reducer red_add = {reducer_add, {MB_VALUE_SCALAR, 0.0, {0, MB_F32, 0, {0}, {0}}}, 0};
+static mb_spec spec_custom_add = MB_REDUCE_CUSTOM(&red_add);
+static mb_value scalars2[2] = {{MB_VALUE_SCALAR, 1.0, {0, MB_F32, 0, {0}, {0}}},
+                               {MB_VALUE_SCALAR, 1.0, {0, MB_F32, 0, {0}, {0}}}};
 
 static pp_plan sched, lowered;
 static pp_table table0;
@@ -118,7 +132,7 @@ static void *shm_out(size_t misalign)
 /* int8 mm and random rows */
 static dt_spec sp_i8_s0, sp_i8_r;
 static dt_tensor dq_a_s1, dq_b_s0, dq_b_s0wrong;
-/* ops (section 10): specs, attrs, local tensors and plain / mixed / in-place argument lists */
+/* ops (dtensor_ops.h): specs, attrs, local tensors and plain / mixed / in-place argument lists */
 static dt_spec sp_i32_4;
 static dt_dispatch ddisp;
 static const dt_spec *ops_repl[2] = {&sp_repl, &sp_repl}, *ops_s1[1] = {&sp_shard1},
@@ -152,6 +166,120 @@ static pg_ops ops_nosend;
 static float pin[64];
 static size_t counts2[2] = {2, 2}, counts_big[2] = {(size_t)-1 / 2, 2};
 
+/* ---- hostile public structs: a valid plan or table with one field made hostile -------- */
+/* Plans: copies of `sched` (2 ranks, 2 stages, 4 microbatches, 1F1B compute table); for
+   pp_csv_read (which replaces the rows) their rows lie in the canary area. */
+enum {
+    HP_NULL,
+    HP_NRANKS0,
+    HP_NRANKS_BIG,
+    HP_NSTAGES_BIG,
+    HP_NMB0,
+    HP_CAP_NEG,
+    HP_LEN_OVER,
+    HP_STAGE_RANK,
+    HP_TYPE,
+    HP_STAGE,
+    HP_MB,
+    HP_COUNT
+};
+static pp_plan hp[HP_COUNT], hpc[HP_COUNT];
+static pp_action hp_rows[3][512];
+/* Tables: copies of table0 (rank 0 of the lowered 1F1B plan) with xcfg; table_fo1: rank 1
+   (the last stage) of a lowered 2-rank forward-only plan, with xcfg_fo (inference). */
+enum {
+    HT_NULL,
+    HT_MAP_NULL,
+    HT_NRANKS0,
+    HT_RANK,
+    HT_NSTAGES0,
+    HT_NSTAGES_BIG,
+    HT_NMB0,
+    HT_SLOTS0,
+    HT_STAGE_RANK,
+    HT_OTHER_RANK,
+    HT_TYPE,
+    HT_STAGE,
+    HT_MB,
+    HT_COUNT
+};
+static pp_table ht[HT_COUNT], table_fo1;
+static pp_action ht_rows[3][64];
+static const uint8_t map_bad[2] = {0, 200}, map_other[2] = {1, 1};
+static pp_exec_cfg xcfg_fo, xcfg_fo_nout;
+
+/* Each plan function's call with plan P (outputs in the canary area). */
+#define HP_TABLE(P)    pp_plan_table(P, 0, OUT(pp_table))
+#define HP_PEAK(P)     pp_peak_inflight(P, 0)
+#define HP_LOWER(P)    pp_lower(P, OUT_AT(pp_plan, 4096), OUT(void), 4096, NULL)
+#define HP_VALIDATE(P) pp_validate(P, NULL)
+#define HP_SIMBYTES(P) (int)pp_sim_bytes(P)
+#define HP_SIMULATE(P) pp_simulate(P, &costs, work, sizeof work, OUT(pp_sim), NULL, 0, NULL, NULL)
+#define HP_MAILBOX(P)  pp_mailbox_depth(P, 4, work, sizeof work, NULL)
+#define HP_CSVW(P)     pp_csv_write(P, OUT(char), 4096, OUT_AT(size_t, 8192))
+#define HP_EMIT(P)     pp_emit_c(P, "plan", OUT(char), 4096, OUT_AT(size_t, 8192))
+#define HP_TIMELINE(P) pp_timeline(P, OUT(char), 4096, OUT_AT(size_t, 8192))
+#define HP_CSVR(P)     pp_csv_read(&hpc[(P)-hp], "0F0\r\n1F0\r\n", 10, NULL)
+/* The fields every plan function checks first (f: the function's name, C: its call, then
+   the codes for a NULL, an out-of-range and a stage-map field; W: what a size query adds). */
+#define HP_STRUCT_ROWS(ROW, id, f, C, NUL, ARG, MAP, W)                                              \
+    ROW(id##_null, "pipeline.h", f, "plan: NULL actions" W, NUL, C(&hp[HP_NULL]))                    \
+    ROW(id##_nr0, "pipeline.h", f, "plan: nranks 0" W, ARG, C(&hp[HP_NRANKS0]))                      \
+    ROW(id##_nrbig, "pipeline.h", f, "plan: nranks > PP_MAX_RANKS" W, ARG, C(&hp[HP_NRANKS_BIG]))    \
+    ROW(id##_nsbig, "pipeline.h", f, "plan: nstages > PP_MAX_STAGES" W, ARG, C(&hp[HP_NSTAGES_BIG])) \
+    ROW(id##_nmb0, "pipeline.h", f, "plan: nmb 0" W, ARG, C(&hp[HP_NMB0]))                           \
+    ROW(id##_cap, "pipeline.h", f, "plan: cap < 0" W, ARG, C(&hp[HP_CAP_NEG]))                       \
+    ROW(id##_len, "pipeline.h", f, "plan: a row's len > cap" W, ARG, C(&hp[HP_LEN_OVER]))            \
+    ROW(id##_map, "pipeline.h", f, "plan: stage_rank[1] = 200 (no such rank)" W, MAP, C(&hp[HP_STAGE_RANK]))
+/* ... and the rows' actions. */
+#define HP_ACTION_ROWS(ROW, id, f, C)                                                                       \
+    ROW(id##_type, "pipeline.h", f, "plan: an action of type 200", PP_ERR_ACTION, C(&hp[HP_TYPE]))          \
+    ROW(id##_stage, "pipeline.h", f, "plan: an action's stage >= nstages", PP_ERR_ACTION, C(&hp[HP_STAGE])) \
+    ROW(id##_mb, "pipeline.h", f, "plan: an action's microbatch >= nmb", PP_ERR_ACTION, C(&hp[HP_MB]))
+#define HP_ROWS(ROW, id, f, C)                                                    \
+    HP_STRUCT_ROWS(ROW, id, f, C, PP_ERR_NULL, PP_ERR_ARG, PP_ERR_STAGE_RANK, "") \
+    HP_ACTION_ROWS(ROW, id, f, C)
+/* Each table function's call with table T. */
+#define HT_QUERY(T) pp_exec_query(&xcfg, T, OUT(size_t))
+#define HT_BYTES(T) (int)pp_exec_bytes(&xcfg, T)
+#define HT_INIT(T)  pp_exec_init(OUT(pp_exec), &xcfg, T, g0, OUT_AT(void, 4096), 8192)
+#define HT_ROWS(ROW, id, f, C, NUL, ARG, MAP, ACT, W)                                                         \
+    ROW(id##_null, "pipeline.h", f, "table: NULL actions" W, NUL, C(&ht[HT_NULL]))                            \
+    ROW(id##_mapnull, "pipeline.h", f, "table: NULL stage_rank" W, NUL, C(&ht[HT_MAP_NULL]))                  \
+    ROW(id##_nr0, "pipeline.h", f, "table: nranks 0" W, ARG, C(&ht[HT_NRANKS0]))                              \
+    ROW(id##_rank, "pipeline.h", f, "table: rank >= nranks" W, ARG, C(&ht[HT_RANK]))                          \
+    ROW(id##_ns0, "pipeline.h", f, "table: nstages 0" W, ARG, C(&ht[HT_NSTAGES0]))                            \
+    ROW(id##_nsbig, "pipeline.h", f, "table: nstages > PP_MAX_STAGES" W, ARG, C(&ht[HT_NSTAGES_BIG]))         \
+    ROW(id##_nmb0, "pipeline.h", f, "table: nmb 0" W, ARG, C(&ht[HT_NMB0]))                                   \
+    ROW(id##_slots0, "pipeline.h", f, "table: slots 0" W, ARG, C(&ht[HT_SLOTS0]))                             \
+    ROW(id##_map, "pipeline.h", f, "table: stage_rank[1] = 200 (no such rank)" W, MAP, C(&ht[HT_STAGE_RANK])) \
+    ROW(id##_other, "pipeline.h", f, "table: an action of a stage mapped to another rank" W, MAP,             \
+        C(&ht[HT_OTHER_RANK]))                                                                                \
+    ROW(id##_type, "pipeline.h", f, "table: an action of type 200" W, ACT, C(&ht[HT_TYPE]))                   \
+    ROW(id##_stage, "pipeline.h", f, "table: an action's stage >= nstages" W, ACT, C(&ht[HT_STAGE]))          \
+    ROW(id##_mb, "pipeline.h", f, "table: an action's microbatch >= nmb" W, ACT, C(&ht[HT_MB]))
+#define PP_HOSTILE_ROWS(ROW)                                                                                           \
+    HP_ROWS(ROW, hp_table, "pp_plan_table", HP_TABLE)                                                                  \
+    HP_ROWS(ROW, hp_peak, "pp_peak_inflight", HP_PEAK)                                                                 \
+    HP_ROWS(ROW, hp_lower, "pp_lower", HP_LOWER)                                                                       \
+    HP_ROWS(ROW, hp_validate, "pp_validate", HP_VALIDATE)                                                              \
+    HP_STRUCT_ROWS(ROW, hp_simbytes, "pp_sim_bytes", HP_SIMBYTES, 0, 0, 0, " (returns 0)")                             \
+    HP_ROWS(ROW, hp_simulate, "pp_simulate", HP_SIMULATE)                                                              \
+    HP_ROWS(ROW, hp_mailbox, "pp_mailbox_depth", HP_MAILBOX)                                                           \
+    HP_ROWS(ROW, hp_csvw, "pp_csv_write", HP_CSVW)                                                                     \
+    HP_STRUCT_ROWS(ROW, hp_csvr, "pp_csv_read", HP_CSVR, PP_ERR_NULL, PP_ERR_ARG, PP_ERR_STAGE_RANK,                   \
+                   " (its rows are replaced, not read)")                                                               \
+    HP_ROWS(ROW, hp_emit, "pp_emit_c", HP_EMIT)                                                                        \
+    HP_ROWS(ROW, hp_timeline, "pp_timeline", HP_TIMELINE)                                                              \
+    HT_ROWS(ROW, ht_query, "pp_exec_query", HT_QUERY, PP_ERR_NULL, PP_ERR_ARG, PP_ERR_STAGE_RANK, PP_ERR_ACTION, "")   \
+    HT_ROWS(ROW, ht_bytes, "pp_exec_bytes", HT_BYTES, 0, 0, 0, 0, " (returns 0)")                                      \
+    HT_ROWS(ROW, ht_init, "pp_exec_init", HT_INIT, PP_ERR_NULL, PP_ERR_ARG, PP_ERR_STAGE_RANK, PP_ERR_ACTION, "")      \
+    ROW(ht_out, "pipeline.h", "pp_exec_init", "inference cfg without output, on the last stage's rank", PP_ERR_NULL,   \
+        pp_exec_init(OUT(pp_exec), &xcfg_fo_nout, &table_fo1, g1, OUT_AT(void, 4096), 8192))                           \
+    ROW(ht_outq, "pipeline.h", "pp_exec_query", "inference cfg without output, on the last stage's rank", PP_ERR_NULL, \
+        pp_exec_query(&xcfg_fo_nout, &table_fo1, OUT(size_t)))                                                         \
+    ROW(ht_qnull, "pipeline.h", "pp_exec_query", "NULL bytes", PP_ERR_NULL, pp_exec_query(&xcfg, &table0, NULL))
+
 /* ---- the table ------------------------------------------------------------------------
    ROW(id, header, function, case, expected code, call): `call` runs with every output in
    the canary area. The expected code is written by name, so the document shows it. */
@@ -179,6 +307,10 @@ static size_t counts2[2] = {2, 2}, counts_big[2] = {(size_t)-1 / 2, 2};
     ROW(mb14, "microbatch.h", "mb_numel", "NULL", MB_ERR_NULL, (int)mb_numel(NULL))                                    \
     ROW(mb15, "microbatch.h", "mb_numel", "negative size", MB_ERR_SHAPE, (int)mb_numel(&t_negshape))                   \
     ROW(mb15b, "microbatch.h", "mb_numel", "ndim > MB_MAX_DIMS", MB_ERR_NDIM, (int)mb_numel(&t_ndim7))                 \
+    ROW(mbn1, "microbatch.h", "mb_shape_numel", "NULL shape, ndim > 0", MB_ERR_NULL, (int)mb_shape_numel(NULL, 2))     \
+    ROW(mbn2, "microbatch.h", "mb_shape_numel", "negative size", MB_ERR_SHAPE, (int)mb_shape_numel(shape_neg, 2))      \
+    ROW(mbn3, "microbatch.h", "mb_shape_numel", "ndim > MB_MAX_DIMS", MB_ERR_NDIM,                                     \
+        (int)mb_shape_numel(shape84, MB_MAX_DIMS + 1))                                                                 \
     ROW(mb16, "microbatch.h", "mb_is_contiguous", "NULL", MB_ERR_NULL, mb_is_contiguous(NULL))                         \
     ROW(mb17, "microbatch.h", "mb_normalize_dim", "dim >= ndim", MB_ERR_DIM, mb_normalize_dim(2, 2))                   \
     ROW(mb18, "microbatch.h", "mb_normalize_dim", "dim < -ndim", MB_ERR_DIM, mb_normalize_dim(-3, 2))                  \
@@ -195,6 +327,12 @@ static size_t counts2[2] = {2, 2}, counts_big[2] = {(size_t)-1 / 2, 2};
     ROW(mb27, "microbatch.h", "mb_copy", "dtypes differ", MB_ERR_DTYPE, mb_copy(out_tensor(MB_I32, 8, 4), &t84))       \
     ROW(mb28, "microbatch.h", "mb_zero", "NULL", MB_ERR_NULL, mb_zero(NULL))                                           \
     ROW(mb29, "microbatch.h", "mb_zero", "invalid tensor", MB_ERR_SHAPE, mb_zero(&t_negshape))                         \
+    ROW(mbw1, "microbatch.h", "mb_walk", "NULL a", MB_ERR_NULL,                                                        \
+        mb_walk(NULL, out_tensor(MB_F32, 8, 4), walk_write, NULL))                                                     \
+    ROW(mbw2, "microbatch.h", "mb_walk", "shapes differ", MB_ERR_SHAPE,                                                \
+        mb_walk(&t84, out_tensor(MB_F32, 4, 4), walk_write, NULL))                                                     \
+    ROW(mbw3, "microbatch.h", "mb_walk", "NULL visitor", MB_ERR_NULL,                                                  \
+        mb_walk(&t84, out_tensor(MB_F32, 8, 4), NULL, NULL))                                                           \
     ROW(mb30, "microbatch.h", "mb_split_sizes", "chunks <= 0", MB_ERR_CHUNKS,                                          \
         mb_split_sizes(8, 0, MB_BALANCED, OUT(int32_t), 4))                                                            \
     ROW(mb31, "microbatch.h", "mb_split_sizes", "negative size", MB_ERR_SHAPE,                                         \
@@ -204,7 +342,7 @@ static size_t counts2[2] = {2, 2}, counts_big[2] = {(size_t)-1 / 2, 2};
     ROW(mb33, "microbatch.h", "mb_split", "NULL args", MB_ERR_NULL,                                                    \
         mb_split(NULL, NULL, 1, 2, 0, OUT(mb_value), 4, NULL))                                                         \
     ROW(mb34, "microbatch.h", "mb_split", "NULL out", MB_ERR_NULL, mb_split(args, NULL, 2, 2, 0, NULL, 4, NULL))       \
-    ROW(mb35, "microbatch.h", "mb_split", "chunks <= 0", MB_ERR_CHUNKS,                                                \
+    ROW(mb35, "microbatch.h", "mb_split", "chunks <= 0 with a value to split", MB_ERR_CHUNKS,                          \
         mb_split(args, NULL, 2, 0, 0, OUT(mb_value), 4, NULL))                                                         \
     ROW(mb36, "microbatch.h", "mb_split", "out[] smaller than chunks x nargs", MB_ERR_TOO_SMALL,                       \
         mb_split(args, NULL, 2, 4, 0, OUT(mb_value), 3, NULL))                                                         \
@@ -223,7 +361,7 @@ static size_t counts2[2] = {2, 2}, counts_big[2] = {(size_t)-1 / 2, 2};
     ROW(mb43, "microbatch.h", "mb_split_masked", "storage not 8-byte aligned", MB_ERR_ALIGN,                           \
         mb_split_masked(args, NULL, 1, 2, 0, OUT(mb_value), 4, OUT_AT(void, 4097), 4096, NULL))                        \
     ROW(mb44, "microbatch.h", "mb_merge", "NULL chunks", MB_ERR_NULL, mb_merge(NULL, 2, 1, NULL, 0, OUT(mb_value)))    \
-    ROW(mb45, "microbatch.h", "mb_merge", "nchunks <= 0", MB_ERR_CHUNKS,                                               \
+    ROW(mb45, "microbatch.h", "mb_merge", "no chunks to concatenate", MB_ERR_CHUNKS,                                   \
         mb_merge(chunks4, 0, 1, NULL, 0, out_value(8, 4)))                                                             \
     ROW(mb46, "microbatch.h", "mb_merge", "output shape != merged shape", MB_ERR_SHAPE,                                \
         mb_merge(chunks4, 4, 1, NULL, 0, out_value(4, 4)))                                                             \
@@ -233,6 +371,10 @@ static size_t counts2[2] = {2, 2}, counts_big[2] = {(size_t)-1 / 2, 2};
         mb_merge(chunks4, 4, 1, &spec_custom_null, 0, out_value(2, 4)))                                                \
     ROW(mb49, "microbatch.h", "mb_merge", "output dtype differs", MB_ERR_DTYPE,                                        \
         mb_merge(chunks4, 4, 1, &spec_concat0, 0, out_value_dt(MB_I32, 8, 4)))                                         \
+    ROW(mb50, "microbatch.h", "mb_merge", "a custom reducer's output is one of the chunks", MB_ERR_OVERLAP,            \
+        mb_merge(chunks4, 4, 1, &spec_custom_add, 0, &chunks4[1]))                                                     \
+    ROW(mb51, "microbatch.h", "mb_merge", "default spec for a scalar (torch.cat of floats)", MB_ERR_SPEC,              \
+        mb_merge(scalars2, 2, 1, NULL, 0, OUT(mb_value)))                                                              \
                                                                                                                        \
     ROW(pp1, "pipeline.h", "pp_strerror", "unknown code (returns a string, never NULL)", 0,                            \
         pp_strerror(12345) == NULL)                                                                                    \
@@ -300,6 +442,10 @@ static size_t counts2[2] = {2, 2}, counts_big[2] = {(size_t)-1 / 2, 2};
         PP_ERR_TOO_SMALL, pp_lower(&sched, OUT_AT(pp_plan, 4096), lower_work, 8, NULL))                                \
     ROW(pp39, "pipeline.h", "pp_lower", "NULL input plan", PP_ERR_NULL,                                                \
         pp_lower(NULL, OUT_AT(pp_plan, 4096), OUT(void), 4096, NULL))                                                  \
+    ROW(pp69, "pipeline.h", "pp_lower_mode", "unknown mode", PP_ERR_ARG,                                               \
+        pp_lower_mode(&sched, OUT_AT(pp_plan, 4096), OUT(void), 4096, 2, NULL))                                        \
+    ROW(pp70, "pipeline.h", "pp_lower_mode", "PP_LOWER_TORCH, storage too small (working memory; `out` untouched)",    \
+        PP_ERR_TOO_SMALL, pp_lower_mode(&sched, OUT_AT(pp_plan, 4096), lower_work, 8, PP_LOWER_TORCH, NULL))           \
     ROW(pp40, "pipeline.h", "pp_validate", "NULL", PP_ERR_NULL, pp_validate(NULL, NULL))                               \
     ROW(pp41, "pipeline.h", "pp_sim_bytes", "NULL (returns 0)", 0, (int)pp_sim_bytes(NULL))                            \
     ROW(pp42, "pipeline.h", "pp_simulate", "work too small", PP_ERR_TOO_SMALL,                                         \
@@ -349,6 +495,7 @@ static size_t counts2[2] = {2, 2}, counts_big[2] = {(size_t)-1 / 2, 2};
         pp_mailbox_depth(&lowered, 4, work, 8, NULL))                                                                  \
     ROW(pp68, "pipeline.h", "pp_mailbox_depth", "needs a deeper mailbox than max_depth (1F1B: 1; plan unchanged)",     \
         PP_ERR_MAILBOX, pp_mailbox_depth(&lowered, 0, work, sizeof work, NULL))                                        \
+    PP_HOSTILE_ROWS(ROW)                                                                                               \
                                                                                                                        \
     ROW(dt1, "dtensor.h", "dt_strerror", "unknown code (returns a string, never NULL)", 0, dt_strerror(12345) == NULL) \
     ROW(dt2, "dtensor.h", "dt_mesh_init", "NULL mesh", DT_ERR_NULL, dt_mesh_init(NULL, 1, shape_m2, NULL, 0))          \
@@ -446,325 +593,331 @@ static size_t counts2[2] = {2, 2}, counts_big[2] = {(size_t)-1 / 2, 2};
         dt_distribute(&dcomm, &sp_shard0, in_local(4, 4), 5, out_tensor(MB_F32, 2, 4), OUT_AT(void, 8192), 4096))      \
     ROW(dt52, "dtensor.h", "dt_distribute_scratch_bytes", "NULL bytes", DT_ERR_NULL,                                   \
         dt_distribute_scratch_bytes(&sp_shard0, 0, NULL))                                                              \
-    ROW(dq1, "dtensor.h", "dt_quantize_multiplier", "NaN", DT_ERR_VALUE,                                               \
+    ROW(dq1, "dtensor_quant.h", "dt_quantize_multiplier", "NaN", DT_ERR_VALUE,                                         \
         dt_quantize_multiplier(0.0 / 0.0, OUT(dt_qmul)))                                                               \
-    ROW(dq2, "dtensor.h", "dt_quantize_multiplier", "negative", DT_ERR_VALUE,                                          \
+    ROW(dq2, "dtensor_quant.h", "dt_quantize_multiplier", "negative", DT_ERR_VALUE,                                    \
         dt_quantize_multiplier(-0.5, OUT(dt_qmul)))                                                                    \
-    ROW(dq3, "dtensor.h", "dt_quantize_multiplier", ">= 2^30", DT_ERR_VALUE,                                           \
+    ROW(dq3, "dtensor_quant.h", "dt_quantize_multiplier", ">= 2^30", DT_ERR_VALUE,                                     \
         dt_quantize_multiplier(1073741824.0, OUT(dt_qmul)))                                                            \
-    ROW(dq4, "dtensor.h", "dt_quantize_multiplier", "NULL q", DT_ERR_NULL, dt_quantize_multiplier(0.5, NULL))          \
-    ROW(dq5, "dtensor.h", "dt_q8_scale", "negative amax", DT_ERR_VALUE, dt_q8_scale(-1.0f, OUT(float)))                \
-    ROW(dq6, "dtensor.h", "dt_q8_scale", "infinite amax", DT_ERR_VALUE, dt_q8_scale(1.0f / 0.0f, OUT(float)))          \
-    ROW(dq7, "dtensor.h", "dt_quantize_tensor", "a NaN element", DT_ERR_VALUE,                                         \
+    ROW(dq4, "dtensor_quant.h", "dt_quantize_multiplier", "NULL q", DT_ERR_NULL, dt_quantize_multiplier(0.5, NULL))    \
+    ROW(dq5, "dtensor_quant.h", "dt_q8_scale", "negative amax", DT_ERR_VALUE, dt_q8_scale(-1.0f, OUT(float)))          \
+    ROW(dq6, "dtensor_quant.h", "dt_q8_scale", "infinite amax", DT_ERR_VALUE, dt_q8_scale(1.0f / 0.0f, OUT(float)))    \
+    ROW(dq7, "dtensor_quant.h", "dt_quantize_tensor", "a NaN element", DT_ERR_VALUE,                                   \
         dt_quantize_tensor(&t_nan, 1, OUT(float), out_tensor(MB_I8, 4, 4)))                                            \
-    ROW(dq8, "dtensor.h", "dt_quantize_tensor", "channel_dim >= ndim", DT_ERR_DIM,                                     \
+    ROW(dq8, "dtensor_quant.h", "dt_quantize_tensor", "channel_dim >= ndim", DT_ERR_DIM,                               \
         dt_quantize_tensor(in_local(4, 4), 2, OUT(float), out_tensor(MB_I8, 4, 4)))                                    \
-    ROW(dq9, "dtensor.h", "dt_quantize_tensor", "int8 output of another shape", DT_ERR_MISMATCH,                       \
+    ROW(dq9, "dtensor_quant.h", "dt_quantize_tensor", "int8 output of another shape", DT_ERR_MISMATCH,                 \
         dt_quantize_tensor(in_local(4, 4), -1, OUT(float), out_tensor(MB_I8, 2, 4)))                                   \
-    ROW(dq10, "dtensor.h", "dt_quantize_tensor", "output not int8", DT_ERR_DTYPE,                                      \
+    ROW(dq10, "dtensor_quant.h", "dt_quantize_tensor", "output not int8", DT_ERR_DTYPE,                                \
         dt_quantize_tensor(in_local(4, 4), -1, OUT(float), out_tensor(MB_I32, 4, 4)))                                  \
-    ROW(dq11, "dtensor.h", "dt_qmm_multipliers", "output scale 0 (infinite multiplier)", DT_ERR_VALUE,                 \
+    ROW(dq11, "dtensor_quant.h", "dt_qmm_multipliers", "output scale 0 (infinite multiplier)", DT_ERR_VALUE,           \
         dt_qmm_multipliers(0.5f, scales4, 4, 0.0f, OUT(dt_qmul)))                                                      \
-    ROW(dq12, "dtensor.h", "dt_qmm_multipliers", "no scales", DT_ERR_SHAPE,                                            \
+    ROW(dq12, "dtensor_quant.h", "dt_qmm_multipliers", "no scales", DT_ERR_SHAPE,                                      \
         dt_qmm_multipliers(0.5f, scales4, 0, 1.0f, OUT(dt_qmul)))                                                      \
-    ROW(dq13, "dtensor.h", "dt_qmm_acc", "inner sizes differ", DT_ERR_SHAPE,                                           \
+    ROW(dq13, "dtensor_quant.h", "dt_qmm_acc", "inner sizes differ", DT_ERR_SHAPE,                                     \
         dt_qmm_acc(i8_local(4, 4), i8_local(2, 4), out_tensor(MB_I32, 4, 4)))                                          \
-    ROW(dq14, "dtensor.h", "dt_qmm_acc", "accumulator not int32", DT_ERR_DTYPE,                                        \
+    ROW(dq14, "dtensor_quant.h", "dt_qmm_acc", "accumulator not int32", DT_ERR_DTYPE,                                  \
         dt_qmm_acc(i8_local(4, 4), i8_local(4, 4), out_tensor(MB_F32, 4, 4)))                                          \
-    ROW(dq15, "dtensor.h", "dt_qmm_acc", "K > DT_QMM_MAX_K", DT_ERR_SHAPE,                                             \
+    ROW(dq15, "dtensor_quant.h", "dt_qmm_acc", "K > DT_QMM_MAX_K", DT_ERR_SHAPE,                                       \
         dt_qmm_acc(&t_i8_wide, &t_i8_tall, out_tensor(MB_I32, 1, 1)))                                                  \
-    ROW(dq16, "dtensor.h", "dt_requant_tensor", "fewer multipliers than channels", DT_ERR_SHAPE,                       \
+    ROW(dq16, "dtensor_quant.h", "dt_requant_tensor", "fewer multipliers than channels", DT_ERR_SHAPE,                 \
         dt_requant_tensor(&t_acc44, qm4, 4, 1, 1, out_tensor(MB_I8, 4, 4)))                                            \
-    ROW(dq17, "dtensor.h", "dt_requant_tensor", "qdim out of range", DT_ERR_DIM,                                       \
+    ROW(dq17, "dtensor_quant.h", "dt_requant_tensor", "qdim out of range", DT_ERR_DIM,                                 \
         dt_requant_tensor(&t_acc44, qm4, 4, 0, 2, out_tensor(MB_I8, 4, 4)))                                            \
-    ROW(dq18, "dtensor.h", "dt_qmm_ref", "accumulator scratch too small", DT_ERR_TOO_SMALL,                            \
+    ROW(dq18, "dtensor_quant.h", "dt_qmm_ref", "accumulator scratch too small", DT_ERR_TOO_SMALL,                      \
         dt_qmm_ref(i8_local(4, 4), i8_local(4, 4), qm4, 4, out_tensor(MB_I8, 4, 4), OUT_AT(void, 8192), 63))           \
-    ROW(dq19, "dtensor.h", "dt_qmm_propagate", "S(0) x S(0): no strategy", DT_ERR_NO_STRATEGY,                         \
+    ROW(dq19, "dtensor_quant.h", "dt_qmm_propagate", "S(0) x S(0): no strategy", DT_ERR_NO_STRATEGY,                   \
         dt_qmm_propagate(&sp_i8_s0, &sp_i8_s0, OUT(dt_spec), OUT_AT(uint32_t, 4096)))                                  \
-    ROW(dq20, "dtensor.h", "dt_qmm_propagate", "f32 operand", DT_ERR_DTYPE,                                            \
+    ROW(dq20, "dtensor_quant.h", "dt_qmm_propagate", "f32 operand", DT_ERR_DTYPE,                                      \
         dt_qmm_propagate(&sp_repl, &sp_i8_r, OUT(dt_spec), OUT_AT(uint32_t, 4096)))                                    \
-    ROW(dq21, "dtensor.h", "dt_qmm_scratch_bytes", "NULL bytes", DT_ERR_NULL,                                          \
+    ROW(dq21, "dtensor_quant.h", "dt_qmm_scratch_bytes", "NULL bytes", DT_ERR_NULL,                                    \
         dt_qmm_scratch_bytes(&sp_i8_r, &sp_i8_r, 0, NULL))                                                             \
-    ROW(dq22, "dtensor.h", "dt_qmm", "scratch too small (S(1) x S(0): nothing reduced)", DT_ERR_TOO_SMALL,             \
+    ROW(dq22, "dtensor_quant.h", "dt_qmm", "scratch too small (S(1) x S(0): nothing reduced)", DT_ERR_TOO_SMALL,       \
         dt_qmm(&dcomm, &dq_a_s1, &dq_b_s0, qm4, 4, OUT(dt_tensor), OUT_AT(void, 8192), 16, OUT_AT(void, 12288), 63))   \
-    ROW(dq23, "dtensor.h", "dt_qmm", "local tensor does not fit its spec", DT_ERR_MISMATCH,                            \
+    ROW(dq23, "dtensor_quant.h", "dt_qmm", "local tensor does not fit its spec", DT_ERR_MISMATCH,                      \
         dt_qmm(&dcomm, &dq_a_s1, &dq_b_s0wrong, qm4, 1, OUT(dt_tensor), OUT_AT(void, 8192), 16, OUT_AT(void, 12288),   \
                64))                                                                                                    \
-    ROW(dq24, "dtensor.h", "dt_qmm", "multiplier count neither 1 nor N", DT_ERR_SHAPE,                                 \
+    ROW(dq24, "dtensor_quant.h", "dt_qmm", "multiplier count neither 1 nor N", DT_ERR_SHAPE,                           \
         dt_qmm(&dcomm, &dq_a_s1, &dq_b_s0, qm4, 3, OUT(dt_tensor), OUT_AT(void, 8192), 16, OUT_AT(void, 12288), 64))   \
-    ROW(dq25, "dtensor.h", "dt_quantize_i8", "NaN (returns 0)", 0, dt_quantize_i8(0.0f / 0.0f, 0.1f))                  \
-    ROW(dq26, "dtensor.h", "dt_quantize_tensor", "NULL scales", DT_ERR_NULL,                                           \
+    ROW(dq25, "dtensor_quant.h", "dt_quantize_i8", "NaN (returns 0)", 0, dt_quantize_i8(0.0f / 0.0f, 0.1f))            \
+    ROW(dq26, "dtensor_quant.h", "dt_quantize_tensor", "NULL scales", DT_ERR_NULL,                                     \
         dt_quantize_tensor(in_local(4, 4), -1, NULL, out_tensor(MB_I8, 4, 4)))                                         \
-    ROW(dq27, "dtensor.h", "dt_requant_tensor", "accumulator not int32", DT_ERR_DTYPE,                                 \
+    ROW(dq27, "dtensor_quant.h", "dt_requant_tensor", "accumulator not int32", DT_ERR_DTYPE,                           \
         dt_requant_tensor(in_local(4, 4), qm4, 4, 0, 1, out_tensor(MB_I8, 4, 4)))                                      \
-    ROW(dq28, "dtensor.h", "dt_requant_tensor", "output of another shape", DT_ERR_MISMATCH,                            \
+    ROW(dq28, "dtensor_quant.h", "dt_requant_tensor", "output of another shape", DT_ERR_MISMATCH,                      \
         dt_requant_tensor(&t_acc44, qm4, 4, 0, 1, out_tensor(MB_I8, 2, 4)))                                            \
-    ROW(dq29, "dtensor.h", "dt_qmm_ref", "output not int8", DT_ERR_DTYPE,                                              \
+    ROW(dq29, "dtensor_quant.h", "dt_qmm_ref", "output not int8", DT_ERR_DTYPE,                                        \
         dt_qmm_ref(i8_local(4, 4), i8_local(4, 4), qm4, 4, out_tensor(MB_F32, 4, 4), OUT_AT(void, 8192), 64))          \
-    ROW(dq30, "dtensor.h", "dt_qmm_scratch_bytes", "rank not in the mesh", DT_ERR_NOT_MEMBER,                          \
+    ROW(dq30, "dtensor_quant.h", "dt_qmm_scratch_bytes", "rank not in the mesh", DT_ERR_NOT_MEMBER,                    \
         dt_qmm_scratch_bytes(&sp_i8_r, &sp_i8_r, 7, OUT(size_t)))                                                      \
-    ROW(dq31, "dtensor.h", "dt_qmm", "NULL multipliers", DT_ERR_NULL,                                                  \
+    ROW(dq31, "dtensor_quant.h", "dt_qmm", "NULL multipliers", DT_ERR_NULL,                                            \
         dt_qmm(&dcomm, &dq_a_s1, &dq_b_s0, NULL, 1, OUT(dt_tensor), OUT_AT(void, 8192), 16, OUT_AT(void, 12288), 64))  \
-    ROW(dq32, "dtensor.h", "dt_qmm_acc", "f32 operand", DT_ERR_DTYPE,                                                  \
+    ROW(dq32, "dtensor_quant.h", "dt_qmm_acc", "f32 operand", DT_ERR_DTYPE,                                            \
         dt_qmm_acc(in_local(4, 4), i8_local(4, 4), out_tensor(MB_I32, 4, 4)))                                          \
-    ROW(dr1, "dtensor.h", "dt_rng_offsets", "rank not in the mesh", DT_ERR_NOT_MEMBER,                                 \
+    ROW(dr1, "dtensor_random.h", "dt_rng_offsets", "rank not in the mesh", DT_ERR_NOT_MEMBER,                          \
         dt_rng_offsets(&sp_shard0, 5, OUT(uint64_t), OUT_AT(uint64_t, 64)))                                            \
-    ROW(dr2, "dtensor.h", "dt_rand", "unknown flag", DT_ERR_VALUE,                                                     \
+    ROW(dr2, "dtensor_random.h", "dt_rand", "unknown flag", DT_ERR_VALUE,                                              \
         dt_rand(OUT(dt_rng), &sp_shard0, out_tensor(MB_F32, 2, 4), 2))                                                 \
-    ROW(dr3, "dtensor.h", "dt_rand", "local tensor of another shape", DT_ERR_MISMATCH,                                 \
+    ROW(dr3, "dtensor_random.h", "dt_rand", "local tensor of another shape", DT_ERR_MISMATCH,                          \
         dt_rand(OUT(dt_rng), &sp_shard0, out_tensor(MB_F32, 4, 4), 0))                                                 \
-    ROW(dr4, "dtensor.h", "dt_rand", "int8 spec", DT_ERR_DTYPE,                                                        \
+    ROW(dr4, "dtensor_random.h", "dt_rand", "int8 spec", DT_ERR_DTYPE,                                                 \
         dt_rand(OUT(dt_rng), &sp_i8_s0, out_tensor(MB_I8, 2, 4), 0))                                                   \
-    ROW(dr5, "dtensor.h", "dt_dropout", "p > 1", DT_ERR_VALUE,                                                         \
+    ROW(dr5, "dtensor_random.h", "dt_dropout", "p > 1", DT_ERR_VALUE,                                                  \
         dt_dropout(OUT(dt_rng), &sp_shard0, in_local(2, 4), out_tensor(MB_F32, 2, 4), 1.5f, 0))                        \
-    ROW(dr6, "dtensor.h", "dt_dropout", "p NaN", DT_ERR_VALUE,                                                         \
+    ROW(dr6, "dtensor_random.h", "dt_dropout", "p NaN", DT_ERR_VALUE,                                                  \
         dt_dropout(OUT(dt_rng), &sp_shard0, in_local(2, 4), out_tensor(MB_F32, 2, 4), 0.0f / 0.0f, 0))                 \
-    ROW(do1, "dtensor.h", "dt_propagate", "view to a shape of another element count", DT_ERR_SHAPE,                    \
+    ROW(do1, "dtensor_ops.h", "dt_propagate", "view to a shape of another element count", DT_ERR_SHAPE,                \
         dt_propagate(NULL, DT_ATEN_VIEW, &at_view15, ops_repl, 1, OUT(dt_op_strategy)))                                \
-    ROW(do2, "dtensor.h", "dt_propagate", "view flattening a sharded non-leftmost dim", DT_ERR_NO_STRATEGY,            \
+    ROW(do2, "dtensor_ops.h", "dt_propagate", "view flattening a sharded non-leftmost dim", DT_ERR_NO_STRATEGY,        \
         dt_propagate(NULL, DT_ATEN_VIEW, &at_view16, ops_s1, 1, OUT(dt_op_strategy)))                                  \
-    ROW(do3, "dtensor.h", "dt_propagate", "transpose dim out of range", DT_ERR_DIM,                                    \
+    ROW(do3, "dtensor_ops.h", "dt_propagate", "transpose dim out of range", DT_ERR_DIM,                                \
         dt_propagate(NULL, DT_ATEN_TRANSPOSE, &at_t2, ops_repl, 1, OUT(dt_op_strategy)))                               \
-    ROW(do4, "dtensor.h", "dt_propagate", "embedding with f32 indices", DT_ERR_DTYPE,                                  \
+    ROW(do4, "dtensor_ops.h", "dt_propagate", "embedding with f32 indices", DT_ERR_DTYPE,                              \
         dt_propagate(NULL, DT_ATEN_EMBEDDING, NULL, ops_repl, 2, OUT(dt_op_strategy)))                                 \
-    ROW(do5, "dtensor.h", "dt_propagate", "nll_loss reduction 3", DT_ERR_SHAPE,                                        \
+    ROW(do5, "dtensor_ops.h", "dt_propagate", "nll_loss reduction 3", DT_ERR_SHAPE,                                    \
         dt_propagate(NULL, DT_ATEN_NLL_LOSS, &at_red3, ops_loss, 2, OUT(dt_op_strategy)))                              \
-    ROW(do6, "dtensor.h", "dt_propagate", "found_inf op (a custom handler only)", DT_ERR_UNSUPPORTED,                  \
+    ROW(do6, "dtensor_ops.h", "dt_propagate", "found_inf op (a custom handler only)", DT_ERR_UNSUPPORTED,              \
         dt_propagate(NULL, DT_ATEN_AMP_UNSCALE, NULL, ops_repl, 2, OUT(dt_op_strategy)))                               \
-    ROW(do7, "dtensor.h", "dt_kernel_ref", "embedding index >= rows", DT_ERR_RANK,                                     \
+    ROW(do7, "dtensor_ops.h", "dt_kernel_ref", "embedding index >= rows", DT_ERR_RANK,                                 \
         dt_kernel_ref(DT_ATEN_EMBEDDING, NULL, out_tensor(MB_F32, 2, 4), emb_in, 2))                                   \
-    ROW(do8, "dtensor.h", "dt_kernel_ref", "nll_loss target >= classes", DT_ERR_RANK,                                  \
+    ROW(do8, "dtensor_ops.h", "dt_kernel_ref", "nll_loss target >= classes", DT_ERR_RANK,                              \
         dt_kernel_ref(DT_ATEN_NLL_LOSS, &at_none, out_vec(4), loss_in, 2))                                             \
-    ROW(do9, "dtensor.h", "dt_op", "NULL out", DT_ERR_NULL,                                                            \
+    ROW(do9, "dtensor_ops.h", "dt_op", "NULL out", DT_ERR_NULL,                                                        \
         dt_op(&ddisp, DT_ATEN_ADD, NULL, ops_mixed, 2, NULL, OUT_AT(void, 8192), 4096))                                \
-    ROW(do10, "dtensor.h", "dt_op", "unknown op", DT_ERR_PLACEMENT_COUNT,                                              \
+    ROW(do10, "dtensor_ops.h", "dt_op", "unknown op", DT_ERR_PLACEMENT_COUNT,                                          \
         dt_op(&ddisp, DT_ATEN_COUNT, NULL, ops_mixed, 2, OUT(dt_tensor), OUT_AT(void, 8192), 4096))                    \
-    ROW(do11, "dtensor.h", "dt_op", "no distributed argument (every one plain)", DT_ERR_MISMATCH,                      \
+    ROW(do11, "dtensor_ops.h", "dt_op", "no distributed argument (every one plain)", DT_ERR_MISMATCH,                  \
         dt_op(&ddisp, DT_ATEN_ADD, NULL, ops_plain, 2, OUT(dt_tensor), OUT_AT(void, 8192), 4096))                      \
-    ROW(do12, "dtensor.h", "dt_op", "a plain tensor of 16 elements without implicit replication", DT_ERR_MISMATCH,     \
+    ROW(do12, "dtensor_ops.h", "dt_op", "a plain tensor of 16 elements without implicit replication", DT_ERR_MISMATCH, \
         dt_op(&ddisp, DT_ATEN_ADD, NULL, ops_mixed, 2, OUT(dt_tensor), OUT_AT(void, 8192), 4096))                      \
-    ROW(do13, "dtensor.h", "dt_op", "in place changing self's placement (R += S(0))", DT_ERR_NO_STRATEGY,              \
+    ROW(do13, "dtensor_ops.h", "dt_op", "in place changing self's placement (R += S(0))", DT_ERR_NO_STRATEGY,          \
         dt_op(&ddisp, DT_ATEN_ADD, NULL, ops_inplace, 2, OUT(dt_tensor), ops_inplace[0].local.data, 0))                \
-    ROW(do14, "dtensor.h", "dt_op", "found_inf handler without attrs (inv_scale)", DT_ERR_NULL,                        \
+    ROW(do14, "dtensor_ops.h", "dt_op", "found_inf handler without attrs (inv_scale)", DT_ERR_NULL,                    \
         dt_op(&ddisp, DT_ATEN_AMP_UNSCALE, NULL, ops_inplace, 2, OUT(dt_tensor), NULL, 0))                             \
-    ROW(do15, "dtensor.h", "dt_op_cache_init", "NULL storage", DT_ERR_NULL,                                            \
+    ROW(do15, "dtensor_ops.h", "dt_op_cache_init", "NULL storage", DT_ERR_NULL,                                        \
         dt_op_cache_init(OUT(dt_op_cache), NULL, 2))                                                                   \
-    ROW(do16, "dtensor.h", "dt_op_cache_init", "capacity < 1", DT_ERR_TOO_SMALL,                                       \
+    ROW(do16, "dtensor_ops.h", "dt_op_cache_init", "capacity < 1", DT_ERR_TOO_SMALL,                                   \
         dt_op_cache_init(OUT(dt_op_cache), ocentries, 0))                                                              \
-    ROW(do17, "dtensor.h", "dt_op_name", "unknown op (returns NULL)", 0, dt_op_name(DT_ATEN_COUNT) != NULL)            \
-    ROW(tp1, "dtensor.h", "dt_tp_colwise", "NULL style", DT_ERR_NULL, dt_tp_colwise(NULL, DT_TP_LINEAR, pl_repl[0]))   \
-    ROW(tp2, "dtensor.h", "dt_tp_colwise", "unknown module", DT_ERR_PLACEMENT,                                         \
+    ROW(do17, "dtensor_ops.h", "dt_op_name", "unknown op (returns NULL)", 0, dt_op_name(DT_ATEN_COUNT) != NULL)        \
+    ROW(tp1, "dtensor_ops.h", "dt_tp_colwise", "NULL style", DT_ERR_NULL,                                              \
+        dt_tp_colwise(NULL, DT_TP_LINEAR, pl_repl[0]))                                                                 \
+    ROW(tp2, "dtensor_ops.h", "dt_tp_colwise", "unknown module", DT_ERR_PLACEMENT,                                     \
         dt_tp_colwise(OUT(dt_tp_style), 2, pl_repl[0]))                                                                \
-    ROW(tp3, "dtensor.h", "dt_tp_colwise", "Partial output layout", DT_ERR_PLACEMENT,                                  \
+    ROW(tp3, "dtensor_ops.h", "dt_tp_colwise", "Partial output layout", DT_ERR_PLACEMENT,                              \
         dt_tp_colwise(OUT(dt_tp_style), DT_TP_LINEAR, pl_partial[0]))                                                  \
-    ROW(tp4, "dtensor.h", "dt_tp_rowwise", "NULL style", DT_ERR_NULL,                                                  \
+    ROW(tp4, "dtensor_ops.h", "dt_tp_rowwise", "NULL style", DT_ERR_NULL,                                              \
         dt_tp_rowwise(NULL, DT_TP_EMBEDDING, pl_repl[0]))                                                              \
-    ROW(tp5, "dtensor.h", "dt_tp_rowwise", "unknown module", DT_ERR_PLACEMENT,                                         \
+    ROW(tp5, "dtensor_ops.h", "dt_tp_rowwise", "unknown module", DT_ERR_PLACEMENT,                                     \
         dt_tp_rowwise(OUT(dt_tp_style), -1, pl_repl[0]))                                                               \
-    ROW(tp6, "dtensor.h", "dt_tp_rowwise", "output layout of an unknown kind", DT_ERR_PLACEMENT,                       \
+    ROW(tp6, "dtensor_ops.h", "dt_tp_rowwise", "output layout of an unknown kind", DT_ERR_PLACEMENT,                   \
         dt_tp_rowwise(OUT(dt_tp_style), DT_TP_LINEAR, pl_bad_kind[0]))                                                 \
-    ROW(tp7, "dtensor.h", "dt_tp_sequence", "NULL style", DT_ERR_NULL, dt_tp_sequence(NULL, 1))                        \
-    ROW(tp8, "dtensor.h", "dt_tp_redistribute", "mesh dim out of range", DT_ERR_MESH_DIM,                              \
+    ROW(tp7, "dtensor_ops.h", "dt_tp_sequence", "NULL style", DT_ERR_NULL, dt_tp_sequence(NULL, 1))                    \
+    ROW(tp8, "dtensor_ops.h", "dt_tp_redistribute", "mesh dim out of range", DT_ERR_MESH_DIM,                          \
         dt_tp_redistribute(&ddisp, &dtt, 1, pl_repl[0], OUT(dt_tensor), OUT_AT(void, 8192), 4096))                     \
-    ROW(tp9, "dtensor.h", "dt_tp_redistribute", "Partial target", DT_ERR_PARTIAL,                                      \
+    ROW(tp9, "dtensor_ops.h", "dt_tp_redistribute", "Partial target", DT_ERR_PARTIAL,                                  \
         dt_tp_redistribute(&ddisp, &dtt, 0, pl_partial[0], OUT(dt_tensor), OUT_AT(void, 8192), 4096))                  \
-    ROW(tp10, "dtensor.h", "dt_tp_redistribute", "Shard of a dim out of range", DT_ERR_DIM,                            \
+    ROW(tp10, "dtensor_ops.h", "dt_tp_redistribute", "Shard of a dim out of range", DT_ERR_DIM,                        \
         dt_tp_redistribute(&ddisp, &dtt, 0, pl_shard9[0], OUT(dt_tensor), OUT_AT(void, 8192), 4096))                   \
-    ROW(tp11, "dtensor.h", "dt_tp_redistribute", "data too small for the result (nothing sent)", DT_ERR_TOO_SMALL,     \
+    ROW(tp11, "dtensor_ops.h", "dt_tp_redistribute", "data too small for the result (nothing sent)", DT_ERR_TOO_SMALL, \
         dt_tp_redistribute(&ddisp, &dtt, 0, pl_repl[0], OUT(dt_tensor), OUT_AT(void, 8192), 8))                        \
-    ROW(tp12, "dtensor.h", "dt_tp_redistribute", "NULL out", DT_ERR_NULL,                                              \
+    ROW(tp12, "dtensor_ops.h", "dt_tp_redistribute", "NULL out", DT_ERR_NULL,                                          \
         dt_tp_redistribute(&ddisp, &dtt, 0, pl_repl[0], NULL, OUT_AT(void, 8192), 4096))                               \
                                                                                                                        \
-    ROW(op1, "dtensor.h", "dt_propagate", "reduction dim out of range", DT_ERR_DIM,                                    \
+    ROW(op1, "dtensor_ops.h", "dt_propagate", "reduction dim out of range", DT_ERR_DIM,                                \
         dt_propagate(NULL, DT_ATEN_SUM, &at_dim2, op_x, 1, OUT(dt_op_strategy)))                                       \
-    ROW(op2, "dtensor.h", "dt_propagate", "softmax dim out of range (negative)", DT_ERR_DIM,                           \
+    ROW(op2, "dtensor_ops.h", "dt_propagate", "softmax dim out of range (negative)", DT_ERR_DIM,                       \
         dt_propagate(NULL, DT_ATEN_SOFTMAX, &at_dimm3, op_x, 1, OUT(dt_op_strategy)))                                  \
-    ROW(op3, "dtensor.h", "dt_propagate", "normalized_shape not the input's last dims", DT_ERR_SHAPE,                  \
+    ROW(op3, "dtensor_ops.h", "dt_propagate", "normalized_shape not the input's last dims", DT_ERR_SHAPE,              \
         dt_propagate(NULL, DT_ATEN_RMS_NORM, &at_norm3, op_xw, 2, OUT(dt_op_strategy)))                                \
-    ROW(op4, "dtensor.h", "dt_propagate", "gelu approximate neither 0 (none) nor 1 (tanh)", DT_ERR_SHAPE,              \
+    ROW(op4, "dtensor_ops.h", "dt_propagate", "gelu approximate neither 0 (none) nor 1 (tanh)", DT_ERR_SHAPE,          \
         dt_propagate(NULL, DT_ATEN_GELU, &at_gelu2, op_x, 1, OUT(dt_op_strategy)))                                     \
-    ROW(op5, "dtensor.h", "dt_kernel_ref", "softmax dim out of range", DT_ERR_DIM,                                     \
+    ROW(op5, "dtensor_ops.h", "dt_kernel_ref", "softmax dim out of range", DT_ERR_DIM,                                 \
         dt_kernel_ref(DT_ATEN_SOFTMAX, &at_dim2, out_tensor(MB_F32, 4, 4), op_in, 1))                                  \
-    ROW(op6, "dtensor.h", "dt_kernel_ref", "norm weight of another size", DT_ERR_SHAPE,                                \
+    ROW(op6, "dtensor_ops.h", "dt_kernel_ref", "norm weight of another size", DT_ERR_SHAPE,                            \
         dt_kernel_ref(DT_ATEN_RMS_NORM, &at_norm3, out_tensor(MB_F32, 4, 4), op_in, 2))                                \
                                                                                                                        \
-    ROW(cv1, "dtensor.h", "dt_conv2d_ref", "NULL params", DT_ERR_NULL,                                                 \
+    ROW(cv1, "dtensor_conv.h", "dt_conv2d_ref", "NULL params", DT_ERR_NULL,                                            \
         dt_conv2d_ref(NULL, &cx, &cwt, NULL, out4(MB_F32, 2, 4)))                                                      \
-    ROW(cv2, "dtensor.h", "dt_conv2d_ref", "stride 0", DT_ERR_SHAPE,                                                   \
+    ROW(cv2, "dtensor_conv.h", "dt_conv2d_ref", "stride 0", DT_ERR_SHAPE,                                              \
         dt_conv2d_ref(&cp_stride0, &cx, &cwt, NULL, out4(MB_F32, 2, 4)))                                               \
-    ROW(cv3, "dtensor.h", "dt_conv2d_ref", "groups do not divide the channels", DT_ERR_SHAPE,                          \
+    ROW(cv3, "dtensor_conv.h", "dt_conv2d_ref", "groups do not divide the channels", DT_ERR_SHAPE,                     \
         dt_conv2d_ref(&cp_groups3, &cx, &cwt, NULL, out4(MB_F32, 2, 4)))                                               \
-    ROW(cv4, "dtensor.h", "dt_conv2d_ref", "weight's C_in * groups != input channels", DT_ERR_SHAPE,                   \
+    ROW(cv4, "dtensor_conv.h", "dt_conv2d_ref", "weight's C_in * groups != input channels", DT_ERR_SHAPE,              \
         dt_conv2d_ref(&cp, &cx, &cwt_bad, NULL, out4(MB_F32, 2, 4)))                                                   \
-    ROW(cv5, "dtensor.h", "dt_conv2d_ref", "output of the wrong shape", DT_ERR_MISMATCH,                               \
+    ROW(cv5, "dtensor_conv.h", "dt_conv2d_ref", "output of the wrong shape", DT_ERR_MISMATCH,                          \
         dt_conv2d_ref(&cp, &cx, &cwt, NULL, out4(MB_F32, 2, 3)))                                                       \
-    ROW(cv6, "dtensor.h", "dt_conv2d_ref", "int8 input (f32 only)", DT_ERR_DTYPE,                                      \
+    ROW(cv6, "dtensor_conv.h", "dt_conv2d_ref", "int8 input (f32 only)", DT_ERR_DTYPE,                                 \
         dt_conv2d_ref(&cp, &cx_i8, &cwt, NULL, out4(MB_F32, 2, 4)))                                                    \
-    ROW(cv7, "dtensor.h", "dt_conv2d_out_shape", "kernel taller than the padded input", DT_ERR_SHAPE,                  \
+    ROW(cv7, "dtensor_conv.h", "dt_conv2d_out_shape", "kernel taller than the padded input", DT_ERR_SHAPE,             \
         dt_conv2d_out_shape(&cp, cxs, cws_big, OUT(int32_t)))                                                          \
-    ROW(cv8, "dtensor.h", "dt_conv2d_backward", "grad_w of the wrong shape", DT_ERR_MISMATCH,                          \
+    ROW(cv8, "dtensor_conv.h", "dt_conv2d_backward", "grad_w of the wrong shape", DT_ERR_MISMATCH,                     \
         dt_conv2d_backward(&cp, &cx, &cwt, &cx, NULL, out4(MB_F32, 2, 4), NULL))                                       \
-    ROW(cv9, "dtensor.h", "dt_maxpool2d_ref", "padding > half the window", DT_ERR_SHAPE,                               \
+    ROW(cv9, "dtensor_conv.h", "dt_maxpool2d_ref", "padding > half the window", DT_ERR_SHAPE,                          \
         dt_maxpool2d_ref(&cpool_pad, &cx, out4(MB_F32, 2, 4)))                                                         \
-    ROW(cv10, "dtensor.h", "dt_maxpool2d_backward", "int8 input (f32 only)", DT_ERR_DTYPE,                             \
+    ROW(cv10, "dtensor_conv.h", "dt_maxpool2d_backward", "int8 input (f32 only)", DT_ERR_DTYPE,                        \
         dt_maxpool2d_backward(&cpool_pad, &cx_i8, &cx, out4(MB_F32, 2, 4)))                                            \
-    ROW(cv11, "dtensor.h", "dt_conv2d_rows", "part out of range", DT_ERR_RANK,                                         \
+    ROW(cv11, "dtensor_conv.h", "dt_conv2d_rows", "part out of range", DT_ERR_RANK,                                    \
         dt_conv2d_rows(&cp, 4, 3, 2, 2, OUT(int32_t)))                                                                 \
-    ROW(cv12, "dtensor.h", "dt_conv2d_out_spec", "input Shard(W) (no strategy)", DT_ERR_NO_STRATEGY,                   \
+    ROW(cv12, "dtensor_conv.h", "dt_conv2d_out_spec", "input Shard(W) (no strategy)", DT_ERR_NO_STRATEGY,              \
         dt_conv2d_out_spec(&cp, &sp_cx_w, &sp_cw, OUT(dt_spec)))                                                       \
-    ROW(cv13, "dtensor.h", "dt_conv2d_scratch_bytes", "input Partial (no strategy)", DT_ERR_NO_STRATEGY,               \
+    ROW(cv13, "dtensor_conv.h", "dt_conv2d_scratch_bytes", "input Partial (no strategy)", DT_ERR_NO_STRATEGY,          \
         dt_conv2d_scratch_bytes(&cp, &sp_cx_p, &sp_cw, OUT(size_t)))                                                   \
-    ROW(cv14, "dtensor.h", "dt_conv2d", "scratch too small for the halo (nothing sent)", DT_ERR_TOO_SMALL,             \
+    ROW(cv14, "dtensor_conv.h", "dt_conv2d", "scratch too small for the halo (nothing sent)", DT_ERR_TOO_SMALL,        \
         dt_conv2d(&dcomm, &cp, &dcx_h, &dcw, NULL, OUT_AT(dt_spec, 8192), out4(MB_F32, 2, 2), OUT(void), 8))           \
-    ROW(cv15, "dtensor.h", "dt_conv2d", "local input not the spec's local shape", DT_ERR_MISMATCH,                     \
+    ROW(cv15, "dtensor_conv.h", "dt_conv2d", "local input not the spec's local shape", DT_ERR_MISMATCH,                \
         dt_conv2d(&dcomm, &cp, &dcx_bad, &dcw, NULL, OUT_AT(dt_spec, 8192), out4(MB_F32, 2, 4), OUT(void), 8192))      \
-    ROW(cv16, "dtensor.h", "dt_maxpool2d", "NULL output", DT_ERR_NULL,                                                 \
+    ROW(cv16, "dtensor_conv.h", "dt_maxpool2d", "NULL output", DT_ERR_NULL,                                            \
         dt_maxpool2d(&dcomm, &cp, &dcx_h, OUT_AT(dt_spec, 8192), NULL, OUT(void), 8192))                               \
-    ROW(cv17, "dtensor.h", "dt_conv2d_q8_ref", "nq neither 1 nor C_out", DT_ERR_SHAPE,                                 \
-        dt_conv2d_q8_ref(&cp, &cx_i8, &cwt_i8, NULL, cq, 3, 0, out4(MB_I8, 2, 4)))                                     \
-    ROW(cv18, "dtensor.h", "dt_conv2d_q8_ref", "f32 tensors", DT_ERR_DTYPE,                                            \
-        dt_conv2d_q8_ref(&cp, &cx, &cwt, NULL, cq, 1, 0, out4(MB_I8, 2, 4)))                                           \
-    ROW(cv19, "dtensor.h", "dt_conv2d_q8", "NULL multipliers", DT_ERR_NULL,                                            \
-        dt_conv2d_q8(&dcomm, &cp, &dcx_h, &dcw, NULL, NULL, 1, 0, OUT_AT(dt_spec, 8192), out4(MB_I8, 2, 4), OUT(void), \
-                     8192))                                                                                            \
-    ROW(cv20, "dtensor.h", "dt_conv2d_backward_scratch_bytes", "input Partial (no strategy)", DT_ERR_NO_STRATEGY,      \
+    ROW(cv20, "dtensor_conv.h", "dt_conv2d_backward_scratch_bytes", "input Partial (no strategy)", DT_ERR_NO_STRATEGY, \
         dt_conv2d_backward_scratch_bytes(&cp, &sp_cx_p, &sp_cw, OUT(size_t)))                                          \
-    ROW(cv21, "dtensor.h", "dt_conv2d_sharded_backward", "grad_out not in dt_conv2d's output spec (nothing sent)",     \
-        DT_ERR_MISMATCH,                                                                                               \
+    ROW(cv21, "dtensor_conv.h", "dt_conv2d_sharded_backward",                                                          \
+        "grad_out not in dt_conv2d's output spec (nothing sent)", DT_ERR_MISMATCH,                                     \
         dt_conv2d_sharded_backward(&dcomm, &cp, &dcx_h, &dcw, &dgy_part, out4(MB_F32, 2, 2), NULL, NULL,               \
                                    OUT_AT(dt_spec, 8192), OUT(void), 8192))                                            \
-    ROW(cv22, "dtensor.h", "dt_conv2d_sharded_backward", "scratch too small for the halo (nothing sent)",              \
+    ROW(cv22, "dtensor_conv.h", "dt_conv2d_sharded_backward", "scratch too small for the halo (nothing sent)",         \
         DT_ERR_TOO_SMALL,                                                                                              \
         dt_conv2d_sharded_backward(&dcomm, &cp, &dcx_h, &dcw, &dgy_h, out4(MB_F32, 2, 2), NULL, NULL,                  \
                                    OUT_AT(dt_spec, 8192), OUT(void), 8))                                               \
-    ROW(cv23, "dtensor.h", "dt_conv2d_ref", "dilation 0", DT_ERR_SHAPE,                                                \
+    ROW(cv23, "dtensor_conv.h", "dt_conv2d_ref", "dilation 0", DT_ERR_SHAPE,                                           \
         dt_conv2d_ref(&cp_dil0, &cx, &cwt, NULL, out4(MB_F32, 2, 4)))                                                  \
-    ROW(cv24, "dtensor.h", "dt_conv2d_ref", "negative padding", DT_ERR_SHAPE,                                          \
+    ROW(cv24, "dtensor_conv.h", "dt_conv2d_ref", "negative padding", DT_ERR_SHAPE,                                     \
         dt_conv2d_ref(&cp_padneg, &cx, &cwt, NULL, out4(MB_F32, 2, 4)))                                                \
-    ROW(cv25, "dtensor.h", "dt_conv2d_ref", "unknown layout", DT_ERR_SHAPE,                                            \
+    ROW(cv25, "dtensor_conv.h", "dt_conv2d_ref", "unknown layout", DT_ERR_SHAPE,                                       \
         dt_conv2d_ref(&cp_layout9, &cx, &cwt, NULL, out4(MB_F32, 2, 4)))                                               \
-    ROW(cv26, "dtensor.h", "dt_conv2d_ref", "groups 0", DT_ERR_SHAPE,                                                  \
+    ROW(cv26, "dtensor_conv.h", "dt_conv2d_ref", "groups 0", DT_ERR_SHAPE,                                             \
         dt_conv2d_ref(&cp_groups0, &cx, &cwt, NULL, out4(MB_F32, 2, 4)))                                               \
-    ROW(cv27, "dtensor.h", "dt_conv2d_ref", "NHWC: the last dim is not the weight's C_in * groups", DT_ERR_SHAPE,      \
+    ROW(cv27, "dtensor_conv.h", "dt_conv2d_ref", "NHWC: the last dim is not the weight's C_in * groups", DT_ERR_SHAPE, \
         dt_conv2d_ref(&cp_nhwc, &cx, &cwt, NULL, out4(MB_F32, 2, 4)))                                                  \
-    ROW(cv28, "dtensor.h", "dt_conv2d_ref", "bias of another size than C_out", DT_ERR_MISMATCH,                        \
+    ROW(cv28, "dtensor_conv.h", "dt_conv2d_ref", "bias of another size than C_out", DT_ERR_MISMATCH,                   \
         dt_conv2d_ref(&cp, &cx, &cwt, &cbias3, out4(MB_F32, 2, 4)))                                                    \
-    ROW(cv29, "dtensor.h", "dt_conv2d_ref", "2-D input", DT_ERR_SHAPE,                                                 \
+    ROW(cv29, "dtensor_conv.h", "dt_conv2d_ref", "2-D input", DT_ERR_SHAPE,                                            \
         dt_conv2d_ref(&cp, &t84, &cwt, NULL, out4(MB_F32, 2, 4)))                                                      \
-    ROW(cv30, "dtensor.h", "dt_conv2d_ref", "NULL weight", DT_ERR_NULL,                                                \
+    ROW(cv30, "dtensor_conv.h", "dt_conv2d_ref", "NULL weight", DT_ERR_NULL,                                           \
         dt_conv2d_ref(&cp, &cx, NULL, NULL, out4(MB_F32, 2, 4)))                                                       \
-    ROW(cv31, "dtensor.h", "dt_conv2d_ref", "NULL output", DT_ERR_NULL, dt_conv2d_ref(&cp, &cx, &cwt, NULL, NULL))     \
-    ROW(cv32, "dtensor.h", "dt_conv2d_out_shape", "NULL input shape", DT_ERR_NULL,                                     \
+    ROW(cv31, "dtensor_conv.h", "dt_conv2d_ref", "NULL output", DT_ERR_NULL,                                           \
+        dt_conv2d_ref(&cp, &cx, &cwt, NULL, NULL))                                                                     \
+    ROW(cv32, "dtensor_conv.h", "dt_conv2d_out_shape", "NULL input shape", DT_ERR_NULL,                                \
         dt_conv2d_out_shape(&cp, NULL, cws, OUT(int32_t)))                                                             \
-    ROW(cv33, "dtensor.h", "dt_conv2d_out_shape", "negative size", DT_ERR_SHAPE,                                       \
+    ROW(cv33, "dtensor_conv.h", "dt_conv2d_out_shape", "negative size", DT_ERR_SHAPE,                                  \
         dt_conv2d_out_shape(&cp, cxs_neg, cws, OUT(int32_t)))                                                          \
-    ROW(cv34, "dtensor.h", "dt_conv2d_out_shape", "max pool (no weight) with window 0", DT_ERR_SHAPE,                  \
+    ROW(cv34, "dtensor_conv.h", "dt_conv2d_out_shape", "max pool (no weight) with window 0", DT_ERR_SHAPE,             \
         dt_conv2d_out_shape(&cpool_k0, cxs, NULL, OUT(int32_t)))                                                       \
-    ROW(cv35, "dtensor.h", "dt_conv2d_backward", "grad_out of the wrong shape", DT_ERR_MISMATCH,                       \
+    ROW(cv35, "dtensor_conv.h", "dt_conv2d_backward", "grad_out of the wrong shape", DT_ERR_MISMATCH,                  \
         dt_conv2d_backward(&cp, &cx, &cwt, out4(MB_F32, 2, 3), NULL, NULL, NULL))                                      \
-    ROW(cv36, "dtensor.h", "dt_conv2d_backward", "grad_in of the wrong shape", DT_ERR_MISMATCH,                        \
+    ROW(cv36, "dtensor_conv.h", "dt_conv2d_backward", "grad_in of the wrong shape", DT_ERR_MISMATCH,                   \
         dt_conv2d_backward(&cp, &cx, &cwt, &cx, out4(MB_F32, 2, 3), NULL, NULL))                                       \
-    ROW(cv37, "dtensor.h", "dt_conv2d_backward", "int8 weight (f32 only)", DT_ERR_DTYPE,                               \
+    ROW(cv37, "dtensor_conv.h", "dt_conv2d_backward", "int8 weight (f32 only)", DT_ERR_DTYPE,                          \
         dt_conv2d_backward(&cp, &cx, &cwt_i8, &cx, out4(MB_F32, 2, 4), NULL, NULL))                                    \
-    ROW(cv38, "dtensor.h", "dt_conv2d_backward", "grad_b of another size than C_out", DT_ERR_MISMATCH,                 \
+    ROW(cv38, "dtensor_conv.h", "dt_conv2d_backward", "grad_b of another size than C_out", DT_ERR_MISMATCH,            \
         dt_conv2d_backward(&cp, &cx, &cwt, &cx, NULL, NULL, out_vec(3)))                                               \
-    ROW(cv39, "dtensor.h", "dt_maxpool2d_ref", "window 0", DT_ERR_SHAPE,                                               \
+    ROW(cv39, "dtensor_conv.h", "dt_maxpool2d_ref", "window 0", DT_ERR_SHAPE,                                          \
         dt_maxpool2d_ref(&cpool_k0, &cx, out4(MB_F32, 2, 4)))                                                          \
-    ROW(cv40, "dtensor.h", "dt_maxpool2d_ref", "stride 0", DT_ERR_SHAPE,                                               \
+    ROW(cv40, "dtensor_conv.h", "dt_maxpool2d_ref", "stride 0", DT_ERR_SHAPE,                                          \
         dt_maxpool2d_ref(&cpool_s0, &cx, out4(MB_F32, 2, 2)))                                                          \
-    ROW(cv41, "dtensor.h", "dt_maxpool2d_ref", "output dtype differs from the input's", DT_ERR_DTYPE,                  \
+    ROW(cv41, "dtensor_conv.h", "dt_maxpool2d_ref", "output dtype differs from the input's", DT_ERR_DTYPE,             \
         dt_maxpool2d_ref(&cpool, &cx, out4(MB_I8, 2, 2)))                                                              \
-    ROW(cv42, "dtensor.h", "dt_maxpool2d_ref", "output of the wrong shape", DT_ERR_MISMATCH,                           \
+    ROW(cv42, "dtensor_conv.h", "dt_maxpool2d_ref", "output of the wrong shape", DT_ERR_MISMATCH,                      \
         dt_maxpool2d_ref(&cpool, &cx, out4(MB_F32, 2, 4)))                                                             \
-    ROW(cv43, "dtensor.h", "dt_maxpool2d_backward", "grad_in of the wrong shape", DT_ERR_MISMATCH,                     \
+    ROW(cv43, "dtensor_conv.h", "dt_maxpool2d_backward", "grad_in of the wrong shape", DT_ERR_MISMATCH,                \
         dt_maxpool2d_backward(&cpool, &cx, out4(MB_F32, 2, 2), out4(MB_F32, 2, 2)))                                    \
-    ROW(cv44, "dtensor.h", "dt_conv2d_rows", "parts 0", DT_ERR_RANK, dt_conv2d_rows(&cp, 4, 3, 0, 0, OUT(int32_t)))    \
-    ROW(cv45, "dtensor.h", "dt_conv2d_rows", "height 0", DT_ERR_SHAPE, dt_conv2d_rows(&cp, 0, 3, 2, 0, OUT(int32_t)))  \
-    ROW(cv46, "dtensor.h", "dt_conv2d_rows", "stride 0", DT_ERR_SHAPE,                                                 \
+    ROW(cv44, "dtensor_conv.h", "dt_conv2d_rows", "parts 0", DT_ERR_RANK,                                              \
+        dt_conv2d_rows(&cp, 4, 3, 0, 0, OUT(int32_t)))                                                                 \
+    ROW(cv45, "dtensor_conv.h", "dt_conv2d_rows", "height 0", DT_ERR_SHAPE,                                            \
+        dt_conv2d_rows(&cp, 0, 3, 2, 0, OUT(int32_t)))                                                                 \
+    ROW(cv46, "dtensor_conv.h", "dt_conv2d_rows", "stride 0", DT_ERR_SHAPE,                                            \
         dt_conv2d_rows(&cp_stride0, 4, 3, 2, 0, OUT(int32_t)))                                                         \
-    ROW(cv47, "dtensor.h", "dt_conv2d_out_spec", "input and weight on different meshes", DT_ERR_MISMATCH,              \
+    ROW(cv47, "dtensor_conv.h", "dt_conv2d_out_spec", "input and weight on different meshes", DT_ERR_MISMATCH,         \
         dt_conv2d_out_spec(&cp, &sp_cx_h, &sp_cw3, OUT(dt_spec)))                                                      \
-    ROW(cv48, "dtensor.h", "dt_conv2d_out_spec", "dilation 0", DT_ERR_SHAPE,                                           \
+    ROW(cv48, "dtensor_conv.h", "dt_conv2d_out_spec", "dilation 0", DT_ERR_SHAPE,                                      \
         dt_conv2d_out_spec(&cp_dil0, &sp_cx_h, &sp_cw, OUT(dt_spec)))                                                  \
-    ROW(cv49, "dtensor.h", "dt_conv2d_scratch_bytes", "NULL bytes", DT_ERR_NULL,                                       \
+    ROW(cv49, "dtensor_conv.h", "dt_conv2d_scratch_bytes", "NULL bytes", DT_ERR_NULL,                                  \
         dt_conv2d_scratch_bytes(&cp, &sp_cx_h, &sp_cw, NULL))                                                          \
-    ROW(cv50, "dtensor.h", "dt_maxpool2d", "input Partial (no strategy)", DT_ERR_NO_STRATEGY,                          \
+    ROW(cv50, "dtensor_conv.h", "dt_maxpool2d", "input Partial (no strategy)", DT_ERR_NO_STRATEGY,                     \
         dt_maxpool2d(&dcomm, &cpool, &dgy_part, OUT_AT(dt_spec, 8192), out4(MB_F32, 2, 2), OUT(void), 8192))           \
-    ROW(cv51, "dtensor.h", "dt_conv2d", "stride 0", DT_ERR_SHAPE,                                                      \
+    ROW(cv51, "dtensor_conv.h", "dt_conv2d", "stride 0", DT_ERR_SHAPE,                                                 \
         dt_conv2d(&dcomm, &cp_stride0, &dcx_h, &dcw, NULL, OUT_AT(dt_spec, 8192), out4(MB_F32, 2, 2), OUT(void),       \
                   8192))                                                                                               \
-    ROW(cv52, "dtensor.h", "dt_conv2d", "bias of another size than the local C_out", DT_ERR_MISMATCH,                  \
+    ROW(cv52, "dtensor_conv.h", "dt_conv2d", "bias of another size than the local C_out", DT_ERR_MISMATCH,             \
         dt_conv2d(&dcomm, &cp, &dcx_h, &dcw, &cbias3, OUT_AT(dt_spec, 8192), out4(MB_F32, 2, 2), OUT(void), 8192))     \
-    ROW(cv53, "dtensor.h", "dt_conv2d_q8_ref", "f32 bias (int32 expected)", DT_ERR_DTYPE,                              \
-        dt_conv2d_q8_ref(&cp, &cx_i8, &cwt_i8, &cbias2, cq, 1, 0, out4(MB_I8, 2, 4)))                                  \
-    ROW(cv54, "dtensor.h", "dt_conv2d_q8_ref", "groups do not divide the channels", DT_ERR_SHAPE,                      \
-        dt_conv2d_q8_ref(&cp_groups3, &cx_i8, &cwt_i8, NULL, cq, 1, 0, out4(MB_I8, 2, 4)))                             \
-    ROW(cv55, "dtensor.h", "dt_conv2d_q8", "f32 tensors", DT_ERR_DTYPE,                                                \
-        dt_conv2d_q8(&dcomm, &cp, &dcx_h, &dcw, NULL, cq, 1, 0, OUT_AT(dt_spec, 8192), out4(MB_I8, 2, 2), OUT(void),   \
-                     8192))                                                                                            \
-    ROW(cv56, "dtensor.h", "dt_conv2d_sharded_backward", "NULL params (nothing sent)", DT_ERR_NULL,                    \
+    ROW(cv56, "dtensor_conv.h", "dt_conv2d_sharded_backward", "NULL params (nothing sent)", DT_ERR_NULL,               \
         dt_conv2d_sharded_backward(&dcomm, NULL, &dcx_h, &dcw, &dgy_h, out4(MB_F32, 2, 2), NULL, NULL,                 \
                                    OUT_AT(dt_spec, 8192), OUT(void), 8192))                                            \
-    ROW(cv57, "dtensor.h", "dt_conv2d_sharded_backward", "grad_in of the wrong shape (nothing sent)", DT_ERR_MISMATCH, \
+    ROW(cv57, "dtensor_conv.h", "dt_conv2d_sharded_backward", "grad_in of the wrong shape (nothing sent)",             \
+        DT_ERR_MISMATCH,                                                                                               \
         dt_conv2d_sharded_backward(&dcomm, &cp, &dcx_h, &dcw, &dgy_h, out4(MB_F32, 2, 4), NULL, NULL,                  \
                                    OUT_AT(dt_spec, 8192), OUT(void), 8192))                                            \
-    ROW(cv58, "dtensor.h", "dt_conv2d_backward_scratch_bytes", "int8 input (f32 only)", DT_ERR_DTYPE,                  \
+    ROW(cv58, "dtensor_conv.h", "dt_conv2d_backward_scratch_bytes", "int8 input (f32 only)", DT_ERR_DTYPE,             \
         dt_conv2d_backward_scratch_bytes(&cp, &sp_cx_i8, &sp_cw, OUT(size_t)))                                         \
-    ROW(gr1, "dtensor.h", "dt_graph_bytes", "negative capacity (returns 0)", 0, (int)dt_graph_bytes(-1))               \
-    ROW(gr2, "dtensor.h", "dt_graph_init", "capacity 0", DT_ERR_TOO_SMALL, dt_graph_init(OUT(dt_graph), gnodes, 0))    \
-    ROW(gr3, "dtensor.h", "dt_graph_init", "NULL storage", DT_ERR_NULL, dt_graph_init(OUT(dt_graph), NULL, 4))         \
-    ROW(gr4, "dtensor.h", "dt_graph_add", "operand id not an earlier node", DT_ERR_NODE,                               \
+    ROW(cv17, "dtensor_qconv.h", "dt_conv2d_q8_ref", "nq neither 1 nor C_out", DT_ERR_SHAPE,                           \
+        dt_conv2d_q8_ref(&cp, &cx_i8, &cwt_i8, NULL, cq, 3, 0, out4(MB_I8, 2, 4)))                                     \
+    ROW(cv18, "dtensor_qconv.h", "dt_conv2d_q8_ref", "f32 tensors", DT_ERR_DTYPE,                                      \
+        dt_conv2d_q8_ref(&cp, &cx, &cwt, NULL, cq, 1, 0, out4(MB_I8, 2, 4)))                                           \
+    ROW(cv19, "dtensor_qconv.h", "dt_conv2d_q8", "NULL multipliers", DT_ERR_NULL,                                      \
+        dt_conv2d_q8(&dcomm, &cp, &dcx_h, &dcw, NULL, NULL, 1, 0, OUT_AT(dt_spec, 8192), out4(MB_I8, 2, 4), OUT(void), \
+                     8192))                                                                                            \
+    ROW(cv53, "dtensor_qconv.h", "dt_conv2d_q8_ref", "f32 bias (int32 expected)", DT_ERR_DTYPE,                        \
+        dt_conv2d_q8_ref(&cp, &cx_i8, &cwt_i8, &cbias2, cq, 1, 0, out4(MB_I8, 2, 4)))                                  \
+    ROW(cv54, "dtensor_qconv.h", "dt_conv2d_q8_ref", "groups do not divide the channels", DT_ERR_SHAPE,                \
+        dt_conv2d_q8_ref(&cp_groups3, &cx_i8, &cwt_i8, NULL, cq, 1, 0, out4(MB_I8, 2, 4)))                             \
+    ROW(cv55, "dtensor_qconv.h", "dt_conv2d_q8", "f32 tensors", DT_ERR_DTYPE,                                          \
+        dt_conv2d_q8(&dcomm, &cp, &dcx_h, &dcw, NULL, cq, 1, 0, OUT_AT(dt_spec, 8192), out4(MB_I8, 2, 2), OUT(void),   \
+                     8192))                                                                                            \
+    ROW(gr1, "dtensor_graph.h", "dt_graph_bytes", "negative capacity (returns 0)", 0, (int)dt_graph_bytes(-1))         \
+    ROW(gr2, "dtensor_graph.h", "dt_graph_init", "capacity 0", DT_ERR_TOO_SMALL,                                       \
+        dt_graph_init(OUT(dt_graph), gnodes, 0))                                                                       \
+    ROW(gr3, "dtensor_graph.h", "dt_graph_init", "NULL storage", DT_ERR_NULL, dt_graph_init(OUT(dt_graph), NULL, 4))   \
+    ROW(gr4, "dtensor_graph.h", "dt_graph_add", "operand id not an earlier node", DT_ERR_NODE,                         \
         dt_graph_add(&gg_out, DT_ATEN_RELU, NULL, gin_01, 1))                                                          \
-    ROW(gr5, "dtensor.h", "dt_graph_add", "op the graph does not run", DT_ERR_UNSUPPORTED,                             \
+    ROW(gr5, "dtensor_graph.h", "dt_graph_add", "op the graph does not run", DT_ERR_UNSUPPORTED,                       \
         dt_graph_add(&gg_out, DT_ATEN_SOFTMAX, NULL, gin_01, 1))                                                       \
-    ROW(gr6, "dtensor.h", "dt_graph_add", "wrong operand count", DT_ERR_PLACEMENT_COUNT,                               \
+    ROW(gr6, "dtensor_graph.h", "dt_graph_add", "wrong operand count", DT_ERR_PLACEMENT_COUNT,                         \
         dt_graph_add(&gg_out, DT_ATEN_MM, NULL, gin_01, 1))                                                            \
-    ROW(gr7, "dtensor.h", "dt_graph_add", "placeholder with a size < 1", DT_ERR_SHAPE,                                 \
+    ROW(gr7, "dtensor_graph.h", "dt_graph_add", "placeholder with a size < 1", DT_ERR_SHAPE,                           \
         dt_graph_add(&gg_out, DT_G_INPUT, &ga_bad, NULL, 0))                                                           \
-    ROW(gr8, "dtensor.h", "dt_graph_add", "NULL operand ids, nin > 0", DT_ERR_NULL,                                    \
+    ROW(gr8, "dtensor_graph.h", "dt_graph_add", "NULL operand ids, nin > 0", DT_ERR_NULL,                              \
         dt_graph_add(&gg_out, DT_ATEN_RELU, NULL, NULL, 1))                                                            \
-    ROW(gr9, "dtensor.h", "dt_graph_add", "capacity full", DT_ERR_TOO_SMALL,                                           \
+    ROW(gr9, "dtensor_graph.h", "dt_graph_add", "capacity full", DT_ERR_TOO_SMALL,                                     \
         dt_graph_add(&gg_full, DT_G_INPUT, &ga_43, NULL, 0))                                                           \
-    ROW(gr10, "dtensor.h", "dt_graph_add", "mm of mismatched shapes", DT_ERR_SHAPE,                                    \
+    ROW(gr10, "dtensor_graph.h", "dt_graph_add", "mm of mismatched shapes", DT_ERR_SHAPE,                              \
         dt_graph_add(&gg, DT_ATEN_MM, NULL, gin_00, 2))                                                                \
-    ROW(gr11, "dtensor.h", "dt_graph_analyze", "inputs with different batch sizes", DT_ERR_BATCH,                      \
+    ROW(gr11, "dtensor_graph.h", "dt_graph_analyze", "inputs with different batch sizes", DT_ERR_BATCH,                \
         dt_graph_analyze(&gg_batch))                                                                                   \
-    ROW(gr12, "dtensor.h", "dt_graph_plan", "rank >= world", DT_ERR_RANK,                                              \
+    ROW(gr12, "dtensor_graph.h", "dt_graph_plan", "rank >= world", DT_ERR_RANK,                                        \
         dt_graph_plan(&gg, 2, 2, DT_SUM, OUT(dt_gplan), OUT_AT(dt_gstep, 1024), 4))                                    \
-    ROW(gr13, "dtensor.h", "dt_graph_plan", "gradient reduce op not sum/avg", DT_ERR_PLACEMENT,                        \
+    ROW(gr13, "dtensor_graph.h", "dt_graph_plan", "gradient reduce op not sum/avg", DT_ERR_PLACEMENT,                  \
         dt_graph_plan(&gg, 1, 0, DT_MAX, OUT(dt_gplan), OUT_AT(dt_gstep, 1024), 4))                                    \
-    ROW(gr14, "dtensor.h", "dt_graph_plan", "cap < node count", DT_ERR_TOO_SMALL,                                      \
+    ROW(gr14, "dtensor_graph.h", "dt_graph_plan", "cap < node count", DT_ERR_TOO_SMALL,                                \
         dt_graph_plan(&gg, 1, 0, DT_SUM, OUT(dt_gplan), OUT_AT(dt_gstep, 1024), 2))                                    \
-    ROW(gr15, "dtensor.h", "dt_graph_plan", "inputs with different batch sizes", DT_ERR_BATCH,                         \
+    ROW(gr15, "dtensor_graph.h", "dt_graph_plan", "inputs with different batch sizes", DT_ERR_BATCH,                   \
         dt_graph_plan(&gg_batch, 1, 0, DT_SUM, OUT(dt_gplan), OUT_AT(dt_gstep, 1024), 4))                              \
-    ROW(gr16, "dtensor.h", "dt_gplan_tensor", "step out of range", DT_ERR_NODE,                                        \
+    ROW(gr16, "dtensor_graph.h", "dt_gplan_tensor", "step out of range", DT_ERR_NODE,                                  \
         dt_gplan_tensor(&gp, OUT_AT(void, 8192), 3, OUT(mb_tensor)))                                                   \
-    ROW(gr17, "dtensor.h", "dt_gplan_run", "operand not an earlier step", DT_ERR_NODE,                                 \
+    ROW(gr17, "dtensor_graph.h", "dt_gplan_run", "operand not an earlier step", DT_ERR_NODE,                           \
         dt_gplan_run(&gp_badstep, OUT_AT(void, 8192), 4096, NULL))                                                     \
-    ROW(gr18, "dtensor.h", "dt_gplan_run", "arena smaller than the plan's", DT_ERR_TOO_SMALL,                          \
+    ROW(gr18, "dtensor_graph.h", "dt_gplan_run", "arena smaller than the plan's", DT_ERR_TOO_SMALL,                    \
         dt_gplan_run(&gp, OUT_AT(void, 8192), 8, NULL))                                                                \
-    ROW(gr19, "dtensor.h", "dt_gplan_run", "world 2 without a group", DT_ERR_MISMATCH,                                 \
+    ROW(gr19, "dtensor_graph.h", "dt_gplan_run", "world 2 without a group", DT_ERR_MISMATCH,                           \
         dt_gplan_run(&gp_world2, OUT_AT(void, 8192), 4096, NULL))                                                      \
-    ROW(gr20, "dtensor.h", "dt_gplan_emit_c", "buffer too small", DT_ERR_TOO_SMALL,                                    \
+    ROW(gr20, "dtensor_graph.h", "dt_gplan_emit_c", "buffer too small", DT_ERR_TOO_SMALL,                              \
         dt_gplan_emit_c(&gp, "plan", OUT(char), 16, OUT_AT(size_t, 4096)))                                             \
-    ROW(gr21, "dtensor.h", "dt_gplan_emit_c", "name not a C identifier", DT_ERR_MISMATCH,                              \
+    ROW(gr21, "dtensor_graph.h", "dt_gplan_emit_c", "name not a C identifier", DT_ERR_MISMATCH,                        \
         dt_gplan_emit_c(&gp, "a-b", OUT(char), 4096, OUT_AT(size_t, 4096)))                                            \
-    ROW(gr22, "dtensor.h", "dt_gplan_emit_c", "NULL len", DT_ERR_NULL,                                                 \
+    ROW(gr22, "dtensor_graph.h", "dt_gplan_emit_c", "NULL len", DT_ERR_NULL,                                           \
         dt_gplan_emit_c(&gp, "plan", OUT(char), 4096, NULL))                                                           \
-    ROW(gr23, "dtensor.h", "dt_graph_dist_placements", "mesh ndim 0", DT_ERR_MESH,                                     \
+    ROW(gr23, "dtensor_graph.h", "dt_graph_dist_placements", "mesh ndim 0", DT_ERR_MESH,                               \
         dt_graph_dist_placements(&gg, 0, OUT(dt_placement), 16))                                                       \
-    ROW(gr24, "dtensor.h", "dt_graph_dist_placements", "cap < node count", DT_ERR_TOO_SMALL,                           \
+    ROW(gr24, "dtensor_graph.h", "dt_graph_dist_placements", "cap < node count", DT_ERR_TOO_SMALL,                     \
         dt_graph_dist_placements(&gg, 1, OUT(dt_placement), 1))                                                        \
-    ROW(gr25, "dtensor.h", "dt_graph_dist_init", "NULL dispatcher", DT_ERR_NULL,                                       \
+    ROW(gr25, "dtensor_graph.h", "dt_graph_dist_init", "NULL dispatcher", DT_ERR_NULL,                                 \
         dt_graph_dist_init(&gg, NULL, NULL, OUT(dt_gvalue), 4, NULL, 0, OUT_AT(size_t, 4096), OUT_AT(size_t, 4104)))   \
-    ROW(gr26, "dtensor.h", "dt_graph_dist_run", "dispatcher without a comm", DT_ERR_NULL,                              \
+    ROW(gr26, "dtensor_graph.h", "dt_graph_dist_run", "dispatcher without a comm", DT_ERR_NULL,                        \
         dt_graph_dist_run(&gg, &gd_nocomm, OUT(dt_gvalue)))                                                            \
-    ROW(gr27, "dtensor.h", "dt_graph_dist_run", "values not set up for the dispatcher's mesh", DT_ERR_MISMATCH,        \
+    ROW(gr27, "dtensor_graph.h", "dt_graph_dist_run", "values not set up for the dispatcher's mesh", DT_ERR_MISMATCH,  \
         dt_graph_dist_run(&gg, &ddisp, OUT(dt_gvalue)))                                                                \
-    ROW(gr28, "dtensor.h", "dt_gplan_emit_c", "empty plan", DT_ERR_NODE,                                               \
+    ROW(gr28, "dtensor_graph.h", "dt_gplan_emit_c", "empty plan", DT_ERR_NODE,                                         \
         dt_gplan_emit_c(&gp_empty, "plan", OUT(char), 4096, OUT_AT(size_t, 4096)))                                     \
-    ROW(gr29, "dtensor.h", "dt_graph_init", "NULL graph", DT_ERR_NULL, dt_graph_init(NULL, OUT(dt_gnode), 4))          \
-    ROW(gr30, "dtensor.h", "dt_graph_add", "dim out of range", DT_ERR_DIM,                                             \
+    ROW(gr29, "dtensor_graph.h", "dt_graph_init", "NULL graph", DT_ERR_NULL, dt_graph_init(NULL, OUT(dt_gnode), 4))    \
+    ROW(gr30, "dtensor_graph.h", "dt_graph_add", "dim out of range", DT_ERR_DIM,                                       \
         dt_graph_add(&gg, DT_ATEN_SUM, &ga_dim5, gin_00, 1))                                                           \
                                                                                                                        \
     ROW(pg1, "ports/pg.h", "pg_strerror", "unknown code (returns \"unknown error\")", 0, pg_strerror(12345) == NULL)   \
@@ -941,10 +1094,10 @@ typedef struct no_row {
     const char *header, *function, *why;
 } no_row;
 static const no_row no_rows[] = {
-    {"dtensor.h", "dt_mul_qmul",
+    {"dtensor_quant.h", "dt_mul_qmul",
      "cannot fail: every int32 x and multiplier give a value (the left shift "
      "saturates); it returns a product, not a code"},
-    {"dtensor.h", "dt_kernel_cblas",
+    {"dtensor_ops.h", "dt_kernel_cblas",
      "built only with DT_CBLAS (a BLAS to link); every input it does not take "
      "goes to dt_kernel_ref, whose rows are above"},
     {"ports/pg_mpi.h", "pg_mpi_init",
@@ -958,6 +1111,14 @@ static const no_row no_rows[] = {
 #define NNOROWS ((int)(sizeof no_rows / sizeof no_rows[0]))
 
 /* ---- helpers the rows use (outputs inside the canary area) --------------------------- */
+/* An mb_walk visitor that writes b (a row's output). */
+static int walk_write(void *user, void *a, void *b, const int32_t *index)
+{
+    (void)user;
+    (void)index;
+    memcpy(b, a, 4);
+    return 0;
+}
 /* A [1, c, h, 4] output whose data is in the canary area. */
 static mb_tensor *out4(mb_dtype dt, int32_t c, int32_t h)
 {
@@ -980,6 +1141,14 @@ static mb_tensor *out_tensor(mb_dtype dt, int32_t rows, int32_t cols)
     mb_tensor_init(&t, out_area.b + 16384, dt, 2, sh);
     return &t;
 }
+static int reducer_add(mb_value *acc, const mb_value *chunk, void *user)
+{
+    (void)acc;
+    (void)chunk;
+    (void)user;
+    return MB_OK;
+}
+
 static mb_value *out_value_dt(mb_dtype dt, int32_t rows, int32_t cols)
 {
     static mb_value v;
@@ -1027,6 +1196,68 @@ static pp_plan *out_plan(void)
     static pp_action st[256];
     pp_plan_init(&p, st, sizeof st, 2, 2, 1);
     return &p;
+}
+/* The hostile plans and tables (see above the table), from sched, table0 and xcfg. */
+static int dummy_output(void *user, int mb, const mb_tensor *y)
+{
+    (void)user;
+    (void)mb;
+    (void)y;
+    return 0;
+}
+static void hostile_fixtures(void)
+{
+    static pp_action fo_store[2][256];
+    static pp_plan fo, fo_low;
+    int k;
+    for (k = 0; k < 3; k++) memcpy(hp_rows[k], sched.actions, sizeof hp_rows[k]);
+    for (k = 0; k < HP_COUNT; k++) hp[k] = sched;
+    hp[HP_NULL].actions = NULL;
+    hp[HP_NRANKS0].nranks = 0;
+    hp[HP_NRANKS_BIG].nranks = PP_MAX_RANKS + 1;
+    hp[HP_NSTAGES_BIG].nstages = PP_MAX_STAGES + 1;
+    hp[HP_NMB0].nmb = 0;
+    hp[HP_CAP_NEG].cap = -1;
+    hp[HP_LEN_OVER].len[1] = sched.cap + 1;
+    hp[HP_STAGE_RANK].stage_rank[1] = 200;
+    hp[HP_TYPE].actions = hp_rows[0];
+    hp_rows[0][0].type = 200;
+    hp[HP_STAGE].actions = hp_rows[1];
+    hp_rows[1][0].stage = 9;
+    hp[HP_MB].actions = hp_rows[2];
+    hp_rows[2][0].mb = 9;
+    for (k = 0; k < HP_COUNT; k++) {
+        hpc[k] = hp[k];
+        if (k != HP_NULL) hpc[k].actions = OUT_AT(pp_action, 16384); /* rows are outputs here */
+    }
+    assert_true((size_t)table0.len <= sizeof ht_rows[0] / sizeof ht_rows[0][0]);
+    for (k = 0; k < 3; k++) memcpy(ht_rows[k], table0.actions, table0.len * sizeof(pp_action));
+    for (k = 0; k < HT_COUNT; k++) ht[k] = table0;
+    ht[HT_NULL].actions = NULL;
+    ht[HT_MAP_NULL].stage_rank = NULL;
+    ht[HT_NRANKS0].nranks = 0;
+    ht[HT_RANK].rank = 2;
+    ht[HT_NSTAGES0].nstages = 0;
+    ht[HT_NSTAGES_BIG].nstages = PP_MAX_STAGES + 1;
+    ht[HT_NMB0].nmb = 0;
+    ht[HT_SLOTS0].slots = 0;
+    ht[HT_STAGE_RANK].stage_rank = map_bad;
+    ht[HT_OTHER_RANK].stage_rank = map_other;
+    ht[HT_TYPE].actions = ht_rows[0];
+    ht_rows[0][0].type = 200;
+    ht[HT_STAGE].actions = ht_rows[1];
+    ht_rows[1][0].stage = 9;
+    ht[HT_MB].actions = ht_rows[2];
+    ht_rows[2][0].mb = 9;
+    assert_int_equal(pp_schedule_build(&fo, PP_SCHED_FORWARD_ONLY, 2, 1, 4, fo_store[0], sizeof fo_store[0], NULL), 0);
+    assert_int_equal(pp_lower(&fo, &fo_low, fo_store[1], sizeof fo_store[1], NULL), 0);
+    assert_int_equal(pp_plan_table(&fo_low, 1, &table_fo1), 0);
+    xcfg_fo = xcfg;
+    xcfg_fo.loss = NULL;
+    xcfg_fo.output = dummy_output;
+    xcfg_fo_nout = xcfg_fo;
+    xcfg_fo_nout.output = NULL;
+    assert_int_equal(pp_exec_query(&xcfg_fo, &table_fo1, &needed), 0); /* valid but for the output */
 }
 static const pp_exec_cfg *xcfg_bad_balance(void)
 {
@@ -1135,6 +1366,7 @@ static void fixtures(void)
     xcfg.input = dummy_input;
     xcfg.loss = dummy_loss;
     memset(&xexec_unset, 0, sizeof xexec_unset);
+    hostile_fixtures();
     memset(events1, 0, sizeof events1);
 
     assert_int_equal(dt_mesh_init(&mesh2, 1, shape_m2, NULL, 0), 0);
@@ -1310,7 +1542,7 @@ static void test_bad_input_table(void **state)
         failures++;
     }
     printf("bad input: %d rows over %s; %d failed\n", NROWS,
-           "microbatch.h, pipeline.h, dtensor.h, ports/pg.h, ports/pg_pthread.h, ports/pg_shm.h", failures);
+           "microbatch.h, pipeline.h, dtensor*.h, ports/pg.h, ports/pg_pthread.h, ports/pg_shm.h", failures);
     assert_int_equal(failures, 0);
 }
 
@@ -1335,8 +1567,10 @@ static int markdown(char *buf, size_t cap)
         "afterwards no message is in any mailbox and the peer's group is unchanged: **bad input never "
         "reaches a peer**. The port rows (`pg_pthread.h`, `pg_shm.h`) fail before a thread starts or the "
         "region is read. Functions returning a size or a pointer report bad input as 0 / NULL (stated in "
-        "the case). Faults at run time (timeouts, aborts, corrupt shared memory) are covered by "
-        "`tests/test_faults.c`.\n");
+        "the case). Rows whose case starts with `plan:` or `table:` pass a caller-filled `pp_plan` or "
+        "`pp_table` with one hostile field (the rest valid): every function taking one validates it "
+        "before any field is used as an index or a count. Faults at run time (timeouts, aborts, "
+        "corrupt shared memory) are covered by `tests/test_faults.c`.\n");
     for (i = 0; i < NROWS; i++) {
         if (strcmp(last, rows[i].header) != 0) {
             PUT("\n## `%s`\n\n| function | invalid input | returns |\n|---|---|---|\n", rows[i].header);

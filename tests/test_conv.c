@@ -1,4 +1,4 @@
-/* test_conv.c — dtensor.h section 11: conv2d and max pool.
+/* test_conv.c — dtensor_conv.h and dtensor_qconv.h: conv2d and max pool.
    Local kernels against naive loops written from torch's definitions (conv2d = cross-
    correlation with zero padding, dilation and groups; max_pool2d with -inf padding and
    the first maximum) in NCHW and NHWC, forward and backward; then the sharded forms on
@@ -7,7 +7,10 @@
    halo spans several ranks): every rank's shard must equal the matching slice of the
    single-rank result bit for bit. The sharded backward on 2, 3 and 4 ranks against the
    single-rank backward: Partial gradients summed by dt_redistribute, within rounding;
-   the rest bit for bit (spatial grad_in: on the rows no peer's window reaches). */
+   the rest bit for bit (spatial grad_in: on the rows no peer's window reaches).
+   A bare-metal board (tests/target/sse200_smp) defines CONV_BOARD (its core count) and
+   gives conv_run(): the sharded cases then run on its cores over pg_shm, for that rank
+   count only. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <setjmp.h>
@@ -21,9 +24,14 @@
 #define MICROBATCH_IMPLEMENTATION
 #define PG_IMPLEMENTATION
 #define DTENSOR_IMPLEMENTATION
-#include "dtensor.h"
+#define DTENSOR_CONV_IMPLEMENTATION
+#define DTENSOR_QUANT_IMPLEMENTATION
+#define DTENSOR_QCONV_IMPLEMENTATION
+#include "dtensor_qconv.h"
+#ifndef CONV_BOARD
 #define PG_PTHREAD_IMPLEMENTATION
 #include "ports/pg_pthread.h"
+#endif
 
 #define MAXE 8192 /* elements of any test tensor */
 
@@ -314,7 +322,7 @@ static void test_backward(void **state)
     }
 }
 
-/* int8 conv2d against int32 sums from the definition, requantized with section 12's
+/* int8 conv2d against int32 sums from the definition, requantized with dtensor_quant.h's
    dt_requant_i8 (bit-exact), and against the f32 conv2d of the dequantized tensors
    (within one output step plus rounding). */
 static void test_int8(void **state)
@@ -414,8 +422,18 @@ static void test_pool_ties_nan(void **state)
 
 /* ---- sharded ---- */
 
+#ifdef CONV_BOARD
+#define NR CONV_BOARD
+/* The board: body on every core (a world of NR over pg_shm); 0 or the first failure. */
+static int conv_run(int nranks, int (*body)(pg_group *g, void *arg));
+#else
 #define NR 4
 static pg_pthread_world world;
+static int conv_run(int nranks, int (*body)(pg_group *g, void *arg))
+{
+    return pg_pthread_run(&world, nranks, body, NULL);
+}
+#endif
 static dt_mesh dm[NR];
 static dt_comm dc[NR];
 static float lx[NR][MAXE], lw[NR][MAXE], ly[NR][MAXE], lb[NR][64]; /* f32 or int8 / int32 */
@@ -567,7 +585,7 @@ static void test_sharded(void **state)
                     cur_kind = kind;
                     fill(cur);
                     run_ref(cur, &tx, &tw, &tb, &ty, cur_co);
-                    if (pg_pthread_run(&world, nranks, body, NULL)) {
+                    if (conv_run(nranks, body)) {
                         fprintf(stderr, "case %zu kind %d on %d ranks (int8 %d) failed\n", i, kind, nranks, cur_q8);
                         fail();
                     }
@@ -731,7 +749,7 @@ static void test_sharded_backward(void **state)
                     mb_tensor_init(&tgw, gwr, MB_F32, 4, tw.shape);
                     mb_tensor_init(&tgb, gbr, MB_F32, 1, &cur->oc);
                     assert_int_equal(dt_conv2d_backward(&p, &tx, &tw, &tgy, &tgx, &tgw, &tgb), 0);
-                    if (pg_pthread_run(&world, nranks, bw_body, NULL)) {
+                    if (conv_run(nranks, bw_body)) {
                         fprintf(stderr, "backward case %zu kind %d on %d ranks (only %d) failed\n", i, kind, nranks,
                                 cur_bw_only);
                         fail();

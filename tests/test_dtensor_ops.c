@@ -1,4 +1,4 @@
-/* test_dtensor_ops.c — dtensor.h's ops (section 10): sharding propagation (strategy
+/* test_dtensor_ops.c — dtensor_ops.h: sharding propagation (strategy
    counts, torch's choices, Partial rules, the cache), the local kernels, and the
    dispatcher over pg_pthread.h with 4 ranks on a 1-D mesh of 4 and a 2x2 mesh: every op
    under every combination of input placements (Replicate, Shard of each dim, Partial)
@@ -7,7 +7,8 @@
    dt_kernel_cblas, installed in the kernel table, and test_kernel_cblas checks it.
    tests/test_dtensor_ops_mpi.c runs the dispatcher part over pg_mpi: it defines DTO_MPI
    (pg_mpi instead of pg_pthread, its own dto_run and main) and DTO_MESH1/DTO_MESH2 (the
-   every-op tests' meshes on its world of 2 or 4) and includes this file. */
+   every-op tests' meshes on its world of 2 or 4) and includes this file; a bare-metal
+   board (tests/target/sse200_smp) does the same with DTO_BOARD: its cores over pg_shm. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <setjmp.h>
@@ -21,11 +22,14 @@
 #define MICROBATCH_IMPLEMENTATION
 #define PG_IMPLEMENTATION
 #define DTENSOR_IMPLEMENTATION
-#include "dtensor.h"
+#define DTENSOR_OPS_IMPLEMENTATION
+#include "dtensor_ops.h"
+#if defined(DTO_MPI) || defined(DTO_BOARD)
 #ifdef DTO_MPI
 #define PG_MPI_IMPLEMENTATION
 #include "ports/pg_mpi.h"
-static int dto_run(int (*fn)(pg_group *g, void *arg), void *arg); /* test_dtensor_ops_mpi.c */
+#endif
+static int dto_run(int (*fn)(pg_group *g, void *arg), void *arg); /* test_dtensor_ops_mpi.c, the board */
 #define DTO_RUN(fn, arg) dto_run(fn, arg)
 #else
 #define PG_PTHREAD_IMPLEMENTATION
@@ -755,7 +759,7 @@ static void test_kernel_linear(void **state)
             }
 }
 
-#ifdef DT_CBLAS
+#if DT_CBLAS
 /* dt_kernel_cblas (scons blas=openblas) against the reference kernel on the same operands. */
 static void cblas_case(int op, mb_tensor *y, const mb_tensor *const *in, int nin)
 {
@@ -1050,7 +1054,7 @@ static int run_case(pg_group *g, int me, const opcase *oc_, const int *ch, int r
     d.strategies = &oc[me];
     d.scratch = scr[me];
     d.scratch_bytes = sizeof scr[me];
-#ifdef DT_CBLAS /* scons blas=openblas: the einsum ops through the kernel table */
+#if DT_CBLAS /* scons blas=openblas: the einsum ops through the kernel table */
     d.kernels[DT_ATEN_MM] = d.kernels[DT_ATEN_ADDMM] = d.kernels[DT_ATEN_BMM] = d.kernels[DT_ATEN_LINEAR] =
         dt_kernel_cblas;
 #endif
@@ -1320,6 +1324,13 @@ static void test_view_rules(void **state)
     view_case(&mesh1, DT_ATEN_EXPAND, vat(0, 0, 2, 4, 5, 0), r, 2, 4, 6, 0, DT_ERR_SHAPE, NULL, NULL);
     view_case(&mesh1, DT_ATEN_FLATTEN, vat(1, 0, 0, 0, 0, 0), r, 2, 4, 6, 0, DT_ERR_DIM, NULL, NULL);
     view_case(&mesh1, DT_ATEN_UNSQUEEZE, vat(3, 0, 0, 0, 0, 0), r, 2, 4, 6, 0, DT_ERR_DIM, NULL, NULL);
+    /* a zero-size dim that pairs up with none of the target's is refused (view_groups finds
+       no grouping, and must not look for one forever); one that pairs up propagates */
+    view_case(&mesh1, DT_ATEN_VIEW, vat(0, 0, 2, 0, 5, 0), r, 1, 0, 0, 0, DT_ERR_SHAPE, NULL, NULL);
+    view_case(&mesh1, DT_ATEN_VIEW, vat(0, 0, 2, 0, 5, 0), r, 2, 0, 5, 0, 0, r, r);
+    /* target sizes whose product passes int64 are refused without overflowing it (UBSan) */
+    view_case(&mesh1, DT_ATEN_RESHAPE, vat(0, 0, 3, 1 << 30, 1 << 30, 1 << 30), r, 2, 4, 6, 0, DT_ERR_SHAPE, NULL,
+              NULL);
     spec(&a, &mesh1, s1, 2, 4, 6, 0);
     {
         dt_op_cache c;
@@ -1864,24 +1875,33 @@ static void test_dispatch_submesh(void **state)
     assert_int_equal(DTO_RUN(body_submesh, NULL), 0);
 }
 
-#ifndef DTO_MPI
+/* The tests that need no communication (every MPI process, every core of a board runs them). */
+/* clang-format off */
+#define DTO_LOCAL_TESTS                                                                                 \
+    cmocka_unit_test(test_strategy_counts), cmocka_unit_test(test_mm_rules),                           \
+    cmocka_unit_test(test_pointwise_rules), cmocka_unit_test(test_cache_and_errors),                   \
+    cmocka_unit_test(test_linear_rules), cmocka_unit_test(test_kernel_linear),                         \
+    cmocka_unit_test(test_tp_styles), cmocka_unit_test(test_unary_rules),                              \
+    cmocka_unit_test(test_reduce_rules), cmocka_unit_test(test_softmax_norm_rules),                    \
+    cmocka_unit_test(test_kernel_ops), cmocka_unit_test(test_kernel_mm),                               \
+    cmocka_unit_test(test_view_rules), cmocka_unit_test(test_embed_loss_rules),                        \
+    cmocka_unit_test(test_kernel_embed_loss)
+/* clang-format on */
+
+#if !defined(DTO_MPI) && !defined(DTO_BOARD)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_strategy_counts),   cmocka_unit_test(test_mm_rules),
-        cmocka_unit_test(test_pointwise_rules),   cmocka_unit_test(test_cache_and_errors),
-        cmocka_unit_test(test_linear_rules),      cmocka_unit_test(test_kernel_linear),
-        cmocka_unit_test(test_tp_styles),         cmocka_unit_test(test_unary_rules),
-        cmocka_unit_test(test_reduce_rules),      cmocka_unit_test(test_softmax_norm_rules),
-        cmocka_unit_test(test_kernel_ops),        cmocka_unit_test(test_kernel_mm),
-        cmocka_unit_test(test_dispatch_1d),       cmocka_unit_test(test_dispatch_2x2),
-        cmocka_unit_test(test_dispatch_misc),
-#ifdef DT_CBLAS
+        DTO_LOCAL_TESTS,
+#if DT_CBLAS
         cmocka_unit_test(test_kernel_cblas),
 #endif
-        cmocka_unit_test(test_view_rules),        cmocka_unit_test(test_embed_loss_rules),
-        cmocka_unit_test(test_kernel_embed_loss), cmocka_unit_test(test_dispatch_b_1d),
-        cmocka_unit_test(test_dispatch_b_2x2),    cmocka_unit_test(test_dispatch_features),
+        cmocka_unit_test(test_dispatch_1d),
+        cmocka_unit_test(test_dispatch_2x2),
+        cmocka_unit_test(test_dispatch_misc),
+        cmocka_unit_test(test_dispatch_b_1d),
+        cmocka_unit_test(test_dispatch_b_2x2),
+        cmocka_unit_test(test_dispatch_features),
         cmocka_unit_test(test_dispatch_submesh),
     };
     return cmocka_run_group_tests_name("dtensor ops over pg_pthread (4 ranks)", tests, NULL, NULL);

@@ -1,6 +1,6 @@
 /* test_dtensor_ops_mpi.c — dtensor.h's op dispatcher (tests/test_dtensor_ops.c's dispatch
    tests) over pg_mpi.h: run under mpirun --oversubscribe -np 2 and -np 4, one process per
-   rank. Every op family of section 10 - the einsum ops (mm, addmm, bmm, linear),
+   rank. Every op family of dtensor_ops.h - the einsum ops (mm, addmm, bmm, linear),
    pointwise, reductions (argmax too), softmax, norms, the view ops, embedding and the
    losses - under every combination of input placements on a 1-D mesh of the world (2 or
    4) and a 2-D mesh (2x1 or 2x2), against the single-rank result; with 4 ranks also the

@@ -1,4 +1,4 @@
-/* test_dtensor_quant.c — dtensor.h section 12: int8 quantized mm/linear. The requant
+/* test_dtensor_quant.c — dtensor_quant.h: int8 quantized mm/linear. The requant
    primitive against TFLite's QuantizeMultiplier golden values and gemmlowp's rounding
    (worked by hand below), torch's symmetric scale and quantize_val rounding, the local
    kernel against a plain int64 loop, and dt_qmm over pg_pthread with 2 and 4 ranks on
@@ -17,7 +17,8 @@
 #define MICROBATCH_IMPLEMENTATION
 #define PG_IMPLEMENTATION
 #define DTENSOR_IMPLEMENTATION
-#include "dtensor.h"
+#define DTENSOR_QUANT_IMPLEMENTATION
+#include "dtensor_quant.h"
 #define PG_PTHREAD_IMPLEMENTATION
 #include "ports/pg_pthread.h"
 

@@ -1,4 +1,4 @@
-/* test_dtensor_random.c — dtensor.h section 13: Philox 4x32-10 against Random123's
+/* test_dtensor_random.c — dtensor_random.h: Philox 4x32-10 against Random123's
    published known-answer vectors, torch's OffsetBasedRNGTracker offsets (the issue's
    (8,16) [S(1),R,S(0)] example on a 2x2x2 mesh, uneven and doubly sharded dims), and the
    property that dt_rand / dt_dropout on any sharding give exactly the slice of the
@@ -14,7 +14,8 @@
 #define MICROBATCH_IMPLEMENTATION
 #define PG_IMPLEMENTATION
 #define DTENSOR_IMPLEMENTATION
-#include "dtensor.h"
+#define DTENSOR_RANDOM_IMPLEMENTATION
+#include "dtensor_random.h"
 
 /* Random123 1.14 tests/kat_vectors, the three philox4x32 10 lines: ctr[4] key[2] -> out[4] */
 static void test_philox_kat(void **state)

@@ -75,7 +75,19 @@ static void test_strerror_names_every_code(void **state)
 
 static void test_strerror_unknown(void **state)
 {
-    static const int others[] = {1, 100, -14, -29, -30, -47, -60, -88, -120, -141, -200, -1000, -2147483647 - 1};
+    /* just past each module's last code, each base, and values no module owns */
+    static const int others[] = {1,
+                                 100,
+                                 MB_ERR_BASE - MB__ERR_COUNT - 1,
+                                 PG_ERR_BASE,
+                                 PG_ERR_BASE - PG__ERR_COUNT - 1,
+                                 PP_ERR_BASE,
+                                 PP_ERR_BASE - PP__ERR_COUNT - 1,
+                                 DT_ERR_BASE,
+                                 DT_ERR_BASE - DT__ERR_COUNT - 1,
+                                 -200,
+                                 -1000,
+                                 -2147483647 - 1};
     size_t i;
     (void)state;
     assert_string_equal(splitcore_strerror(0), "ok");

@@ -9,9 +9,11 @@
      - a rank that aborts mid-collective: every rank returns PG_ERR_ABORTED (with a 20 s
        timeout, so a timeout cannot pass for it) and nobody hangs;
      - a rank that aborts or stalls mid-pipeline (pipeline.h's executor, forward-only and
-       1F1B): an abort -> every rank PG_ERR_ABORTED; a stall -> every other rank TIMEOUT or
-       ABORTED within 2x the timeout of the instant the rank stalled, and the stalled rank an
-       error within 2x the timeout of waking (test_fault_mid_pipeline states the bounds);
+       1F1B): an abort -> every rank PP_ERR_COMM with the port's PG_ERR_ABORTED kept
+       (pp_exec.err) and no rank named (err_rank -1: the abort came from outside the
+       executor); a stall -> every other rank PP_ERR_COMM (kept TIMEOUT or ABORTED) within 2x
+       the timeout of the instant the rank stalled, and the stalled rank an error within 2x
+       the timeout of waking (test_fault_mid_pipeline states the bounds);
      - pg_shm with a corrupted slot header, write index or read index: PG_ERR_CORRUPT (or a
        plain timeout when the corruption hides a message), never an access outside the region
        or the caller's buffer (the suite runs under ASan + UBSan; canaries around buffers);
@@ -30,10 +32,10 @@
 
 #define MICROBATCH_IMPLEMENTATION
 #include "microbatch.h"
-#define PIPELINE_IMPLEMENTATION
-#include "pipeline.h"
 #define PG_IMPLEMENTATION
 #include "ports/pg.h"
+#define PIPELINE_IMPLEMENTATION
+#include "pipeline.h"
 #define PG_PTHREAD_IMPLEMENTATION
 #include "ports/pg_pthread.h"
 #define PG_SHM_IMPLEMENTATION
@@ -475,6 +477,8 @@ static void build_tables(void)
     (void)plan_store;
 }
 
+static int seen_err[N], seen_err_rank[N]; /* pp_exec.err and err_rank of the faulted run */
+
 static int pipe_run(pg_group *g, const pipe_fault *f, int *rc_out)
 {
     int me = pg_rank(g), l;
@@ -505,6 +509,10 @@ static int pipe_run(pg_group *g, const pipe_fault *f, int *rc_out)
         cfg.output = out_cb;
     CHECK_RC(pp_exec_init(&e, &cfg, &tables[f->train][me], g, exec_mem[me], sizeof exec_mem[me]), 0);
     *rc_out = pp_exec_run(&e);
+    if (f->kind != FAULT_NONE) {
+        seen_err[me] = e.err;
+        seen_err_rank[me] = e.err_rank;
+    }
     return 0;
 }
 
@@ -544,11 +552,13 @@ static int pipe_body(pg_group *g, void *arg)
     return 0;
 }
 
-/* The bounds. Abort: every rank PG_ERR_ABORTED, long before the 20 s timeout. Stall
+/* The bounds. Abort: every rank PP_ERR_COMM (kept PG_ERR_ABORTED, no rank named), long
+   before the 20 s timeout. Stall
    (issue #8: "every other rank returns a timeout error within 2x the configured timeout"):
    measured from the instant the stalled rank stops (stall_from, taken just before its
    sleep), the strictest start: a rank that began waiting on it earlier times out earlier.
-   Every other rank must have returned PG_ERR_TIMEOUT or PG_ERR_ABORTED by stall_from + 2 T.
+   Every other rank must have returned PP_ERR_COMM, keeping PG_ERR_TIMEOUT or PG_ERR_ABORTED
+   (and naming itself, the rank whose wait timed out, or no rank), by stall_from + 2 T.
    By design (pipeline.h, section 9) they return within about 1.5 T: the first rank to wait
    on the stalled one times out after T and aborts the world, which ends every other wait at
    once, and the executor's recover waits at most T / 2; the remaining T / 2 absorbs ordinary
@@ -579,8 +589,10 @@ static void test_fault_mid_pipeline(void **state)
                 if (kind == FAULT_STALL) assert_true(stall_from != 0 && stall_to > stall_from);
                 for (r = 0; r < N; r++) {
                     int stalled = kind == FAULT_STALL && r == f.rank;
-                    int ok = kind == FAULT_ABORT ? seen[r] == PG_ERR_ABORTED
-                                                 : (seen[r] == PG_ERR_TIMEOUT || seen[r] == PG_ERR_ABORTED);
+                    int ok = seen[r] == PP_ERR_COMM &&
+                             (kind == FAULT_ABORT ? seen_err[r] == PG_ERR_ABORTED && seen_err_rank[r] == -1
+                                                  : (seen_err[r] == PG_ERR_TIMEOUT || seen_err[r] == PG_ERR_ABORTED) &&
+                                                        (seen_err_rank[r] == r || seen_err_rank[r] == -1));
                     if (kind == FAULT_ABORT) {
                         took = elapsed[r];
                         bound = ABORT_BOUND_MS * 1000u;
@@ -592,11 +604,11 @@ static void test_fault_mid_pipeline(void **state)
                         bound = 2u * T_MS * 1000u;
                     }
                     if (!ok || took > bound + slack)
-                        print_error("%s %s %s on rank %d: rank %d got %d (%s) %.1f ms after %s (bound %.0f ms + "
-                                    "allowance %.1f ms)\n",
+                        print_error("%s %s %s on rank %d: rank %d got %d (%s; err %d %s, rank %d) %.1f ms after %s "
+                                    "(bound %.0f ms + allowance %.1f ms)\n",
                                     port_name[port], train ? "1F1B" : "forward-only",
-                                    kind == FAULT_ABORT ? "abort" : "stall", f.rank, r, seen[r], pg_strerror(seen[r]),
-                                    (double)took / 1000.0,
+                                    kind == FAULT_ABORT ? "abort" : "stall", f.rank, r, seen[r], pp_strerror(seen[r]),
+                                    seen_err[r], pg_strerror(seen_err[r]), seen_err_rank[r], (double)took / 1000.0,
                                     kind == FAULT_ABORT ? "its start"
                                     : stalled           ? "waking"
                                                         : "the stall began",
@@ -609,8 +621,9 @@ static void test_fault_mid_pipeline(void **state)
                         worst[kind] = took;
                 }
             }
-    printf("pipeline: abort -> every rank PG_ERR_ABORTED, slowest %.1f ms; stall -> every other rank "
-           "TIMEOUT/ABORTED at most %.1f ms after the stall began (bound 2 x %u ms + scheduling allowance, "
+    printf("pipeline: abort -> every rank PP_ERR_COMM (PG_ERR_ABORTED kept), slowest %.1f ms; stall -> every other "
+           "rank PP_ERR_COMM (TIMEOUT/ABORTED kept) at most %.1f ms after the stall began (bound 2 x %u ms + "
+           "scheduling allowance, "
            "at most %.1f ms), the stalled rank %.1f ms after waking; reruns then work on the same world\n",
            (double)worst[FAULT_ABORT] / 1000.0, (double)worst[FAULT_STALL] / 1000.0, T_MS, (double)worst_slack / 1000.0,
            (double)worst_stalled / 1000.0);

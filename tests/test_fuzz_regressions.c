@@ -13,11 +13,15 @@
 #define MICROBATCH_IMPLEMENTATION
 #include "microbatch.h"
 #define PIPELINE_IMPLEMENTATION
-#define PP_NO_EXECUTOR
+#define PP_NO_EXECUTOR 1
 #include "pipeline.h"
 #define PG_IMPLEMENTATION
 #define DTENSOR_IMPLEMENTATION
-#include "dtensor.h"
+#define DTENSOR_OPS_IMPLEMENTATION
+#define DTENSOR_CONV_IMPLEMENTATION
+#define DTENSOR_GRAPH_IMPLEMENTATION
+#include "dtensor_conv.h"
+#include "dtensor_graph.h"
 
 /* fuzz_microbatch: torch.chunk's count was (size + each - 1) / each in int32: signed
    overflow for sizes near INT32_MAX. */

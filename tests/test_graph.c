@@ -1,4 +1,4 @@
-/* test_graph.c — dtensor.h section 14: the graph IR builder and its error codes, the
+/* test_graph.c — dtensor_graph.h: the graph IR builder and its error codes, the
    batch-dim analysis against torch's test_data_parallel.py (SimpleMLP 50 -> 32 -> 8 on a
    (128, 50) batch, forward + backward + SGD as make_fx traces it, and the
    test_data_parallel_batch_dim_analysis wrapper: view(-1), squeeze, unsqueeze(0),
@@ -24,7 +24,9 @@
 #define MICROBATCH_IMPLEMENTATION
 #define PG_IMPLEMENTATION
 #define DTENSOR_IMPLEMENTATION
-#include "dtensor.h"
+#define DTENSOR_OPS_IMPLEMENTATION
+#define DTENSOR_GRAPH_IMPLEMENTATION
+#include "dtensor_graph.h"
 #define PG_PTHREAD_IMPLEMENTATION
 #include "ports/pg_pthread.h"
 
@@ -917,7 +919,7 @@ static void test_emit_compile_run(void **state)
     mkdir("build/graph_emit", 0777);
     f = fopen("build/graph_emit/plan.c", "w");
     assert_non_null(f);
-    fputs("#include \"dtensor.h\"\n", f);
+    fputs("#include \"dtensor_graph.h\"\n", f);
     fputs(src, f);
     fclose(f);
     f = fopen("build/graph_emit/arena.bin", "wb");
@@ -927,7 +929,8 @@ static void test_emit_compile_run(void **state)
     f = fopen("build/graph_emit/main.c", "w");
     assert_non_null(f);
     fputs("#include <stdio.h>\n#define MICROBATCH_IMPLEMENTATION\n#define PG_IMPLEMENTATION\n"
-          "#define DTENSOR_IMPLEMENTATION\n#include \"dtensor.h\"\nextern const dt_gplan mlp_plan;\n"
+          "#define DTENSOR_IMPLEMENTATION\n#define DTENSOR_OPS_IMPLEMENTATION\n#define DTENSOR_GRAPH_IMPLEMENTATION\n"
+          "#include \"dtensor_graph.h\"\nextern const dt_gplan mlp_plan;\n"
           "static unsigned long long arena[1 << 17];\n"
           "int main(void) {\n"
           "    FILE *f = fopen(\"build/graph_emit/arena.bin\", \"rb\");\n"
@@ -941,7 +944,7 @@ static void test_emit_compile_run(void **state)
           f);
     fclose(f);
     snprintf(cmd, sizeof cmd,
-             "%s -std=c99 -O2 -ffp-contract=off -Wall -Wextra -Werror -I. -Iports build/graph_emit/main.c "
+             "%s -std=c99 -O2 -ffp-contract=off -Wall -Wextra -Werror -I. -Iports -Iinclude build/graph_emit/main.c "
              "build/graph_emit/plan.c -o build/graph_emit/plan_run -lm && build/graph_emit/plan_run",
              cc && *cc ? cc : "cc");
     assert_int_equal(system(cmd), 0);

@@ -18,6 +18,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <math.h>
 #include <string.h>
 
 static unsigned long memcpy_calls;
@@ -222,13 +223,13 @@ static void test_strerror(void **state)
     static const int codes[] = {
         MB_OK,         MB_ERR_NULL,        MB_ERR_NDIM,      MB_ERR_DIM,  MB_ERR_DTYPE,      MB_ERR_SHAPE,
         MB_ERR_CHUNKS, MB_ERR_CHUNK_COUNT, MB_ERR_TOO_SMALL, MB_ERR_SPEC, MB_ERR_SPLIT_SIZE, MB_ERR_NOT_REPLICATED,
-        MB_ERR_RANGE,  MB_ERR_ALIGN};
-    static const int others[] = {1, 7, -14, -100, INT32_MIN, INT32_MAX};
+        MB_ERR_RANGE,  MB_ERR_ALIGN,       MB_ERR_OVERLAP};
+    static const int others[] = {1, 7, -15, -100, INT32_MIN, INT32_MAX};
     const int n = (int)(sizeof codes / sizeof codes[0]);
     const char *unk = mb_strerror(others[0]);
     int i, j;
     (void)state;
-    assert_int_equal(n, 14); /* every enumerator 0..-13 listed */
+    assert_int_equal(n, 15); /* every enumerator 0..-14 listed */
     assert_non_null(unk);
     assert_non_null(strstr(unk, "unknown"));
     for (i = 0; i < n; i++) {
@@ -1535,6 +1536,7 @@ static void test_merge_default_specs_mixed(void **state)
 {
     double c0[2] = {1.0, 2.0}, c1[1] = {3.0}, y[3];
     mb_value chunks[4], out[2];
+    mb_spec specs[2] = {MB_CONCAT(0), MB_REPLICATE};
     (void)state;
     tv(&chunks[0], c0, MB_F64, 1, SHP(2));
     sv(&chunks[1], 9.5);
@@ -1542,13 +1544,19 @@ static void test_merge_default_specs_mixed(void **state)
     sv(&chunks[3], 9.5);
     tv(&out[0], y, MB_F64, 1, SHP(3));
     sv(&out[1], 0.0);
-    assert_int_equal(mb_merge(chunks, 2, 2, NULL, 0, out), MB_OK);
+    assert_int_equal(mb_merge(chunks, 2, 2, specs, 0, out), MB_OK);
     assert_true(y[0] == 1.0 && y[1] == 2.0 && y[2] == 3.0);
     assert_true(out[1].scalar == 9.5);
-    /* scalars default to REPLICATE: different values are an error */
-    sv(&chunks[3], 9.0);
+    /* merge_chunks with no spec concatenates every value on dim 0: torch.cat of floats raises,
+       so a scalar's DEFAULT merge is an error (a tensor's is CONCAT(0)) */
     y[0] = y[1] = y[2] = 0.0;
-    merge_err(chunks, 2, 2, NULL, 0, out, y, sizeof y, MB_ERR_NOT_REPLICATED);
+    merge_err(chunks, 2, 2, NULL, 0, out, y, sizeof y, MB_ERR_SPEC);
+    specs[1].kind = MB_SPEC_DEFAULT;
+    merge_err(chunks, 2, 2, specs, 0, out, y, sizeof y, MB_ERR_SPEC);
+    /* REPLICATE compares values: different values are an error */
+    specs[1].kind = MB_SPEC_REPLICATE;
+    sv(&chunks[3], 9.0);
+    merge_err(chunks, 2, 2, specs, 0, out, y, sizeof y, MB_ERR_NOT_REPLICATED);
 }
 
 static void test_merge_zero_copy_in_place(void **state)
@@ -2228,8 +2236,8 @@ static void test_property_split_merge_identity(void **state)
         memset(specs, 0, sizeof specs);
         specs[0].kind = MB_SPEC_SPLIT;
         specs[0].dim = dim;
-        mspecs[0] = specs[0]; /* concat on the same dim */
-        mspecs[1] = specs[1]; /* DEFAULT: scalar replicated */
+        mspecs[0] = specs[0];               /* concat on the same dim */
+        mspecs[1].kind = MB_SPEC_REPLICATE; /* a scalar's DEFAULT merge is an error, as torch.cat of floats */
         seen_dtype[it % 6] = 1;
 
         s = shape[dn];
@@ -2323,6 +2331,303 @@ static void test_property_split_merge_identity(void **state)
     assert_int_equal(masked_checked, checked);
 }
 
+/* ---- PyTorch's microbatch.py (main, after pytorch/pytorch#164111) and the listed differences ---- */
+
+/* Chunk count: the smallest of the requested count and every split size, as PyTorch's
+   _shard_dict_of_args (min over split_sizes). PyTorch before #164111 lowered the count only
+   at the first tensor and raised for (f32[4], f32[2]) into 3 chunks. */
+static void test_split_downsize_smallest_as_torch(void **state)
+{
+    float a[4] = {0, 1, 2, 3}, b[2] = {4, 5};
+    mb_value args[2];
+    int n;
+    (void)state;
+    tv(&args[0], a, MB_F32, 1, SHP(4));
+    tv(&args[1], b, MB_F32, 1, SHP(2));
+    n = split_rc(args, NULL, 2, 3, MB_DOWNSIZE, 8, NULL);
+    assert_int_equal(n, 2);
+    assert_int_equal(split_out[0].tensor.shape[0], 2); /* tensor_split(4, 2): 2, 2 */
+    assert_int_equal(split_out[1].tensor.shape[0], 1);
+    assert_int_equal(split_out[2].tensor.shape[0], 2);
+    assert_int_equal(split_out[3].tensor.shape[0], 1);
+}
+
+static int never_called(mb_value *acc, const mb_value *chunk, void *user)
+{
+    (void)acc;
+    (void)chunk;
+    (void)user;
+    fail();
+    return MB_ERR_SPEC;
+}
+
+/* Zero chunks: only values that are not split can make zero chunks (torch returns ([], [])); a
+   split tensor needs sections > 0 (torch.tensor_split raises). Merging zero chunks gives a
+   custom reducer's init, and sum_reducer's tensor(0.0) as zeros; concat and replicate fail. */
+static void test_zero_chunks_as_torch(void **state)
+{
+    float x[2] = {1, 2}, y[2] = {7, 7}, init[2] = {3, 4}, zero0 = 0.5f;
+    mb_value args[2], out;
+    mb_spec rep = MB_REPLICATE, sum = MB_REDUCE(MB_RED_SUM), mean = MB_REDUCE(MB_RED_MEAN), cat = MB_CONCAT(0);
+    mb_reducer red;
+    mb_spec custom = MB_REDUCE_CUSTOM(&red);
+    size_t bytes = 99;
+    (void)state;
+    sv(&args[0], 2.5);
+    tv(&args[1], x, MB_F32, 1, SHP(2));
+    assert_int_equal(split_rc(args, NULL, 1, 0, MB_BALANCED, 4, NULL), 0);
+    assert_int_equal(split_rc(args, NULL, 1, -3, MB_BALANCED, 4, NULL), 0);
+    assert_int_equal(split_rc(args, NULL, 0, 0, MB_BALANCED, 4, NULL), 0);
+    assert_int_equal(split_rc(&args[1], &rep, 1, 0, MB_BALANCED, 4, NULL), 0);
+    assert_int_equal(mb_split_masked_bytes(args, NULL, 1, 0, MB_BALANCED, &bytes), 0);
+    assert_int_equal(bytes, 0);
+    split_err(args, NULL, 2, 0, MB_BALANCED, 4, MB_ERR_CHUNKS, NULL);
+    split_err(&args[1], NULL, 1, -1, MB_CEIL, 4, MB_ERR_CHUNKS, NULL);
+
+    tv(&out, y, MB_F32, 1, SHP(2));
+    assert_int_equal(mb_merge(NULL, 0, 1, &sum, 0, &out), MB_OK);
+    assert_true(y[0] == 0.0f && y[1] == 0.0f && !signbit(y[0]));
+    memset(&red, 0, sizeof red);
+    y[0] = y[1] = 7;
+    red.fn = never_called;
+    tv(&red.init, init, MB_F32, 1, SHP(2));
+    assert_int_equal(mb_merge(NULL, 0, 1, &custom, 0, &out), MB_OK);
+    assert_true(y[0] == 3.0f && y[1] == 4.0f);
+    tv(&red.init, &zero0, MB_F32, 0, NULL); /* a 0-d init fills the output */
+    assert_int_equal(mb_merge(NULL, 0, 1, &custom, 0, &out), MB_OK);
+    assert_true(y[0] == 0.5f && y[1] == 0.5f);
+    y[0] = y[1] = 7;
+    merge_err(NULL, 0, 1, &cat, 0, &out, y, sizeof y, MB_ERR_CHUNKS);
+    merge_err(NULL, 0, 1, &rep, 0, &out, y, sizeof y, MB_ERR_CHUNKS);
+    merge_err(NULL, 0, 1, &mean, 0, &out, y, sizeof y, MB_ERR_CHUNKS);
+    merge_err(NULL, 0, 1, NULL, 0, &out, y, sizeof y, MB_ERR_CHUNKS);
+    merge_err(args, -1, 1, &sum, 0, &out, y, sizeof y, MB_ERR_CHUNKS);
+    sv(&out, 9.0); /* a scalar output: sum of nothing is 0.0 */
+    assert_int_equal(mb_merge(NULL, 0, 1, &sum, 0, &out), MB_OK);
+    assert_true(out.scalar == 0.0);
+}
+
+/* A custom reducer whose output is one of the chunks: init would be copied over that chunk
+   before fn reads it (chunks [1,2] [3,4] [5,6], init [0,0], add, output = chunk 0 gave
+   [8,10]). Refused with MB_ERR_OVERLAP, nothing written; into its own output the fold is
+   [9,12], from a 0-d init broadcast (torch's tensor(0.0)) or a scalar init too. */
+static int add_f32(mb_value *acc, const mb_value *chunk, void *user)
+{
+    float *a = (float *)acc->tensor.data;
+    const float *b = (const float *)chunk->tensor.data;
+    (void)user;
+    a[0] += b[0];
+    a[1] += b[1];
+    return MB_OK;
+}
+static void test_merge_custom_reducer_output_is_a_chunk(void **state)
+{
+    float c[3][2] = {{1, 2}, {3, 4}, {5, 6}}, init[2] = {0, 0}, init0 = 0.0f, y[2] = {-1, -1};
+    mb_value ch[3], out;
+    mb_reducer red;
+    mb_spec spec = MB_REDUCE_CUSTOM(&red);
+    int k;
+    (void)state;
+    for (k = 0; k < 3; k++) tv(&ch[k], c[k], MB_F32, 1, SHP(2));
+    memset(&red, 0, sizeof red);
+    red.fn = add_f32;
+    tv(&red.init, init, MB_F32, 1, SHP(2));
+    for (k = 0; k < 3; k++) {
+        out = ch[k];
+        merge_err(ch, 3, 1, &spec, 0, &out, c, sizeof c, MB_ERR_OVERLAP);
+    }
+    assert_true(c[0][0] == 1 && c[0][1] == 2 && c[2][1] == 6);
+    tv(&out, y, MB_F32, 1, SHP(2));
+    assert_int_equal(mb_merge(ch, 3, 1, &spec, 0, &out), MB_OK);
+    assert_true(y[0] == 9 && y[1] == 12);
+    tv(&red.init, &init0, MB_F32, 0, NULL);
+    y[0] = y[1] = -1;
+    assert_int_equal(mb_merge(ch, 3, 1, &spec, 0, &out), MB_OK);
+    assert_true(y[0] == 9 && y[1] == 12);
+    sv(&red.init, 1.0);
+    assert_int_equal(mb_merge(ch, 3, 1, &spec, 0, &out), MB_OK);
+    assert_true(y[0] == 10 && y[1] == 13);
+    /* a tensor init for scalar values, or a bad init kind */
+    tv(&red.init, &init0, MB_F32, 0, NULL);
+    sv(&ch[0], 1.0);
+    sv(&ch[1], 2.0);
+    sv(&out, 0.0);
+    merge_err(ch, 2, 1, &spec, 0, &out, NULL, 0, MB_ERR_SPEC);
+    red.init.kind = 7;
+    tv(&ch[0], c[0], MB_F32, 1, SHP(2));
+    tv(&ch[1], c[1], MB_F32, 1, SHP(2));
+    tv(&out, y, MB_F32, 1, SHP(2));
+    merge_err(ch, 2, 1, &spec, 0, &out, y, sizeof y, MB_ERR_SPEC);
+}
+
+/* sum_reducer: tensor(0.0) + each chunk in order. Integer chunks give float32 (int8 [100] +
+   [100] is 200.0), a float64 chunk float64; -0.0 becomes 0.0. mean is that sum over the count.
+   An integer sum may also go to the chunks' promoted integer dtype, wrapping (splitcore's own). */
+static void test_merge_sum_dtype_as_sum_reducer(void **state)
+{
+    int8_t a[1] = {100}, b[1] = {100}, y8[1] = {5};
+    int16_t y16[1] = {5};
+    float yf[1] = {5}, nz[1] = {-0.0f}, f1[2] = {1.5f, 2}, one = 1.0f;
+    double yd[1] = {5}, d1[1] = {0.25};
+    int32_t i1[2] = {1, 2}, i2[2] = {4, 7};
+    mb_value ch[2], out;
+    mb_spec sum = MB_REDUCE(MB_RED_SUM), mean = MB_REDUCE(MB_RED_MEAN);
+    (void)state;
+    tv(&ch[0], a, MB_I8, 1, SHP(1));
+    tv(&ch[1], b, MB_I8, 1, SHP(1));
+    tv(&out, yf, MB_F32, 1, SHP(1));
+    assert_int_equal(mb_merge(ch, 2, 1, &sum, 0, &out), MB_OK);
+    assert_true(yf[0] == 200.0f);
+    assert_int_equal(mb_merge(ch, 2, 1, &mean, 0, &out), MB_OK);
+    assert_true(yf[0] == 100.0f);
+    tv(&out, y8, MB_I8, 1, SHP(1));
+    assert_int_equal(mb_merge(ch, 2, 1, &sum, 0, &out), MB_OK);
+    assert_int_equal(y8[0], -56); /* wraps in int8 */
+    merge_err(ch, 2, 1, &mean, 0, &out, y8, sizeof y8, MB_ERR_DTYPE);
+    tv(&out, y16, MB_I16, 1, SHP(1));
+    merge_err(ch, 2, 1, &sum, 0, &out, y16, sizeof y16, MB_ERR_DTYPE);
+    tv(&out, yd, MB_F64, 1, SHP(1));
+    merge_err(ch, 2, 1, &sum, 0, &out, yd, sizeof yd, MB_ERR_DTYPE);
+    /* -0.0 alone: 0.0 + -0.0 */
+    tv(&ch[0], nz, MB_F32, 1, SHP(1));
+    tv(&out, yf, MB_F32, 1, SHP(1));
+    assert_int_equal(mb_merge(ch, 1, 1, &sum, 0, &out), MB_OK);
+    assert_true(yf[0] == 0.0f && !signbit(yf[0]));
+    out = ch[0]; /* in place too */
+    assert_int_equal(mb_merge(ch, 1, 1, &sum, 0, &out), MB_OK);
+    assert_true(!signbit(nz[0]));
+    /* float32 with float64: float64 */
+    tv(&ch[0], &one, MB_F32, 1, SHP(1));
+    tv(&ch[1], d1, MB_F64, 1, SHP(1));
+    tv(&out, yd, MB_F64, 1, SHP(1));
+    assert_int_equal(mb_merge(ch, 2, 1, &sum, 0, &out), MB_OK);
+    assert_true(yd[0] == 1.25);
+    tv(&out, yf, MB_F32, 1, SHP(1));
+    merge_err(ch, 2, 1, &sum, 0, &out, yf, sizeof yf, MB_ERR_DTYPE);
+    /* int32 chunks, mean into float32 */
+    tv(&ch[0], i1, MB_I32, 1, SHP(2));
+    tv(&ch[1], i2, MB_I32, 1, SHP(2));
+    tv(&out, f1, MB_F32, 1, SHP(2));
+    assert_int_equal(mb_merge(ch, 2, 1, &mean, 0, &out), MB_OK);
+    assert_true(f1[0] == 2.5f && f1[1] == 4.5f);
+}
+
+/* torch.cat promotes: int8 with uint8 is int16, int32 with float32 float32; the output must
+   be that dtype. max / min likewise (torch.maximum's dtype). */
+static void test_merge_concat_promotes(void **state)
+{
+    int8_t a[2] = {-1, 2};
+    uint8_t b[1] = {200};
+    int16_t y[3] = {0, 0, 0};
+    int8_t y8[3] = {0, 0, 0};
+    int32_t i[1] = {16777217};
+    float f[1] = {0.5f}, yf[2];
+    mb_value ch[2], out;
+    mb_spec cat = MB_CONCAT(0), mx = MB_REDUCE(MB_RED_MAX);
+    (void)state;
+    tv(&ch[0], a, MB_I8, 1, SHP(2));
+    tv(&ch[1], b, MB_U8, 1, SHP(1));
+    tv(&out, y, MB_I16, 1, SHP(3));
+    assert_int_equal(mb_merge(ch, 2, 1, &cat, 0, &out), MB_OK);
+    assert_true(y[0] == -1 && y[1] == 2 && y[2] == 200);
+    tv(&out, y8, MB_I8, 1, SHP(3));
+    merge_err(ch, 2, 1, &cat, 0, &out, y8, sizeof y8, MB_ERR_DTYPE);
+    tv(&ch[0], i, MB_I32, 1, SHP(1));
+    tv(&ch[1], f, MB_F32, 1, SHP(1));
+    tv(&out, yf, MB_F32, 1, SHP(2));
+    assert_int_equal(mb_merge(ch, 2, 1, &cat, 0, &out), MB_OK);
+    assert_true(yf[0] == 16777216.0f && yf[1] == 0.5f); /* the int32 rounds to float32, as torch */
+    tv(&out, yf, MB_F32, 1, SHP(1));
+    assert_int_equal(mb_merge(ch, 2, 1, &mx, 0, &out), MB_OK);
+    assert_true(yf[0] == 16777216.0f);
+}
+
+/* REPLICATE compares values as ==: 0.0 equals -0.0 (the output is chunk 0's bits), NaN equals
+   nothing, an int32 3 equals a float32 3.0. Several elements are compared one by one (torch
+   raises "Boolean value of Tensor with more than one value is ambiguous"). */
+static void test_merge_replicate_by_value(void **state)
+{
+    float z[2] = {-0.0f, 1}, pz[2] = {0.0f, 1}, nan1[1] = {NAN}, nan2[1] = {NAN}, y[2] = {5, 5}, three = 3.0f;
+    int32_t i3 = 3, yi = 0;
+    mb_value ch[2], out;
+    mb_spec rep = MB_REPLICATE;
+    (void)state;
+    tv(&ch[0], z, MB_F32, 1, SHP(2));
+    tv(&ch[1], pz, MB_F32, 1, SHP(2));
+    tv(&out, y, MB_F32, 1, SHP(2));
+    assert_int_equal(mb_merge(ch, 2, 1, &rep, 0, &out), MB_OK);
+    assert_true(y[0] == 0.0f && signbit(y[0]) && y[1] == 1);
+    out = ch[1]; /* onto the other replica: chunk 0's bits */
+    assert_int_equal(mb_merge(ch, 2, 1, &rep, 0, &out), MB_OK);
+    assert_true(signbit(pz[0]));
+    tv(&ch[0], nan1, MB_F32, 1, SHP(1));
+    tv(&ch[1], nan2, MB_F32, 1, SHP(1));
+    tv(&out, y, MB_F32, 1, SHP(1));
+    merge_err(ch, 2, 1, &rep, 0, &out, y, sizeof y, MB_ERR_NOT_REPLICATED);
+    assert_int_equal(mb_merge(ch, 1, 1, &rep, 0, &out), MB_OK); /* one chunk: nothing compared */
+    assert_true(isnan(y[0]));
+    sv(&ch[0], NAN);
+    sv(&ch[1], NAN);
+    sv(&out, 0);
+    merge_err(ch, 2, 1, &rep, 0, &out, NULL, 0, MB_ERR_NOT_REPLICATED);
+    tv(&ch[0], &i3, MB_I32, 0, NULL);
+    tv(&ch[1], &three, MB_F32, 0, NULL);
+    tv(&out, &yi, MB_I32, 0, NULL);
+    assert_int_equal(mb_merge(ch, 2, 1, &rep, 0, &out), MB_OK);
+    assert_int_equal(yi, 3);
+}
+
+/* The differences README lists, pinned: splitcore computes in double what torch rounds to
+   float32; a scalar sum is a double; a reduce into chunk j > 0 counts that chunk first; torch.cat
+   skips 1-D empty tensors, splitcore wants one rank. */
+static void test_merge_listed_differences(void **state)
+{
+    int32_t big[1] = {16777217}, one[1] = {1}, bi[1] = {16777217};
+    float yf[1], f1[1] = {1}, tiny[1] = {0x1p-30f}, fbig[1] = {16777216.0f}, c3[3][1] = {{1e8f}, {1}, {-1e8f}};
+    double z[1] = {0}, yd[1];
+    float m[2][3] = {{1, 2, 3}, {4, 5, 6}}, e1[1], y6[6];
+    mb_value ch[3], out;
+    mb_spec sum = MB_REDUCE(MB_RED_SUM), rep = MB_REPLICATE, cat = MB_CONCAT(0);
+    int k;
+    (void)state;
+    /* int32 above 2^24 into float32: torch rounds 16777217 to 16777216 before adding it to 1 */
+    tv(&ch[0], one, MB_I32, 1, SHP(1));
+    tv(&ch[1], big, MB_I32, 1, SHP(1));
+    tv(&out, yf, MB_F32, 1, SHP(1));
+    assert_int_equal(mb_merge(ch, 2, 1, &sum, 0, &out), MB_OK);
+    assert_true(yf[0] == 16777218.0f); /* torch: 16777216 */
+    /* float32 chunks before a float64 one: torch sums them in float32 (1 + 2^-30 == 1) */
+    tv(&ch[0], f1, MB_F32, 1, SHP(1));
+    tv(&ch[1], tiny, MB_F32, 1, SHP(1));
+    tv(&ch[2], z, MB_F64, 1, SHP(1));
+    tv(&out, yd, MB_F64, 1, SHP(1));
+    assert_int_equal(mb_merge(ch, 3, 1, &sum, 0, &out), MB_OK);
+    assert_true(yd[0] == 1.0 + 0x1p-30); /* torch: 1.0 */
+    /* == in the promoted float32: torch finds int32 16777217 equal to float32 16777216 */
+    tv(&ch[0], bi, MB_I32, 1, SHP(1));
+    tv(&ch[1], fbig, MB_F32, 1, SHP(1));
+    merge_err(ch, 2, 1, &rep, 0, &out, NULL, 0, MB_ERR_NOT_REPLICATED);
+    /* scalars sum in double: torch's tensor(0.0) + 0.1 + 0.2 is float32 0.3000000119 */
+    sv(&ch[0], 0.1);
+    sv(&ch[1], 0.2);
+    sv(&out, 0);
+    assert_int_equal(mb_merge(ch, 2, 1, &sum, 0, &out), MB_OK);
+    assert_true(out.scalar == 0.1 + 0.2);
+    /* in place into chunk 2: -1e8 + 1e8 + 1 = 1; torch's order (1e8 + 1) - 1e8 = 0 in float32 */
+    for (k = 0; k < 3; k++) tv(&ch[k], c3[k], MB_F32, 1, SHP(1));
+    tv(&out, yf, MB_F32, 1, SHP(1));
+    assert_int_equal(mb_merge(ch, 3, 1, &sum, 0, &out), MB_OK);
+    assert_true(yf[0] == 0.0f);
+    out = ch[2];
+    assert_int_equal(mb_merge(ch, 3, 1, &sum, 0, &out), MB_OK);
+    assert_true(c3[2][0] == 1.0f);
+    /* torch.cat([x (2,3), empty (0,)]) is x; splitcore: ranks differ */
+    tv(&ch[0], m, MB_F32, 2, SHP(2, 3));
+    tv(&ch[1], e1, MB_F32, 1, SHP(0));
+    tv(&out, y6, MB_F32, 2, SHP(2, 3));
+    merge_err(ch, 2, 1, &cat, 0, &out, y6, sizeof y6, MB_ERR_SHAPE);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -2370,6 +2675,13 @@ int main(void)
         cmocka_unit_test(test_property_split_merge_identity),
         cmocka_unit_test(test_integer_reduce_wraps),
         cmocka_unit_test(test_max_min_nan_propagates),
+        cmocka_unit_test(test_split_downsize_smallest_as_torch),
+        cmocka_unit_test(test_zero_chunks_as_torch),
+        cmocka_unit_test(test_merge_custom_reducer_output_is_a_chunk),
+        cmocka_unit_test(test_merge_sum_dtype_as_sum_reducer),
+        cmocka_unit_test(test_merge_concat_promotes),
+        cmocka_unit_test(test_merge_replicate_by_value),
+        cmocka_unit_test(test_merge_listed_differences),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

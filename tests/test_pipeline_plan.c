@@ -7,7 +7,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#define PP_NO_EXECUTOR /* planning only: the executor (and pg.h's code) is in test_pipeline_exec.c */
+#define PP_NO_EXECUTOR 1 /* planning only: the executor (and pg.h's code) is in test_pipeline_exec.c */
 #define PIPELINE_IMPLEMENTATION
 #include "pipeline.h"
 
@@ -411,6 +411,43 @@ static void test_lowering_two_rank(void **state)
     assert_int_equal(pp_lower(&low, &p, st_c, sizeof st_c, NULL), PP_ERR_ACTION);
 }
 
+/* PP_LOWER_TORCH: _PipelineScheduleRuntime._prepare_schedule_with_comms of PyTorch main
+   (pytorch/pytorch@00722e64; tests/torch/check_schedules.py compares every schedule over a
+   grid): idle slots dropped, UNSHARD / RESHARD and REDUCE_GRAD inserted, then _add_send_recv.
+   pp_lower (PP_LOWER_ROUNDS) lets each idle slot take a round: other RECV positions. */
+static void test_lower_torch_mode(void **state)
+{
+    static const char csv[] = "0F0,0F1,,0B0,,0B1\r\n,1F0,1B0,1F1,1B1,\r\n";
+    pp_plan p, low;
+    size_t bytes;
+    (void)state;
+    assert_int_equal(pp_plan_init(&p, st_a, sizeof st_a, 2, 2, 2), PP_OK);
+    assert_int_equal(pp_csv_read(&p, csv, sizeof csv - 1, NULL), PP_OK);
+    assert_int_equal(pp_lower_mode(&p, &low, st_b, sizeof st_b, PP_LOWER_TORCH, NULL), PP_OK);
+    expect_row(&low, 0, "0UNSHARD 0F0 0SEND_F0 0F1 0SEND_F1 0RECV_B0 0B0 0RECV_B1 0B1 0REDUCE_GRAD 0RESHARD");
+    expect_row(&low, 1, "1UNSHARD 1RECV_F0 1F0 1RECV_F1 1B0 1SEND_B0 1F1 1B1 1SEND_B1 1REDUCE_GRAD 1RESHARD");
+    assert_int_equal(pp_validate(&low, NULL), PP_OK);
+    build(&p, PP_SCHED_INTERLEAVED_1F1B, 2, 2, 2, st_a, sizeof st_a);
+    assert_int_equal(pp_lower_mode(&p, &low, st_b, sizeof st_b, PP_LOWER_TORCH, NULL), PP_OK);
+    expect_row(&low, 0,
+               "0UNSHARD 2UNSHARD 0F0 0SEND_F0 2RECV_F0 0F1 0SEND_F1 2RECV_F1 2F0 2SEND_F0 2F1 2SEND_F1 2RECV_B0 2B0 "
+               "2SEND_B0 2RECV_B1 2B1 2SEND_B1 2REDUCE_GRAD 2RESHARD 0RECV_B0 0B0 0RECV_B1 0B1 0REDUCE_GRAD 0RESHARD");
+    assert_int_equal(pp_lower(&p, &low, st_b, sizeof st_b, NULL), PP_OK);
+    expect_row(
+        &low, 0,
+        "0F0 0SEND_F0 0F1 0SEND_F1 2RECV_F0 2F0 2SEND_F0 2RECV_F1 2F1 2SEND_F1 2RECV_B0 2B0 2SEND_B0 2RECV_B1 2B1 "
+        "2SEND_B1 0RECV_B0 0B0 0RECV_B1 0B1");
+    /* more than 3 stages on a rank: stages leave and come back (at most 3 unsharded), within
+       pp_plan_bytes, and the plan still validates */
+    bytes = pp_plan_bytes(2, 4, 3);
+    assert_true(bytes <= sizeof st_a);
+    assert_int_equal(pp_schedule_build(&p, PP_SCHED_INTERLEAVED_1F1B, 2, 4, 3, st_a, bytes, NULL), PP_OK);
+    assert_int_equal(pp_lower_mode(&p, &low, st_b, bytes, PP_LOWER_TORCH, NULL), PP_OK);
+    assert_int_equal(pp_validate(&low, NULL), PP_OK);
+    assert_int_equal(pp_lower_mode(&p, &low, st_b, sizeof st_b, 2, NULL), PP_ERR_ARG);
+    assert_int_equal(pp_lower_mode(&p, &low, st_b, sizeof st_b, -1, NULL), PP_ERR_ARG);
+}
+
 static void test_stage_maps(void **state)
 {
     uint8_t m[8];
@@ -686,7 +723,7 @@ static void test_strings(void **state)
     static const char *const ok[] = {"0F0",      "2I1",       "0W3",      "1SEND_F1", "1RECV_B0",     "3B2",
                                      "0SEND_B7", "4RECV_F12", "1UNSHARD", "2RESHARD", "0REDUCE_GRAD", "255F65535"};
     static const char *const bad[] = {"F0",      "0X1",     "0F",   "0F0x", "0UNSHARD1", "256F0",
-                                      "0F65536", "0SEND_F", "-1F0", "0 F0", "0SEND_X1"};
+                                      "0F65536", "0SEND_F", "-1F0", "0 F0", "0SEND_X1",  "(0F0;1B1)OVERLAP_F_B"};
     pp_action a, keep;
     char s[24];
     unsigned i;
@@ -785,7 +822,7 @@ static void test_emit_c(void **state)
     n = pp_emit_c(&low, "my_plan", text, sizeof text, NULL);
     assert_int_equal((size_t)n + 1, need);
     assert_non_null(strstr(text, "/* splitcore pipeline plan: 1F1B, 2 ranks, 2 stages, 2 microbatches, lowered */"));
-    assert_non_null(strstr(text, "#include \"pipeline.h\""));
+    assert_non_null(strstr(text, "#include <splitcore/pipeline.h>"));
     assert_non_null(strstr(
         text, "static const pp_action my_plan_r0[8] = {\n    PP_ACTION(PP_F, 0, 0), PP_ACTION(PP_SEND_F, 0, 0),"));
     assert_non_null(strstr(text, "static const pp_action my_plan_r1[8] = {\n    PP_ACTION(PP_RECV_F, 1, 0),"));
@@ -794,14 +831,14 @@ static void test_emit_c(void **state)
                            "const pp_table my_plan[2] = {\n    {my_plan_r0, 8, 0, 2, 2, 2, 2, my_plan_stage_rank, 0},\n"
                            "    {my_plan_r1, 8, 1, 2, 2, 2, 1, my_plan_stage_rank, 0},\n};\n"));
     /* not proven: a PP_NO_TAKEIN build stops */
-    assert_non_null(strstr(text, "#ifdef PP_NO_TAKEIN\n#error \"my_plan: not proven to run without take-in"));
+    assert_non_null(strstr(text, "#if PP_NO_TAKEIN\n#error \"my_plan: not proven to run without take-in"));
     assert_null(strstr(text, "MAILBOX_DEPTH"));
     /* proven (1F1B needs one transfer of room per pair): the depth and its check */
     assert_int_equal(pp_mailbox_depth(&low, 4, st_c, sizeof st_c, NULL), 1);
     assert_int_equal(low.mailbox, 2);
     n = pp_emit_c(&low, "my_plan", text, sizeof text, NULL);
     assert_true(n > 0);
-    assert_non_null(strstr(text, "#define my_plan_MAILBOX_DEPTH 1\n#if defined(PP_NO_TAKEIN) && PP_MAILBOX_SLOTS < 1\n"
+    assert_non_null(strstr(text, "#define my_plan_MAILBOX_DEPTH 1\n#if PP_NO_TAKEIN && PP_MAILBOX_SLOTS < 1\n"
                                  "#error \"my_plan: PP_MAILBOX_SLOTS is below"));
     assert_non_null(strstr(text, "{my_plan_r1, 8, 1, 2, 2, 2, 1, my_plan_stage_rank, 2},\n};\n"));
     assert_null(strstr(text, "not proven"));
@@ -1022,6 +1059,7 @@ int main(void)
         cmocka_unit_test(test_1f1b_issue_golden),
         cmocka_unit_test(test_forward_only_and_all_sizes),
         cmocka_unit_test(test_lowering_two_rank),
+        cmocka_unit_test(test_lower_torch_mode),
         cmocka_unit_test(test_stage_maps),
         cmocka_unit_test(test_schedule_errors),
         cmocka_unit_test(test_validation_errors),

@@ -1,4 +1,4 @@
-/* ops.c — `scons bench`: dtensor.h's ops (section 10).
+/* ops.c — `scons bench`: dtensor_ops.h.
    (a) Dispatch overhead of dt_op on a strategy-cache hit with the compute excluded: a
        no-op kernel installed through the kernel table (dispatch.kernels), inputs already
        in the chosen placements (no redistribution), rank 0 of a 1-D mesh of 2 over a pg
@@ -39,7 +39,8 @@
 #define MICROBATCH_IMPLEMENTATION
 #define PG_IMPLEMENTATION
 #define DTENSOR_IMPLEMENTATION
-#include "dtensor.h"
+#define DTENSOR_OPS_IMPLEMENTATION
+#include "dtensor_ops.h"
 #define PG_PTHREAD_IMPLEMENTATION
 #include "ports/pg_pthread.h"
 #define BENCH_REPEATS 9
@@ -239,7 +240,7 @@ static int tp_body(pg_group *g, void *arg)
     memset(&d, 0, sizeof d);
     d.comm = &tcomm[me];
     d.strategies = &tcache[me];
-#ifdef DT_CBLAS
+#if DT_CBLAS
     if (blas) d.kernels[DT_ATEN_MM] = dt_kernel_cblas;
 #endif
     for (i = 0; i <= TIMED; i++) {
@@ -295,7 +296,7 @@ static int run_variant(int v)
             record(V_OMP, i, 2, t0);
         }
 #endif
-#ifdef DT_CBLAS
+#if DT_CBLAS
     if (v == V_BLAS_OWN) {
         openblas_set_num_threads(2);
         for (i = 0; i <= TIMED; i++) {
@@ -343,7 +344,7 @@ static int tp_rows(void)
 #ifdef _OPENMP
     have_omp = 1;
 #endif
-#ifdef DT_CBLAS
+#if DT_CBLAS
     have_blas = 1;
     openblas_set_num_threads(1);
 #endif
@@ -420,7 +421,7 @@ static int tp_rows(void)
 int main(int argc, char **argv)
 {
     if (argc == 4 && !strcmp(argv[1], "callgrind")) return callgrind_child(atoi(argv[2]), atol(argv[3]));
-#ifdef DT_CBLAS
+#if DT_CBLAS
     /* OpenBLAS's idle threads spin for 2^28 cycles after each call (read at load time):
        run again with the shortest timeout so they do not take the cores of the next variant */
     if (!getenv("OPENBLAS_THREAD_TIMEOUT")) {

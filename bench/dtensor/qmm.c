@@ -14,7 +14,10 @@
 #define MICROBATCH_IMPLEMENTATION
 #define PG_IMPLEMENTATION
 #define DTENSOR_IMPLEMENTATION
-#include "dtensor.h"
+#define DTENSOR_OPS_IMPLEMENTATION
+#define DTENSOR_QUANT_IMPLEMENTATION
+#include "dtensor_ops.h"
+#include "dtensor_quant.h"
 #include "bench_time.h"
 
 #define NMAX    512

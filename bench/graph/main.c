@@ -1,6 +1,6 @@
 /* main.c — `scons bench`: a data-parallel training step (issue #7 item 7). An MLP
    IN -> HID -> OUT (relu, sigmoid, loss = sum(out - y)), its backward and SGD as one
-   dtensor.h graph (section 14): the batch-dim analysis shards the batch over 2
+   dtensor_graph.h: the batch-dim analysis shards the batch over 2
    pg_pthread ranks and all-reduces the weight and bias gradients (dt_gplan_run), against
    the same graph planned for 1 rank on the whole batch (the peer). Sizes are chosen so
    the matmuls dominate (B x IN x HID = 256 x 256 x 512: 92 M multiply-adds per step,
@@ -27,7 +27,9 @@
 #define MICROBATCH_IMPLEMENTATION
 #define PG_IMPLEMENTATION
 #define DTENSOR_IMPLEMENTATION
-#include "dtensor.h"
+#define DTENSOR_OPS_IMPLEMENTATION
+#define DTENSOR_GRAPH_IMPLEMENTATION
+#include "dtensor_graph.h"
 #define PG_PTHREAD_IMPLEMENTATION
 #define PG_PTHREAD_YIELD_NS 100000000 /* rank 1 yields through the 1-rank step (above) */
 #include "ports/pg_pthread.h"

@@ -36,7 +36,8 @@
                sweep_2r_<schedule>_m<M>; bench/report.py plots them; see sweep()).
      mlp       the demo's 784-256-128-64-10 MLP (examples/pipeline_mnist/mlp.h), 8
                microbatches of 8: zero grads, pp_exec_run, SGD step, vs PyTorch 1.13's
-               torch.distributed.pipeline.sync.Pipe on CPU, same model, chunks and batch,
+               torch.distributed.pipeline.sync.Pipe on CPU (every partition on one worker
+               thread; BLAS and threads as torch_pipe.py reports), same model, chunks and batch,
                on two layouts: 4r_1f1b with balance 2,2,2,1 (the demo's; torch's 4
                partitions), and 2r_1f1b (a rank per CPU) with the balance pp_balance_by_cost
                computes from a profiling run of the layers (each layer's forward + backward
@@ -44,6 +45,19 @@
                of the work); torch runs the same 2 partitions. Process CPU time per step
                is printed beside the wall time, and pp_simulate's prediction from the
                profiled layer costs (rows with peer "simulator").
+     peers     the demo's training step (the same MLP, batch and data; SGD lr 0.01) beside plain
+               single-process torch training it (nn.Sequential on the whole batch, OpenBLAS or
+               whatever BLAS Debian's torch maps: its name is in the peer's) at 1 thread and at 2
+               threads with OMP_WAIT_POLICY=PASSIVE (torch_pipe.py --plain, a server timing
+               blocks on request), alternating blocks of 100 steps with ours, 9 rounds, medians;
+               the better torch setting is the peer row, the other is printed and rowed beside
+               the demo's. Ours: 2 ranks 1F1B (balance 1,6), 1 rank, 4 ranks 1F1B (2,2,2,1), with
+               mlp.h's kernels and, built with MLP_CBLAS (`scons bench` with OpenBLAS found:
+               BENCH_OPTIONS), its CBLAS kernels (OpenBLAS 1 thread per rank; 1 rank also with 2).
+               "The demo's" is the layout its RANKS=auto would train on, picked the same way (2
+               x 10 alternating steps on 2 ranks and on 1) before the measured blocks; the rank
+               rows also stand beside the same kernels on 1 rank (the pipeline's own effect).
+               Both sides print the first step's loss on the same model and batch.
      instr     callgrind: instructions per action of the no-op 4r_1f1b run (valgrind
                --tool=callgrind on this program, collecting inside pp_exec_run): everything
                (executor, pg.h, pg_pthread and its waits), and the executor alone (minus the
@@ -53,25 +67,28 @@
    except the no-op cases: the best of NOOP_BLOCKS blocks of 300 steps, on both sides (the
    framework's own cost with the least interference from other processes on the machine).
    Without torch or valgrind: a SKIPPED line and no such rows. No assertions; the issue's
-   targets are printed as plain lines. `pipeline noop|equal|sweep|mlp|instr` runs one part only
-   (equal and mlp without torch). */
+   targets are printed as plain lines. `pipeline noop|equal|sweep|mlp|peers|instr` runs one part
+   only (equal and mlp without torch). */
 #define _GNU_SOURCE 1
+#include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #define MICROBATCH_IMPLEMENTATION
 #include "microbatch.h"
-#define PIPELINE_IMPLEMENTATION
-#include "pipeline.h"
 #define PG_IMPLEMENTATION
 #include "ports/pg.h"
+#define PIPELINE_IMPLEMENTATION
+#include "pipeline.h"
 #define PG_PTHREAD_IMPLEMENTATION
 #include "ports/pg_pthread.h"
 #include "examples/pipeline_mnist/mlp.h"
@@ -333,12 +350,11 @@ static void mlp_step_pre(int r)
 }
 static void mlp_step_post(int r)
 {
-    int i, k;
+    int k;
     for (k = 0; k < 4; k++)
         if (lin_rank[k] == r) {
-            int n = mlp_dims[k] * mlp_dims[k + 1];
-            for (i = 0; i < n; i++) W[k][i] -= 0.01f * G[k][i];
-            for (i = 0; i < mlp_dims[k + 1]; i++) B[k][i] -= 0.01f * GB[k][i];
+            mlp_sgd(W[k], G[k], mlp_dims[k] * mlp_dims[k + 1], 0.01f);
+            mlp_sgd(B[k], GB[k], mlp_dims[k + 1], 0.01f);
         }
 }
 
@@ -449,6 +465,9 @@ static double handoff_ns(void)
 }
 
 static pp_layer noop[4], eq[4], mlp[MLP_LAYERS];
+#ifdef MLP_CBLAS
+static pp_layer mlp_blas[MLP_LAYERS]; /* the same MLP through mlp.h's CBLAS kernels */
+#endif
 static const int32_t one_each[4] = {1, 1, 1, 1};
 
 static void make_layers(void)
@@ -498,6 +517,30 @@ static void mlp_init(void)
         labels[i] = i % 10;
     }
     mlp_layers(mlp, lin, MB_ROWS);
+#ifdef MLP_CBLAS
+    mlp_layers(mlp_blas, lin, MB_ROWS);
+    mlp_layers_cblas(mlp_blas);
+#endif
+}
+
+/* A rows x cols row-major f32 tensor over data. */
+static mb_tensor f32_matrix(void *data, int rows, int cols)
+{
+    mb_tensor t;
+    memset(&t, 0, sizeof t);
+    t.dtype = MB_F32;
+    t.ndim = 2;
+    t.shape[0] = rows;
+    t.shape[1] = cols;
+    t.stride[0] = cols;
+    t.stride[1] = 1;
+    t.data = data;
+    return t;
+}
+/* Layer l's input width (the previous layer's output, or the model's input). */
+static int mlp_in_width(const pp_layer *layers, int l)
+{
+    return l ? (int)(layers[l - 1].act_bytes / 4 / MB_ROWS) : MLP_IN;
 }
 
 /* Profiling run for automatic balance: each layer's time on one microbatch, one thread,
@@ -512,24 +555,9 @@ static void mlp_profile(uint32_t *cost)
     memcpy(act[0], xdata[0], sizeof(float) * MB_ROWS * MLP_IN);
     for (l = 0; l < MLP_LAYERS; l++) {
         const pp_layer *L = &mlp[l];
-        int in = l ? (int)(mlp[l - 1].act_bytes / 4 / MB_ROWS) : MLP_IN, out = (int)(L->act_bytes / 4 / MB_ROWS);
-        mb_tensor x, y, dy, dx;
-        memset(&x, 0, sizeof x);
-        x.dtype = MB_F32;
-        x.ndim = 2;
-        x.shape[0] = MB_ROWS;
-        x.shape[1] = in;
-        x.stride[0] = in;
-        x.stride[1] = 1;
-        dx = x;
-        y = x;
-        y.shape[1] = out;
-        y.stride[0] = out;
-        dy = y;
-        x.data = act[l];
-        y.data = act[l + 1];
-        dy.data = grad[l + 1];
-        dx.data = grad[l];
+        int in = mlp_in_width(mlp, l), out = (int)(L->act_bytes / 4 / MB_ROWS);
+        mb_tensor x = f32_matrix(act[l], MB_ROWS, in), dx = f32_matrix(grad[l], MB_ROWS, in);
+        mb_tensor y = f32_matrix(act[l + 1], MB_ROWS, out), dy = f32_matrix(grad[l + 1], MB_ROWS, out);
         for (i = 0; i < MB_ROWS * out; i++) grad[l + 1][i] = urand() * 0.01f;
         for (i = 0; i < 31; i++) {
             double a = now_ns(), b;
@@ -595,6 +623,334 @@ static double mlp_run(const layout *lo, const int32_t *balance, int steps, doubl
     return ns;
 }
 
+/* ---- the demo's training step beside plain torch ----
+   Variants of the same step (layout x kernels) and plain torch at 1 and 2 threads, timed in
+   blocks of PEER_STEPS steps that alternate (one block of each, PEER_REPS times), so that a
+   change in the machine's load reaches every side alike; figures are medians over blocks. */
+#define PEER_REPS    9
+#define PEER_STEPS   100
+/* The demo (examples/pipeline_mnist, RANKS=auto) trains each epoch on 2 ranks or on 1,
+   whichever ran its first TRIAL_BLOCKS x 2 alternating blocks of TRIAL_STEPS steps faster, with
+   the build's kernels (CBLAS with MLP_CBLAS): the same trial picks "the demo's" variant here,
+   before the measured blocks. */
+#define TRIAL_BLOCKS 2
+#define TRIAL_STEPS  10
+#ifdef MLP_CBLAS
+#define DEMO_2R   "2r_1f1b_cblas"
+#define DEMO_1R   "1r_cblas"
+#define DEMO_MARK " [the demo's with blas=openblas: its RANKS=auto picked it in this run]"
+#else
+#define DEMO_2R   "2r_1f1b"
+#define DEMO_1R   "1r"
+#define DEMO_MARK " [the demo's: its RANKS=auto picked it in this run]"
+#endif
+static void row(const char *cs, const char *metric, const char *unit, double ours, const char *peer, double peer_value);
+static int root_dir(char *out, size_t cap);
+static const layout L1 = {"1r", PP_SCHED_1F1B, 1, 1};
+static const int32_t all_layers[1] = {MLP_LAYERS};
+typedef struct variant {
+    const char *name, *what;
+    const layout *lo;
+    const int32_t *balance;
+    int blas; /* 0: mlp.h's kernels; n: its CBLAS kernels, OpenBLAS with n threads */
+    double ns[PEER_REPS], cpu[PEER_REPS];
+} variant;
+
+/* `steps` steps of variant v (and a few not timed before them); median ns per step (one block). */
+static double variant_run(const variant *v, int steps, double *cpu)
+{
+    job j;
+    double ns;
+    int k, s, acc;
+    setup(v->lo);
+    for (k = 0; k < 4; k++) {
+        for (s = 0, acc = v->balance[0]; 2 * k >= acc;) acc += v->balance[++s];
+        lin_rank[k] = plan.stage_rank[s];
+    }
+#ifdef MLP_CBLAS
+    openblas_set_num_threads(v->blas ? v->blas : 1);
+#endif
+    memset(&j, 0, sizeof j);
+    j.steps = steps;
+    j.warmup = 3;
+    j.blocks = 1;
+    j.mlp = 1;
+#ifdef MLP_CBLAS
+    ns = run_job(v->blas ? mlp_blas : mlp, MLP_LAYERS, v->balance, MB_ROWS, MB_ROWS * MLP_IN * 4, mlp_input, mlp_loss,
+                 &j);
+#else
+    ns = run_job(mlp, MLP_LAYERS, v->balance, MB_ROWS, MB_ROWS * MLP_IN * 4, mlp_input, mlp_loss, &j);
+#endif
+    *cpu = j.cpu_ns[0];
+    return ns;
+}
+static void variant_block(variant *v, int rep)
+{
+    v->ns[rep] = variant_run(v, PEER_STEPS, &v->cpu[rep]);
+}
+
+/* Plain torch (torch_pipe.py --plain THREADS) as a child process that times blocks on request. */
+typedef struct torch_srv {
+    pid_t pid;
+    FILE *to, *from;
+    int threads, ok;
+    double loss0, ns[PEER_REPS], cpu[PEER_REPS];
+    char name[600];
+} torch_srv;
+
+static double json_num(const char *line, const char *key)
+{
+    const char *p = strstr(line, key);
+    return p ? atof(p + strlen(key)) : -1;
+}
+
+/* Start the server and send it the model and batch as they are now; 1 once it is ready. */
+static int torch_start(torch_srv *s, const char *root, int threads)
+{
+    char script[4200], arg[16], line[2048], blas[512];
+    const char *b;
+    int in[2], out[2], k, lab[M * MB_ROWS];
+    s->threads = threads;
+    s->ok = 0;
+    snprintf(script, sizeof script, "%s/bench/pipeline/torch_pipe.py", root);
+    snprintf(arg, sizeof arg, "%d", threads);
+    if (pipe(in)) return 0;
+    if (pipe(out)) {
+        close(in[0]);
+        close(in[1]);
+        return 0;
+    }
+    for (k = 0; k < 2; k++) { /* not inherited by the next server: its input must end when ours closes */
+        fcntl(in[k], F_SETFD, FD_CLOEXEC);
+        fcntl(out[k], F_SETFD, FD_CLOEXEC);
+    }
+    fflush(stdout);
+    s->pid = fork();
+    if (s->pid == 0) {
+        dup2(in[0], 0);
+        dup2(out[1], 1);
+        close(in[0]);
+        close(in[1]);
+        close(out[0]);
+        close(out[1]);
+        execl("/usr/bin/python3", "python3", script, "--plain", arg, (char *)NULL);
+        _exit(127);
+    }
+    close(in[0]);
+    close(out[1]);
+    if (s->pid < 0) {
+        close(in[1]);
+        close(out[0]);
+        return 0;
+    }
+    s->to = fdopen(in[1], "w");
+    s->from = fdopen(out[0], "r");
+    for (k = 0; k < 4; k++) {
+        fwrite(W[k], sizeof(float), (size_t)(mlp_dims[k] * mlp_dims[k + 1]), s->to);
+        fwrite(B[k], sizeof(float), (size_t)mlp_dims[k + 1], s->to);
+    }
+    for (k = 0; k < M * MB_ROWS; k++) lab[k] = labels[k];
+    fwrite(xdata, sizeof(float), (size_t)M * MB_ROWS * MLP_IN, s->to);
+    fwrite(lab, sizeof lab[0], M * MB_ROWS, s->to);
+    fflush(s->to);
+    while (fgets(line, sizeof line, s->from)) {
+        if (line[0] != '{') { /* SKIPPED ... */
+            fputs(line, stdout);
+            continue;
+        }
+        if (!strstr(line, "\"ready\"")) continue;
+        b = strstr(line, "\"blas\": \"");
+        snprintf(blas, sizeof blas, "%s", b ? b + 9 : "?");
+        blas[strcspn(blas, "\"")] = 0;
+        s->loss0 = json_num(line, "\"loss0\": ");
+        snprintf(s->name, sizeof s->name, "torch 1.13 plain, %s, %d thread%s", blas, threads,
+                 threads > 1 ? "s (OMP_WAIT_POLICY=PASSIVE)" : "");
+        printf("torch plain %d thread%s: %s", threads, threads > 1 ? "s" : "", line);
+        s->ok = 1;
+        break;
+    }
+    return s->ok;
+}
+
+static void torch_block(torch_srv *s, int rep)
+{
+    char line[1024];
+    if (!s->ok) return;
+    fprintf(s->to, "%d\n", PEER_STEPS);
+    fflush(s->to);
+    if (!fgets(line, sizeof line, s->from) || json_num(line, "\"step_us\": ") <= 0) {
+        printf("SKIPPED plain torch peer, %d threads: no answer\n", s->threads);
+        s->ok = 0;
+        return;
+    }
+    s->ns[rep] = json_num(line, "\"step_us\": ") * 1e3;
+    s->cpu[rep] = json_num(line, "\"cpu_us\": ") * 1e3;
+}
+
+static void torch_stop(torch_srv *s)
+{
+    if (s->to) fclose(s->to); /* end of input: the server exits */
+    if (s->from) fclose(s->from);
+    if (s->pid > 0) waitpid(s->pid, NULL, 0);
+    s->to = s->from = NULL;
+    s->pid = 0;
+}
+
+/* The loss of the first step on the model and batch as they are now, one thread, mlp.h's
+   forward: the plain torch servers print theirs (loss0) for the same model and batch. */
+static double mlp_loss_now(const pp_layer *layers)
+{
+    static float act[MLP_LAYERS + 1][M * MB_ROWS * MLP_IN], dy[MB_ROWS * MLP_OUT];
+    double sum = 0, l;
+    int k;
+    memcpy(act[0], xdata, sizeof xdata);
+    for (k = 0; k < MLP_LAYERS; k++) {
+        mb_tensor x = f32_matrix(act[k], M * MB_ROWS, mlp_in_width(layers, k));
+        mb_tensor y = f32_matrix(act[k + 1], M * MB_ROWS, (int)(layers[k].act_bytes / 4 / MB_ROWS));
+        layers[k].forward(layers[k].self, &x, &y);
+    }
+    for (k = 0; k < M; k++) { /* mlp_loss: per microbatch, each a share of the batch mean */
+        mb_tensor y = f32_matrix(act[MLP_LAYERS] + (size_t)k * MB_ROWS * MLP_OUT, MB_ROWS, MLP_OUT);
+        mb_tensor g = f32_matrix(dy, MB_ROWS, MLP_OUT);
+        mlp_loss(NULL, k, &y, &g, &l);
+        sum += l;
+    }
+    return sum;
+}
+
+static double sps(double step_ns)
+{
+    return step_ns > 0 ? M * MB_ROWS / (step_ns / 1e9) : 0;
+}
+
+static void mlp_peers(void)
+{
+    variant vs[] = {
+        {"2r_1f1b", "2 ranks 1F1B, balance 1,6, mlp.h's kernels", &L2S, mlp_balance2, 0, {0}, {0}},
+        {"1r", "1 rank, the 7 layers as one stage, mlp.h's kernels", &L1, all_layers, 0, {0}, {0}},
+        {"4r_1f1b", "4 ranks 1F1B, balance 2,2,2,1, mlp.h's kernels", &L4, mlp_balance, 0, {0}, {0}},
+#ifdef MLP_CBLAS
+        {"2r_1f1b_cblas",
+         "2 ranks 1F1B, balance 1,6, mlp.h's CBLAS kernels, OpenBLAS 1 thread per rank",
+         &L2S,
+         mlp_balance2,
+         1,
+         {0},
+         {0}},
+        {"1r_cblas",
+         "1 rank, the 7 layers as one stage, mlp.h's CBLAS kernels, OpenBLAS 1 thread",
+         &L1,
+         all_layers,
+         1,
+         {0},
+         {0}},
+        {"1r_cblas_2threads",
+         "1 rank, the 7 layers as one stage, mlp.h's CBLAS kernels, OpenBLAS 2 threads",
+         &L1,
+         all_layers,
+         2,
+         {0},
+         {0}},
+#endif
+    };
+    enum { NV = sizeof vs / sizeof vs[0] };
+    torch_srv ts[2];
+    char root[4096], cs[400];
+    double loss_ours, loss_blas, vmed[NV], tmed[2] = {0, 0}, r[PEER_REPS];
+    double t2 = 0, t1 = 0, cpu;
+    int v, t, k, rep, best = -1, demo = 0, one = 0, one_blas = 0, d2 = 0, d1 = 0;
+    for (v = 0; v < NV; v++) {
+        if (!strcmp(vs[v].name, DEMO_2R)) d2 = v;
+        if (!strcmp(vs[v].name, DEMO_1R)) d1 = v;
+        if (!strcmp(vs[v].name, "1r")) one = v;
+        if (!strcmp(vs[v].name, "1r_cblas")) one_blas = v;
+    }
+    memset(ts, 0, sizeof ts);
+    signal(SIGPIPE, SIG_IGN); /* a server that died: writes fail, the bench goes on */
+    loss_ours = mlp_loss_now(mlp);
+#ifdef MLP_CBLAS
+    loss_blas = mlp_loss_now(mlp_blas);
+#else
+    loss_blas = NAN; /* no CBLAS kernels in this build */
+#endif
+    if (!root_dir(root, sizeof root) || access("/usr/bin/python3", X_OK)) {
+        printf("SKIPPED plain torch peer: no /usr/bin/python3 or no repository root\n");
+    } else {
+        for (t = 0; t < 2; t++) torch_start(&ts[t], root, t + 1);
+        for (t = 0; t < 2; t++)
+            if (ts[t].ok)
+                printf("same model and batch: first-step loss ours %.6f (CBLAS kernels: %.6f), torch (%d thread%s) "
+                       "%.6f\n",
+                       loss_ours, loss_blas, ts[t].threads, ts[t].threads > 1 ? "s" : "", ts[t].loss0);
+    }
+    for (k = 0; k < TRIAL_BLOCKS; k++) { /* the demo's choice of layout, as it makes it */
+        t2 += variant_run(&vs[d2], TRIAL_STEPS, &cpu);
+        t1 += variant_run(&vs[d1], TRIAL_STEPS, &cpu);
+    }
+    demo = t2 <= t1 ? d2 : d1;
+    printf("the demo's layout (RANKS=auto): %d x %d steps each: 2 ranks %.1f us, 1 rank %.1f us per step: %s; load "
+           "average %s\n",
+           TRIAL_BLOCKS, TRIAL_STEPS, t2 / TRIAL_BLOCKS / 1e3, t1 / TRIAL_BLOCKS / 1e3, vs[demo].name, loadavg());
+    printf("mlp peers: %d alternating blocks of %d steps: %d variants of ours, plain torch 1 and 2 threads; load "
+           "average %s\n",
+           PEER_REPS, PEER_STEPS, (int)NV, loadavg());
+    for (rep = 0; rep < PEER_REPS; rep++) /* each round starts one side later: no side always follows another */
+        for (k = 0; k < NV + 2; k++) {
+            int i = (k + rep) % (NV + 2);
+            const struct timespec idle = {0, 200000000};
+            if (i < NV)
+                variant_block(&vs[i], rep);
+            else
+                torch_block(&ts[i - NV], rep);
+            /* a BLAS's worker threads spin a while after a call (OpenBLAS: 2^28 cycles, ~0.1 s)
+               before they sleep: they would take CPU from the next block, whichever side it is */
+            nanosleep(&idle, NULL);
+        }
+#ifdef MLP_CBLAS
+    openblas_set_num_threads(1);
+#endif
+    for (t = 0; t < 2; t++) {
+        double c[PEER_REPS];
+        if (!ts[t].ok) continue;
+        memcpy(c, ts[t].cpu, sizeof c);
+        tmed[t] = median(ts[t].ns, PEER_REPS);
+        memcpy(r, ts[t].ns, sizeof r);
+        printf("mlp peer %s: step %.1f us (%.0f samples/s; best block %.1f us), CPU %.1f us per step\n", ts[t].name,
+               tmed[t] / 1e3, sps(tmed[t]), (qsort(r, PEER_REPS, sizeof r[0], cmp_d), r[0]) / 1e3,
+               median(c, PEER_REPS) / 1e3);
+        if (best < 0 || tmed[t] < tmed[best]) best = t;
+    }
+    for (v = 0; v < NV; v++) {
+        double c[PEER_REPS];
+        memcpy(c, vs[v].cpu, sizeof c);
+        memcpy(r, vs[v].ns, sizeof r);
+        vmed[v] = median(r, PEER_REPS);
+        printf("mlp train %s (%s): step %.1f us (%.0f samples/s; best block %.1f us), CPU %.1f us per step\n",
+               vs[v].name, vs[v].what, vmed[v] / 1e3, sps(vmed[v]), r[0] / 1e3, median(c, PEER_REPS) / 1e3);
+    }
+    for (v = 0; v < NV; v++) {
+        int base = vs[v].blas ? one_blas : one; /* the same kernels on 1 rank */
+        snprintf(cs, sizeof cs, "mlp_train_%s (the demo's training step, 8 microbatches of 8: %s)%s", vs[v].name,
+                 vs[v].what, v == demo ? DEMO_MARK : "");
+        if (best >= 0) row(cs, "samples_s", "samples/s", sps(vmed[v]), ts[best].name, sps(tmed[best]));
+        for (t = 0; t < 2 && v == demo; t++)
+            if (t != best && ts[t].ok) row(cs, "samples_s", "samples/s", sps(vmed[v]), ts[t].name, sps(tmed[t]));
+        if (vs[v].lo->ranks > 1)
+            row(cs, "samples_s", "samples/s", sps(vmed[v]),
+                vs[base].blas ? "ours, 1 rank, CBLAS kernels (same run)" : "ours, 1 rank, mlp.h's kernels (same run)",
+                sps(vmed[base]));
+    }
+    if (best >= 0) {
+        for (rep = 0; rep < PEER_REPS; rep++) r[rep] = ts[best].ns[rep] / vs[demo].ns[rep];
+        printf("target: the demo's MLP training (%s) >= plain torch + OpenBLAS at its best thread setting (%d "
+               "thread%s in this run): %.0f vs %.0f samples/s, %.2fx (paired blocks: median %.2fx) (%s); load "
+               "average %s\n",
+               vs[demo].what, ts[best].threads, ts[best].threads > 1 ? "s" : "", sps(vmed[demo]), sps(tmed[best]),
+               tmed[best] / vmed[demo], median(r, PEER_REPS), vmed[demo] <= tmed[best] ? "met" : "NOT met", loadavg());
+    }
+    for (t = 0; t < 2; t++) torch_stop(&ts[t]);
+}
+
 /* ---- sweep: every schedule on 2 ranks across microbatch counts ----
    The same model for every schedule: 4 equal layers, each F = I = W = SW_US of busy work
    per microbatch (B = I + W; the model input has no I), on 2 ranks: 2 stages of 2 layers
@@ -607,7 +963,6 @@ static double mlp_run(const layout *lo, const int32_t *balance, int steps, doubl
    latency (the `equal` rows' model), and the schedule's own bound (pp_simulate from the
    layers' time alone: its bubble only). */
 #define SW_US 100.0
-static void row(const char *cs, const char *metric, const char *unit, double ours, const char *peer, double peer_value);
 static uint64_t sw_iters;
 static int sw_f(void *s, const mb_tensor *x, mb_tensor *y)
 {
@@ -752,7 +1107,10 @@ static int root_dir(char *out, size_t cap)
     return 1;
 }
 
-/* The torch peer: bench/pipeline/torch_pipe.py; step_us per case name. */
+/* The torch Pipe peer: bench/pipeline/torch_pipe.py; step_us per case name. Its rows' peer
+   name says what it ran: Pipe on CPU runs every partition on that device's one worker thread,
+   with the BLAS (and its threads) and intra-op threads torch_pipe.py reports. */
+static char pipe_name[600] = "torch 1.13 Pipe";
 typedef struct torch_res {
     double noop4, noop2, mlp, noop4_cpu, noop2_cpu, mlp2;
     int got;
@@ -781,6 +1139,15 @@ static void torch_peer(torch_res *t, const int32_t *bal2)
         }
         printf("torch: %s", line);
         if (!s) continue;
+        if (strstr(line, "\"blas\": \"") && !strchr(pipe_name, '(')) {
+            char blas[400];
+            snprintf(blas, sizeof blas, "%s", strstr(line, "\"blas\": \"") + 9);
+            blas[strcspn(blas, "\"")] = 0;
+            snprintf(pipe_name, sizeof pipe_name,
+                     "torch 1.13 Pipe on CPU (all partitions on its one worker thread; %s, %d BLAS threads, %d "
+                     "intra-op)",
+                     blas, (int)json_num(line, "\"blas_threads\": "), (int)json_num(line, "\"threads\": "));
+        }
         if (strstr(line, "\"case\": \"noop\"")) {
             t->noop4 = atof(s + 11);
             t->got |= 1;
@@ -926,7 +1293,11 @@ int main(int argc, char **argv)
     mlp_profile(cost);
     if ((rc = pp_balance_by_cost(cost, MLP_LAYERS, 2, bal2, &max_part))) die(rc, "balance");
     if (argc > 1 && !strcmp(argv[1], "mlp")) goto mlp; /* `pipeline mlp`: only the MLP rows, no torch */
-    if (argc > 1 && !strcmp(argv[1], "sweep")) {       /* `pipeline sweep`: only the sweep rows */
+    if (argc > 1 && !strcmp(argv[1], "peers")) {       /* `pipeline peers`: only the rows beside plain torch */
+        mlp_peers();
+        return 0;
+    }
+    if (argc > 1 && !strcmp(argv[1], "sweep")) { /* `pipeline sweep`: only the sweep rows */
         ns2 = noop_step(&L2, 300, 100);
         sweep(ns2 / busiest);
         return 0;
@@ -957,7 +1328,7 @@ int main(int argc, char **argv)
     row("noop_4r_1f1b_per_action (no-op step / actions of the busiest rank)", "action_ns", "ns", act4, "none", 0);
     row("noop_2r_il_per_action (no-op step / actions of the busiest rank)", "action_ns", "ns", act2, "none", 0);
     {
-        const char *peer = (tr.got & 1) ? "torch_pipe_1.13" : "none";
+        const char *peer = (tr.got & 1) ? pipe_name : "none";
         double tv = (tr.got & 1) ? tr.noop4 / M : 0;
         row("noop_4r_1f1b_per_microbatch (no-op 4-stage step / 8 microbatches; torch: 4 Identity partitions, chunks 8)",
             "overhead_us", "us", ns4 / M / 1e3, peer, tv);
@@ -977,8 +1348,7 @@ int main(int argc, char **argv)
                    loadavg());
         }
         row("noop_2r_1f1b_2stages_per_microbatch (2-stage no-op step / 8; torch: 2 Identity partitions, chunks 8)",
-            "overhead_us", "us", ns2s / M / 1e3, (tr.got & 2) ? "torch_pipe_1.13" : "none",
-            (tr.got & 2) ? tr.noop2 / M : 0);
+            "overhead_us", "us", ns2s / M / 1e3, (tr.got & 2) ? pipe_name : "none", (tr.got & 2) ? tr.noop2 / M : 0);
         /* the same, as CPU time of the whole process (every rank / torch thread) per microbatch:
            what the framework burns, less disturbed by other processes than wall time */
         row("noop_4r_1f1b_cpu_per_microbatch (process CPU time per no-op 4-stage step / 8; torch the same)",
@@ -986,7 +1356,7 @@ int main(int argc, char **argv)
         row("noop_2r_il_cpu_per_microbatch (process CPU time per no-op 4-stage step / 8; torch the same)",
             "cpu_overhead_us", "us", cpu2 / M / 1e3, peer, (tr.got & 1) ? tr.noop4_cpu / M : 0);
         row("noop_2r_1f1b_2stages_cpu_per_microbatch (process CPU time per 2-stage no-op step / 8; torch the same)",
-            "cpu_overhead_us", "us", cpu2s / M / 1e3, (tr.got & 2) ? "torch_pipe_1.13" : "none",
+            "cpu_overhead_us", "us", cpu2s / M / 1e3, (tr.got & 2) ? pipe_name : "none",
             (tr.got & 2) ? tr.noop2_cpu / M : 0);
         if (tr.got & 1)
             printf("target (CPU time): overhead per microbatch >= 100x lower than torch Pipe: 4r_1f1b %.0fx, 2r_il "
@@ -1158,8 +1528,7 @@ mlp:
        gives for the profiled layer costs (torch: the same 2 partitions) */
     {
         double ns4m, ns2m, cpu4m, cpu2m, sim4m, sim2m, tot = 0;
-        const char *peer = (tr.got & 4) ? "torch_pipe_1.13" : "none",
-                   *peer2 = (tr.got & 8) ? "torch_pipe_1.13" : "none";
+        const char *peer = (tr.got & 4) ? pipe_name : "none", *peer2 = (tr.got & 8) ? pipe_name : "none";
         char c2[200];
         for (k = 0; k < MLP_LAYERS; k++) tot += cost[k];
         printf("mlp: layer costs (us, one microbatch of %d, forward + backward):", MB_ROWS);
@@ -1198,9 +1567,11 @@ mlp:
                    tr.mlp2 * 1e3 / ns2m, tr.mlp2 * 1e3 < ns2m ? "NOT met" : "met");
         if (tr.got & 4) printf("\n");
     }
+    /* 5. the demo's training step beside plain torch (alternating blocks) */
+    if (argc == 1) mlp_peers();
     if (argc > 1) return 0;
 
-    /* 5. instructions per action */
+    /* 6. instructions per action */
     callgrind_rows();
     return 0;
 }

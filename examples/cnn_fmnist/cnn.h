@@ -1,6 +1,6 @@
 /* cnn.h — the int8 Fashion-MNIST CNN of examples/cnn_fmnist, shared by the host program
    and the bare-metal firmware (riscv_smp/main.c): conv 1->8 3x3 padding 1 + ReLU,
-   max pool 2x2, linear 1568 -> 10, all int8 with int32 sums and dtensor.h's
+   max pool 2x2, linear 1568 -> 10, all int8 with int32 sums and dtensor_quant.h's
    requantization. cnn_forward_sharded runs one image spatially sharded over a 1-D mesh:
    the 28 image rows split torch.chunk-wise, dt_conv2d_q8 with its halo exchange, the
    pool on the conv's row shards (dt_maxpool2d, halo again), then each rank's partial
@@ -10,7 +10,7 @@
 #define CNN_FMNIST_H
 #include <stdint.h>
 #include <string.h>
-#include "dtensor.h"
+#include "dtensor_qconv.h"
 
 #define CNN_HW   28
 #define CNN_C    8

@@ -6,7 +6,7 @@
    its own copy of the parameters, a global batch of 64 sharded 16 per rank (the conv's
    input Shard(0): dt_conv2d runs the local kernel), gradients averaged with one
    pg_all_reduce(AVG) per step, SGD with momentum: every rank keeps identical parameters.
-   Then post-training quantization as torch's symmetric observers (dtensor.h section 12):
+   Then post-training quantization as torch's symmetric observers (dtensor_quant.h):
    image scale 1/127.5, per-channel int8 weights, int32 biases, output scales from 2,000
    training images, fixed-point multipliers. Prints f32 and int8 test accuracy, checks that
    the int8 CNN spatially sharded over 4 pg_pthread ranks (examples/cnn_fmnist/cnn.h:
@@ -28,7 +28,10 @@
 #define MICROBATCH_IMPLEMENTATION
 #define PG_IMPLEMENTATION
 #define DTENSOR_IMPLEMENTATION
-#include "dtensor.h"
+#define DTENSOR_CONV_IMPLEMENTATION
+#define DTENSOR_QUANT_IMPLEMENTATION
+#define DTENSOR_QCONV_IMPLEMENTATION
+#include "dtensor_qconv.h"
 #define PG_PTHREAD_IMPLEMENTATION
 #include "ports/pg_pthread.h"
 #include "cnn.h"

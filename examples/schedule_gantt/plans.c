@@ -14,7 +14,7 @@
        python3 examples/schedule_gantt/gantt.py OUTDIR/gpipe.trace.json ... -o schedules.png
 
    draws them side by side. Usage: plans [OUTDIR [P [M]]] */
-#define PP_NO_EXECUTOR
+#define PP_NO_EXECUTOR 1
 #define PIPELINE_IMPLEMENTATION
 #include "pipeline.h"
 

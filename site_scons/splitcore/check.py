@@ -1,7 +1,8 @@
 """`scons check`: static analysis of the headers.
 
 cppcheck (with its MISRA C:2012 addon) and clang-tidy run on each header's implementation
-(the hygiene TU that includes it, with <PREFIX>_IMPLEMENTATION defined: one configuration).
+(the hygiene TU that includes it, with <PREFIX>_IMPLEMENTATION defined and, as in the hygiene
+builds, SPLITCORE_SEPARATE_IMPLEMENTATIONS: one configuration).
 Findings are counted by rule / check id per header into build/check.md. The step fails on
  - a MISRA rule that fires in a header without a row in docs/misra-deviations.md's deviation
    table (rule, headers it applies to, reason), and
@@ -19,6 +20,8 @@ CLANG_TIDY_CHECKS = ",".join([
     # two adjacent parameters of one type are the API (counts, ranks): not a defect class here
     "-bugprone-easily-swappable-parameters",
 ])
+# each header's implementation alone: the implementations it calls are linked from other files
+SEPARATE = "-DSPLITCORE_SEPARATE_IMPLEMENTATIONS"
 _CPPCHECK_LINE = re.compile(r"^(.*?):(\d+):(\w+):([\w.\-]+):(.*)$")
 _TIDY_LINE = re.compile(r"^(.*?):(\d+):\d+: (warning|error): (.*) \[([\w.,\-]+)\]$")
 
@@ -29,7 +32,7 @@ def _rel(path):
 
 
 def cppcheck(tu, prefix, includes):
-    cmd = ["cppcheck", "--addon=misra", "--std=c99", "--quiet", "-D%s_IMPLEMENTATION" % prefix,
+    cmd = ["cppcheck", "--addon=misra", "--std=c99", "--quiet", "-D%s_IMPLEMENTATION" % prefix, SEPARATE,
            "-USPLITCORE_CONFIG_FILE", "--enable=warning,style,performance,portability",
            "--template={file}:{line}:{severity}:{id}:{message}", "-I.", "-Iports"] + \
         ["-I" + i for i in includes] + [tu]
@@ -47,7 +50,7 @@ def cppcheck(tu, prefix, includes):
 
 def clang_tidy(tu, prefix, includes):
     cmd = ["clang-tidy", tu, "--quiet", "--header-filter=.*", "--checks=" + CLANG_TIDY_CHECKS, "--",
-           "-std=c99", "-D%s_IMPLEMENTATION" % prefix, "-I.", "-Iports"] + ["-I" + i for i in includes]
+           "-std=c99", "-D%s_IMPLEMENTATION" % prefix, SEPARATE, "-I.", "-Iports"] + ["-I" + i for i in includes]
     out = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, universal_newlines=True).stdout
     found = []
     for line in out.splitlines():
@@ -145,3 +148,35 @@ def _version(tool):
         return subprocess.run([tool, "--version"], stdout=subprocess.PIPE, universal_newlines=True).stdout.split()[-1]
     except OSError:
         return "?"
+
+
+def format_differences(files, clang_format="clang-format"):
+    """The files (repository-relative C sources and headers) whose text differs from what
+    the committed .clang-format makes of it: [(path, first differing line)]."""
+    out = []
+    for path in files:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        formatted = subprocess.run([clang_format, "--style=file", "--assume-filename=" + path], input=text,
+                                   stdout=subprocess.PIPE, universal_newlines=True, check=True).stdout
+        if formatted != text:
+            a, b = text.splitlines(), formatted.splitlines()
+            line = next((i + 1 for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)) + 1)
+            out.append((path, line))
+    return out
+
+
+def format_action(files):
+    """An SCons action: fails when a file is not formatted as .clang-format says, naming each
+    file and its first differing line (the fix: clang-format -i FILE)."""
+    def action(target, source, env):
+        diffs = format_differences(files)
+        with open(str(target[0]), "w") as log:
+            for path, line in diffs:
+                log.write("%s:%d: not formatted as .clang-format says (clang-format -i %s)\n" % (path, line, path))
+        for path, line in diffs:
+            print("FORMAT %s:%d: differs from clang-format's output (clang-format -i %s)" % (path, line, path))
+        print("format: %d C file(s) checked against .clang-format, %d differ" % (len(files), len(diffs)))
+        return 1 if diffs else 0
+    action.__name__ = "format"
+    return action

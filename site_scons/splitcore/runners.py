@@ -9,6 +9,10 @@ import threading
 
 _print_lock = threading.Lock()
 
+# Every program run of this scons invocation: (label, verdict) with verdict "passed",
+# "failed" or "expected failure"; summary() turns it into the run's last line.
+RESULTS = []
+
 # A hung QEMU (a crash that never reaches the exit path) fails after this.
 DEFAULT_TIMEOUT_S = int(os.environ.get("SPLITCORE_RUN_TIMEOUT", "300"))
 # `scons soak`'s long runs (minutes each on 2 cores).
@@ -36,6 +40,8 @@ def run_and_log(label, command, log_path, timeout_s=DEFAULT_TIMEOUT_S, failure_e
     os.makedirs(os.path.dirname(log_path), exist_ok=True)
     with open(log_path, "w") as log:
         log.write("$ %s\n%s\n[%s]\n" % (" ".join(command), output, verdict))
+    RESULTS.append((label, "passed" if status == 0 else "expected failure" if failure_expected and status != 124
+                    else "failed"))
     with _print_lock:
         sys.stdout.write("\n===== %s =====\n$ %s\n%s" % (label, " ".join(command), output))
         if output and not output.endswith("\n"):
@@ -53,3 +59,14 @@ def run_action(label, command_of, timeout_s=None):
         return 0 if status == 0 else 1
     action.__name__ = "run"
     return action
+
+
+def summary(alias, skipped):
+    """The run's last line: how many programs ran, passed and failed, and what was
+    skipped and why (`skipped`: Tools.skipped_summary())."""
+    failed = [label for label, verdict in RESULTS if verdict == "failed"]
+    passed = sum(1 for _, verdict in RESULTS if verdict != "failed")
+    line = "scons %s: %d run(s), %d passed, %d failed%s; %s" % (
+        alias, len(RESULTS), passed, len(failed), " (%s)" % ", ".join(failed) if failed else "", skipped)
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()

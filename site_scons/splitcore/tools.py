@@ -1,8 +1,11 @@
 """Which external programs are present, and what happens when one is not.
 
-Outside CI a missing compiler or QEMU skips that part of the job with one
-visible "SKIPPED: ..." line per missing program. Under CI=true it is a hard
-failure: nothing is silently left out of what CI claims to have tested.
+A missing compiler, library or QEMU is a hard failure of `scons test` (and of
+every alias under CI=true): nothing README promises is silently left out of what a
+passing run claims to have tested. `scons test PARTIAL=1` asks for a partial run
+on purpose: then each missing program leaves out its part with one visible
+"SKIPPED: ..." line, and the run's last line counts what was skipped and why.
+Other aliases (scons demo, scons bench, ...) skip with the same lines outside CI.
 """
 import atexit
 import shutil
@@ -12,8 +15,9 @@ from .targets import PACKAGE_OF
 
 
 class Tools:
-    def __init__(self, ci, requested_aliases):
+    def __init__(self, ci, requested_aliases, partial=False):
         self.ci = ci
+        self.partial = partial
         self.requested = set(requested_aliases)
         self.skipped = {}      # program -> [what was not done], in order
 
@@ -36,14 +40,29 @@ class Tools:
                 tag, program, ", ".join(whats), PACKAGE_OF.get(program, program)))
         sys.stdout.flush()
 
+    def strict(self):
+        """Missing programs fail the build: under CI, or for `scons test` unless PARTIAL=1."""
+        return self.ci or ("test" in self.requested and not self.partial)
+
+    def skipped_summary(self):
+        """'<n> parts skipped (<program>: <what>; ...)' or '0 parts skipped'."""
+        parts = ["%s not found: %s" % (p, ", ".join(w)) for p, w in self.skipped.items()]
+        return "%d part(s) skipped%s" % (sum(len(w) for w in self.skipped.values()),
+                                         " (%s)" % "; ".join(parts) if parts else "")
+
     def report(self):
-        """Call after every have(). Under CI a missing program stops the
-        build here; otherwise the SKIPPED lines come after the build's own
-        output, where they are seen."""
-        if self.ci and self.skipped:
+        """Call after every have(). When strict() a missing program stops the build
+        here, before anything runs; otherwise the SKIPPED lines come after the
+        build's own output, where they are seen."""
+        if self.strict() and self.skipped:
             self._lines("ERROR")
-            print("ERROR: CI=true and %d required program(s) are missing; "
-                  ".ci/run installs them." % len(self.skipped))
+            if self.ci:
+                print("ERROR: CI=true and %d required program(s) are missing; "
+                      ".ci/run installs them." % len(self.skipped))
+            else:
+                print("ERROR: scons test would leave out what README promises: install the "
+                      "packages above (README's test command does), or ask for a partial run "
+                      "with `scons test PARTIAL=1`.")
             sys.exit(1)
         if self.skipped:
             atexit.register(self._lines, "SKIPPED")

@@ -12,12 +12,15 @@
         library.json (PlatformIO's manifest schema; what PlatformIO would compile and put on
         the include path, then a build with that include path), zephyr/module.yml (Zephyr's
         module schema), zephyr/Kconfig and zephyr/CMakeLists.txt (run in a stub Zephyr
-        build with --cmake), the version in every header, manifest and CHANGELOG.md, and
-        headers of different releases failing to compile together.
+        build with --cmake), idf_component.yml (the ESP-IDF component manager's manifest; with
+        --cmake the root CMakeLists.txt in a stub ESP-IDF build, ports/platform/freertos.h
+        compiled with ESP-IDF's include layout), the version in every header, manifest and
+        CHANGELOG.md, and headers of different releases failing to compile together.
 
 Prints one line per check and a summary; exits 1 when any check failed."""
 import argparse
 import fnmatch
+import glob
 import filecmp
 import json
 import os
@@ -29,10 +32,11 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "site_scons"))
 from splitcore.checks import Checks  # noqa: E402
-from splitcore.consume import GENERATED, INCLUDE_DIR, header_version  # noqa: E402
+from splitcore.consume import GENERATED, INCLUDE_PATH, forwarders_differ, header_version  # noqa: E402
 
 WARN = ["-std=c99", "-Wall", "-Wextra", "-Wpedantic", "-Werror"]
-TOP_HEADERS = ["splitcore_base.h", "microbatch.h", "pipeline.h", "dtensor.h"]
+TOP_HEADERS = ["splitcore_base.h", "microbatch.h", "pipeline.h", "dtensor.h", "dtensor_ops.h", "dtensor_conv.h",
+               "dtensor_quant.h", "dtensor_qconv.h", "dtensor_random.h", "dtensor_graph.h"]
 
 
 def fresh(path):
@@ -137,7 +141,7 @@ def cmd_pkg_config(c, args):
     if not ok:
         return
     incs = [f[2:] for f in cflags.split() if f.startswith("-I")]
-    c.ok(len(incs) == 1 and os.path.realpath(incs[0]) == os.path.realpath(os.path.join(prefix, INCLUDE_DIR)),
+    c.ok(len(incs) == 1 and os.path.realpath(incs[0]) == os.path.realpath(os.path.join(prefix, INCLUDE_PATH)),
          "--cflags names the installed include directory", cflags.strip())
     # main.c copied out of the repository: only the installed headers can be found.
     main = os.path.join(build, "main.c")
@@ -331,6 +335,69 @@ target_link_libraries(app PRIVATE Threads::Threads m)
         c.run([os.path.join(out, "b", "app")], "... and runs")
 
 
+# ---- ESP-IDF ----------------------------------------------------------------------------
+# idf_component.yml keys of the component manager's manifest (docs.espressif.com,
+# idf-component-manager, "idf_component.yml Manifest File").
+IDF_KEYS = {"version": str, "description": str, "url": str, "license": str, "maintainers": list, "tags": list,
+            "repository": str, "documentation": str, "issues": str, "discussion": str, "targets": list,
+            "dependencies": dict, "files": dict, "examples": list}
+
+
+def check_esp_idf(c, repo, build, version, with_cmake):
+    import yaml
+    try:
+        with open(os.path.join(repo, "idf_component.yml")) as f:
+            meta = yaml.safe_load(f)
+    except (OSError, yaml.YAMLError) as e:
+        c.ok(False, "idf_component.yml parses as YAML", str(e))
+        return
+    bad = [k for k, v in meta.items() if k not in IDF_KEYS or not isinstance(v, IDF_KEYS[k])]
+    c.ok(not bad, "idf_component.yml: known keys of the right types", ", ".join(bad))
+    c.ok(meta.get("version") == version, "idf_component.yml: version is the headers' %s" % version,
+         str(meta.get("version")))
+    idf = meta.get("dependencies", {}).get("idf", {})
+    c.ok(isinstance(idf, dict) and str(idf.get("version", "")).startswith(">="),
+         "idf_component.yml: depends on an ESP-IDF version range")
+    if not with_cmake:
+        return
+    # A stub ESP-IDF build: ESP_PLATFORM set, idf_component_register recording the include
+    # directories; an app then compiles freertos.h as ESP-IDF firmware does (the kernel's
+    # headers as freertos/FreeRTOS.h: the FreeRTOS model of tests/ports/freertos stands in).
+    out = fresh(os.path.join(build, "esp-idf"))
+    with open(os.path.join(out, "main.c"), "w") as f:
+        f.write('#include <splitcore/ports/pg.h>\n#include <splitcore/ports/pg_shm.h>\n#include <splitcore/ports/platform/freertos.h>\n'
+                "int main(void)\n{\n    static pg_shm_freertos_bells bells;\n    pg_shm_hooks h;\n"
+                "    pg_shm_freertos_hooks(&h, &bells);\n    return h.notify == pg_shm_freertos_notify ? 0 : 1;\n}\n")
+    with open(os.path.join(out, "CMakeLists.txt"), "w") as f:
+        f.write("""cmake_minimum_required(VERSION 3.16)
+project(esp_idf_stub C)
+set(ESP_PLATFORM 1)
+function(idf_component_register)
+  cmake_parse_arguments(ARG "" "" "INCLUDE_DIRS;SRCS;REQUIRES" ${ARGN})
+  list(TRANSFORM ARG_INCLUDE_DIRS PREPEND "${CMAKE_CURRENT_SOURCE_DIR}/")
+  set_property(GLOBAL PROPERTY SPLITCORE_IDF_INCLUDES "${ARG_INCLUDE_DIRS}")
+  set_property(GLOBAL PROPERTY SPLITCORE_IDF_SRCS "${ARG_SRCS}")
+endfunction()
+add_subdirectory(%s splitcore_component)
+get_property(incs GLOBAL PROPERTY SPLITCORE_IDF_INCLUDES)
+get_property(srcs GLOBAL PROPERTY SPLITCORE_IDF_SRCS)
+if(srcs)
+  message(FATAL_ERROR "the component compiles sources: ${srcs}")
+endif()
+add_executable(app main.c)
+target_include_directories(app PRIVATE ${incs} %s)
+target_compile_definitions(app PRIVATE ESP_PLATFORM=1 _DEFAULT_SOURCE=1)
+target_compile_options(app PRIVATE %s)
+find_package(Threads REQUIRED)
+target_link_libraries(app PRIVATE Threads::Threads)
+""" % (repo, os.path.join(repo, "tests", "ports", "freertos") + " " + repo, " ".join(WARN)))  # the model's stubs
+    ok, _ = c.run(["cmake", "-S", out, "-B", os.path.join(out, "b")],
+                  "CMakeLists.txt registers an ESP-IDF component in a stub ESP-IDF build")
+    if ok and c.run(["cmake", "--build", os.path.join(out, "b")],
+                    "an ESP-IDF app compiles ports/platform/freertos.h with the component's include path")[0]:
+        c.run([os.path.join(out, "b", "app")], "... and runs")
+
+
 def cmd_manifests(c, args):
     repo = args.repo
     version = header_version(os.path.join(repo, "splitcore_base.h"))
@@ -363,8 +430,14 @@ def cmd_manifests(c, args):
                             "-DSPLITCORE_VERSION_MAJOR=" + major, "-DSPLITCORE_VERSION_MINOR=%d" % (int(minor) + 1),
                             "-DSPLITCORE_VERSION_PATCH=0"],
           "headers of different releases do not compile together (#error)", expect_ok=False)
+    library = sorted(os.path.relpath(p, repo).replace(os.sep, "/") for pat in ("*.h", "ports/*.h", "ports/platform/*.h")
+                     for p in glob.glob(os.path.join(repo, pat)))
+    bad = forwarders_differ(repo, library)
+    c.ok(not bad, "include/splitcore/ forwards <splitcore/X> to each of the %d library headers, and only those "
+         "(`scons includes` writes them)" % len(library), ", ".join(bad))
     check_platformio(c, repo, build, version)
     check_zephyr(c, repo, build, version, args.cmake)
+    check_esp_idf(c, repo, build, version, args.cmake)
 
 
 def main():

@@ -5,7 +5,7 @@
    Static allocation only (no heap_x.c is linked): the ranks and the cmocka task are
    xTaskCreateStatic tasks; the kernel provides the idle task's memory. Tick 1 kHz, so a
    pg_shm wait() sleeps at most 1 ms and timeouts have 1 ms resolution. Notification index 0
-   is pg_shm's doorbell (freertos.h), index 1 the driver's job board. */
+   is the driver's job board, index 1 pg_shm's doorbell (PG_SHM_FREERTOS_INDEX 1). */
 #ifndef FREERTOS_CONFIG_H
 #define FREERTOS_CONFIG_H
 

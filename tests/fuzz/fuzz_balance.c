@@ -9,7 +9,7 @@
      program finds; bad arguments give an error and leave balance[] untouched;
    - pp_checkpoint_stop and pp_stage_map answer in range. */
 #define PIPELINE_IMPLEMENTATION
-#define PP_NO_EXECUTOR
+#define PP_NO_EXECUTOR 1
 #include "pipeline.h"
 #include "fuzz.h"
 

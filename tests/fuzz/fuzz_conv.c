@@ -1,4 +1,4 @@
-/* fuzz_conv.c — dtensor.h section 11 (conv2d and max pool, single rank and sharded) from
+/* fuzz_conv.c — dtensor_conv.h and dtensor_qconv.h (conv2d and max pool, single rank and sharded) from
    untrusted fields.
 
    The input gives the parameters (layout, stride, padding, dilation, groups, pool window;
@@ -24,7 +24,10 @@
 #define MICROBATCH_IMPLEMENTATION
 #define PG_IMPLEMENTATION
 #define DTENSOR_IMPLEMENTATION
-#include "dtensor.h"
+#define DTENSOR_CONV_IMPLEMENTATION
+#define DTENSOR_QUANT_IMPLEMENTATION
+#define DTENSOR_QCONV_IMPLEMENTATION
+#include "dtensor_qconv.h"
 #define PG_PTHREAD_IMPLEMENTATION
 #include "ports/pg_pthread.h"
 #include "fuzz.h"

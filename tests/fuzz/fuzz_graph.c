@@ -1,4 +1,4 @@
-/* fuzz_graph.c — dtensor.h section 14: graph building, batch-dim analysis, planning,
+/* fuzz_graph.c — dtensor_graph.h: graph building, batch-dim analysis, planning,
    running and emitting from untrusted fields (issue #8).
 
    The input gives a capacity and a stream of dt_graph_add calls (op, operand count and
@@ -24,7 +24,9 @@
 #define MICROBATCH_IMPLEMENTATION
 #define PG_IMPLEMENTATION
 #define DTENSOR_IMPLEMENTATION
-#include "dtensor.h"
+#define DTENSOR_OPS_IMPLEMENTATION
+#define DTENSOR_GRAPH_IMPLEMENTATION
+#include "dtensor_graph.h"
 #include "fuzz.h"
 
 #define CAP   24

@@ -1,4 +1,4 @@
-/* fuzz_qrand.c — dtensor.h sections 12 (int8 mm, requantization) and 13 (random) from
+/* fuzz_qrand.c — dtensor_quant.h (int8 mm, requantization) and dtensor_random.h from
    untrusted fields.
 
    The input gives a multiplier and int32 values, an int8 mm (shapes up to 7, either
@@ -16,7 +16,10 @@
 #define MICROBATCH_IMPLEMENTATION
 #define PG_IMPLEMENTATION
 #define DTENSOR_IMPLEMENTATION
-#include "dtensor.h"
+#define DTENSOR_QUANT_IMPLEMENTATION
+#define DTENSOR_RANDOM_IMPLEMENTATION
+#include "dtensor_quant.h"
+#include "dtensor_random.h"
 #include "fuzz.h"
 
 static int is_err(int rc)

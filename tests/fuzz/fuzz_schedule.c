@@ -5,7 +5,8 @@
    string that parses to the same action.
    Mode 1, CSV: a plan of P ranks, S stages, M microbatches (small) read from any text
    (torch's _load_csv layout), then everything a tool does with an imported plan: validate,
-   per-rank tables, peak in-flight, lowering, simulation (with and without lowering),
+   per-rank tables, peak in-flight, lowering (pp_lower's or PyTorch's order), simulation (with
+   and without lowering),
    CSV/timeline/C export. Every answer is a pp_err; a CSV the reader accepted writes back to
    a CSV that reads to the same plan; a plan that validates, lowers without error and
    simulates to a makespan without deadlock.
@@ -13,7 +14,7 @@
    accepts builds, validates, lowers and simulates without deadlock, and round-trips
    through CSV; pp_schedule_from_name of any string. */
 #define PIPELINE_IMPLEMENTATION
-#define PP_NO_EXECUTOR
+#define PP_NO_EXECUTOR 1
 #include "pipeline.h"
 #include "fuzz.h"
 
@@ -78,7 +79,7 @@ static void use_plan(fz_in *in, pp_plan *p, int strict)
         rc = pp_simulate(p, &c, work, sizeof work, &sim, events, 4096, &nev, &diag);
         FUZZ_REQUIRE(is_err(rc));
         if (strict && valid == PP_OK) FUZZ_REQUIRE(rc == PP_OK);
-        rc = pp_lower(p, &low, st_b, sizeof st_b, &diag);
+        rc = pp_lower_mode(p, &low, st_b, sizeof st_b, fz_u8(in) & 1u, &diag); /* ROUNDS or TORCH */
         FUZZ_REQUIRE(is_err(rc));
         if (strict && valid == PP_OK) FUZZ_REQUIRE(rc == PP_OK);
         if (rc == PP_OK) {

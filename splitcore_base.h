@@ -116,7 +116,8 @@
     X(PG_ERR_UNSUPPORTED, -43, "unsupported by this port") /* the port lacks this operation */                       \
     X(PG_ERR_NOT_MEMBER, -44, "not a member of the group") /* not in the sub-group (or ranks list invalid) */        \
     X(PG_ERR_PORT, -45, "port system error")               /* the port's underlying system failed (MPI, pthread) */  \
-    X(PG_ERR_COPIED, -46, "copied group")                  /* a copy: used where its init did not fill it */
+    X(PG_ERR_COPIED, -46, "copied group")                  /* a copy: used where its init did not fill it */         \
+    X(PG_ERR_PEER_RESET, -47, "a peer restarted")          /* a core (re)attached: work in flight is lost; recover */
 
 #define PP_ERRORS(X)                                                                                                   \
     X(PP_ERR_NULL, -61, "required pointer is NULL")                  /* a required pointer is NULL */                  \

@@ -30,7 +30,8 @@
        3. The port vtable (pg_ops)         7. Collectives
        4. Groups and point-to-point        8. Implementation (PG_IMPLEMENTATION)
 
-   Configuration (define before including, or in SPLITCORE_CONFIG_FILE):
+   Configuration (define before including, or in SPLITCORE_CONFIG_FILE; section 1 holds every
+   default and checks every value; the two stb switches count by being defined):
        PG_IMPLEMENTATION      emit the definitions (exactly one .c file)
        PG_STATIC              make every function static to its translation unit
        SPLITCORE_CONFIG_FILE  "file.h" included first by every splitcore header
@@ -101,13 +102,33 @@
 #endif
 
 #ifndef PG_MAX_RANKS
-#define PG_MAX_RANKS 64
+#define PG_MAX_RANKS 64 /* largest group size */
+#endif
+#if PG_MAX_RANKS < 1
+#error "PG_MAX_RANKS must be >= 1"
 #endif
 #ifndef PG_SCRATCH_BYTES
-#define PG_SCRATCH_BYTES 1024
+#define PG_SCRATCH_BYTES 1024 /* per-group built-in reduction scratch */
+#endif
+#if PG_SCRATCH_BYTES < 8
+#error "PG_SCRATCH_BYTES must be >= 8"
 #endif
 #ifndef PG_DEFAULT_TIMEOUT_MS
-#define PG_DEFAULT_TIMEOUT_MS 10000u
+#define PG_DEFAULT_TIMEOUT_MS 10000u /* timeout of a new group */
+#endif
+#if PG_DEFAULT_TIMEOUT_MS < 1
+#error "PG_DEFAULT_TIMEOUT_MS must be >= 1"
+#endif
+#ifndef PG_ASSERT
+#define PG_ASSERT(x) ((void)0) /* internal invariant check */
+#endif
+#ifndef PG_MEMCPY /* <string.h>'s by default, included by the implementation */
+#define PG_MEMCPY(d, s, n) memcpy((d), (s), (n))
+#define PG__STRING_H       1
+#endif
+#ifndef PG_MEMSET
+#define PG_MEMSET(d, v, n) memset((d), (v), (n))
+#define PG__STRING_H       1
 #endif
 #ifdef PG_STATIC
 #define PG_API static
@@ -307,7 +328,7 @@ PG_API int pg_scale_local(void *acc, size_t n, mb_dtype dt, int divisor);
    compare per-rank counts by it. */
 static inline uint64_t pg__counts_hash(const size_t *counts, int n, int step)
 {
-    uint64_t h = 1469598103934665603u;
+    uint64_t h = 1469598103934665603u; /* FNV-1a, 64 bits: offset basis and prime */
     int i;
     for (i = 0; counts && i < n; i++) h = (h ^ (uint64_t)counts[i * step]) * 1099511628211u;
     return h;
@@ -321,18 +342,8 @@ static inline uint64_t pg__counts_hash(const size_t *counts, int n, int step)
 /* ---- 8. Implementation ----------------------------------------------------------- */
 #if defined(PG_IMPLEMENTATION) && !defined(PG_IMPLEMENTED)
 #define PG_IMPLEMENTED
-
-#if !defined(PG_MEMCPY) || !defined(PG_MEMSET)
+#ifdef PG__STRING_H
 #include <string.h>
-#endif
-#ifndef PG_MEMCPY
-#define PG_MEMCPY(d, s, n) memcpy((d), (s), (n))
-#endif
-#ifndef PG_MEMSET
-#define PG_MEMSET(d, v, n) memset((d), (v), (n))
-#endif
-#ifndef PG_ASSERT
-#define PG_ASSERT(x) ((void)0)
 #endif
 
 #ifdef __cplusplus
@@ -370,9 +381,15 @@ PG__DEF size_t pg_dtype_size(mb_dtype dt)
     return ((unsigned)dt < (unsigned)MB_DTYPE_COUNT) ? sz[dt] : 0u;
 }
 
+/* The wire tag's fields: context (8 bits) at bit 22, kind (6 bits) at 16, the low 16 bits. */
+enum { PG__CONTEXT_SHIFT = 22, PG__KIND_SHIFT = 16, PG__CONTEXT_MIX = 31 };
+#define PG__CONTEXT_MASK 0xFFu
+#define PG__KIND_MASK    0x3Fu
+
 PG__DEF uint32_t pg_wire_tag(uint32_t context, uint32_t kind, uint32_t low16)
 {
-    return ((context & 0xFFu) << 22) | ((kind & 0x3Fu) << 16) | (low16 & 0xFFFFu);
+    return ((context & PG__CONTEXT_MASK) << PG__CONTEXT_SHIFT) | ((kind & PG__KIND_MASK) << PG__KIND_SHIFT) |
+           (low16 & PG_TAG_MAX);
 }
 
 PG__DEF int pg_group_init(pg_group *g, const pg_ops *ops, void *port, int world_rank, int world_size, size_t max_msg)
@@ -623,8 +640,8 @@ PG__DEF int pg_subgroup_init(pg_group *sub, pg_group *parent, const int *ranks, 
     sub->scratch_bytes = sizeof sub->builtin_scratch;
     sub->fallback_peer = -1;
     sub->next_context = 1;
-    /* contexts 1..255; a nested group's id mixes in its parent's so siblings differ */
-    sub->context = 1u + ((parent->context * 31u + ctx) % 255u);
+    /* contexts 1..255; a nested group's id mixes in its parent's (times a prime) so siblings differ */
+    sub->context = 1u + ((parent->context * PG__CONTEXT_MIX + ctx) % PG__CONTEXT_MASK);
     if (me < 0) {
         sub->rank = -1;
         sub->size = 0;
@@ -906,16 +923,18 @@ PG__DEF int pg_broadcast(pg_group *g, void *buf, size_t count, mb_dtype dt, int 
    to r + d and receives from r - d, d = 1, 2, 4, ...), so every rank learns the same
    verdict: a disagreement is PG_ERR_MISMATCH on every rank, before any data moves and
    with no message left behind (one rank's OK beside its peers' errors is not possible). */
+#define PG__FNV32_OFFSET 2166136261u /* FNV-1a, 32 bits */
+#define PG__FNV32_PRIME  16777619u
 static uint32_t pg__fnv(uint32_t h, uint64_t v)
 {
     int i;
-    for (i = 0; i < 8; i++, v >>= 8) h = (h ^ (uint32_t)(v & 0xFFu)) * 16777619u;
+    for (i = 0; i < 8; i++, v >>= 8) h = (h ^ (uint32_t)(v & 0xFFu)) * PG__FNV32_PRIME;
     return h;
 }
 
 static int pg__ring_check(pg_group *g, uint32_t tag, int kind, mb_dtype dt, int op, const size_t *counts)
 {
-    uint32_t h = 2166136261u, mm[2], in[2];
+    uint32_t h = PG__FNV32_OFFSET, mm[2], in[2];
     int i, rc, n = g->size, d;
     h = pg__fnv(pg__fnv(pg__fnv(h, (uint64_t)kind), (uint64_t)dt), (uint64_t)op);
     for (i = 0; i < n; i++) h = pg__fnv(h, (uint64_t)counts[i]);

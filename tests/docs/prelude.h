@@ -40,6 +40,7 @@ static inline void fill(float *x, int rank) /* pg.h: this rank's input */
 #endif
 #ifdef PG_SHM_H /* pg_shm.h and its hook sets: one core's view */
 extern int me;
+extern int cold_start; /* the whole system starts (not this core alone) */
 extern float x[256];
 extern const pg_shm_hooks my_hooks;
 extern pg_shm shm[PG_SHM_MAX_CORES];

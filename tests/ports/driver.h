@@ -155,6 +155,25 @@ static inline int pgd_storm_body(pg_group *g, int me, void *arg)
     return port_lost() ? __LINE__ : 0;
 }
 
+/* Every notify the storm run makes, pg_shm_init's attach (a rendezvous that rings the
+   cores) included: the doorbells the port raised may not exceed it. */
+static uint64_t pgd_notifies;
+static void (*pgd_notify_of[PGD_CORES])(void *ctx, int core);
+
+static void pgd_counted_notify(void *ctx, int core)
+{
+    int c = 0;
+    while (c < PGD_CORES - 1 && pgd_hooks[c].ctx != ctx) c++;
+    __atomic_add_fetch(&pgd_notifies, 1u, __ATOMIC_RELAXED);
+    pgd_notify_of[c](ctx, core);
+}
+
+static void pgd_count_notifies(int core, pg_shm_hooks *h)
+{
+    pgd_notify_of[core] = h->notify;
+    h->notify = pgd_counted_notify;
+}
+
 static inline void pgd_test_storm(void **state)
 {
     int rc;
@@ -162,12 +181,16 @@ static inline void pgd_test_storm(void **state)
     memset((void *)pgd_waiting, 0, sizeof pgd_waiting);
     memset((void *)pgd_rung, 0, sizeof pgd_rung);
     memset((void *)pgd_fin, 0, sizeof pgd_fin);
+    pgd_notifies = 0;
+    pgd_mutate = pgd_count_notifies;
     port_quiet(1);
     rc = pgd_run(pgd_storm_body, NULL);
     port_quiet(0);
+    pgd_mutate = NULL;
     assert_int_equal(rc, 0);
     assert_int_equal((int)port_lost(), 0);
-    assert_int_equal(port_storm_check(2u * (PGD_PINGS + PGD_STORM + 1u)), 0);
+    assert_true(pgd_notifies >= 2u * (PGD_PINGS + PGD_STORM + 1u));
+    assert_int_equal(port_storm_check(pgd_notifies), 0);
 }
 
 /* ---- the clock: now_us counts microseconds, also across its 32-bit wrap (the models start

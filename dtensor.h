@@ -23,7 +23,7 @@
 
    Example (rank 3 of a 2x2 mesh; 5 rows sharded twice, then made replicated):
        #define SPLITCORE_IMPLEMENTATION  // dtensor.h, microbatch.h and pg.h in this file
-       #include "dtensor.h"
+       #include <splitcore/dtensor.h>
        dt_mesh mesh;  dt_spec a, b;  dt_plan plan;  int32_t ms[2] = {2, 2}, gs[2] = {5, 4};
        dt_placement s00[2] = {DT_SHARD(0), DT_SHARD(0)}, rr[2] = {DT_REPLICATE(), DT_REPLICATE()};
        int32_t shape[2], off[2];
@@ -291,9 +291,11 @@ DT_API size_t dt_redistribute_scratch_bytes(const dt_plan *plan, const mb_tensor
 
 /* Link model for a time estimate: torch's _collective_utils ring model per plan step
    (redistribute_cost over _gen_transform_infos): base + hops * hop + bytes / bandwidth,
-   all_to_all costed as an all_gather + a penalty. Differences: bytes are this rank's real
-   (uneven) sizes where torch uses the even average, and a step on a size-1 mesh dim costs
-   0 (torch still charges the base latency). No inter-host factor (one board). */
+   all_to_all costed as an all_gather + a penalty, in whole ns. Differences: bytes are this
+   rank's real (uneven) sizes where torch uses the even average, and a step on a size-1 mesh
+   dim costs 0 (torch still charges the base latency). No inter-host factor (one board).
+   dtensor_ops.h's strategy choice does not use it: it computes torch's own formula in
+   double, as PyTorch does. */
 typedef struct dt_link {
     uint32_t base_ns;        /* per collective (torch: 6.6 us) */
     uint32_t hop_ns;         /* per ring hop (torch intra-host: 0.6 us) */
@@ -459,8 +461,13 @@ DT__INTERNAL int dt__mesh_same(const dt_mesh *a, const dt_mesh *b);
 DT__INTERNAL int32_t dt__num_shards(const dt_mesh *m, const dt_placement *p);
 /* Checks of an executing call: c bound to mesh m, this rank a member. */
 DT__INTERNAL int dt__comm_check(const dt_comm *c, const dt_mesh *m);
-/* dt_plan_cost_ns(the plan src -> dst, DT_LINK_TORCH) without a dt_plan. */
-DT__INTERNAL int dt__plan_cost(const dt_spec *src, const dt_spec *dst, int flags, uint64_t *ns);
+/* The steps of the plan src -> dst without a dt_plan: each one's mesh dim and placement
+   kinds before and after (dtensor_ops.h costs them as torch's redistribute_cost). */
+typedef struct dt__psteps {
+    int32_t n;
+    unsigned char md[DT_MAX_STEPS], from[DT_MAX_STEPS], to[DT_MAX_STEPS];
+} dt__psteps;
+DT__INTERNAL int dt__plan_steps(const dt_spec *src, const dt_spec *dst, int flags, dt__psteps *steps);
 /* The least-recently-used lookup of the plan cache and dtensor_ops.h's strategy cache:
    among entries[0..count) (`stride` bytes each, starting with a key of key_bytes, its
    uint32_t stamp of last use at offset stamp_at), looked at from `first` on, the one whose
@@ -982,13 +989,13 @@ static int dt__pair_check(dt_placement a, dt_placement b, int flags, mb_dtype dt
     return DT_OK;
 }
 
-/* A plan only costed (the ops' redistribute_cost) or sized (the construction calls' scratch
-   queries): each step in turn in `one`, the sum of torch's link model over the steps in ns
-   (dt_plan_cost_ns with DT_LINK_TORCH) and dt__run's measure of the plan's scratch with
-   contiguous tensors, step by step (dt__measure): no dt_plan of ~800 B on the stack. */
+/* A plan only listed (the ops' redistribute_cost) or sized (the construction calls' scratch
+   queries): each step in turn in `one`, the steps' mesh dims and placement kinds, and
+   dt__run's measure of the plan's scratch with contiguous tensors, step by step
+   (dt__measure): no dt_plan of ~800 B on the stack. */
 typedef struct dt__cost {
     dt_step one;
-    uint64_t ns;
+    dt__psteps steps;
     size_t need, xres; /* as dt__run's, need without the last communicating step: */
     size_t last, pend; /* its xres + staging, + its output when a step follows it */
 } dt__cost;
@@ -1067,8 +1074,13 @@ static void dt__emit(const dt_spec *s, dt_plan *pl, dt__cost *cw, dt_placement *
             pl->ncollectives++;
             pl->hops += st->hops;
             pl->bytes += st->bytes;
-        } else
-            cw->ns += dt__step_ns(st, &dt__torch); /* a costed plan (dtensor_ops.h's propagation) */
+        }
+    }
+    if (!pl) { /* a listed plan (dtensor_ops.h's propagation) */
+        dt__psteps *ps = &cw->steps;
+        ps->md[ps->n] = (unsigned char)md;
+        ps->from[ps->n] = (unsigned char)st->src.kind;
+        ps->to[ps->n++] = (unsigned char)to.kind;
     }
 #if !DT_NO_CONSTRUCTION
     if (!pl) dt__measure(cw, s, st);
@@ -1145,11 +1157,11 @@ DT__DEF int dt_plan_redistribute(const dt_spec *src, const dt_spec *dst, int fla
     return !rc && !plan ? DT_ERR_NULL : rc;
 }
 
-DT__DEF DT__NOINLINE int dt__plan_cost(const dt_spec *src, const dt_spec *dst, int flags, uint64_t *ns)
+DT__DEF DT__NOINLINE int dt__plan_steps(const dt_spec *src, const dt_spec *dst, int flags, dt__psteps *steps)
 {
     dt__cost cw;
     int rc = dt__plan(src, dst, flags, 0, &cw);
-    *ns = cw.ns;
+    *steps = cw.steps;
     return rc;
 }
 

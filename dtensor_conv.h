@@ -11,7 +11,7 @@
 
    Example (a 3x3 conv2d, padding 1, of one 3-channel 8x8 image on one rank):
        #define SPLITCORE_IMPLEMENTATION  // this header, dtensor.h, microbatch.h, pg.h
-       #include "dtensor_conv.h"
+       #include <splitcore/dtensor_conv.h>
        static float x[3 * 8 * 8], w[4 * 3 * 3 * 3], b[4], y[4 * 8 * 8];
        int32_t xs[4] = {1, 3, 8, 8}, ws[4] = {4, 3, 3, 3}, bs[1] = {4}, ys[4];
        dt_conv2d_params p = DT_CONV2D(DT_NCHW, 1, 1, 1, 1);  // stride, padding, dilation, groups

@@ -12,7 +12,7 @@
 
    Example (x @ w with x's 32 rows sharded over 2 ranks: rank 0's plan):
        #define SPLITCORE_IMPLEMENTATION  // this header and every one it includes
-       #include "dtensor_graph.h"
+       #include <splitcore/dtensor_graph.h>
        static dt_gnode nodes[8];  static dt_gstep steps[8];  dt_graph g;  dt_gplan plan;
        dt_op_attrs xa = {0}, wa = {0};  int32_t in[2];
        xa.ndim = wa.ndim = 2;  xa.shape[0] = 32;  xa.shape[1] = wa.shape[0] = wa.shape[1] = 16;
@@ -88,15 +88,18 @@ extern "C" {
    an error and leaves the graph unchanged.
    dt_graph_analyze is the seed's BatchDimAnalyzer (_spmd/batch_dim_utils.py) inside
    build_data_parallel_strategies (_spmd/data_parallel.py, "replicate" mode):
-     - node types: DT_G_INPUT is an activation with batch dim 0 whose dim-0 size is the
-       batch size (an input with another size: DT_ERR_BATCH); DT_G_PARAM a parameter;
-       the grad operand of DT_G_SGD (torch's tag_grad), and through the non-compute ops
-       before it (view, reshape, transpose, flatten, ones_like) the op producing it, a
-       gradient. A non-compute op has its operand's type; a compute op with a gradient
-       operand is a parameter (its other operands must be parameters), with parameter
-       operands only a parameter, otherwise an activation.
+     - node types: DT_G_INPUT is an activation with batch dim 0 (Shard(0), whatever its
+       size); the first one's dim-0 size is the batch size (init_batch_dim_size);
+       DT_G_PARAM a parameter; the grad operand of DT_G_SGD (torch's tag_grad), and
+       through the non-compute ops before it (torch's non_compute_ops: view, reshape,
+       flatten as the view it decomposes to, DT_G_T = aten.t, ones_like) the op producing
+       it, a gradient. A non-compute op has its operand's type; a compute op (every other,
+       DT_ATEN_TRANSPOSE = aten.transpose.int included) with a gradient operand is a
+       parameter (its other operands must be parameters), with parameter operands only a
+       parameter, a gradient when marked so above, otherwise an activation.
      - an activation's batch dim (compute_batch_dim): view-family ops (view, reshape,
-       flatten, transpose, permute, squeeze, unsqueeze, expand) follow torch's dim map
+       flatten, transpose, permute, squeeze, unsqueeze, expand; not DT_G_T, which torch's
+       dim_rule_map lacks) follow torch's dim map
        (view_groups; flatten as the view it decomposes to): the first output dim fed by
        the operand's batch dim, and the tracked batch size becomes that dim's size;
        otherwise the first output dim whose size is the tracked batch size; otherwise a
@@ -108,7 +111,8 @@ extern "C" {
        Replicate, gradient Partial (torch averages, DDP-style; dt_graph_plan's `red`).
    dt_graph_plan lowers an analysed graph for rank `rank` of `world` ranks (world 1: the
    single-rank run) into dt_gstep tables: each node's local shape (a Shard(bd) dim of
-   global size r x batch holds r x this rank's torch.chunk rows of the batch), strides
+   global size r x batch holds r x this rank's torch.chunk rows of the batch; a size not
+   a multiple of the batch, e.g. an input of another size, is DT_ERR_BATCH), strides
    and arena offset. View-family ops alias their operand (no kernel, no copy; a view of
    a non-contiguous tensor copies); DT_G_SGD updates its parameter in place; a Partial
    tensor a parameter-type op consumes is all-reduced (`red`: DT_SUM gives the single-rank
@@ -129,6 +133,7 @@ typedef enum dt_gop {
     DT_G_THRESHOLD_BWD,         /* threshold_backward(grad, x): x <= attrs.scalar ? 0 : grad */
     DT_G_SIGMOID_BWD,           /* sigmoid_backward(grad, y) = grad * (1 - y) * y */
     DT_G_SGD,                   /* sgd(param, grad): param += -attrs.scalar * grad, in place */
+    DT_G_T,                     /* torch's aten.t: x (at most 2 dims) transposed, a view */
     DT_G_OP_END
 } dt_gop;
 
@@ -308,17 +313,16 @@ DT_GRAPH__DEF int dt_graph_init(dt_graph *g, dt_gnode *storage, int capacity)
     return DT_OK;
 }
 
-/* The view family, in dt_aten order VIEW..FLATTEN. */
+/* The view family: dt_aten's VIEW..FLATTEN and aten.t. */
 static int dt__g_viewfam(int op)
 {
-    return op >= DT_ATEN_VIEW && op <= DT_ATEN_FLATTEN;
+    return (op >= DT_ATEN_VIEW && op <= DT_ATEN_FLATTEN) || op == DT_G_T;
 }
 
-/* torch's non_compute_ops of data_parallel.py. */
+/* torch's non_compute_ops of data_parallel.py (aten.t, not aten.transpose.int). */
 static int dt__g_noncompute(int op)
 {
-    return op == DT_ATEN_VIEW || op == DT_ATEN_RESHAPE || op == DT_ATEN_TRANSPOSE || op == DT_ATEN_FLATTEN ||
-           op == DT_G_ONES_LIKE;
+    return op == DT_ATEN_VIEW || op == DT_ATEN_RESHAPE || op == DT_G_T || op == DT_ATEN_FLATTEN || op == DT_G_ONES_LIKE;
 }
 
 /* Operand counts of the ops the graph runs (min, max); 0xff: not run. */
@@ -366,6 +370,16 @@ static int dt__g_infer(int op, dt_op_attrs *a, const int32_t *const *ish, const 
         return DT_OK;
     }
     if (dt__g_viewfam(op)) { /* dtensor_ops.h's view shapes; graph sizes are >= 1, a 0-d node has no dim */
+        if (op == DT_G_T) {  /* transpose(0, 1) of a 2-D x, x itself below */
+            if (n0 > 2) return DT_ERR_DIM;
+            a->dim = 0;
+            a->dim2 = n0 == 2;
+            op = DT_ATEN_TRANSPOSE;
+            if (n0 == 0) {
+                *ond = 0;
+                return DT_OK;
+            }
+        }
         if (n0 == 0 && (op == DT_ATEN_TRANSPOSE || (op == DT_ATEN_SQUEEZE && a->dim != DT_DIM_ALL))) return DT_ERR_DIM;
         if (op == DT_ATEN_PERMUTE && a->ndim != n0) return DT_ERR_DIM;
         if (op == DT_ATEN_FLATTEN && n0 == 0) { /* flatten of a 0-d tensor is 1-d */
@@ -499,7 +513,7 @@ static int dt__g_batch_dim(dt_graph *g, dt_gnode *n, int32_t *bsize)
 {
     int32_t d, i, obd = DT_BD_REPLICATE;
     if (*bsize < 0) return DT_ERR_BATCH; /* an activation before any input */
-    if (dt__g_viewfam(n->op)) {
+    if (dt__g_viewfam(n->op) && n->op != DT_G_T) {
         uint32_t mask[MB_MAX_DIMS];
         const dt_gnode *x = &g->nodes[n->in[0]];
         if (x->bd == DT_BD_NONE) return DT_ERR_BATCH; /* get_batch_dim raises */
@@ -548,18 +562,16 @@ DT_GRAPH__DEF int dt_graph_analyze(dt_graph *g)
         dt_gnode *n = &g->nodes[i];
         int types = 0; /* bit t: an operand of dt_gtype t */
         for (j = 0; j < n->nin; j++) types |= 1 << g->nodes[n->in[j]].type;
-        if (n->op == DT_G_INPUT) {
-            if (b0 < 0)
-                b0 = bsize = n->shape[0];
-            else if (n->shape[0] != b0)
-                rc = DT_ERR_BATCH;
+        if (n->op == DT_G_INPUT) { /* Shard(0) whatever its size; the first one's is the batch */
+            if (b0 < 0) b0 = bsize = n->shape[0];
+            n->type = DT_GT_ACT;
             n->bd = 0;
         } else if (n->op == DT_G_PARAM) {
             n->type = DT_GT_PARAM;
-        } else if (n->type == DT_GT_GRAD) { /* pre-filled: stays a gradient */
-        } else if (dt__g_noncompute(n->op)) {
+        } else if (dt__g_noncompute(n->op)) { /* its operand's type, even where marked a gradient */
             n->type = g->nodes[n->in[0]].type;
             if (n->type == DT_GT_ACT) rc = dt__g_batch_dim(g, n, &bsize) < DT_BD_NONE ? DT_ERR_BATCH : DT_OK;
+        } else if (n->type == DT_GT_GRAD) { /* pre-filled: stays a gradient */
         } else if ((types & (1 << DT_GT_GRAD)) || ((types & (1 << DT_GT_PARAM)) && !(types & (1 << DT_GT_ACT)))) {
             n->type = DT_GT_PARAM; /* the optimizer (param + grad only), or an op of parameters only */
             if ((types & (1 << DT_GT_GRAD)) && types != ((1 << DT_GT_GRAD) | (1 << DT_GT_PARAM))) rc = DT_ERR_BATCH;
@@ -597,7 +609,8 @@ static int32_t dt__g_src_dim(const dt_gnode *n, const int32_t *xsh, int32_t xnd,
     const dt_op_attrs *a = &n->attrs;
     int32_t k, j, pad = n->ndim - xnd;
     switch (n->op) {
-    case DT_ATEN_TRANSPOSE: return d == a->dim ? a->dim2 : d == a->dim2 ? a->dim : d;
+    case DT_ATEN_TRANSPOSE:
+    case DT_G_T: return d == a->dim ? a->dim2 : d == a->dim2 ? a->dim : d;
     case DT_ATEN_PERMUTE: return a->shape[d];
     case DT_ATEN_UNSQUEEZE: return d == a->dim ? -1 : d < a->dim ? d : d - 1;
     case DT_ATEN_EXPAND: return d < pad || (xsh[d - pad] == 1 && n->shape[d] != 1) ? -1 : d - pad;
@@ -888,6 +901,13 @@ DT_GRAPH__DEF int dt_graph_dist_placements(dt_graph *g, int mesh_ndim, dt_placem
     return rc;
 }
 
+/* The dt_aten op a node runs as through the dispatcher: aten.t is transpose(0, 1) (its
+   attrs say so since dt_graph_add). */
+static int dt__g_aten(int op)
+{
+    return op == DT_G_T ? (int)DT_ATEN_TRANSPOSE : op;
+}
+
 /* Node i's spec into v[i] and the dispatcher scratch its run needs (max into *scratch). */
 static DT__NOINLINE int dt__g_dist_spec(const dt_graph *g, dt_dispatch *d, const dt_placement *pl, dt_gvalue *v,
                                         int32_t i, uint64_t *scratch)
@@ -913,8 +933,8 @@ static DT__NOINLINE int dt__g_dist_spec(const dt_graph *g, dt_dispatch *d, const
         }
         return dt_spec_init(o, m, p, nd, MB_F32, n->ndim, n->shape, 0);
     }
-    if (n->op < DT_ATEN_COUNT) {
-        rc = dt_propagate(0, n->op, &n->attrs, specs, n->nin, &s);
+    if (n->op < DT_ATEN_COUNT || n->op == DT_G_T) {
+        rc = dt_propagate(0, dt__g_aten(n->op), &n->attrs, specs, n->nin, &s);
         if (!rc) rc = dt__op_out(&s, m, o, 0, 0);
     } else if (n->op == DT_G_SGD) {
         *o = *specs[0];
@@ -1009,7 +1029,7 @@ static DT__NOINLINE int dt__g_dist_op(const dt_gnode *n, dt_dispatch *d, const d
     dt_tensor a[DT_MAX_OP_ARGS];
     int j;
     for (j = 0; j < n->nin; j++) a[j] = v[n->in[j]].t;
-    return dt_op(d, n->op, &n->attrs, a, n->nin, &o->t, o->data, o->bytes);
+    return dt_op(d, dt__g_aten(n->op), &n->attrs, a, n->nin, &o->t, o->data, o->bytes);
 }
 
 DT_GRAPH__DEF int dt_graph_dist_run(const dt_graph *g, dt_dispatch *d, dt_gvalue *v)
@@ -1022,7 +1042,7 @@ DT_GRAPH__DEF int dt_graph_dist_run(const dt_graph *g, dt_dispatch *d, dt_gvalue
     for (i = 0; !rc && i < g->count; i++) {
         const dt_gnode *n = &g->nodes[i];
         if (n->op == DT_G_INPUT || n->op == DT_G_PARAM) continue;
-        rc = n->op < DT_ATEN_COUNT ? dt__g_dist_op(n, d, v, &v[i]) : dt__g_dist_gop(n, d, v, &v[i]);
+        rc = n->op < DT_ATEN_COUNT || n->op == DT_G_T ? dt__g_dist_op(n, d, v, &v[i]) : dt__g_dist_gop(n, d, v, &v[i]);
     }
     return rc;
 }

@@ -13,7 +13,7 @@
 
    Example (propagation only: row-sharded a @ replicated b on a 4-rank mesh):
        #define SPLITCORE_IMPLEMENTATION  // this header, dtensor.h, microbatch.h, pg.h
-       #include "dtensor_ops.h"
+       #include <splitcore/dtensor_ops.h>
        dt_mesh mesh;  dt_spec a, b;  dt_op_strategy s;  dt_op_cache cache;  static dt_op_entry ent[16];
        int32_t ms[1] = {4}, as[2] = {8, 16}, bs[2] = {16, 32};
        dt_placement s0[1] = {DT_SHARD(0)}, r[1] = {DT_REPLICATE()};
@@ -110,11 +110,13 @@ extern "C" {
    -lm).
    Propagation: an op's candidate strategies (input placements -> output placement) are
    generated per mesh dim and combined by cartesian product over mesh dims (the last mesh
-   dim varies fastest, as itertools.product), each costed as the sum over inputs of
-   dt_plan_cost_ns(current -> target) (torch's redistribute_cost; an impossible
-   redistribution drops the strategy), planned as on mesh position 0 (the largest
-   pieces) so that every rank chooses the same strategy. Chosen as _select_min_cost_strategy: the LAST
-   strategy that needs no redistribution, else the FIRST of minimum cost.
+   dim varies fastest, as itertools.product), each costed as the sum over inputs of torch's
+   redistribute_cost(current -> target) in us, computed in double exactly as PyTorch does
+   (its even-average bytes and one host's link figures, DT_LINK_TORCH's; the planner's
+   steps; an impossible redistribution drops the strategy), so costs that differ by a
+   fraction of a ns still decide, and every rank chooses the same strategy. Chosen as
+   _select_min_cost_strategy: the LAST strategy that needs no redistribution, else the
+   FIRST of minimum cost.
      mm "mk,kn->mn", per mesh dim in torch's order: R,R->R; S(1),S(0)->P(sum); S(0),R->S(0);
        R,S(1)->S(1) (4 on a 1-D mesh, 16 on 2-D). Strategies sharding a dim over more
        ranks than its size are dropped (is_tensor_shardable).
@@ -278,9 +280,9 @@ typedef struct dt_op_attrs {
 typedef struct dt_op_strategy {
     int32_t op; /* dt_aten */
     int32_t nargs;
-    int32_t count;                                     /* candidates generated (after filtering) */
-    int32_t index;                                     /* the chosen one's position among them */
-    uint64_t cost_ns;                                  /* its redistribute cost */
+    int32_t count;  /* candidates generated (after filtering) */
+    int32_t index;  /* the chosen one's position among them */
+    double cost_us; /* its redistribute cost: torch's, in double as PyTorch computes it */
     dt_placement in[DT_MAX_OP_ARGS][DT_MAX_MESH_DIMS]; /* each input's target placements */
     dt_placement out[DT_MAX_MESH_DIMS];
     int32_t out_ndim;
@@ -590,43 +592,78 @@ static int dt__shardable(const dt_spec *s, const dt_placement *p)
     return 1;
 }
 
-/* Cost of moving spec a to placements p (torch's redistribute_cost); -1 impossible.
-   Planned as on mesh position 0 (the largest pieces), so every rank gets the same cost
-   and chooses the same strategy. */
-static int64_t dt__redist_cost(const dt_spec *a, const dt_placement *p)
+/* x rounded to double: a product stays its own rounding where a compiler would fuse it
+   into the next addition (-ffp-contract), as Python computes it. */
+static double dt__dround(double x)
+{
+    volatile double v = x;
+    return v;
+}
+
+/* Cost of moving spec a to placements p in us, -1 when impossible: torch's
+   redistribute_cost as PyTorch computes it, in double, over the planner's steps
+   (_gen_transform_infos, _compute_placement_transition_cost): comm_bytes_gb = bytes /
+   num_shards / 1024^3, then per step Shard -> Replicate an all_gather of comm x n,
+   Shard -> Shard an all_gather + 1.0, Partial -> Replicate an all_reduce, Partial -> Shard
+   a reduce_scatter, after which (and after Replicate -> Shard) comm is / n. The bytes are
+   torch's even average: every rank gets the same cost and chooses the same strategy. */
+static double dt__redist_cost(const dt_spec *a, const dt_placement *p)
 {
     dt_mesh m0 = *a->mesh;
     dt_spec s = *a, t;
-    uint64_t ns;
-    m0.index = 0;
+    dt__psteps st;
+    double gb, n, h, cost = 0.0;
+    int i, from, to;
+    int32_t k;
+    m0.index = 0; /* planned as a member: a rank outside the mesh propagates too */
     m0.rank = m0.ranks[0];
     DT_MEMSET(m0.coord, 0, sizeof m0.coord);
     s.mesh = &m0;
     t = s;
     DT_MEMCPY(t.placements, p, sizeof(dt_placement) * (size_t)m0.ndim);
-    if (!dt__shardable(a, p) || dt__plan_cost(&s, &t, DT_PLAN_ALLOW_PARTIAL, &ns)) return -1;
-    return (int64_t)ns;
+    if (!dt__shardable(a, p) || dt__plan_steps(&s, &t, DT_PLAN_ALLOW_PARTIAL, &st)) return -1.0;
+    /* / 1024 / 1024 / 1024 is exact: one scaling by 2^-30 */
+    gb = (double)dt__bytes(a->shape, a->ndim, a->dtype) / (double)dt__num_shards(a->mesh, a->placements) / 1073741824.0;
+    for (i = 0; i < st.n; i++) {
+        from = st.from[i];
+        to = st.to[i];
+        k = a->mesh->shape[st.md[i]];
+        n = (double)k;
+        if (from == DT_KIND_SHARD && to == DT_KIND_REPLICATE) gb *= n;
+        if (from != DT_KIND_REPLICATE) {
+            /* allgather_cost / allreduce_cost (2 (n - 1) hops) / reduce_scatter_cost in torch's
+               order of operations, one host's figures (DT_LINK_TORCH's): 6.6 + h * 0.6 +
+               gb * h / n / 87.7 * 1e6; all_to_all + 1.0 */
+            h = (double)((k - 1) << (from == DT_KIND_PARTIAL && to == DT_KIND_REPLICATE));
+            h = (6.6 + dt__dround(h * 0.6)) + dt__dround(gb * h / n / 87.7 * 1e6);
+            cost += from == to ? h + 1.0 : h;
+        }
+        if (to == DT_KIND_SHARD && from != DT_KIND_SHARD) gb /= n;
+    }
+    return cost;
 }
 
 /* Consider one candidate (in/out placements in s->in, s->out) against the best so far in
-   *best: torch's _select_min_cost_strategy, streamed. */
+   *best: torch's _select_min_cost_strategy, streamed. The inputs' costs add up in torch's
+   argument order (linear's bias first: torch runs addmm(bias, x, w^T)). */
 static void dt__consider(const dt_spec *const *args, int nargs, dt_op_strategy *cand, dt_op_strategy *best,
                          int *noredist)
 {
-    int64_t c, sum = 0;
-    int i, same = 1, nd = args[0]->mesh->ndim;
-    for (i = 0; i < nargs; i++) {
+    double c, sum = 0.0;
+    int i, k, same = 1, nd = args[0]->mesh->ndim;
+    for (k = 0; k < nargs; k++) {
+        i = cand->op == DT_ATEN_LINEAR && nargs == 3 ? (k + 2) % 3 : k;
         c = dt__redist_cost(args[i], cand->in[i]);
-        if (c < 0) return;
+        if (c < 0.0) return;
         sum += c;
         if (memcmp(args[i]->placements, cand->in[i], sizeof(dt_placement) * (size_t)nd)) same = 0;
     }
     cand->index = cand->count++;
-    cand->cost_ns = (uint64_t)sum;
+    cand->cost_us = sum;
     if (same) { /* the last one that needs no redistribution wins */
         *best = *cand;
         *noredist = 1;
-    } else if (!*noredist && (best->index < 0 || (uint64_t)sum < best->cost_ns)) {
+    } else if (!*noredist && (best->index < 0 || sum < best->cost_us)) {
         *best = *cand;
     }
 }
@@ -796,13 +833,13 @@ static void dt__repl(const dt_placement *src, int nd, uint32_t mask, dt_placemen
 static int dt__prop_one(const dt_spec *const *args, int nargs, dt_op_strategy *cand, dt_op_strategy *best)
 {
     int i;
-    int64_t c;
-    cand->cost_ns = 0;
+    double c;
+    cand->cost_us = 0.0;
     for (i = 0; i < nargs; i++) {
         if (!memcmp(args[i]->placements, cand->in[i], sizeof(dt_placement) * (size_t)args[i]->mesh->ndim)) continue;
         c = dt__redist_cost(args[i], cand->in[i]);
-        if (c < 0) return DT_ERR_NO_STRATEGY;
-        cand->cost_ns += (uint64_t)c;
+        if (c < 0.0) return DT_ERR_NO_STRATEGY;
+        cand->cost_us += c;
     }
     cand->count = 1;
     cand->index = 0;

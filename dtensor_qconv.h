@@ -11,7 +11,7 @@
 
    Example (a 3x3 int8 conv2d with ReLU of one 2-channel 6x6 image on one rank):
        #define SPLITCORE_IMPLEMENTATION  // this header and every one it includes
-       #include "dtensor_qconv.h"
+       #include <splitcore/dtensor_qconv.h>
        static int8_t x[2 * 6 * 6], w[4 * 2 * 3 * 3], y[4 * 4 * 4];
        int32_t xs[4] = {1, 2, 6, 6}, ws[4] = {4, 2, 3, 3}, ys[4] = {1, 4, 4, 4};
        dt_conv2d_params p = DT_CONV2D(DT_NCHW, 1, 0, 1, 1);

@@ -11,7 +11,7 @@
 
    Example (y = requant(a @ b) on one rank, per-tensor scales):
        #define SPLITCORE_IMPLEMENTATION  // this header, dtensor.h, microbatch.h, pg.h
-       #include "dtensor_quant.h"
+       #include <splitcore/dtensor_quant.h>
        static int8_t a[4 * 8], b[8 * 2], y[4 * 2];  static int32_t acc[4 * 2];
        int32_t as[2] = {4, 8}, bs[2] = {8, 2}, ys[2] = {4, 2};
        float sb[1] = {0.02f};  dt_qmul q;  mb_tensor ta, tb, ty;
@@ -91,7 +91,10 @@ extern "C" {
        (the left shift saturates to int32, where TFLite's overflows);
      dt_requant_i8(acc, q) = clamp(dt_mul_qmul(acc, q), -128, 127).
    For y = a @ b with scales sa, sb[n] and output scale sy, channel n's multiplier is
-   dt_quantize_multiplier(sa * sb[n] / sy) (dt_qmm_multipliers). A fused ReLU is
+   dt_quantize_multiplier((double)sa * sb[n] / sy), TFLite's effective scale in double for
+   conv and per-channel weights (dt_qmm_multipliers: the same bits on every target, no double
+   arithmetic); TFLite's FULLY_CONNECTED with one weight scale rounds sa * sb to float first
+   (dt_qlinear_multiplier). A fused ReLU is
    max(y, 0) afterwards (zero point 0). linear(x, w) is dt_qmm(x, w^T): pass w [N,K] as
    its transposed view (strides swapped) and the per-output-channel scales of w's rows. */
 typedef struct dt_qmul {
@@ -113,8 +116,15 @@ DT_QUANT_API int8_t dt_quantize_i8(float x, float scale);
    scale (channel_dim < 0) or one per index of channel_dim (scales[x.shape[channel_dim]]),
    as torch's MinMaxObserver / PerChannelMinMaxObserver with the symmetric qschemes. */
 DT_QUANT_API int dt_quantize_tensor(const mb_tensor *x, int channel_dim, float *scales, mb_tensor *q);
-/* q[n] = dt_quantize_multiplier(sa * sb[n] / sy) for n < nb (float products, as TFLite). */
+/* q[n] = dt_quantize_multiplier((double)sa * sb[n] / sy) for n < nb, as TFLite computes the
+   effective scale of every int8 conv and of a FULLY_CONNECTED with per-channel weight scales
+   (PopulateConvolutionQuantizationParams, the per-channel loop): bit-exact on every target,
+   with no double arithmetic (the quotient is formed in integers). */
 DT_QUANT_API int dt_qmm_multipliers(float sa, const float *sb, int nb, float sy, dt_qmul *q);
+/* *q = dt_quantize_multiplier((double)(float)(sa * sb) / sy), TFLite's FULLY_CONNECTED with one
+   weight scale (GetQuantizedConvolutionMultipler: the scales' product is a float product);
+   an infinite product is refused (DT_ERR_VALUE). Bit-exact on every target, as above. */
+DT_QUANT_API int dt_qlinear_multiplier(float sa, float sb, float sy, dt_qmul *q);
 /* acc (MB_I32 [M,N]) = a (MB_I8 [M,K]) @ b (MB_I8 [K,N]) in int32; any strides. */
 DT_QUANT_API int dt_qmm_acc(const mb_tensor *a, const mb_tensor *b, mb_tensor *acc);
 /* out (MB_I8) = dt_requant_i8(acc (MB_I32, same shape)) elementwise, with q[0] (nq == 1)
@@ -195,23 +205,12 @@ extern "C" {
 #define DT_QUANT__DEF
 #endif
 
-DT_QUANT__DEF int dt_quantize_multiplier(double real, dt_qmul *q)
+/* TFLite's QuantizeMultiplier from frexp's form of a positive binary64 value: real =
+   (mant / 2^53) * 2^shift with mant in [2^52, 2^53): mult = round(mant / 2^22) half away from
+   0 (2^31 -> 2^30 with shift + 1); shift < -31 -> 0, 0; shift > 30 refused. */
+static DT__NOINLINE int dt__qmul_frexp(uint64_t mant, int32_t shift, dt_qmul *q)
 {
-    uint64_t bits, mant;
-    int32_t shift;
-    int64_t m;
-    if (!q) return DT_ERR_NULL;
-    if (!(real >= 0.0 && real < 1073741824.0)) return DT_ERR_VALUE; /* NaN fails too */
-    DT_MEMCPY(&bits, &real, sizeof bits);                           /* IEEE binary64 */
-    if (!((bits >> 52) & 0x7ffu)) {                                 /* 0 or subnormal: far below 2^-31 */
-        q->mult = 0;
-        q->shift = 0;
-        return DT_OK;
-    }
-    /* frexp: real = (mant / 2^53) * 2^shift, mant / 2^53 in [0.5, 1) */
-    mant = (bits & (((uint64_t)1 << 52) - 1u)) | ((uint64_t)1 << 52);
-    shift = (int32_t)((bits >> 52) & 0x7ffu) - 1022;
-    m = (int64_t)((mant + ((uint64_t)1 << 21)) >> 22); /* round(q * 2^31), half away from 0 */
+    int64_t m = (int64_t)((mant + ((uint64_t)1 << 21)) >> 22);
     if (m == (int64_t)1 << 31) {
         m >>= 1;
         shift++;
@@ -224,6 +223,21 @@ DT_QUANT__DEF int dt_quantize_multiplier(double real, dt_qmul *q)
     q->mult = (int32_t)m;
     q->shift = shift;
     return DT_OK;
+}
+
+DT_QUANT__DEF int dt_quantize_multiplier(double real, dt_qmul *q)
+{
+    uint64_t bits;
+    if (!q) return DT_ERR_NULL;
+    if (!(real >= 0.0 && real < 1073741824.0)) return DT_ERR_VALUE; /* NaN fails too */
+    DT_MEMCPY(&bits, &real, sizeof bits);                           /* IEEE binary64 */
+    if (!((bits >> 52) & 0x7ffu)) {                                 /* 0 or subnormal: far below 2^-31 */
+        q->mult = 0;
+        q->shift = 0;
+        return DT_OK;
+    }
+    return dt__qmul_frexp((bits & (((uint64_t)1 << 52) - 1u)) | ((uint64_t)1 << 52),
+                          (int32_t)((bits >> 52) & 0x7ffu) - 1022, q);
 }
 
 DT_QUANT__DEF int32_t dt_mul_qmul(int32_t x, dt_qmul q)
@@ -475,15 +489,76 @@ DT_QUANT__DEF int dt_quantize_tensor(const mb_tensor *x, int channel_dim, float 
     return DT_OK;
 }
 
+/* dt_quantize_multiplier((double)sa * sb / sy) computed exactly without floating point, so
+   that a device without double hardware gets TFLite's multiplier (and no soft-double code):
+   each scale is m * 2^x with an integer m < 2^24, the product of two is exact (48 bits) and
+   the quotient is rounded to 53 bits to nearest even, as the binary64 division is. Other
+   operands give what the double expression gives: a NaN, infinite or negative result is
+   refused, +-0 is 0 (the float product cannot overflow or underflow in double). */
+static int dt__qmul_of(float sa, float sb, float sy, dt_qmul *q)
+{
+    float f[3];
+    uint32_t u, m[3], sign = 0, inf = 0, zero = 0, r = 0;
+    int32_t e = -150 + 2 + 48 + 53, x, k;
+    uint64_t n, quo = 0;
+    f[0] = sa;
+    f[1] = sb;
+    f[2] = sy;
+    for (k = 0; k < 3; k++) {
+        DT_MEMCPY(&u, &f[k], sizeof u);
+        sign ^= u >> 31;
+        m[k] = u & 0x7fffffu;
+        x = (int32_t)(u >> 23 & 0xffu);
+        if (x == 0xff) {
+            if (m[k]) return DT_ERR_VALUE; /* NaN */
+            inf |= 1u << k;
+        } else {
+            if (x) m[k] |= 0x800000u;
+            zero |= (uint32_t)!m[k] << k;
+            x += !x; /* a subnormal's exponent is the smallest normal one's */
+        }
+        e += k == 2 ? -x : x;
+    }
+    if ((inf & 3u) || (zero & 4u)) return DT_ERR_VALUE; /* inf or NaN: inf x, x / 0 */
+    if ((zero & 3u) || inf) {                           /* 0 x finite, finite / inf */
+        q->mult = q->shift = 0;
+        return DT_OK;
+    }
+    if (sign) return DT_ERR_VALUE;
+    /* long division of the 48-bit n by m[2], one bit a step (zeros past n's bits) until the
+       quotient has 55 bits; r is the remainder */
+    for (n = (uint64_t)m[0] * m[1]; quo < (uint64_t)1 << 54; e--) {
+        r = r << 1 | (uint32_t)(n >> 47 & 1u);
+        n <<= 1;
+        quo <<= 1;
+        if (r >= m[2]) {
+            r -= m[2];
+            quo |= 1u;
+        }
+    }
+    /* to 53 bits, nearest even: the 2 bits dropped and the remainder decide (2^53 after
+       rounding up is 2^31 after the next rounding, which dt__qmul_frexp handles) */
+    n = quo >> 2;
+    if ((quo & 2u) && ((quo & 1u) || r || (n & 1u))) n++;
+    return dt__qmul_frexp(n, e, q);
+}
+
 DT_QUANT__DEF int dt_qmm_multipliers(float sa, const float *sb, int nb, float sy, dt_qmul *q)
 {
     int i, rc = DT_OK;
     dt_qmul t;
     if (!sb || !q) return DT_ERR_NULL;
     if (nb < 1) return DT_ERR_SHAPE;
-    for (i = 0; i < nb && !rc; i++) rc = dt_quantize_multiplier((double)(sa * sb[i] / sy), &t);
-    for (i = 0; i < nb && !rc; i++) dt_quantize_multiplier((double)(sa * sb[i] / sy), &q[i]);
+    for (i = 0; i < nb && !rc; i++) rc = dt__qmul_of(sa, sb[i], sy, &t);
+    for (i = 0; i < nb && !rc; i++) dt__qmul_of(sa, sb[i], sy, &q[i]);
     return rc;
+}
+
+DT_QUANT__DEF int dt_qlinear_multiplier(float sa, float sb, float sy, dt_qmul *q)
+{
+    float p = sa * sb; /* rounded to float, as TFLite's product of the two float scales */
+    if (!q) return DT_ERR_NULL;
+    return dt__qmul_of(p, 1.0f, sy, q); /* (double)p * 1.0 is (double)p exactly */
 }
 
 /* c[0..DT__QB) += a0 r[0] + a1 r[bs] + a2 r[2 bs] + a3 r[3 bs] (rows of b): a constant trip

@@ -9,7 +9,7 @@
 
    Example (rank 0 of 2 fills its rows of a 5x4 uniform tensor):
        #define SPLITCORE_IMPLEMENTATION  // this header, dtensor.h, microbatch.h, pg.h
-       #include "dtensor_random.h"
+       #include <splitcore/dtensor_random.h>
        dt_mesh mesh;  dt_spec s;  dt_rng g = {1234, 0};  static float x[3 * 4];  mb_tensor t;
        int32_t ms[1] = {2}, gs[2] = {5, 4}, ls[2];
        dt_placement s0[1] = {DT_SHARD(0)};

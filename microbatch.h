@@ -10,7 +10,7 @@
 
    Example:
        #define MICROBATCH_IMPLEMENTATION
-       #include "microbatch.h"
+       #include <splitcore/microbatch.h>
        float x[8][4], y[8][2];  int32_t xs[2] = {8, 4}, ys[2] = {8, 2};
        mb_value in[1], chunk[4 * 1], outs[4 * 1], merged[1];
        mb_tensor_init(&in[0].tensor, x, MB_F32, 2, xs);        in[0].kind = MB_VALUE_TENSOR;

@@ -14,7 +14,7 @@
 
    Example:
        #define SPLITCORE_IMPLEMENTATION  // pipeline.h, and microbatch.h and pg.h for its executor
-       #include "pipeline.h"
+       #include <splitcore/pipeline.h>
        static pp_action st[2][512];  pp_plan sched, plan;  pp_sim sim;  static uint32_t ws[4096];
        int rc = pp_schedule_build(&sched, PP_SCHED_1F1B, 4, 1, 8, st[0], sizeof st[0], NULL);
        rc = pp_validate(&sched, NULL);                        // torch's _validate_schedule rules
@@ -1947,7 +1947,7 @@ static void pp__emit_c(splitcore__out *o, const pp_plan *p, const char *name)
     splitcore__puts(o, " stages, ");
     splitcore__putu(o, (uint32_t)p->nmb);
     splitcore__puts(o, p->lowered ? " microbatches, lowered */\n" : " microbatches */\n");
-    splitcore__puts(o, "#include \"pipeline.h\"\n\n");
+    splitcore__puts(o, "#include <splitcore/pipeline.h>\n\n");
     if (mbox) { /* the depth pp_mailbox_depth proved: a PP_NO_TAKEIN build needs that room */
         splitcore__puts(o, "/* runs without take-in over mailboxes of this many transfers per ordered pair of ranks\n"
                            "   (pp_mailbox_depth; times the messages per transfer) */\n#define ");

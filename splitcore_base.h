@@ -13,8 +13,8 @@
 
    Example:
        #define SPLITCORE_IMPLEMENTATION   // implements every splitcore header included below
-       #include "microbatch.h"
-       #include "pipeline.h"
+       #include <splitcore/microbatch.h>
+       #include <splitcore/pipeline.h>
        int rc = mb_split_sizes(10, 0, MB_BALANCED, NULL, 0);  // MB_ERR_CHUNKS
        const char *what = splitcore_strerror(rc);             // "chunks", from any module's code
        const char *mine = mb_strerror(rc);                    // the same, microbatch codes only

@@ -1,6 +1,7 @@
 # splitcoreConfig.cmake: find_package(splitcore [version] [COMPONENTS pthread mpi]).
 # Installed by `scons install PREFIX=...` and by `cmake --install` into
-# <prefix>/share/cmake/splitcore/; the headers are in <prefix>/include/splitcore/.
+# <prefix>/share/cmake/splitcore/; the headers are in <prefix>/include/splitcore/, included as
+# <splitcore/pipeline.h> (the include directory is <prefix>/include).
 #   splitcore::splitcore  include directory (header-only) and libm (dtensor_ops.h's kernels)
 #   splitcore::pthread    + Threads::Threads (ports/pg_pthread.h, ports/platform/host_threads.h)
 #   splitcore::mpi        + MPI::MPI_C (ports/pg_mpi.h)
@@ -8,7 +9,7 @@ get_filename_component(_splitcore_prefix "${CMAKE_CURRENT_LIST_DIR}/../../.." AB
 if(NOT TARGET splitcore::splitcore)
   add_library(splitcore::splitcore INTERFACE IMPORTED)
   set_target_properties(splitcore::splitcore PROPERTIES
-    INTERFACE_INCLUDE_DIRECTORIES "${_splitcore_prefix}/include/splitcore")
+    INTERFACE_INCLUDE_DIRECTORIES "${_splitcore_prefix}/include")
   if(NOT WIN32)
     set_target_properties(splitcore::splitcore PROPERTIES INTERFACE_LINK_LIBRARIES m)
   endif()

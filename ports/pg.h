@@ -13,9 +13,9 @@
 
    Example (any port; pg_pthread shown):
        #define PG_IMPLEMENTATION
-       #include "ports/pg.h"
+       #include <splitcore/ports/pg.h>
        #define PG_PTHREAD_IMPLEMENTATION
-       #include "ports/pg_pthread.h"
+       #include <splitcore/ports/pg_pthread.h>
        static pg_pthread_world world;                    // static storage, no heap
        static int body(pg_group *g, void *arg) {         // runs on every rank
            float x[256]; fill(x, pg_rank(g));

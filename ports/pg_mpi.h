@@ -32,7 +32,7 @@
    Example (run with mpirun -np 4 ./prog):
        #define PG_IMPLEMENTATION
        #define PG_MPI_IMPLEMENTATION
-       #include "ports/pg_mpi.h"
+       #include <splitcore/ports/pg_mpi.h>
        static pg_mpi_port port;
        int main(int argc, char **argv) {
            MPI_Init(&argc, &argv);
@@ -71,6 +71,12 @@
 #define PG_MPI_H
 
 #include "pg.h"
+#if defined(SPLITCORE_IMPLEMENTATION) && !defined(PG_MPI_IMPLEMENTATION)
+#define PG_MPI_IMPLEMENTATION
+#endif
+#if defined(SPLITCORE_STATIC) && !defined(PG_MPI_STATIC)
+#define PG_MPI_STATIC
+#endif
 #ifndef OMPI_SKIP_MPICXX
 #define OMPI_SKIP_MPICXX 1 /* C API only, also from C++ (the C++ bindings are deprecated) */
 #endif

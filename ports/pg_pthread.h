@@ -15,7 +15,7 @@
    Example:
        #define PG_IMPLEMENTATION
        #define PG_PTHREAD_IMPLEMENTATION
-       #include "ports/pg_pthread.h"
+       #include <splitcore/ports/pg_pthread.h>
        static pg_pthread_world world;
        static int body(pg_group *g, void *arg) {
            int32_t v = pg_rank(g) + 1;  (void)arg;
@@ -58,6 +58,12 @@
 #define _POSIX_C_SOURCE 200809L
 #endif
 #include "pg.h"
+#if defined(SPLITCORE_IMPLEMENTATION) && !defined(PG_PTHREAD_IMPLEMENTATION)
+#define PG_PTHREAD_IMPLEMENTATION
+#endif
+#if defined(SPLITCORE_STATIC) && !defined(PG_PTHREAD_STATIC)
+#define PG_PTHREAD_STATIC
+#endif
 #include <pthread.h>
 
 #ifndef PG_PTHREAD_MAX_RANKS

@@ -27,9 +27,9 @@
 
    Example (core `me` of 4; every core runs the same code):
        #define PG_IMPLEMENTATION
-       #include "ports/pg.h"
+       #include <splitcore/ports/pg.h>
        #define PG_SHM_IMPLEMENTATION
-       #include "ports/pg_shm.h"
+       #include <splitcore/ports/pg_shm.h>
        #define REGION PG_SHM_REGION_BYTES(4, 8, 1024)          // 4 cores, 8 slots of 1 KB
        static uint32_t region[REGION / 4] __attribute__((section(".shared_ram")));
        static pg_shm shm;                                     // per core (core-local RAM)
@@ -75,6 +75,12 @@
 
 /* ---- 1. Configuration ------------------------------------------------------------ */
 #include "pg.h"
+#if defined(SPLITCORE_IMPLEMENTATION) && !defined(PG_SHM_IMPLEMENTATION)
+#define PG_SHM_IMPLEMENTATION
+#endif
+#if defined(SPLITCORE_STATIC) && !defined(PG_SHM_STATIC)
+#define PG_SHM_STATIC
+#endif
 
 #ifndef PG_SHM_MAX_CORES
 #define PG_SHM_MAX_CORES 8

@@ -1,23 +1,30 @@
 /* dtensor_conformance.h — dtensor.h's execution suite, the same bodies over every port
 
    Like tests/pg_conformance.h: the bodies are written against dtensor.h and pg.h only, run
-   on every rank of a 4-rank world, use no stdio and no heap (bare-metal harts run them),
-   and report a failure as the source line of the failed check. Every result is compared
-   exactly with a single-rank computation: the global tensor built on each rank and its
-   local view under the expected spec (dt_local_view), or the global itself.
+   on every rank of a world of DTC_RANKS, use no stdio and no heap (bare-metal cores run
+   them), and report a failure as the source line of the failed check. Every result is
+   compared exactly with a single-rank computation: the global tensor built on each rank
+   and its local view under the expected spec (dt_local_view), or the global itself.
 
-   The driver defines, before including this file (after cmocka.h, dtensor.h and the port
-   with their implementations):
+   The driver may set DTC_RANKS (default 4: a 1-D mesh of 4 and a 2x2 mesh; 2: a board with
+   two cores, the 1-D mesh of 2 only) and defines, before including this file (after
+   cmocka.h, dtensor.h and the port with their implementations):
        static int dtc_run(int (*body)(pg_group *g, void *arg), void *arg);
-           runs body on every rank of a ready 4-rank world; 0 when every rank returned 0,
-           else the first nonzero result.
+           runs body on every rank of a ready world of DTC_RANKS; 0 when every rank
+           returned 0, else the first nonzero result.
    Then: cmocka_run_group_tests(dtc_tests, NULL, NULL). */
 #ifndef DTENSOR_CONFORMANCE_H
 #define DTENSOR_CONFORMANCE_H
 
-#define DTC_RANKS   4
-#define DTC_ELEMS   256  /* largest global tensor of the suite, elements */
-#define DTC_SCRATCH 8192 /* bytes of scratch per rank */
+#ifndef DTC_RANKS
+#define DTC_RANKS 4
+#endif
+#if DTC_RANKS != 2 && DTC_RANKS != 4
+#error "DTC_RANKS: 2 or 4"
+#endif
+#define DTC_MESH_DIMS (DTC_RANKS == 4 ? 2 : 1) /* the 2x2 mesh needs 4 ranks */
+#define DTC_ELEMS     256                      /* largest global tensor of the suite, elements */
+#define DTC_SCRATCH   8192                     /* bytes of scratch per rank */
 
 #define DTC_CHECK(c)               \
     do {                           \
@@ -54,15 +61,23 @@ static int dtc_me(pg_group *g)
     return r < 0 || r >= DTC_RANKS ? 0 : r;
 }
 
-/* A 1-D mesh of 4 (ndim 1) or a 2x2 mesh (ndim 2) over the world, bound to g. */
+/* A 1-D mesh of DTC_RANKS (ndim 1) or a 2x2 mesh (ndim 2) over the world, bound to g. */
 static int dtc_setup(pg_group *g, int ndim)
 {
-    static const int32_t one[1] = {4}, two[2] = {2, 2};
+    static const int32_t one[1] = {DTC_RANKS}, two[2] = {2, 2};
     int me = dtc_me(g);
-    if (pg_size(g) != DTC_RANKS || pg_set_timeout(g, 5000) != PG_OK) return __LINE__;
+    if (pg_size(g) != DTC_RANKS || pg_set_timeout(g, 5000) != PG_OK || ndim > DTC_MESH_DIMS) return __LINE__;
     DTC_OK(dt_mesh_init(&dtc_mesh[me], ndim, ndim == 1 ? one : two, 0, pg_world_rank(g, me)));
     DTC_OK(dt_comm_init(&dtc_comm[me], &dtc_mesh[me], g));
     return 0;
+}
+
+/* Rows of `rows` that rank r holds under Shard(0) on the 1-D mesh (torch.chunk: 13 rows are
+   4, 4, 4, 1 on 4 ranks and 7, 6 on 2). */
+static int32_t dtc_chunk(int32_t rows, int r)
+{
+    int32_t c = (rows + DTC_RANKS - 1) / DTC_RANKS, left = rows - c * r;
+    return left < 0 ? 0 : left < c ? left : c;
 }
 
 /* G[i] = i + 1 (row-major), or scale * G[i] + add; a contiguous view of it in t. */
@@ -152,7 +167,14 @@ static int dtc_transition(pg_group *g, const dt_placement *sp, const dt_placemen
 #define S1_    DT_SHARD(1)
 #define P_(op) DT_PARTIAL(op)
 
-/* ---- every transition on the 1-D mesh of 4, even, uneven and empty shards ---- */
+/* Partial contributions G + (rank + 1) over the 1-D mesh: sum = nG + n(n + 1)/2,
+   avg = G + (n + 1)/2, max = G + n, min = G + 1; the product of the ranks + 1 is n!. */
+#define DTC_N         ((float)DTC_RANKS)
+#define DTC_SUM_ADD   (DTC_N * (DTC_N + 1) / 2)
+#define DTC_AVG_ADD   ((DTC_N + 1) / 2)
+#define DTC_FACTORIAL (DTC_RANKS == 4 ? 24.0f : 2.0f)
+
+/* ---- every transition on the 1-D mesh of DTC_RANKS, even, uneven and empty shards ---- */
 static int dtc_transitions_1d_body(pg_group *g, void *arg)
 {
     static const int32_t rows[] = {13, 12, 14, 3, 2, 1, 0};
@@ -164,37 +186,38 @@ static int dtc_transitions_1d_body(pg_group *g, void *arg)
     DTC_OK(dt_plan_cache_init(&dtc_cache[me], dtc_entries[me], 4));
     for (k = 0; k < (int)(sizeof rows / sizeof rows[0]); k++) {
         int32_t r = rows[k];
-        /* contributions G + (rank+1): sum = 4G + 10, avg = G + 2.5, max = G + 4, min = G + 1 */
+        /* contributions G + (rank+1): on 4 ranks sum = 4G + 10, avg = G + 2.5, max = G + 4 */
         DTC_SUB(dtc_transition(g, S0, R, r, 3, 1, 0, 1, 0, 0, 1));
         DTC_SUB(dtc_transition(g, S1, R, 3, r, 1, 0, 1, 0, 0, 1));
-        DTC_SUB(dtc_transition(g, PSUM, R, r, 3, 1, 1, 4, 10, 0, 1));
-        DTC_SUB(dtc_transition(g, PAVG, R, r, 3, 1, 1, 1, 2.5f, 0, 1));
-        DTC_SUB(dtc_transition(g, PMAX, R, r, 3, 1, 1, 1, 4, 0, 1));
+        DTC_SUB(dtc_transition(g, PSUM, R, r, 3, 1, 1, DTC_N, DTC_SUM_ADD, 0, 1));
+        DTC_SUB(dtc_transition(g, PAVG, R, r, 3, 1, 1, 1, DTC_AVG_ADD, 0, 1));
+        DTC_SUB(dtc_transition(g, PMAX, R, r, 3, 1, 1, 1, DTC_N, 0, 1));
         DTC_SUB(dtc_transition(g, PMIN, R, r, 3, 1, 1, 1, 1, 0, 1));
-        DTC_SUB(dtc_transition(g, PPROD, R, r, 2, 0, 1, 0, 24, 0, 1)); /* 1 * 2 * 3 * 4 */
-        DTC_SUB(dtc_transition(g, PSUM, S0, r, 3, 1, 1, 4, 10, 0, 1));
-        DTC_SUB(dtc_transition(g, PSUM, S1, 3, r, 1, 1, 4, 10, 0, 1));
-        DTC_SUB(dtc_transition(g, PMAX, S0, r, 3, 1, 1, 1, 4, 0, 1));
+        DTC_SUB(dtc_transition(g, PPROD, R, r, 2, 0, 1, 0, DTC_FACTORIAL, 0, 1)); /* 1 * 2 * ... * n */
+        DTC_SUB(dtc_transition(g, PSUM, S0, r, 3, 1, 1, DTC_N, DTC_SUM_ADD, 0, 1));
+        DTC_SUB(dtc_transition(g, PSUM, S1, 3, r, 1, 1, DTC_N, DTC_SUM_ADD, 0, 1));
+        DTC_SUB(dtc_transition(g, PMAX, S0, r, 3, 1, 1, 1, DTC_N, 0, 1));
         DTC_SUB(dtc_transition(g, R, S0, r, 3, 1, 0, 1, 0, 0, 0));
         DTC_SUB(dtc_transition(g, R, S1, 3, r, 1, 0, 1, 0, 0, 0));
         DTC_SUB(dtc_transition(g, S0, S1, r, 5, 1, 0, 1, 0, 0, 1));
         DTC_SUB(dtc_transition(g, S1, S0, 5, r, 1, 0, 1, 0, 0, 1));
         DTC_SUB(dtc_transition(g, S0, S0, r, 3, 1, 0, 1, 0, 0, 0));
         DTC_SUB(dtc_transition(g, PSUM, PSUM, r, 3, 1, 0, 1, 0, 0, 0)); /* P -> P: no-op */
-        /* R -> P (internal flag): sum divides by 4, max/avg keep; back to R restores G */
-        DTC_SUB(dtc_transition(g, R, PSUM, r, 3, 1, 0, 0.25f, 0, DT_PLAN_ALLOW_PARTIAL, 0));
+        /* R -> P (internal flag): sum divides by n, max/avg keep; back to R restores G */
+        DTC_SUB(dtc_transition(g, R, PSUM, r, 3, 1, 0, 1 / DTC_N, 0, DT_PLAN_ALLOW_PARTIAL, 0));
         DTC_SUB(dtc_transition(g, R, PMAX, r, 3, 1, 0, 1, 0, DT_PLAN_ALLOW_PARTIAL, 0));
         DTC_SUB(dtc_transition(g, R, PAVG, r, 3, 1, 0, 1, 0, DT_PLAN_ALLOW_PARTIAL, 0));
     }
     return 0;
 }
 
-/* The issue's example: ones(13,3) Partial(sum) on 4 ranks -> Shard(0): rows 4,4,4,1 of 4. */
+/* The issue's example: ones(13,3) Partial(sum) on 4 ranks -> Shard(0): rows 4,4,4,1 of 4
+   (on 2 ranks: 7,6 of 2). */
 static int dtc_ones_body(pg_group *g, void *arg)
 {
     static const dt_placement PSUM[1] = {P_(DT_SUM)}, S0[1] = {S0_};
-    static const int32_t shape[2] = {13, 3}, want_rows[4] = {4, 4, 4, 1};
-    int me = dtc_me(g), i;
+    static const int32_t shape[2] = {13, 3};
+    int me = dtc_me(g), i, rows = dtc_chunk(13, me);
     dt_spec src, dst;
     mb_tensor in, out;
     int32_t ls[2];
@@ -205,17 +228,18 @@ static int dtc_ones_body(pg_group *g, void *arg)
     for (i = 0; i < 39; i++) dtc_in[me][i] = 1;
     DTC_OK(mb_tensor_init(&in, dtc_in[me], MB_F32, 2, shape));
     DTC_OK(dt_local_shape(&dst, me, ls, 0));
-    DTC_CHECK(ls[0] == want_rows[me] && ls[1] == 3);
+    DTC_CHECK(ls[0] == rows && ls[1] == 3);
     dtc_poison(dtc_out[me]);
     DTC_OK(mb_tensor_init(&out, dtc_out[me], MB_F32, 2, ls));
     DTC_OK(dt_redistribute(&dtc_comm[me], 0, &src, &in, &dst, 0, &out, dtc_scr[me], DTC_SCRATCH));
-    for (i = 0; i < want_rows[me] * 3; i++) DTC_CHECK(dtc_out[me][i] == 4.0f);
-    DTC_CHECK(dtc_out[me][want_rows[me] * 3] == DTC_SENTINEL);
+    for (i = 0; i < rows * 3; i++) DTC_CHECK(dtc_out[me][i] == DTC_N);
+    DTC_CHECK(dtc_out[me][rows * 3] == DTC_SENTINEL);
     DTC_CHECK(dtc_comm[me].collectives == 1);
     return 0;
 }
 
 /* ---- 2x2 mesh: nested and crossed sharding, collective counts of issue 5 ---- */
+#if DTC_MESH_DIMS == 2
 static int dtc_transitions_2d_body(pg_group *g, void *arg)
 {
     static const dt_placement pairs[][2][2] = {
@@ -248,6 +272,7 @@ static int dtc_transitions_2d_body(pg_group *g, void *arg)
     }
     return 0;
 }
+#endif
 
 /* ---- round trips S(d) -> R -> S(d) on the 1-D mesh, compared with the original ---- */
 static int dtc_round_trip_body(pg_group *g, void *arg)
@@ -282,7 +307,7 @@ static int dtc_round_trip_body(pg_group *g, void *arg)
 }
 
 /* ---- construction: distribute (scatter/broadcast from a rank, or local split),
-   from_local / to_local, full_tensor, strided views, on 1-D and 2x2 meshes ---- */
+   from_local / to_local, full_tensor, strided views, on 1-D and (4 ranks) 2x2 meshes ---- */
 static int dtc_construct_body(pg_group *g, void *arg)
 {
     static const dt_placement p1[][2] = {{S0_, R_}, {S1_, R_}, {R_, R_}};
@@ -290,7 +315,7 @@ static int dtc_construct_body(pg_group *g, void *arg)
     static const int32_t shapes[][2] = {{13, 3}, {3, 14}, {5, 7}, {2, 1}};
     int me = dtc_me(g), nd, k, s, src;
     (void)arg;
-    for (nd = 1; nd <= 2; nd++) {
+    for (nd = 1; nd <= DTC_MESH_DIMS; nd++) {
         DTC_SUB(dtc_setup(g, nd));
         for (k = 0; k < (nd == 1 ? 3 : 6); k++)
             for (s = 0; s < 4; s++)
@@ -362,10 +387,8 @@ static int dtc_construct_body(pg_group *g, void *arg)
 static int dtc_regressions_body(pg_group *g, void *arg)
 {
     static const dt_placement S0[1] = {S0_}, R[1] = {R_}, PSUM[1] = {P_(DT_SUM)}, PAVG[1] = {P_(DT_AVG)};
-    static const dt_placement S0S1[2] = {S0_, S1_};
     int me = dtc_me(g), i;
     dt_tensor t;
-    dt_spec ps;
     mb_tensor loc, full, G;
     int32_t shape[2], off[2], gs[2];
     (void)arg;
@@ -376,24 +399,24 @@ static int dtc_regressions_body(pg_group *g, void *arg)
     shape[1] = 3;
     DTC_OK(mb_tensor_init(&loc, dtc_in[me], MB_F32, 2, shape));
     DTC_OK(dt_from_local(&t, &dtc_mesh[me], S0, 1, &loc, 0));
-    DTC_CHECK(t.spec.shape[0] == 8 && t.spec.shape[1] == 3);
+    DTC_CHECK(t.spec.shape[0] == 2 * DTC_RANKS && t.spec.shape[1] == 3);
     DTC_OK(mb_tensor_init(&full, dtc_out[me], MB_F32, 2, t.spec.shape));
     DTC_OK(dt_full_tensor(&dtc_comm[me], 0, &t.spec, &loc, &full, dtc_scr[me], DTC_SCRATCH));
-    for (i = 0; i < 24; i++) DTC_CHECK(dtc_out[me][i] == (float)((i / 6) * 100 + i % 6));
-    /* #110762: uneven from_local needs the global shape: 13 rows as 4,4,4,1 */
-    shape[0] = me < 3 ? 4 : 1;
+    for (i = 0; i < 6 * DTC_RANKS; i++) DTC_CHECK(dtc_out[me][i] == (float)((i / 6) * 100 + i % 6));
+    /* #110762: uneven from_local needs the global shape: 13 rows as 4,4,4,1 (7,6 on 2) */
+    shape[0] = dtc_chunk(13, me);
     gs[0] = 13;
     gs[1] = 3;
-    for (i = 0; i < shape[0] * 3; i++) dtc_in[me][i] = (float)(me * 12 + i + 1);
+    for (i = 0; i < shape[0] * 3; i++) dtc_in[me][i] = (float)(me * dtc_chunk(13, 0) * 3 + i + 1);
     DTC_OK(mb_tensor_init(&loc, dtc_in[me], MB_F32, 2, shape));
     DTC_OK(dt_from_local(&t, &dtc_mesh[me], S0, 1, &loc, gs));
     DTC_CHECK(t.spec.shape[0] == 13);
     DTC_OK(dt_local_shape(&t.spec, me, shape, off));
-    DTC_CHECK(off[0] == me * 4);
-    DTC_OK(dt_from_local(&t, &dtc_mesh[me], S0, 1, &loc, 0)); /* the even guess: 16 or 4 rows */
-    DTC_CHECK(t.spec.shape[0] == (me < 3 ? 16 : 4));
-    gs[0] = 14; /* a global shape the local pieces do not fit: rank 3 would hold 2 rows */
-    DTC_RC(dt_from_local(&t, &dtc_mesh[me], S0, 1, &loc, gs), me == 3 ? DT_ERR_MISMATCH : DT_OK);
+    DTC_CHECK(off[0] == me * dtc_chunk(13, 0));
+    DTC_OK(dt_from_local(&t, &dtc_mesh[me], S0, 1, &loc, 0)); /* the even guess: n x the local rows */
+    DTC_CHECK(t.spec.shape[0] == DTC_RANKS * dtc_chunk(13, me));
+    gs[0] = 14; /* a global shape the local pieces do not fit: the last rank would hold 1 more */
+    DTC_RC(dt_from_local(&t, &dtc_mesh[me], S0, 1, &loc, gs), me == DTC_RANKS - 1 ? DT_ERR_MISMATCH : DT_OK);
     gs[0] = 13;
     DTC_OK(dt_from_local(&t, &dtc_mesh[me], S0, 1, &loc, gs));
     /* #144109: full_tensor of uneven shards = the rows in order, no padding */
@@ -402,22 +425,28 @@ static int dtc_regressions_body(pg_group *g, void *arg)
     DTC_OK(dt_full_tensor(&dtc_comm[me], 0, &t.spec, &loc, &full, dtc_scr[me], DTC_SCRATCH));
     for (i = 0; i < 39; i++) DTC_CHECK(dtc_out[me][i] == (float)(i + 1));
     DTC_CHECK(dtc_out[me][39] == DTC_SENTINEL);
-    /* #161368: 2-D uneven offsets, (5,7) on 2x2 [S0,S1]: rows 3,2 / cols 4,3 */
-    DTC_SUB(dtc_setup(g, 2));
-    gs[0] = 5;
-    gs[1] = 7;
-    DTC_OK(dt_spec_init(&ps, &dtc_mesh[me], S0S1, 2, MB_F32, 2, gs, 0));
-    DTC_OK(dt_local_shape(&ps, me, shape, off));
-    DTC_CHECK(shape[0] == (me < 2 ? 3 : 2) && off[0] == (me < 2 ? 0 : 3));
-    DTC_CHECK(shape[1] == (me % 2 ? 3 : 4) && off[1] == (me % 2 ? 4 : 0));
-    dtc_fill(dtc_glob[me], 5, 7, 1, 0, &G);
-    DTC_SUB(dtc_local(&ps, &G, dtc_in[me], &loc));
-    DTC_CHECK(dtc_in[me][0] == (float)(off[0] * 7 + off[1] + 1));
-    DTC_OK(mb_tensor_init(&full, dtc_out[me], MB_F32, 2, gs));
-    DTC_OK(dt_full_tensor(&dtc_comm[me], 0, &ps, &loc, &full, dtc_scr[me], DTC_SCRATCH));
-    DTC_CHECK(dtc_equal(&full, &G));
+#if DTC_MESH_DIMS == 2
+    { /* #161368: 2-D uneven offsets, (5,7) on 2x2 [S0,S1]: rows 3,2 / cols 4,3 */
+        static const dt_placement S0S1[2] = {S0_, S1_};
+        dt_spec ps;
+        DTC_SUB(dtc_setup(g, 2));
+        gs[0] = 5;
+        gs[1] = 7;
+        DTC_OK(dt_spec_init(&ps, &dtc_mesh[me], S0S1, 2, MB_F32, 2, gs, 0));
+        DTC_OK(dt_local_shape(&ps, me, shape, off));
+        DTC_CHECK(shape[0] == (me < 2 ? 3 : 2) && off[0] == (me < 2 ? 0 : 3));
+        DTC_CHECK(shape[1] == (me % 2 ? 3 : 4) && off[1] == (me % 2 ? 4 : 0));
+        dtc_fill(dtc_glob[me], 5, 7, 1, 0, &G);
+        DTC_SUB(dtc_local(&ps, &G, dtc_in[me], &loc));
+        DTC_CHECK(dtc_in[me][0] == (float)(off[0] * 7 + off[1] + 1));
+        DTC_OK(mb_tensor_init(&full, dtc_out[me], MB_F32, 2, gs));
+        DTC_OK(dt_full_tensor(&dtc_comm[me], 0, &ps, &loc, &full, dtc_scr[me], DTC_SCRATCH));
+        DTC_CHECK(dtc_equal(&full, &G));
+    }
+#endif
     /* #162692: mean of arange(12).view(3,4) sharded S(0) on 2 ranks is 5.5, not biased by
-       the uneven rows (2 and 1). A 2-rank sub-mesh of the world: ranks 2, 3 are not in it. */
+       the uneven rows (2 and 1). A 2-rank sub-mesh of the world: ranks 2, 3 (if any) are not
+       in it. */
     {
         static const int32_t two[1] = {2}, sub[2] = {0, 1}, one[1] = {1};
         dt_mesh m2;
@@ -465,7 +494,7 @@ static int dtc_bad_input_body(pg_group *g, void *arg)
 {
     static const dt_placement S0[1] = {S0_}, S1[1] = {S1_}, S2[1] = {DT_SHARD(2)}, R[1] = {R_}, PSUM[1] = {P_(DT_SUM)},
                               PMAX[1] = {P_(DT_MAX)}, PAVG[1] = {P_(DT_AVG)};
-    static const int32_t shape[2] = {13, 3}, four[1] = {4};
+    static const int32_t shape[2] = {13, 3}, world[1] = {DTC_RANKS};
     int me = dtc_me(g), i;
     dt_spec s0, s1, r, ps, pm, pa;
     dt_mesh other;
@@ -516,15 +545,15 @@ static int dtc_bad_input_body(pg_group *g, void *arg)
         DTC_RC(dt_from_local(&t, &dtc_mesh[me], S2, 1, &in, shape), DT_ERR_DIM);
     }
     /* mesh / rank mismatch: a mesh built for another rank, or bound to a different one */
-    DTC_OK(dt_mesh_init(&other, 1, four, 0, (me + 1) % 4));
+    DTC_OK(dt_mesh_init(&other, 1, world, 0, (me + 1) % DTC_RANKS));
     DTC_RC(dt_comm_init(&bad, &other, g), DT_ERR_MISMATCH);
     DTC_OK(dt_spec_init(&s0, &other, S0, 1, MB_F32, 2, shape, 0));
     DTC_RC(dt_full_tensor(&dtc_comm[me], 0, &s0, &in, &full, dtc_scr[me], need), DT_ERR_MISMATCH);
     DTC_OK(dt_spec_init(&s0, &dtc_mesh[me], S0, 1, MB_F32, 2, shape, 0));
     {
-        static const int32_t five[1] = {5};
+        static const int32_t bigger[1] = {DTC_RANKS + 1};
         dt_mesh big;
-        DTC_OK(dt_mesh_init(&big, 1, five, 0, me)); /* rank 4 is not in the world */
+        DTC_OK(dt_mesh_init(&big, 1, bigger, 0, me)); /* rank DTC_RANKS is not in the world */
         DTC_RC(dt_comm_init(&bad, &big, g), DT_ERR_RANK);
     }
     /* Partial targets: public call, op change, distribute */
@@ -593,7 +622,9 @@ static int dtc_cache_body(pg_group *g, void *arg)
     }
 DTC_TEST(transitions_1d)
 DTC_TEST(ones)
+#if DTC_MESH_DIMS == 2
 DTC_TEST(transitions_2d)
+#endif
 DTC_TEST(round_trip)
 DTC_TEST(construct)
 DTC_TEST(regressions)
@@ -602,9 +633,12 @@ DTC_TEST(cache)
 
 static const struct CMUnitTest dtc_tests[] = {
     cmocka_unit_test(dtc_test_transitions_1d), cmocka_unit_test(dtc_test_ones),
-    cmocka_unit_test(dtc_test_transitions_2d), cmocka_unit_test(dtc_test_round_trip),
-    cmocka_unit_test(dtc_test_construct),      cmocka_unit_test(dtc_test_regressions),
-    cmocka_unit_test(dtc_test_bad_input),      cmocka_unit_test(dtc_test_cache),
+#if DTC_MESH_DIMS == 2
+    cmocka_unit_test(dtc_test_transitions_2d),
+#endif
+    cmocka_unit_test(dtc_test_round_trip),     cmocka_unit_test(dtc_test_construct),
+    cmocka_unit_test(dtc_test_regressions),    cmocka_unit_test(dtc_test_bad_input),
+    cmocka_unit_test(dtc_test_cache),
 };
 
 #undef R_

@@ -152,8 +152,8 @@ static int32_t acc44[16];
 static int8_t i8buf[64];
 static dt_qmul qm4[4];
 static const int32_t q8_tab[256] = {0}; /* a table the int8 row ops read (rejected before) */
-static dt_gnode gnodes[4], gnodes_full[1], gnodes_batch[2];
-static dt_graph gg, gg_out, gg_full, gg_batch;
+static dt_gnode gnodes[4], gnodes_full[1], gnodes_batch[2], gnodes_noin[1];
+static dt_graph gg, gg_out, gg_full, gg_batch, gg_noin;
 static dt_gplan gp, gp_badstep, gp_world2;
 static dt_gstep gsteps[4], gsteps_bad[4];
 static dt_dispatch gd_nocomm;
@@ -616,6 +616,12 @@ static pp_exec_cfg xcfg_fo, xcfg_fo_nout;
         dt_qmm_multipliers(0.5f, scales4, 4, 0.0f, OUT(dt_qmul)))                                                      \
     ROW(dq12, "dtensor_quant.h", "dt_qmm_multipliers", "no scales", DT_ERR_SHAPE,                                      \
         dt_qmm_multipliers(0.5f, scales4, 0, 1.0f, OUT(dt_qmul)))                                                      \
+    ROW(dq12l, "dtensor_quant.h", "dt_qlinear_multiplier", "output scale 0 (infinite multiplier)", DT_ERR_VALUE,       \
+        dt_qlinear_multiplier(0.5f, 0.5f, 0.0f, OUT(dt_qmul)))                                                         \
+    ROW(dq12m, "dtensor_quant.h", "dt_qlinear_multiplier", "the scales' float product infinite", DT_ERR_VALUE,         \
+        dt_qlinear_multiplier(1e20f, 1e20f, 1e38f, OUT(dt_qmul)))                                                      \
+    ROW(dq12n, "dtensor_quant.h", "dt_qlinear_multiplier", "NULL q", DT_ERR_NULL,                                      \
+        dt_qlinear_multiplier(0.5f, 0.5f, 1.0f, NULL))                                                                 \
     ROW(dq13, "dtensor_quant.h", "dt_qmm_acc", "inner sizes differ", DT_ERR_SHAPE,                                     \
         dt_qmm_acc(i8_local(4, 4), i8_local(2, 4), out_tensor(MB_I32, 4, 4)))                                          \
     ROW(dq14, "dtensor_quant.h", "dt_qmm_acc", "accumulator not int32", DT_ERR_DTYPE,                                  \
@@ -908,16 +914,16 @@ static pp_exec_cfg xcfg_fo, xcfg_fo_nout;
         dt_graph_add(&gg_full, DT_G_INPUT, &ga_43, NULL, 0))                                                           \
     ROW(gr10, "dtensor_graph.h", "dt_graph_add", "mm of mismatched shapes", DT_ERR_SHAPE,                              \
         dt_graph_add(&gg, DT_ATEN_MM, NULL, gin_00, 2))                                                                \
-    ROW(gr11, "dtensor_graph.h", "dt_graph_analyze", "inputs with different batch sizes", DT_ERR_BATCH,                \
-        dt_graph_analyze(&gg_batch))                                                                                   \
+    ROW(gr11, "dtensor_graph.h", "dt_graph_analyze", "an activation before any input", DT_ERR_BATCH,                   \
+        dt_graph_analyze(&gg_noin))                                                                                    \
     ROW(gr12, "dtensor_graph.h", "dt_graph_plan", "rank >= world", DT_ERR_RANK,                                        \
         dt_graph_plan(&gg, 2, 2, DT_SUM, OUT(dt_gplan), OUT_AT(dt_gstep, 1024), 4))                                    \
     ROW(gr13, "dtensor_graph.h", "dt_graph_plan", "gradient reduce op not sum/avg", DT_ERR_PLACEMENT,                  \
         dt_graph_plan(&gg, 1, 0, DT_MAX, OUT(dt_gplan), OUT_AT(dt_gstep, 1024), 4))                                    \
     ROW(gr14, "dtensor_graph.h", "dt_graph_plan", "cap < node count", DT_ERR_TOO_SMALL,                                \
         dt_graph_plan(&gg, 1, 0, DT_SUM, OUT(dt_gplan), OUT_AT(dt_gstep, 1024), 2))                                    \
-    ROW(gr15, "dtensor_graph.h", "dt_graph_plan", "inputs with different batch sizes", DT_ERR_BATCH,                   \
-        dt_graph_plan(&gg_batch, 1, 0, DT_SUM, OUT(dt_gplan), OUT_AT(dt_gstep, 1024), 4))                              \
+    ROW(gr15, "dtensor_graph.h", "dt_graph_plan", "an input's rows not a multiple of the batch", DT_ERR_BATCH,         \
+        dt_graph_plan(&gg_batch, 2, 0, DT_SUM, OUT(dt_gplan), OUT_AT(dt_gstep, 1024), 4))                              \
     ROW(gr16, "dtensor_graph.h", "dt_gplan_tensor", "step out of range", DT_ERR_NODE,                                  \
         dt_gplan_tensor(&gp, OUT_AT(void, 8192), 3, OUT(mb_tensor)))                                                   \
     ROW(gr17, "dtensor_graph.h", "dt_gplan_run", "operand not an earlier step", DT_ERR_NODE,                           \
@@ -1475,6 +1481,8 @@ static void fixtures(void)
     assert_int_equal(dt_graph_init(&gg_out, OUT(dt_gnode), 4), 0);
     assert_int_equal(dt_graph_init(&gg_full, gnodes_full, 1), 0);
     assert_int_equal(dt_graph_add(&gg_full, DT_G_INPUT, &ga_43, NULL, 0), 0);
+    assert_int_equal(dt_graph_init(&gg_noin, gnodes_noin, 1), 0);
+    assert_int_equal(dt_graph_add(&gg_noin, DT_G_FULL, &ga_43, NULL, 0), 0);
     assert_int_equal(dt_graph_init(&gg_batch, gnodes_batch, 2), 0);
     assert_int_equal(dt_graph_add(&gg_batch, DT_G_INPUT, &ga_43, NULL, 0), 0);
     {

@@ -7,7 +7,10 @@
    halo spans several ranks): every rank's shard must equal the matching slice of the
    single-rank result bit for bit. The sharded backward on 2, 3 and 4 ranks against the
    single-rank backward: Partial gradients summed by dt_redistribute, within rounding;
-   the rest bit for bit (spatial grad_in: on the rows no peer's window reaches). */
+   the rest bit for bit (spatial grad_in: on the rows no peer's window reaches).
+   A bare-metal board (tests/target/sse200_smp) defines CONV_BOARD (its core count) and
+   gives conv_run(): the sharded cases then run on its cores over pg_shm, for that rank
+   count only. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <setjmp.h>
@@ -25,8 +28,10 @@
 #define DTENSOR_QUANT_IMPLEMENTATION
 #define DTENSOR_QCONV_IMPLEMENTATION
 #include "dtensor_qconv.h"
+#ifndef CONV_BOARD
 #define PG_PTHREAD_IMPLEMENTATION
 #include "ports/pg_pthread.h"
+#endif
 
 #define MAXE 8192 /* elements of any test tensor */
 
@@ -417,8 +422,18 @@ static void test_pool_ties_nan(void **state)
 
 /* ---- sharded ---- */
 
+#ifdef CONV_BOARD
+#define NR CONV_BOARD
+/* The board: body on every core (a world of NR over pg_shm); 0 or the first failure. */
+static int conv_run(int nranks, int (*body)(pg_group *g, void *arg));
+#else
 #define NR 4
 static pg_pthread_world world;
+static int conv_run(int nranks, int (*body)(pg_group *g, void *arg))
+{
+    return pg_pthread_run(&world, nranks, body, NULL);
+}
+#endif
 static dt_mesh dm[NR];
 static dt_comm dc[NR];
 static float lx[NR][MAXE], lw[NR][MAXE], ly[NR][MAXE], lb[NR][64]; /* f32 or int8 / int32 */
@@ -570,7 +585,7 @@ static void test_sharded(void **state)
                     cur_kind = kind;
                     fill(cur);
                     run_ref(cur, &tx, &tw, &tb, &ty, cur_co);
-                    if (pg_pthread_run(&world, nranks, body, NULL)) {
+                    if (conv_run(nranks, body)) {
                         fprintf(stderr, "case %zu kind %d on %d ranks (int8 %d) failed\n", i, kind, nranks, cur_q8);
                         fail();
                     }
@@ -857,7 +872,7 @@ static void test_sharded_backward(void **state)
                     mb_tensor_init(&tgw, gwr, MB_F32, 4, tw.shape);
                     mb_tensor_init(&tgb, gbr, MB_F32, 1, &cur->oc);
                     assert_int_equal(dt_conv2d_backward(&p, &tx, &tw, &tgy, &tgx, &tgw, &tgb), 0);
-                    if (pg_pthread_run(&world, nranks, bw_body, NULL)) {
+                    if (conv_run(nranks, bw_body)) {
                         fprintf(stderr, "backward case %zu kind %d on %d ranks (only %d) failed\n", i, kind, nranks,
                                 cur_bw_only);
                         fail();

@@ -191,6 +191,81 @@ static void test_quantize_multiplier_golden(void **state)
     assert_int_equal(dt_quantize_multiplier(0.5, NULL), DT_ERR_NULL);
 }
 
+/* TFLite's multipliers: QuantizeMultiplier((double)sa * sb / sy), formed without floating
+   point, so these are every target's answers; the values are TFLite's reference re-derived in
+   numpy (tests/torch/tflite_qmul.py checks thousands of random ones per run). */
+static void test_qmm_multipliers_tflite(void **state)
+{
+    static const struct {
+        float sa, sb, sy;
+        int32_t q, s;
+    } g[] = {
+        {0.652019f, 0.0165054f, 0.070717f, 1307231021, -2},          /* float32 arithmetic: 1307230976 */
+        {0.7490527033805847f, 1.10546875f, 0.03125f, 1778233189, 5}, /* q * 2^31 = ...188.5 exactly */
+        {1e20f, 1e20f, 1e38f, 1677721721, 7},                        /* the float product would overflow */
+        {1e-40f, 1e-3f, 1e-42f, 1717072665, -3},                     /* subnormal scales */
+        {-0.5f, -0.25f, 1.0f, 1073741824, -2},                       /* as the double expression: 0.125 */
+        {0.0f, 0.5f, 0.25f, 0, 0},
+        {-0.0f, 0.5f, 0.25f, 0, 0},
+        {0.5f, 0.5f, INFINITY, 0, 0}, /* x / inf = 0 */
+    };
+    static const float bad[][3] = {{0.5f, 0.5f, 0.0f},
+                                   {0.0f, 0.5f, 0.0f},
+                                   {INFINITY, 0.5f, 1.0f},
+                                   {INFINITY, 0.0f, 1.0f},
+                                   {0.5f, 0.5f, -1.0f},
+                                   {0.5f, NAN, 1.0f},
+                                   {8.0f, 1.0f, 7.450580596923828e-9f} /* 2^30 */};
+    dt_qmul q[2];
+    float sb[2];
+    size_t i;
+    (void)state;
+    for (i = 0; i < sizeof g / sizeof g[0]; i++) {
+        sb[0] = sb[1] = g[i].sb;
+        assert_int_equal(dt_qmm_multipliers(g[i].sa, sb, 2, g[i].sy, q), 0);
+        assert_int_equal(q[0].mult, g[i].q);
+        assert_int_equal(q[0].shift, g[i].s);
+        assert_int_equal(q[1].mult, g[i].q);
+        assert_int_equal(q[1].shift, g[i].s);
+    }
+    for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        q[0].mult = 5;
+        sb[0] = 0.5f;
+        sb[1] = bad[i][1];
+        assert_int_equal(dt_qmm_multipliers(bad[i][0], sb, 2, bad[i][2], q), DT_ERR_VALUE);
+        assert_int_equal(q[0].mult, 5); /* nothing written */
+    }
+}
+
+/* TFLite's FULLY_CONNECTED with one weight scale: GetQuantizedConvolutionMultipler's float
+   product sa * sb, then / sy in double (tests/torch/tflite_qmul.py checks random ones). */
+static void test_qlinear_multiplier_tflite(void **state)
+{
+    static const struct {
+        float sa, sb, sy;
+        int32_t q, s;
+    } g[] = {
+        {0.652019f, 0.0165054f, 0.070717f, 1307231029, -2},          /* dt_qmm_multipliers: 1307231021 */
+        {0.7490527033805847f, 1.10546875f, 0.03125f, 1778233216, 5}, /* ...: 1778233189 */
+        {1e-40f, 1e-3f, 1e-42f, 1708362342, -3},                     /* a subnormal product */
+        {-0.5f, -0.25f, 1.0f, 1073741824, -2},
+        {1e-30f, 1e-30f, 1.0f, 0, 0}, /* the float product underflows to 0 */
+    };
+    dt_qmul q;
+    size_t i;
+    (void)state;
+    for (i = 0; i < sizeof g / sizeof g[0]; i++) {
+        assert_int_equal(dt_qlinear_multiplier(g[i].sa, g[i].sb, g[i].sy, &q), 0);
+        assert_int_equal(q.mult, g[i].q);
+        assert_int_equal(q.shift, g[i].s);
+    }
+    q.mult = 5;
+    assert_int_equal(dt_qlinear_multiplier(1e20f, 1e20f, 1e38f, &q), DT_ERR_VALUE); /* inf product */
+    assert_int_equal(dt_qlinear_multiplier(0.5f, 0.5f, 0.0f, &q), DT_ERR_VALUE);
+    assert_int_equal(q.mult, 5);
+    assert_int_equal(dt_qlinear_multiplier(0.5f, 0.5f, 1.0f, NULL), DT_ERR_NULL);
+}
+
 /* gemmlowp by hand: SRDHM(a, b) = (a*b + (a*b >= 0 ? 2^30 : 1 - 2^30)) / 2^31 truncated;
    RoundingDivideByPOT(x, r) rounds half away from zero. */
 static void test_mul_qmul_by_hand(void **state)
@@ -559,6 +634,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_quantize_multiplier_golden),
+        cmocka_unit_test(test_qmm_multipliers_tflite),
+        cmocka_unit_test(test_qlinear_multiplier_tflite),
         cmocka_unit_test(test_mul_qmul_by_hand),
         cmocka_unit_test(test_mul_qmul_close),
         cmocka_unit_test(test_torch_quantize),

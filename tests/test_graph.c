@@ -106,15 +106,14 @@ static int leaf(dt_graph *g, int op, int ndim, int32_t a, int32_t b)
 }
 
 /* A linear layer's parameter gradients from its output gradient ga (B, n) and input x:
-   weight mm(t(ga), x), bias sum(ga, 0, keepdim).view(n), as aten traces them; tw: the
-   weight gradient as t(mm(t(x), ga)), a transposed view (*tga is t(x) then). */
+   weight mm(t(ga), x), bias sum(ga, 0, keepdim).view(n), as aten traces them (aten.t:
+   DT_G_T); tw: the weight gradient as t(mm(t(x), ga)), a transposed view (*tga is t(x)
+   then). */
 static void linear_backward(dt_graph *g, int ga, int x, int32_t n, int tw, int *tga, int *gw, int *sb, int *gb)
 {
-    dt_op_attrs tr = dim_attrs(0, 0, 0.0f), a = dim_attrs(0, 1, 0.0f);
-    tr.dim2 = 1;
-    *tga = add1(g, DT_ATEN_TRANSPOSE, &tr, tw ? x : ga);
-    *gw =
-        tw ? add1(g, DT_ATEN_TRANSPOSE, &tr, add2(g, DT_ATEN_MM, NULL, *tga, ga)) : add2(g, DT_ATEN_MM, NULL, *tga, x);
+    dt_op_attrs a = dim_attrs(0, 1, 0.0f);
+    *tga = add1(g, DT_G_T, NULL, tw ? x : ga);
+    *gw = tw ? add1(g, DT_G_T, NULL, add2(g, DT_ATEN_MM, NULL, *tga, ga)) : add2(g, DT_ATEN_MM, NULL, *tga, x);
     *sb = add1(g, DT_ATEN_SUM, &a, ga);
     a = shape_attrs(1, n, 0);
     *gb = add1(g, DT_ATEN_VIEW, &a, *sb);
@@ -126,8 +125,7 @@ static void linear_backward(dt_graph *g, int ga, int x, int32_t n, int tw, int *
    weight gradient as a transposed view of an mm (sgd reads a strided gradient). */
 static void build_mlp(dt_graph *g, dt_gnode *storage, mlp *m, int32_t B, int wrap, int sgd, float lr)
 {
-    dt_op_attrs tr = dim_attrs(0, 0, 0.0f), a;
-    tr.dim2 = 1;
+    dt_op_attrs a;
     assert_int_equal(dt_graph_init(g, storage, CAP), 0);
     memset(m, -1, sizeof *m);
     m->w1 = leaf(g, DT_G_PARAM, 2, HID, IN);
@@ -141,10 +139,10 @@ static void build_mlp(dt_graph *g, dt_gnode *storage, mlp *m, int32_t B, int wra
         m->h = add1(g, DT_ATEN_RELU, NULL, m->a1);
         m->a2 = add3(g, DT_ATEN_LINEAR, m->h, m->w2, m->b2);
     } else {
-        m->t1 = add1(g, DT_ATEN_TRANSPOSE, &tr, m->w1);
+        m->t1 = add1(g, DT_G_T, NULL, m->w1);
         m->a1 = add3(g, DT_ATEN_ADDMM, m->b1, m->x, m->t1);
         m->h = add1(g, DT_ATEN_RELU, NULL, m->a1);
-        m->t2 = add1(g, DT_ATEN_TRANSPOSE, &tr, m->w2);
+        m->t2 = add1(g, DT_G_T, NULL, m->w2);
         m->a2 = add3(g, DT_ATEN_ADDMM, m->b2, m->h, m->t2);
     }
     m->o = add1(g, DT_ATEN_SIGMOID, NULL, m->a2);
@@ -319,17 +317,29 @@ static void test_analysis_no_optimizer(void **state)
 static void test_analysis_errors(void **state)
 {
     static dt_gnode nodes[8];
+    static dt_gstep st[8];
     dt_graph g;
-    dt_op_attrs a = shape_attrs(2, 128, 50);
+    dt_gplan p;
+    dt_op_attrs a = shape_attrs(2, 128, 50), q;
     int32_t in[2];
     (void)state;
     assert_int_equal(dt_graph_init(&g, nodes, 8), 0);
+    /* a square activation t (aten.t: no dim rule) or transposed (aten.transpose.int) */
     assert_true(dt_graph_add(&g, DT_G_INPUT, &a, NULL, 0) == 0);
     a = shape_attrs(2, 64, 8);
     assert_true(dt_graph_add(&g, DT_G_INPUT, &a, NULL, 0) == 1);
-    assert_int_equal(dt_graph_analyze(&g), DT_ERR_BATCH); /* 128 vs 64 */
-    assert_int_equal(g.analysed, 0);
-    assert_int_equal(nodes[0].bd, DT_BD_NONE);
+    q = shape_attrs(3, 8, 0);
+    assert_int_equal(dt_graph_add(&g, DT_G_T, &q, in, 0), DT_ERR_PLACEMENT_COUNT);
+    in[0] = 1;
+    assert_true(dt_graph_add(&g, DT_ATEN_UNSQUEEZE, &q, in, 1) == 2);
+    in[0] = 2;
+    assert_int_equal(dt_graph_add(&g, DT_G_T, NULL, in, 1), DT_ERR_DIM); /* 3-D */
+    /* two inputs of different batch sizes: both Shard(0), the first one's is the batch
+       (torch's init_batch_dim_size); a plan refuses 64 rows of a batch of 128 */
+    assert_int_equal(dt_graph_analyze(&g), 0);
+    assert_true(nodes[0].placement == 0 && nodes[1].placement == 0 && g.batch == 128);
+    assert_int_equal(dt_graph_plan(&g, 2, 0, DT_SUM, &p, st, 8), DT_ERR_BATCH);
+    assert_int_equal(g.analysed, 1);
     /* an activation before any input */
     assert_int_equal(dt_graph_init(&g, nodes, 8), 0);
     a = shape_attrs(1, 4, 0);
@@ -348,6 +358,56 @@ static void test_analysis_errors(void **state)
     in[0] = 1;
     assert_true(dt_graph_add(&g, DT_ATEN_ADD, NULL, in, 2) == 4); /* x + grad */
     assert_int_equal(dt_graph_analyze(&g), DT_ERR_BATCH);
+}
+
+/* torch's two 2-D transposes: aten.t (DT_G_T) is a non-compute op without a dim rule (the
+   batch dim by size search), aten.transpose.int (DT_ATEN_TRANSPOSE) a compute op with one. */
+static void test_analysis_t_vs_transpose(void **state)
+{
+    static dt_gnode nodes[12];
+    dt_graph g;
+    dt_op_attrs a = shape_attrs(2, 6, 6), tr = dim_attrs(0, 0, 0.0f);
+    int x, w, t, tt, mm, gt, gtt, s;
+    (void)state;
+    tr.dim2 = 1;
+    assert_int_equal(dt_graph_init(&g, nodes, 12), 0);
+    x = leaf(&g, DT_G_INPUT, 2, 6, 6); /* a square [B, B] activation */
+    w = leaf(&g, DT_G_PARAM, 2, 6, 6);
+    t = add1(&g, DT_G_T, NULL, x);
+    tt = add1(&g, DT_ATEN_TRANSPOSE, &tr, x);
+    assert_int_equal(dt_graph_analyze(&g), 0);
+    assert_int_equal(nodes[t].placement, 0);  /* size search: dim 0 has the batch size */
+    assert_int_equal(nodes[tt].placement, 1); /* the dim map moves the batch dim */
+    assert_true(nodes[t].shape[0] == 6 && nodes[t].attrs.dim == 0 && nodes[t].attrs.dim2 == 1);
+    /* an mm -> transpose -> sgd chain: through aten.t the mm is a gradient; aten.transpose.int
+       is a compute op, so the mm is an activation (Partial) and only the transpose the gradient */
+    mm = add2(&g, DT_ATEN_MM, NULL, t, x);
+    gt = add1(&g, DT_G_T, NULL, mm);
+    s = add2(&g, DT_G_SGD, &a, w, gt);
+    assert_int_equal(dt_graph_analyze(&g), 0);
+    assert_true(nodes[mm].type == DT_GT_GRAD && nodes[mm].placement == DT_BD_PARTIAL);
+    assert_true(nodes[gt].type == DT_GT_GRAD && nodes[s].type == DT_GT_PARAM);
+    assert_int_equal(dt_graph_init(&g, nodes, 12), 0);
+    x = leaf(&g, DT_G_INPUT, 2, 6, 4);
+    w = leaf(&g, DT_G_PARAM, 2, 4, 4);
+    tt = add1(&g, DT_ATEN_TRANSPOSE, &tr, x);
+    mm = add2(&g, DT_ATEN_MM, NULL, tt, x);
+    gtt = add1(&g, DT_ATEN_TRANSPOSE, &tr, mm);
+    s = add2(&g, DT_G_SGD, &a, w, gtt);
+    assert_int_equal(dt_graph_analyze(&g), 0);
+    assert_true(nodes[mm].type == DT_GT_ACT && nodes[mm].placement == DT_BD_PARTIAL);
+    assert_true(nodes[gtt].type == DT_GT_GRAD && nodes[gtt].placement == DT_BD_PARTIAL);
+    /* the plan all-reduces the same tensor either way (the mm, under its transposed view) */
+    {
+        static dt_gstep st[12];
+        dt_gplan p;
+        assert_int_equal(dt_graph_plan(&g, 2, 0, DT_SUM, &p, st, 12), 0);
+        assert_true((st[mm].flags & DT_GS_ALLREDUCE) && (st[gtt].flags & DT_GS_VIEW));
+    }
+    /* aten.t of 1-D and 0-D tensors is the tensor itself */
+    a = dim_attrs(DT_DIM_ALL, 0, 0.0f);
+    assert_int_equal(nodes[add1(&g, DT_G_T, NULL, add1(&g, DT_ATEN_SUM, &a, x))].ndim, 0);
+    assert_int_equal(nodes[add1(&g, DT_G_T, NULL, leaf(&g, DT_G_PARAM, 1, 5, 0))].shape[0], 5);
 }
 
 /* ---- execution ---- */
@@ -803,7 +863,7 @@ static int dist_body(pg_group *pg, void *arg)
     if (dist_mode == 1) { /* tensor parallel: only the local pieces of the weights */
         CHECK(v[m.w1].t.local.shape[0] == HID / n && v[m.w2].t.local.shape[1] == HID / n);
     }
-    for (i = 0; i < g.count; i++) naten += g.nodes[i].op < DT_ATEN_COUNT;
+    for (i = 0; i < g.count; i++) naten += g.nodes[i].op < DT_ATEN_COUNT || g.nodes[i].op == DT_G_T; /* dt_op's */
     rc = dt_graph_dist_run(&g, &d, v);
     CHECK(rc == 0);
     if (dist_mode == 0 && n > 1) { /* propagation chose the data-parallel placements */
@@ -944,7 +1004,7 @@ static void test_emit_compile_run(void **state)
           f);
     fclose(f);
     snprintf(cmd, sizeof cmd,
-             "%s -std=c99 -O2 -ffp-contract=off -Wall -Wextra -Werror -I. -Iports build/graph_emit/main.c "
+             "%s -std=c99 -O2 -ffp-contract=off -Wall -Wextra -Werror -I. -Iports -Iinclude build/graph_emit/main.c "
              "build/graph_emit/plan.c -o build/graph_emit/plan_run -lm && build/graph_emit/plan_run",
              cc && *cc ? cc : "cc");
     assert_int_equal(system(cmd), 0);
@@ -965,6 +1025,7 @@ int main(void)
         cmocka_unit_test(test_analysis_mlp),
         cmocka_unit_test(test_analysis_no_optimizer),
         cmocka_unit_test(test_analysis_errors),
+        cmocka_unit_test(test_analysis_t_vs_transpose),
         cmocka_unit_test(test_single_rank),
         cmocka_unit_test(test_plan_local_shapes),
         cmocka_unit_test(test_run_rejects_bad_plans),

@@ -19,21 +19,28 @@
 #define PG_SHM_IMPLEMENTATION
 #include "ports/pg_shm.h"
 
-#define CORES        4
+#ifndef PG_SHM_SUITE_CORES
+#define PG_SHM_SUITE_CORES 4 /* a board with fewer cores sets its count (>= 2) */
+#endif
+#define CORES        PG_SHM_SUITE_CORES
 #define SLOTS        8
 #define PAYLOAD      1024
 #define REGION_BYTES PG_SHM_REGION_BYTES(CORES, SLOTS, PAYLOAD)
-#ifndef STRESS_PER_PAIR
-#define STRESS_PER_PAIR 84000u /* 12 ordered pairs: 1,008,000 messages */
+#ifndef STRESS_PER_PAIR /* CORES x (CORES - 1) ordered pairs: >= 1,008,000 messages */
+#define STRESS_PER_PAIR (1008000u / (CORES * (CORES - 1)))
 #endif
 
 typedef int (*body_fn)(pg_group *g, int rank);
 static pg_shm_hooks hooks;
 
-/* Where the cores are. The host uses threads (below); tests/target/riscv_smp/ defines
-   PG_SHM_SUITE_HARTS and gives run_on_cores() (the harts) and the region's placement. */
+/* Where the cores are. The host uses threads (below); tests/target/riscv_smp/ and
+   tests/target/sse200_smp/ define PG_SHM_SUITE_HARTS (and PG_SHM_SUITE_CORES,
+   PG_SHM_SUITE_NAME) and give run_on_cores() (the cores) and the region's placement. */
 #ifdef PG_SHM_SUITE_HARTS
-#define SUITE_NAME "pg_shm (4 harts, bare metal)"
+#ifndef PG_SHM_SUITE_NAME
+#define PG_SHM_SUITE_NAME "pg_shm (4 harts, bare metal)"
+#endif
+#define SUITE_NAME PG_SHM_SUITE_NAME
 extern uint32_t suite_region[];
 #define region suite_region
 void run_on_cores(body_fn f, int *results);
@@ -117,25 +124,25 @@ static void test_format_and_init_errors(void **state)
     pg_shm_hooks h;
     (void)state;
     suite_hooks(&h);
-    assert_int_equal(pg_shm_format(NULL, REGION_BYTES, 4, 8, PAYLOAD), PG_ERR_NULL);
-    assert_int_equal(pg_shm_format(region, REGION_BYTES - 1, 4, 8, PAYLOAD), PG_ERR_SIZE);
-    assert_int_equal(pg_shm_format(region, REGION_BYTES, 4, 6, PAYLOAD), PG_ERR_SIZE); /* not 2^k */
-    assert_int_equal(pg_shm_format(region, REGION_BYTES, 4, 64, 8), PG_ERR_SIZE);      /* > 32 */
-    assert_int_equal(pg_shm_format(region, REGION_BYTES, 4, 8, 100), PG_ERR_SIZE);     /* % 8 */
+    assert_int_equal(pg_shm_format(NULL, REGION_BYTES, CORES, 8, PAYLOAD), PG_ERR_NULL);
+    assert_int_equal(pg_shm_format(region, REGION_BYTES - 1, CORES, 8, PAYLOAD), PG_ERR_SIZE);
+    assert_int_equal(pg_shm_format(region, REGION_BYTES, CORES, 6, PAYLOAD), PG_ERR_SIZE); /* not 2^k */
+    assert_int_equal(pg_shm_format(region, REGION_BYTES, CORES, 64, 8), PG_ERR_SIZE);      /* > 32 */
+    assert_int_equal(pg_shm_format(region, REGION_BYTES, CORES, 8, 100), PG_ERR_SIZE);     /* % 8 */
     assert_int_equal(pg_shm_format(region, REGION_BYTES, 0, 8, PAYLOAD), PG_ERR_SIZE);
     assert_int_equal(pg_shm_format(region, REGION_BYTES, PG_SHM_MAX_CORES + 1, 1, 8), PG_ERR_SIZE);
-    assert_int_equal(pg_shm_format((char *)region + 4, REGION_BYTES, 4, 8, PAYLOAD), PG_ERR_SIZE);
-    assert_int_equal(pg_shm_format(region, REGION_BYTES, 4, 8, PAYLOAD), 0);
-    assert_int_equal(pg_shm_init(&s, region, REGION_BYTES, 4, &h), PG_ERR_RANK);
+    assert_int_equal(pg_shm_format((char *)region + 4, REGION_BYTES, CORES, 8, PAYLOAD), PG_ERR_SIZE);
+    assert_int_equal(pg_shm_format(region, REGION_BYTES, CORES, 8, PAYLOAD), 0);
+    assert_int_equal(pg_shm_init(&s, region, REGION_BYTES, CORES, &h), PG_ERR_RANK);
     assert_int_equal(pg_shm_init(&s, region, REGION_BYTES, -1, &h), PG_ERR_RANK);
     assert_int_equal(pg_shm_init(NULL, region, REGION_BYTES, 0, &h), PG_ERR_NULL);
     assert_int_equal(pg_shm_init(&s, region, REGION_BYTES / 2, 0, &h), PG_ERR_CORRUPT);
     region[1] = 1000; /* scribbled header */
     assert_int_equal(pg_shm_init(&s, region, REGION_BYTES, 0, &h), PG_ERR_CORRUPT);
-    assert_int_equal(pg_shm_format(region, REGION_BYTES, 4, 8, PAYLOAD), 0);
-    assert_int_equal(pg_shm_init(&s, region, REGION_BYTES, 3, &h), 0);
-    assert_int_equal(pg_rank(pg_shm_group(&s)), 3);
-    assert_int_equal(pg_size(pg_shm_group(&s)), 4);
+    assert_int_equal(pg_shm_format(region, REGION_BYTES, CORES, 8, PAYLOAD), 0);
+    assert_int_equal(pg_shm_init(&s, region, REGION_BYTES, CORES - 1, &h), 0);
+    assert_int_equal(pg_rank(pg_shm_group(&s)), CORES - 1);
+    assert_int_equal(pg_size(pg_shm_group(&s)), CORES);
     assert_int_equal((int)pg_max_msg(pg_shm_group(&s)), PAYLOAD);
 }
 
@@ -376,20 +383,22 @@ static int body_collectives(pg_group *g, int rank)
        the native check and pg.h's ring agreement fail every core before any data moves */
     CHECK_RC(pg_all_reduce(g, x[rank], y[rank], rank == 0 ? 5 : 4, MB_F32, PG_SUM), PG_ERR_MISMATCH);
     CHECK_RC(pg_barrier(g), 0);
-    /* a sub-group (ranks 3 and 1) uses pg.h's generic collectives over the rings */
+    /* a sub-group (ranks 3 and 1 of 4, 1 and 0 of 2) uses pg.h's generic collectives over
+       the rings */
     {
         pg_group sub;
-        int members[2] = {3, 1};
+        int members[2] = {CORES - 1, CORES / 2 - 1};
         int rc = pg_subgroup_init(&sub, g, members, 2);
-        if (rank == 0 || rank == 2) {
+        if (rank != members[0] && rank != members[1]) {
             CHECK(rc == PG_ERR_NOT_MEMBER);
         } else {
             CHECK_RC(rc, 0);
             for (i = 0; i < N; i++) x[rank][i] = input(rank, i);
             CHECK_RC(pg_all_reduce(&sub, x[rank], y[rank], N, MB_F32, PG_SUM), 0);
-            for (i = 0; i < N; i++) CHECK(y[rank][i] == input(3, i) + input(1, i));
+            for (i = 0; i < N; i++) CHECK(y[rank][i] == input(members[0], i) + input(members[1], i));
             CHECK_RC(pg_all_gather(&sub, x[rank], all[rank], N, MB_F32), 0);
-            for (i = 0; i < N; i++) CHECK(all[rank][i] == input(3, i) && all[rank][N + i] == input(1, i));
+            for (i = 0; i < N; i++)
+                CHECK(all[rank][i] == input(members[0], i) && all[rank][N + i] == input(members[1], i));
         }
     }
     CHECK_RC(pg_barrier(g), 0);
@@ -412,7 +421,7 @@ static int body_abort(pg_group *g, int rank)
             CHECK_RC(pg_abort(g, -99), 0);
         } else {
             /* blocked on a message that never comes: aborted, not timed out */
-            CHECK_RC(pg_recv_timeout(g, (rank + 2) % CORES, 4, buf, sizeof buf, &got, 4000), PG_ERR_ABORTED);
+            CHECK_RC(pg_recv_timeout(g, (rank + CORES / 2) % CORES, 4, buf, sizeof buf, &got, 4000), PG_ERR_ABORTED);
         }
         CHECK_RC(pg_send(g, (rank + 1) % CORES, 1, buf, 4), PG_ERR_ABORTED);
         CHECK_RC(pg_recover(g), 0);
@@ -432,7 +441,8 @@ static void test_abort_and_recover(void **state)
 }
 
 /* Stress: every ordered pair streams messages with a sequence number, a random length and
-   a checksum; receivers check order, content and count. 12 pairs x STRESS_PER_PAIR (84000: >= 10^6). */
+   a checksum; receivers check order, content and count. CORES x (CORES - 1) pairs x
+   STRESS_PER_PAIR (4 cores: 12 x 84000, 2 cores: 2 x 504000; >= 10^6). */
 static uint32_t stress_received[CORES];
 
 static uint32_t mix(uint32_t x)
@@ -527,6 +537,9 @@ static int pgc_run(int (*body)(pg_group *g, void *arg), void *arg)
 
 #endif
 #ifndef PG_SHM_NO_CONFORMANCE
+#ifndef PGC_MAX_RANKS
+#define PGC_MAX_RANKS CORES /* its per-rank buffers: for this world only */
+#endif
 #include "pg_conformance.h"
 #endif
 
@@ -534,6 +547,9 @@ static int pgc_run(int (*body)(pg_group *g, void *arg), void *arg)
    -DPG_SHM_SUITE_DTENSOR runs it instead of the suites above (SConstruct's dtensor_smp4
    firmware: the 4 harts of tests/target/riscv_smp). */
 #ifdef PG_SHM_SUITE_DTENSOR
+#ifndef DTC_RANKS
+#define DTC_RANKS CORES
+#endif
 #define MICROBATCH_IMPLEMENTATION
 #define DTENSOR_IMPLEMENTATION
 #include "dtensor.h"

@@ -1,5 +1,5 @@
 /* tests/test_pipeline_exec.c — pipeline.h's executor on real ports (host threads).
-   Pipeline-parallel training of a small MLP (8 layers, 4 stages of Linear+ReLU pairs) for
+   Pipeline-parallel training of a small MLP (8 layers, 4 stages of Linear+ReLU pairs, or 2 stages of two pairs) for
    every schedule x checkpoint mode, on pg_pthread and on pg_shm (host threads as cores),
    must give the parameters of plain single-rank training on the same microbatches
    (f32, relative 1e-5). Inference streaming equals a single-rank forward, also for a
@@ -7,7 +7,10 @@
    one rank makes every rank return PP_ERR_LAYER with that layer's code and rank (errors on
    two ranks: the lower rank's, on every rank), and the world is usable afterwards. Storage
    queries are exact (inference slots hold no gradients). Bad inputs give error codes. No
-   timing assertions. */
+   timing assertions. A bare-metal board (tests/target/sse200_smp) defines
+   PIPELINE_EXEC_SUITE_CORES (its core count) and gives pipeline_run_on_cores() and
+   pipeline_suite_hooks(): its cores are the ranks over pg_shm, and the pg_shm cases of the
+   schedules that fit run there. */
 #define _DEFAULT_SOURCE 1 /* clock_gettime, syscall (host_threads.h) under -std=c99 */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -25,11 +28,21 @@
 #include "ports/pg.h"
 #define PIPELINE_IMPLEMENTATION
 #include "pipeline.h"
-#define PG_PTHREAD_IMPLEMENTATION
-#include "ports/pg_pthread.h"
 #define PG_SHM_IMPLEMENTATION
 #include "ports/pg_shm.h"
+#ifdef PIPELINE_EXEC_SUITE_CORES
+#define YIELD() ((void)0) /* only two_errors (host) waits on another rank's failure */
+#define MAXR    PIPELINE_EXEC_SUITE_CORES
+/* The board: run rank(core, arg) on every core (core 0 here), each core's return in rcs. */
+void pipeline_run_on_cores(int (*rank)(int core, void *arg), void *arg, int *rcs);
+void pipeline_suite_hooks(pg_shm_hooks *h);
+#else
+#define YIELD() sched_yield()
+#define MAXR    4
+#define PG_PTHREAD_IMPLEMENTATION
+#include "ports/pg_pthread.h"
 #include "ports/platform/host_threads.h"
+#endif
 
 /* ---- the model: Linear(6,8) LeakyReLU Linear(8,8) LeakyReLU Linear(8,8) LeakyReLU
    Linear(8,3) Scale(3): 8 layers, 4 stages of 2 (a weight gradient in every stage). ---- */
@@ -111,7 +124,7 @@ static int relu_fwd(void *self, const mb_tensor *x, mb_tensor *y)
     float *b = (float *)y->data;
     lin *L = (lin *)self; /* the Linear before it: error injection */
     if (L->fail_mb >= 0 && L->fail_mb-- == 0) {
-        while (L->fail_after && !__atomic_load_n(L->fail_after, __ATOMIC_ACQUIRE)) sched_yield();
+        while (L->fail_after && !__atomic_load_n(L->fail_after, __ATOMIC_ACQUIRE)) YIELD();
         if (L->failed) __atomic_store_n(L->failed, 1, __ATOMIC_RELEASE);
         return L->fail_rc;
     }
@@ -320,12 +333,11 @@ static double reference_step(model *m, int step, int nmb)
 
 /* ---- one parallel run: a lowered plan, a config, a port ---- */
 enum { PORT_PTHREAD = 0, PORT_SHM = 1 };
-#define MAXR 4
 static pp_action plan_store[2][4096];
 static pp_plan sched, plan;
 static pp_table tables[MAXR];
 static pp_exec_cfg cfg;
-static int32_t balance[4] = {2, 2, 2, 2};
+static int32_t balance[4] = {2, 2, 2, 2}, balance2[2] = {4, 4}; /* 4 stages or 2 */
 static uint64_t exec_mem[MAXR][8192];
 static double rank_loss[MAXR];
 static int rank_has_loss[MAXR], rank_err[MAXR], rank_err_rank[MAXR];
@@ -350,7 +362,9 @@ static int rank_body(pg_group *g, void *arg)
     return rc;
 }
 
+#ifndef PIPELINE_EXEC_SUITE_CORES
 static pg_pthread_world world;
+#endif
 #ifndef SHM_SLOTS
 #define SHM_SLOTS 8 /* tests/test_pipeline_notakein.c: 4 */
 #endif
@@ -358,34 +372,59 @@ static pg_pthread_world world;
 #define SHM_REGION  PG_SHM_REGION_BYTES(MAXR, SHM_SLOTS, SHM_PAYLOAD)
 static uint32_t shm_region[SHM_REGION / 4 + 16] __attribute__((aligned(64)));
 static pg_shm shm[MAXR];
+static int shm_rc[MAXR];
+
+/* Rank r over pg_shm: attach, run the plan's row. */
+#ifndef PIPELINE_EXEC_SUITE_CORES
 static pg_shm_host_bells bells;
-static int shm_rc[MAXR], shm_n;
+#endif
+static int shm_rank(int r, void *arg)
+{
+    pg_shm_hooks h;
+    int rc;
+    (void)arg;
+#ifdef PIPELINE_EXEC_SUITE_CORES
+    pipeline_suite_hooks(&h);
+#else
+    pg_shm_host_hooks(&h, &bells);
+#endif
+    rc = pg_shm_init(&shm[r], shm_region, SHM_REGION, r, &h);
+    return rc < 0 ? rc : rank_body(pg_shm_group(&shm[r]), NULL);
+}
+
+#ifndef PIPELINE_EXEC_SUITE_CORES
 static void *shm_thread(void *arg)
 {
-    int r = (int)(intptr_t)arg, rc;
-    pg_shm_hooks h;
-    pg_shm_host_hooks(&h, &bells);
-    rc = pg_shm_init(&shm[r], shm_region, SHM_REGION, r, &h);
-    shm_rc[r] = rc < 0 ? rc : rank_body(pg_shm_group(&shm[r]), NULL);
+    int r = (int)(intptr_t)arg;
+    shm_rc[r] = shm_rank(r, NULL);
     return NULL;
 }
+#endif
 
 /* Runs the plan on `port`; returns every rank's code in rcs. */
 static void run_ranks(int port, int n, int *rcs)
 {
     int r;
-    if (port == PORT_PTHREAD) {
+    if (port == PORT_SHM) {
+        memset(shm_region, 0, sizeof shm_region);
+        assert_int_equal(pg_shm_format(shm_region, SHM_REGION, n, SHM_SLOTS, SHM_PAYLOAD), 0);
+#ifdef PIPELINE_EXEC_SUITE_CORES
+        assert_int_equal(n, MAXR); /* every core is a rank */
+        pipeline_run_on_cores(shm_rank, NULL, shm_rc);
+#else
+        {
+            pthread_t t[MAXR];
+            for (r = 0; r < n; r++) pthread_create(&t[r], NULL, shm_thread, (void *)(intptr_t)r);
+            for (r = 0; r < n; r++) pthread_join(t[r], NULL);
+        }
+#endif
+        for (r = 0; r < n; r++) rcs[r] = shm_rc[r];
+    } else {
+#ifndef PIPELINE_EXEC_SUITE_CORES
         assert_int_equal(pg_pthread_world_init(&world, n), 0);
         pg_pthread_run(&world, n, rank_body, NULL);
         for (r = 0; r < n; r++) rcs[r] = world.rc[r];
-    } else {
-        pthread_t t[MAXR];
-        shm_n = n;
-        memset(shm_region, 0, sizeof shm_region);
-        assert_int_equal(pg_shm_format(shm_region, SHM_REGION, n, SHM_SLOTS, SHM_PAYLOAD), 0);
-        for (r = 0; r < n; r++) pthread_create(&t[r], NULL, shm_thread, (void *)(intptr_t)r);
-        for (r = 0; r < n; r++) pthread_join(t[r], NULL);
-        for (r = 0; r < n; r++) rcs[r] = shm_rc[r];
+#endif
     }
 }
 
@@ -405,7 +444,7 @@ static void cfg_init(model *m, int train, int ckpt)
     memset(&cfg, 0, sizeof cfg);
     cfg.layers = m->layers;
     cfg.nlayers = NL;
-    cfg.balance = balance;
+    cfg.balance = plan.nstages == 2 ? balance2 : balance;
     cfg.rows = ROWS;
     cfg.dtype = MB_F32;
     cfg.in_bytes = ROWS * DIN * 4;
@@ -423,6 +462,7 @@ static const struct {
 } SCHEDS[] = {
     {PP_SCHED_GPIPE, 4, 1},      {PP_SCHED_1F1B, 4, 1},           {PP_SCHED_INTERLEAVED_1F1B, 2, 2},
     {PP_SCHED_LOOPED_BFS, 2, 2}, {PP_SCHED_INTERLEAVED_ZB, 2, 2}, {PP_SCHED_ZBV, 2, 2},
+    {PP_SCHED_GPIPE, 2, 1},      {PP_SCHED_1F1B, 2, 1}, /* 2 stages of 4 layers */
 };
 
 /* Trains 2 steps of the plan in `tables` (P ranks, nmb microbatches, name for messages) with
@@ -474,14 +514,16 @@ static void train_equal(int port)
     int si, ck;
     data_init();
     for (si = 0; si < (int)(sizeof SCHEDS / sizeof SCHEDS[0]); si++)
-        for (ck = PP_CKPT_ALWAYS; ck <= PP_CKPT_NEVER; ck++)
+        for (ck = PP_CKPT_ALWAYS; ck <= PP_CKPT_NEVER && SCHEDS[si].P <= MAXR; ck++)
             train_one(port, SCHEDS[si].kind, SCHEDS[si].P, SCHEDS[si].V, NMB, ck);
 }
+#ifndef PIPELINE_EXEC_SUITE_CORES
 static void test_train_pthread(void **st)
 {
     (void)st;
     train_equal(PORT_PTHREAD);
 }
+#endif
 static void test_train_shm(void **st)
 {
     (void)st;
@@ -515,21 +557,23 @@ static void infer_equal(int port, int nmb)
     int r, rcs[MAXR];
     data_init();
     model_init(&m);
-    build_plan(PP_SCHED_FORWARD_ONLY, 4, 1, nmb);
+    build_plan(PP_SCHED_FORWARD_ONLY, MAXR, 1, nmb);
     cfg_init(&m, 0, PP_CKPT_NEVER);
     the_job.step = 1;
     memset(the_job.out, 0, sizeof the_job.out);
-    run_ranks(port, 4, rcs);
-    for (r = 0; r < 4; r++) assert_int_equal(rcs[r], 0);
+    run_ranks(port, MAXR, rcs);
+    for (r = 0; r < MAXR; r++) assert_int_equal(rcs[r], 0);
     forward_reference(&m, nmb, want);
     assert_memory_equal(want, the_job.out, sizeof(float) * ROWS * DOUT * (size_t)nmb);
 }
+#ifndef PIPELINE_EXEC_SUITE_CORES
 static void test_infer_pthread(void **st)
 {
     (void)st;
     infer_equal(PORT_PTHREAD, NMB);
     infer_equal(PORT_PTHREAD, MAXMB);
 }
+#endif
 static void test_infer_shm(void **st)
 {
     (void)st;
@@ -561,20 +605,24 @@ static void train_large(int port)
     int i;
     data_init();
     for (i = 0; i < (int)(sizeof LARGE / sizeof LARGE[0]); i++)
-        train_one(port, LARGE[i].kind, LARGE[i].P, LARGE[i].V, LARGE[i].nmb,
-                  i & 1 ? PP_CKPT_EXCEPT_LAST : PP_CKPT_NEVER);
+        if (LARGE[i].P <= MAXR)
+            train_one(port, LARGE[i].kind, LARGE[i].P, LARGE[i].V, LARGE[i].nmb,
+                      i & 1 ? PP_CKPT_EXCEPT_LAST : PP_CKPT_NEVER);
 }
+#ifndef PIPELINE_EXEC_SUITE_CORES
 static void test_train_large_m_pthread(void **st)
 {
     (void)st;
     train_large(PORT_PTHREAD);
 }
+#endif
 static void test_train_large_m_shm(void **st)
 {
     (void)st;
     train_large(PORT_SHM);
 }
 
+#ifndef PIPELINE_EXEC_SUITE_CORES
 /* CSVs as PyTorch's _dump_csv writes them (torch/distributed/pipelining/schedules.py at
    pytorch/pytorch@00722e648b740f91d0e71494baa17891749fd291: pipeline_order, compute only with
    idle cells, and pipeline_order_with_comms, lowered with UNSHARD / RESHARD / REDUCE_GRAD;
@@ -655,6 +703,16 @@ static void test_train_torch_csv_shm(void **st)
     (void)st;
     train_torch_csv(PORT_SHM);
 }
+#endif
+
+/* The stage that holds layer l under the config's balance. */
+static int stage_of_layer(int l)
+{
+    int s, end = 0;
+    for (s = 0; s < plan.nstages; s++)
+        if (l < (end += cfg.balance[s])) return s;
+    return -1;
+}
 
 /* A layer error on one rank: every rank returns PP_ERR_LAYER with the layer's code and
    the failing rank; the next step works again. */
@@ -671,7 +729,7 @@ static void error_everywhere(int port, int kind, int P, int V, int layer_pair)
     for (r = 0; r < P; r++) {
         assert_int_equal(rcs[r], PP_ERR_LAYER);
         assert_int_equal(rank_err[r], -77);
-        assert_int_equal(rank_err_rank[r], plan.stage_rank[layer_pair]); /* stage = pair */
+        assert_int_equal(rank_err_rank[r], plan.stage_rank[stage_of_layer(2 * layer_pair + 1)]); /* its ReLU */
     }
     m.lin[layer_pair].fail_mb = -1;
     run_ranks(port, P, rcs);
@@ -710,14 +768,20 @@ static void two_errors(int port)
 static void test_error_aborts(void **st)
 {
     (void)st;
+#ifndef PIPELINE_EXEC_SUITE_CORES
     error_everywhere(PORT_PTHREAD, PP_SCHED_1F1B, 4, 1, 2);
     error_everywhere(PORT_PTHREAD, PP_SCHED_1F1B, 4, 1, 0);
     error_everywhere(PORT_PTHREAD, PP_SCHED_ZBV, 2, 2, 3 - 1);
-    error_everywhere(PORT_SHM, PP_SCHED_GPIPE, 4, 1, 1);
     two_errors(PORT_PTHREAD);
     two_errors(PORT_SHM);
+#else
+    (void)two_errors;
+#endif
+    error_everywhere(PORT_SHM, PP_SCHED_GPIPE, MAXR, 1, 1);
+    error_everywhere(PORT_SHM, PP_SCHED_ZBV, 2, 2, 3 - 1);
 }
 
+#ifndef PIPELINE_EXEC_SUITE_CORES
 /* A hand-written uneven inference plan, 3 stages on 2 ranks (stages 0 and 1 on rank 0,
    stage 2 on rank 1): pp_validate accepts it marked custom or forward-only, it lowers,
    needs mailbox depth 0, emits, and runs equal to a single-rank forward on both ports. */
@@ -881,9 +945,19 @@ static void test_bad_inputs(void **st)
     assert_int_equal(pp_exec_run(NULL), PP_ERR_NULL);
 }
 
+#endif /* !PIPELINE_EXEC_SUITE_CORES */
+
 #ifndef PIPELINE_EXEC_TEST_NO_MAIN /* tests/test_pipeline_notakein.c reuses the above */
 int main(void)
 {
+#ifdef PIPELINE_EXEC_SUITE_CORES /* the board's cores over pg_shm */
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_train_shm),
+        cmocka_unit_test(test_infer_shm),
+        cmocka_unit_test(test_train_large_m_shm),
+        cmocka_unit_test(test_error_aborts),
+    };
+#else
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_train_pthread),
         cmocka_unit_test(test_train_shm),
@@ -898,6 +972,7 @@ int main(void)
         cmocka_unit_test(test_train_torch_csv_pthread),
         cmocka_unit_test(test_train_torch_csv_shm),
     };
+#endif
     return cmocka_run_group_tests_name("pipeline executor", tests, NULL, NULL);
 }
 #endif

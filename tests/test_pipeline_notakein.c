@@ -138,7 +138,7 @@ static int compile_emitted(const char *name, const char *defines)
     assert_int_equal(fwrite(src, 1, (size_t)n, f), (size_t)n);
     fclose(f);
     snprintf(cmd, sizeof cmd,
-             "%s -std=c99 -Wall -Wextra -Werror -I. %s -c build/pipeline_emit/plan.c "
+             "%s -std=c99 -Wall -Wextra -Werror -I. -Iinclude %s -c build/pipeline_emit/plan.c "
              "-o build/pipeline_emit/plan.o 2>/dev/null",
              cc && *cc ? cc : "cc", defines);
     return system(cmd);

@@ -822,7 +822,7 @@ static void test_emit_c(void **state)
     n = pp_emit_c(&low, "my_plan", text, sizeof text, NULL);
     assert_int_equal((size_t)n + 1, need);
     assert_non_null(strstr(text, "/* splitcore pipeline plan: 1F1B, 2 ranks, 2 stages, 2 microbatches, lowered */"));
-    assert_non_null(strstr(text, "#include \"pipeline.h\""));
+    assert_non_null(strstr(text, "#include <splitcore/pipeline.h>"));
     assert_non_null(strstr(
         text, "static const pp_action my_plan_r0[8] = {\n    PP_ACTION(PP_F, 0, 0), PP_ACTION(PP_SEND_F, 0, 0),"));
     assert_non_null(strstr(text, "static const pp_action my_plan_r1[8] = {\n    PP_ACTION(PP_RECV_F, 1, 0),"));

@@ -21,8 +21,9 @@
    Usage: pipeline_mnist [OUT_DIR] [RANKS=auto|1|2|4]. Writes into build/demo/ (or OUT_DIR):
    trace.json (Chrome/Perfetto trace of one executed step), fmnist_weights.h (the trained
    model), fmnist_test100.h (the first 100 test images and the host's predictions) and
-   fmnist_plan.h (the forward-only plan as const tables for the bare-metal firmware). Needs
-   Debian's dataset-fashion-mnist (read with zlib). */
+   fmnist_plan.h (the forward-only plan as const tables for the 4-hart RISC-V firmware) and
+   fmnist_plan2.h (a 2-stage forward-only plan and its balance for the two Cortex-M33 cores of
+   the SSE-200). Needs Debian's dataset-fashion-mnist (read with zlib). */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <math.h>
@@ -61,8 +62,9 @@
 #ifndef EPOCHS
 #define EPOCHS 5
 #endif
-#define LR       0.01f
-#define MOMENTUM 0.9f
+#define LR         0.01f
+#define MOMENTUM   0.9f
+#define M33_CHUNKS 8 /* microbatches of the 2-stage plan (the firmware's 13 images each) */
 
 static unsigned char train_img[NTRAIN][MLP_IN], test_img[NTEST][MLP_IN];
 static unsigned char train_lab[NTRAIN], test_lab[NTEST];
@@ -129,7 +131,9 @@ typedef struct train_layout {
     size_t bytes[MAX_RANKS]; /* pp_exec_query's */
 } train_layout;
 static train_layout lay1, lay2, lay4;
-static pp_action eval_store[2][2048];
+static pp_action eval_store[2][2048], m33_store[2][2048];
+static pp_plan m33_sched, m33_plan;
+static int32_t m33_balance[2];
 static uint32_t depth_work[6 * EVAL_RANKS * EVAL_CHUNKS]; /* pp_mailbox_depth's (pp_sim_bytes) */
 static pp_plan eval_sched, eval_plan;
 static pp_table eval_tab[EVAL_RANKS];
@@ -453,6 +457,20 @@ int main(int argc, char **argv)
         return 1;
     }
     check(pp_mailbox_depth(&eval_plan, 0, depth_work, sizeof depth_work, NULL), "mailbox depth");
+    { /* the two Cortex-M33 cores: 2 stages cut where the layers' multiply-adds balance best
+         (the first Linear alone: it is 83 % of the work), the same forward-only proof */
+        uint32_t cost[MLP_LAYERS];
+        for (i = 0, k = 0; k < 4; k++) {
+            cost[i++] = (uint32_t)(mlp_dims[k] * mlp_dims[k + 1]);
+            if (k < 3) cost[i++] = (uint32_t)mlp_dims[k + 1]; /* its ReLU */
+        }
+        check(pp_balance_by_cost(cost, MLP_LAYERS, 2, m33_balance, NULL), "balance");
+        check(pp_schedule_build(&m33_sched, PP_SCHED_FORWARD_ONLY, 2, 1, M33_CHUNKS, m33_store[0], sizeof m33_store[0],
+                                NULL),
+              "forward-only");
+        check(pp_lower(&m33_sched, &m33_plan, m33_store[1], sizeof m33_store[1], NULL), "lower");
+        check(pp_mailbox_depth(&m33_plan, 0, depth_work, sizeof depth_work, NULL), "mailbox depth");
+    }
     for (r = 0; r < EVAL_RANKS; r++) {
         pp_exec_cfg *e = &eval_cfg[r];
         check(pp_plan_table(&eval_plan, r, &eval_tab[r]), "table");
@@ -582,14 +600,23 @@ int main(int argc, char **argv)
         check(pp_emit_c(&eval_plan, "fm_plan", text, sizeof text, NULL), "emit");
         fputs(text, f);
         fclose(f);
+        f = open_out(out, "fmnist_plan2.h");
+        check(pp_emit_c(&m33_plan, "fm_plan2", text, sizeof text, NULL), "emit");
+        fputs(text, f);
+        fprintf(f,
+                "\n/* layers per stage: the MLP's 7 cut by multiply-adds (pp_balance_by_cost) */\n"
+                "static const int32_t fm_balance2[2] = {%d, %d};\n",
+                (int)m33_balance[0], (int)m33_balance[1]);
+        fclose(f);
     }
     printf("host predictions for the first 100 test images (the bare-metal run prints the same line):\n"
            "predictions:");
     for (i = 0; i < 100; i++) printf(" %d", eval_pred[i]);
     printf("\nlogits fnv-1a: %08x\n", (unsigned)mlp_fnv1a(&logits100[0][0], 100 * MLP_OUT));
-    printf("wrote %s/trace.json (%d actions of one step), fmnist_weights.h, fmnist_test100.h, fmnist_plan.h; "
+    printf("wrote %s/trace.json (%d actions of one step), fmnist_weights.h, fmnist_test100.h, fmnist_plan.h, "
+           "fmnist_plan2.h (2 stages of %d + %d layers); "
            "%.1f s total\n",
-           out, nev, now_s() - t0);
+           out, nev, (int)m33_balance[0], (int)m33_balance[1], now_s() - t0);
     if ((double)correct / NTEST < 0.85) {
         fprintf(stderr, "pipeline_mnist: test accuracy below 0.85\n");
         return 1;

@@ -40,7 +40,7 @@ def skipped_of(log_path):
 
 
 def collect(programs, results_path, report=None):
-    """programs: list of (name, path). Runs each, writes the JSON array,
+    """programs: list of (name, path) or (name, [path, arguments...]). Runs each, writes the JSON array,
     prints a table, then runs the `report` script (if given) on the array.
     What a benchmark could not measure (its SKIPPED lines: a peer's package
     missing, no valgrind, ...) goes to skipped.json beside the rows, is
@@ -49,7 +49,8 @@ def collect(programs, results_path, report=None):
     rows, skipped, status = [], [], 0
     for name, program in programs:
         log = os.path.join(os.path.dirname(results_path), name + ".log")
-        if run_and_log("bench " + name, [os.path.abspath(program)], log) != 0:
+        command = list(program) if isinstance(program, list) else [program]
+        if run_and_log("bench " + name, [os.path.abspath(command[0])] + command[1:], log) != 0:
             status = 1
             skipped.append({"bench": name, "line": "FAILED: the benchmark exited non-zero (%s)" % log})
             continue

@@ -19,7 +19,12 @@ import re
 import shutil
 import sys
 
-INCLUDE_DIR = "include/splitcore"
+INCLUDE_DIR = "include/splitcore"  # where the headers go
+INCLUDE_PATH = "include"  # what goes on the include path: #include <splitcore/pipeline.h>
+# The repository's own include/splitcore/: one forwarding header per library header, so a
+# vendored tree (add_subdirectory, PlatformIO, Zephyr, ESP-IDF) spells the includes as an
+# installed one does. forwarders() writes what they must hold; scons test checks them.
+FORWARD_DIR = "include/splitcore"
 PKGCONFIG_DIR = "share/pkgconfig"
 CMAKE_DIR = "share/cmake/splitcore"
 # (template or file in the repository, installed path)
@@ -126,3 +131,27 @@ def tests(env, headers, tools, mpi):
     steps.append(step("docs: examples compile, links resolve", "build/docs/check_docs.log", [docs],
                       [py, docs, "--repo", Dir("#").abspath, "--build", "build/docs"]))
     return steps
+
+
+def forwarders(headers):
+    """{repository path of the forwarding header: its text} for each library header
+    (repository-relative paths): include/splitcore/<path> includes ../../<path>."""
+    out = {}
+    for h in headers:
+        up = "../" * (h.count("/") + 2)
+        out["%s/%s" % (FORWARD_DIR, h)] = (
+            "/* <splitcore/%s> in a vendored tree (-I<repository>/include), as an installed tree\n"
+            "   names it. Written by `scons includes`. */\n"
+            "#include \"%s%s\"\n" % (h, up, h))
+    return out
+
+
+def forwarders_differ(repo, headers):
+    """The forwarding headers that are missing or hold other text, and stray ones."""
+    want = forwarders(headers)
+    bad = [p for p, text in sorted(want.items())
+           if not os.path.isfile(os.path.join(repo, p)) or open(os.path.join(repo, p)).read() != text]
+    have = []
+    for root, _, files in os.walk(os.path.join(repo, FORWARD_DIR)):
+        have += [os.path.relpath(os.path.join(root, f), repo).replace(os.sep, "/") for f in files]
+    return bad + sorted(p for p in have if p not in want)

@@ -85,6 +85,19 @@ class Target:
             return [os.path.abspath(program)]
         return self.qemu + ["-kernel", program]
 
+    def qemu_on(self, machine=None):
+        """The QEMU command line (without -kernel) on another board of the same kind."""
+        q = list(self.qemu)
+        if machine:
+            q[q.index("-machine") + 1] = machine
+        return q
+
+
+# Under QEMU's -icount every instruction takes 1 ns of guest time (shift=0), guest time runs
+# apart from the host's (align=off) and an idle machine jumps to its next timer (sleep=off):
+# a multi-core run is deterministic, and its clocks count instructions.
+ICOUNT = ["-icount", "shift=0,align=off,sleep=off"]
+
 
 def _mps2(machine):
     return ["qemu-system-arm", "-machine", machine, "-nographic", "-monitor", "none",
@@ -115,6 +128,10 @@ TARGETS = {t.name: t for t in [
     Target("cortex-m33", "arm", _ARM,
            ["-mcpu=cortex-m33", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv5-sp-d16"],
            qemu=_mps2("mps2-an505"), ram_base="0x10000000"),
+    # Both Cortex-M33 of Arm's SSE-200 (mps2-an521, mps3-an524): AN521's CPU0 has neither FPU
+    # nor DSP, so code both cores run is built without them. Boots secure, like an505.
+    Target("sse200", "arm", _ARM, ["-mcpu=cortex-m33+nodsp", "-mthumb", "-mfloat-abi=soft"],
+           qemu=_mps2("mps2-an521"), ram_base="0x10000000"),
     Target("rv32imac", "riscv", _RISCV, ["-march=rv32imac", "-mabi=ilp32"],
            qemu=_virt(32)),
     Target("rv64imac", "riscv", _RISCV, ["-march=rv64imac", "-mabi=lp64"],

@@ -20,6 +20,7 @@
 Prints one line per check and a summary; exits 1 when any check failed."""
 import argparse
 import fnmatch
+import glob
 import filecmp
 import json
 import os
@@ -31,7 +32,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "site_scons"))
 from splitcore.checks import Checks  # noqa: E402
-from splitcore.consume import GENERATED, INCLUDE_DIR, header_version  # noqa: E402
+from splitcore.consume import GENERATED, INCLUDE_PATH, forwarders_differ, header_version  # noqa: E402
 
 WARN = ["-std=c99", "-Wall", "-Wextra", "-Wpedantic", "-Werror"]
 TOP_HEADERS = ["splitcore_base.h", "microbatch.h", "pipeline.h", "dtensor.h", "dtensor_ops.h", "dtensor_conv.h",
@@ -140,7 +141,7 @@ def cmd_pkg_config(c, args):
     if not ok:
         return
     incs = [f[2:] for f in cflags.split() if f.startswith("-I")]
-    c.ok(len(incs) == 1 and os.path.realpath(incs[0]) == os.path.realpath(os.path.join(prefix, INCLUDE_DIR)),
+    c.ok(len(incs) == 1 and os.path.realpath(incs[0]) == os.path.realpath(os.path.join(prefix, INCLUDE_PATH)),
          "--cflags names the installed include directory", cflags.strip())
     # main.c copied out of the repository: only the installed headers can be found.
     main = os.path.join(build, "main.c")
@@ -364,7 +365,7 @@ def check_esp_idf(c, repo, build, version, with_cmake):
     # headers as freertos/FreeRTOS.h: the FreeRTOS model of tests/ports/freertos stands in).
     out = fresh(os.path.join(build, "esp-idf"))
     with open(os.path.join(out, "main.c"), "w") as f:
-        f.write('#include "ports/pg.h"\n#include "ports/pg_shm.h"\n#include "ports/platform/freertos.h"\n'
+        f.write('#include <splitcore/ports/pg.h>\n#include <splitcore/ports/pg_shm.h>\n#include <splitcore/ports/platform/freertos.h>\n'
                 "int main(void)\n{\n    static pg_shm_freertos_bells bells;\n    pg_shm_hooks h;\n"
                 "    pg_shm_freertos_hooks(&h, &bells);\n    return h.notify == pg_shm_freertos_notify ? 0 : 1;\n}\n")
     with open(os.path.join(out, "CMakeLists.txt"), "w") as f:
@@ -389,7 +390,7 @@ target_compile_definitions(app PRIVATE ESP_PLATFORM=1 _DEFAULT_SOURCE=1)
 target_compile_options(app PRIVATE %s)
 find_package(Threads REQUIRED)
 target_link_libraries(app PRIVATE Threads::Threads)
-""" % (repo, os.path.join(repo, "tests", "ports", "freertos"), " ".join(WARN)))
+""" % (repo, os.path.join(repo, "tests", "ports", "freertos") + " " + repo, " ".join(WARN)))  # the model's stubs
     ok, _ = c.run(["cmake", "-S", out, "-B", os.path.join(out, "b")],
                   "CMakeLists.txt registers an ESP-IDF component in a stub ESP-IDF build")
     if ok and c.run(["cmake", "--build", os.path.join(out, "b")],
@@ -429,6 +430,11 @@ def cmd_manifests(c, args):
                             "-DSPLITCORE_VERSION_MAJOR=" + major, "-DSPLITCORE_VERSION_MINOR=%d" % (int(minor) + 1),
                             "-DSPLITCORE_VERSION_PATCH=0"],
           "headers of different releases do not compile together (#error)", expect_ok=False)
+    library = sorted(os.path.relpath(p, repo).replace(os.sep, "/") for pat in ("*.h", "ports/*.h", "ports/platform/*.h")
+                     for p in glob.glob(os.path.join(repo, pat)))
+    bad = forwarders_differ(repo, library)
+    c.ok(not bad, "include/splitcore/ forwards <splitcore/X> to each of the %d library headers, and only those "
+         "(`scons includes` writes them)" % len(library), ", ".join(bad))
     check_platformio(c, repo, build, version)
     check_zephyr(c, repo, build, version, args.cmake)
     check_esp_idf(c, repo, build, version, args.cmake)

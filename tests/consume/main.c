@@ -1,17 +1,14 @@
 /* A program that uses splitcore the way a project outside this repository does: through
    the include directory its build system gives (CMake's splitcore::pthread target or
-   `pkg-config --cflags splitcore`), with the same include spelling as in the repository.
+   `pkg-config --cflags splitcore`), spelling the includes <splitcore/...> as the docs do, and
+   implementing every header with one SPLITCORE_IMPLEMENTATION.
    Run by tests/consume/check_consume.py; exits 0 when every check passes. */
-#define PG_IMPLEMENTATION
-#define PG_PTHREAD_IMPLEMENTATION
-#include "ports/pg_pthread.h" /* first: it asks for POSIX before any system header */
-#define MICROBATCH_IMPLEMENTATION
-#include "microbatch.h"
-#define PIPELINE_IMPLEMENTATION
-#include "pipeline.h"
-#define DTENSOR_IMPLEMENTATION
-#include "dtensor.h"
-#include "ports/pg_shm.h" /* declarations only: the bare-metal port's header is found too */
+#define SPLITCORE_IMPLEMENTATION
+#include <splitcore/ports/pg_pthread.h> /* first: it asks for POSIX before any system header */
+#include <splitcore/microbatch.h>
+#include <splitcore/pipeline.h>
+#include <splitcore/dtensor.h>
+#include <splitcore/ports/pg_shm.h> /* the bare-metal port's header is found too */
 #include <stdio.h>
 
 #if SPLITCORE_VERSION_MAJOR != EXPECT_MAJOR || SPLITCORE_VERSION_MINOR != EXPECT_MINOR || \

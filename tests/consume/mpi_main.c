@@ -1,8 +1,7 @@
 /* The MPI port through CMake's splitcore::mpi target: every rank adds rank + 1 (run by
    tests/consume/check_consume.py under mpirun -np 2 when mpirun is present). */
-#define PG_IMPLEMENTATION
-#define PG_MPI_IMPLEMENTATION
-#include "ports/pg_mpi.h"
+#define SPLITCORE_IMPLEMENTATION
+#include <splitcore/ports/pg_mpi.h>
 #include <stdio.h>
 
 static pg_mpi_port port;

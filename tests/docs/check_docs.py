@@ -6,8 +6,8 @@
 Markdown files: every *.md of the repository outside build/ and hidden folders.
 
 Code blocks. Each fenced ```c block of README.md and docs/*.md is compiled
-with gcc -std=c99 -Wall -Wextra -Wpedantic -Werror -I<repo> (the include directory a user
-gets from CMake or pkg-config) and -Itests/docs/stubs (stand-in vendor headers):
+with gcc -std=c99 -Wall -Wextra -Wpedantic -Werror -I<repo>/include (the include directory a user
+gets from CMake or pkg-config: #include <splitcore/pipeline.h>) and -Itests/docs/stubs (stand-in vendor headers):
   - a block with `main(` is a program: compiled, linked (-pthread -lm) and run; it must exit 0;
   - any other block is a translation unit: compiled to an object.
 An HTML comment on the line before the fence changes that:
@@ -172,7 +172,7 @@ def compile_block(c, repo, build, name, code, opts, stubs, here, cc="gcc", run=T
         lines = lines[:k] + ['#include "prelude.h"'] + lines[k:]
     with open(src, "w", encoding="utf-8") as f:
         f.write("\n".join(lines) + "\n")
-    inc = ["-I" + repo, "-I" + stubs, "-I" + here]
+    inc = ["-I" + os.path.join(repo, "include"), "-I" + stubs, "-I" + here]
     run = run and program
     what = "%s compiles%s" % (name, " and runs" if run else "")
     if run:
@@ -201,7 +201,7 @@ def cross_compile(c, repo, build, name, cpu, stubs):
         print("[ SKIPPED  ] %s for %s: arm-none-eabi-gcc not found" % (name, cpu))
         return
     cmd = ["arm-none-eabi-gcc", "-mcpu=" + cpu, "-mthumb", "-Os"] + WARN + \
-        ["-I" + repo, "-I" + stubs, "-c", os.path.join(build, name + ".c"),
+        ["-I" + os.path.join(repo, "include"), "-I" + stubs, "-c", os.path.join(build, name + ".c"),
          "-o", os.path.join(build, name + "." + cpu + ".o")]
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
     c.ok(p.returncode == 0, "%s compiles for %s (arm-none-eabi-gcc)" % (name, cpu),
@@ -404,9 +404,8 @@ def header_examples(c, repo, build):
                     break
                 code.append(m)
             code = textwrap.dedent("\n".join(code)).rstrip().split("\n")
-            if not any(re.search(r'#include\s+"(\.\./)*%s"' % re.escape(rel), x) or
-                       re.search(r'#include\s+"%s"' % re.escape(os.path.basename(rel)), x) for x in code):
-                code = ['#include "%s"' % rel] + code
+            if not any(re.search(r'#include\s+<splitcore/%s>' % re.escape(rel), x) for x in code):
+                code = ['#include <splitcore/%s>' % rel] + code
             name = "header_" + re.sub(r"[^A-Za-z0-9]+", "_", rel) + "_L%d" % (i + 2)
             program = any(re.search(r"\bmain\s*\(", x) for x in code)
             mpi = "mpi.h" in text and "pg_mpi" in rel

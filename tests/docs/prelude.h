@@ -5,7 +5,7 @@
 #ifndef DOCS_PRELUDE_H
 #define DOCS_PRELUDE_H
 #include <stdio.h>
-#include "microbatch.h"
+#include <splitcore/microbatch.h>
 /* A layer: y = f(x) (microbatch.h and the README: once per chunk). */
 static inline void my_layer(const mb_tensor *x, mb_tensor *y)
 {

@@ -1,15 +1,18 @@
 /* tests/size/fwd2_m33 — what a 2-stage forward-only pipeline firmware links, on the two
-   Cortex-M33 cores of Arm's SSE-200 (mps2-an521). Built, never run: `scons size` links it
-   (-mcpu=cortex-m33+nodsp -mfloat-abi=soft, the code both AN521 cores can run; -Os,
-   -ffunction-sections, --gc-sections, newlib-nano) and reports its splitcore share (the
-   library's symbols and the libgcc/libc helpers they call) against a 6,144 B .text guard.
+   Cortex-M33 cores of Arm's SSE-200 (mps2-an521). `scons size` links it (-mcpu=cortex-m33+nodsp
+   -mfloat-abi=soft, the code both AN521 cores can run; -Os, -ffunction-sections, --gc-sections,
+   newlib-nano) and reports its splitcore share (the library's symbols and the libgcc/libc
+   helpers they call) against a 6,144 B .text guard; `scons test` runs the same ELF on both
+   cores (mps2-an521 and mps3-an524, with and without -icount), so the guarded image is one
+   that works: core 0 checks core 1's outputs against the two layers applied in one pass and
+   leaves through semihosting with 0, or 1/2 (a core's error), 3 (wrong outputs), 99 (a fault).
 
    It is the smallest complete firmware of its kind: pipeline.h's inference executor for an
    emitted plan (PP_NO_PLANNER, PP_NO_TAKEIN, PP_NO_TRAINING), pg_shm over a region in the
    SSE-200's shared SRAM, and a minimal hook set (doorbell = the MHU, wait = wfi, clock = the
-   cycle counter; the share counts them). The two layers (one per stage, int32 fixed point)
-   are the application's, not splitcore's: the share excludes them, as it excludes the
-   start-up code and the plan's const tables.
+   cycle counter; the share counts them). The two layers (one per stage, int32 fixed point),
+   the check and the exit are the application's, not splitcore's: the share excludes them, as
+   it excludes the start-up code and the plan's const tables.
    Core 0 formats the region and starts core 1 (INITSVTOR1, CPUWAIT); each core runs its row
    of the plan, core 0 feeding frames, core 1 keeping the last stage's outputs. */
 #include <stddef.h>
@@ -27,14 +30,14 @@
 
 #define MICROBATCH_IMPLEMENTATION
 #include "microbatch.h"
+#define PG_IMPLEMENTATION
+#include "ports/pg.h"
 #define PP_NO_PLANNER    1
 #define PP_NO_TAKEIN     1
 #define PP_NO_TRAINING   1
 #define PP_MAILBOX_SLOTS SLOTS
 #define PIPELINE_IMPLEMENTATION
 #include "pipeline.h"
-#define PG_IMPLEMENTATION
-#include "ports/pg.h"
 #define PG_SHM_IMPLEMENTATION
 #include "ports/pg_shm.h"
 
@@ -44,6 +47,8 @@
 #define CPUWAIT      ((volatile uint32_t *)0x50021118u) /* bit 1 holds CPU1 */
 #define MHU0_SET(c)  ((volatile uint32_t *)(0x50003004u + 0x10u * (uint32_t)(c)))
 #define MHU0_CLR(c)  ((volatile uint32_t *)(0x50003008u + 0x10u * (uint32_t)(c)))
+#define NVIC_ISER0   ((volatile uint32_t *)0xE000E100u)
+#define MHU0_IRQ     6u /* the MHU0 doorbell's NVIC input on each CPU */
 #define DWT_CYCCNT   ((volatile uint32_t *)0xE0001004u)
 #define CPU_MHZ      20u
 
@@ -96,7 +101,7 @@ static int app_dense_fwd(void *self, const mb_tensor *x, mb_tensor *y)
         for (o = 0; o < d->out; o++) b[r * d->out + o] = (a[r * d->in + o % d->in] * d->w) >> 8;
     return 0;
 }
-static app_dense app_l[2] = {{IN, MID, 3}, {MID, OUT, 5}};
+static app_dense app_l[2] = {{IN, MID, 300}, {MID, OUT, 500}};
 static const int32_t app_balance[2] = {1, 1};
 static int32_t app_out[NMB][ROWS * OUT];
 
@@ -168,14 +173,44 @@ const app_vector app_vectors0[4] = {(app_vector)(uintptr_t)&__stack0_top, app_re
 __attribute__((section(".vectors1"), used, aligned(128)))
 const app_vector app_vectors1[4] = {(app_vector)(uintptr_t)&__stack1_top, app_reset, app_fault, app_fault};
 
+/* SYS_EXIT_EXTENDED: QEMU ends with `code` as its exit status */
+static void app_exit(uint32_t code)
+{
+    static uint32_t block[2];
+    register uint32_t r0 __asm__("r0") = 0x20u;
+    register uint32_t r1 __asm__("r1") = (uint32_t)(uintptr_t)block;
+    block[0] = 0x20026u;
+    block[1] = code;
+    __asm__ volatile("bkpt 0xab" : "+r"(r0) : "r"(r1) : "memory");
+}
 void app_fault(void)
 {
+    app_exit(99u);
     for (;;) __asm__ volatile("wfi");
+}
+static volatile uint32_t app_done[CORES];
+/* Outputs that differ from both layers applied directly (the weights keep them non-zero). */
+static uint32_t app_check(void)
+{
+    int mb, r, o;
+    int32_t x, h;
+    uint32_t bad = 0;
+    for (mb = 0; mb < NMB; mb++)
+        for (r = 0; r < ROWS; r++)
+            for (o = 0; o < OUT; o++) {
+                x = mb * 100 + r * IN + (o % MID) % IN;
+                h = (x * app_l[0].w) >> 8;
+                if (app_out[mb][r * OUT + o] != ((h * app_l[1].w) >> 8)) bad++;
+            }
+    return bad;
 }
 
 void app_reset(void)
 {
     int me = (int)*CPU_IDENTITY;
+    /* The doorbell wakes wfi as a pending interrupt: enabled in the NVIC, masked by PRIMASK. */
+    __asm__ volatile("cpsid i" ::: "memory");
+    *NVIC_ISER0 = 1u << MHU0_IRQ;
     if (me == 0) {
         uint32_t *p;
         for (p = &__bss_start__; p < &__bss_end__; p++) *p = 0u;
@@ -185,5 +220,11 @@ void app_reset(void)
         *CPUWAIT = 0u;
     }
     if (!app_cores[0].rc) app_cores[me].rc = app_run(me);
-    app_fault();
+    app_done[me] = 1u;
+    if (me == 0) {
+        if (app_cores[0].rc) app_exit(1u); /* core 1 may never finish: do not wait for it */
+        while (!app_done[1]) {}
+        app_exit(app_cores[1].rc ? 2u : app_check() ? 3u : 0u);
+    }
+    for (;;) __asm__ volatile("wfi");
 }

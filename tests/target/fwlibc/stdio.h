@@ -1,6 +1,7 @@
-/* stdio.h — just enough stdio for tests/cmocka/cmocka.h on bare metal: every
-   stream is the 16550 UART (fwlibc.c). Formats: %c %s %d %i %u %x %X %p %f %%
-   with flags '#', '0', width, and the l/ll/z length modifiers. */
+/* stdio.h — just enough stdio for tests/cmocka/cmocka.h on bare metal: every stream is
+   the board's one output (fw_stdio.h: the UART of riscv_smp, semihosting on sse200_smp).
+   Formats: %c %s %d %i %u %x %X %p %f %% with flags '#', '0', width, and the l/ll/z
+   length modifiers. */
 #ifndef FW_STDIO_H
 #define FW_STDIO_H
 #include <stdarg.h>

@@ -1,0 +1,3 @@
+/* <splitcore/ports/platform/host_threads.h> in a vendored tree (-I<repository>/include), as an installed tree
+   names it. Written by `scons includes`. */
+#include "../../../../ports/platform/host_threads.h"

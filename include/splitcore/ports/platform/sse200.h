@@ -1,0 +1,3 @@
+/* <splitcore/ports/platform/sse200.h> in a vendored tree (-I<repository>/include), as an installed tree
+   names it. Written by `scons includes`. */
+#include "../../../../ports/platform/sse200.h"

@@ -1,0 +1,237 @@
+/* main.c — pg_shm on both Cortex-M33 cores of the SSE-200 (QEMU mps2-an521 / mps3-an524).
+
+   Every core enters fw_core_main() from start.c. CPU0 runs a cmocka suite compiled in here:
+   tests/test_pg_shm.c (with PG_SHM_SUITE_HARTS for 2 cores): pg_shm's own tests and then
+   the port conformance suite tests/pg_conformance.h, or with PG_SHM_SUITE_DTENSOR dtensor.h's
+   execution suite tests/dtensor_conformance.h on a world of 2; with FW_SUITE_PIPELINE
+   tests/test_pipeline_exec.c's pg_shm cases (training of every schedule that fits 2 ranks,
+   inference, an error on one rank) with the two cores as the two ranks; with
+   FW_SUITE_DTENSOR_OPS tests/test_dtensor_ops.c's propagation, kernels and op dispatcher on
+   a mesh of 2 and 2x1 (sharded mm, addmm, bmm, linear and every other op family); with
+   FW_SUITE_CONV tests/test_conv.c (the sharded conv2d / max pool with their halo exchange,
+   forward and backward). Each multi-rank test hands its rank body to CPU1 (fwlibc/fw_jobs.h: a generation word + the MHU doorbell), runs
+   rank 0 itself and collects both results. The
+   ranks talk only through pg_shm's region, placed in the linker section .splitcore_shm (the
+   SSE-200's SRAM). The result leaves through semihosting: cmocka's summary lines, and
+   QEMU's exit status (SYS_EXIT_EXTENDED from CPU0). */
+#include <stdint.h>
+#include "fw_board.h"
+#include "../fwlibc/fw_jobs.h"
+
+static pg_shm_hooks board_hooks; /* CPU0's: fw_jobs_run waits and rings with them */
+
+#if defined(FW_SUITE_DTENSOR_OPS) || defined(FW_SUITE_CONV)
+static int world_run(int (*body)(pg_group *g, void *arg), void *arg);
+#endif
+
+#if defined(FW_SUITE_DTENSOR_OPS)
+/* tests/test_dtensor_ops.c's op dispatcher on the 1-D mesh of the 2 cores (every op family,
+   the einsum ops mm, addmm, bmm and linear among them, under every input placement), after
+   its propagation and kernel tests. (test_dtensor_ops_mpi.c's 2-rank run adds a 2x1 mesh,
+   ten times the dispatches on a mesh dimension of 1; the host and MPI runs keep it.) */
+#define DTO_BOARD
+static const int32_t dto_mesh1[1] = {FW_CORES}, dto_mesh2[2] = {2, FW_CORES / 2};
+#define DTO_MESH1 dto_mesh1
+#define DTO_MESH2 dto_mesh2
+#pragma GCC diagnostic ignored "-Wunused-function" /* the 4-rank tests are not run here */
+#include "../../test_dtensor_ops.c"
+#define SUITE "dtensor ops suite over pg_shm"
+
+static int dto_run(int (*fn)(pg_group *g, void *arg), void *arg)
+{
+    return world_run(fn, arg);
+}
+
+static int suite_main(void)
+{
+    const struct CMUnitTest tests[] = {
+        DTO_LOCAL_TESTS,
+        cmocka_unit_test(test_dispatch_1d),
+        cmocka_unit_test(test_dispatch_b_1d),
+    };
+    return cmocka_run_group_tests_name("dtensor ops over pg_shm (2 Cortex-M33 cores)", tests, NULL, NULL);
+}
+#elif defined(FW_SUITE_CONV)
+/* tests/test_conv.c: the kernels, then every sharded case (halo exchange) on the 2 cores */
+#define CONV_BOARD FW_CORES
+#define main       suite_main
+#include "../../test_conv.c"
+#undef main
+#define SUITE "conv2d / max pool suite over pg_shm"
+
+static int conv_run(int nranks, int (*body)(pg_group *g, void *arg))
+{
+    return nranks == FW_CORES ? world_run(body, NULL) : __LINE__;
+}
+#elif defined(FW_SUITE_PIPELINE)
+#define PIPELINE_EXEC_SUITE_CORES FW_CORES
+#define main                      suite_main
+#include "../../test_pipeline_exec.c"
+#undef main
+#define SUITE "pipeline executor suite over pg_shm"
+
+void pipeline_suite_hooks(pg_shm_hooks *h)
+{
+    fw_hooks(h);
+}
+
+void pipeline_run_on_cores(int (*rank)(int core, void *arg), void *arg, int *rcs)
+{
+    fw_jobs_run(&board_hooks, FW_CORES, rank, arg, rcs);
+}
+#else
+#define PG_SHM_SUITE_HARTS 1
+#define PG_SHM_SUITE_CORES FW_CORES
+#define PG_SHM_SUITE_NAME  "pg_shm (2 Cortex-M33 cores of the SSE-200, bare metal)"
+#define main               suite_main
+#include "../../test_pg_shm.c"
+#undef main
+#ifdef PG_SHM_SUITE_DTENSOR
+#define SUITE "dtensor suite over pg_shm"
+#else
+#define SUITE "pg_shm suite"
+#endif
+
+uint32_t suite_region[REGION_BYTES / 4 + 16] __attribute__((aligned(64), section(".splitcore_shm")));
+
+void suite_hooks(pg_shm_hooks *h)
+{
+    fw_hooks(h);
+}
+
+static int suite_rank(int core, void *f)
+{
+    return rank_main(core, *(body_fn *)f);
+}
+
+void run_on_cores(body_fn f, int *results)
+{
+    fw_jobs_run(&board_hooks, CORES, suite_rank, &f, results);
+}
+
+#ifndef PG_SHM_SUITE_DTENSOR
+/* ports/platform/sse200.h itself, before pg_shm's suites. Its clock on both cores at once,
+   read back to back for 20 SysTick periods (20 reloads, where QEMU shows the reload before
+   the tick is even pending): it never steps back (the loop ends once it advanced 20 ms). */
+static int clock_job(int core, void *arg)
+{
+    pg_shm_hooks h;
+    uint32_t t0, prev, now;
+    (void)core;
+    (void)arg;
+    fw_hooks(&h);
+    t0 = prev = h.now_us(h.ctx);
+    do {
+        now = h.now_us(h.ctx);
+        if ((int32_t)(now - prev) < 0) return __LINE__;
+        prev = now;
+    } while (now - t0 < 20000u);
+    return 0;
+}
+
+static void test_clock_never_steps_back(void **state)
+{
+    int rcs[FW_CORES], c;
+    (void)state;
+    fw_jobs_run(&board_hooks, FW_CORES, clock_job, NULL, rcs);
+    for (c = 0; c < FW_CORES; c++) assert_int_equal(rcs[c], 0);
+}
+
+/* CPU1 rings CPU0's doorbell (MHU0 CPU0INTR_SET) while CPU0 polls a flag: CPU0's IRQ 6 handler
+   has cleared the MHU and latched the doorbell, and wait() consumes the latch. CPU1 returns
+   (and rings again: the job board's done) only once CPU0 has looked. */
+static volatile uint32_t bell_sent, bell_checked;
+
+static int bell_job(int core, void *arg)
+{
+    uint32_t latched, stat, after;
+    (void)arg;
+    if (core == 1) {
+        fw_notify(0);
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        bell_sent = 1;
+        while (!bell_checked) fw_wait();
+        return 0;
+    }
+    /* WFI, not a spin (under QEMU's -icount a spinning core keeps the other from running);
+       it leaves the latch alone: only wait() clears it */
+    while (!bell_sent) __asm__ volatile("wfi" ::: "memory");
+    __asm__ volatile("dsb\n\tisb" ::: "memory"); /* the pending IRQ is taken here */
+    latched = fw_sse.core[0].rung;
+    stat = PG_SHM_SSE200__MHU_STAT(0);
+    fw_wait();
+    after = fw_sse.core[0].rung;
+    bell_checked = 1;
+    return latched != 1 ? __LINE__ : stat != 0 ? __LINE__ : after != 0 ? __LINE__ : 0;
+}
+
+static void test_doorbell_latched_and_consumed(void **state)
+{
+    int rcs[FW_CORES], c;
+    (void)state;
+    bell_sent = bell_checked = 0;
+    fw_wait(); /* consume a latch left by the job board */
+    fw_jobs_run(&board_hooks, FW_CORES, bell_job, NULL, rcs);
+    for (c = 0; c < FW_CORES; c++) assert_int_equal(rcs[c], 0);
+}
+
+static int board_main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_clock_never_steps_back),
+        cmocka_unit_test(test_doorbell_latched_and_consumed),
+    };
+    int failed = cmocka_run_group_tests_name("sse200.h hooks (2 Cortex-M33 cores)", tests, NULL, NULL);
+    return failed + suite_main();
+}
+#define SUITE_MAIN board_main
+#endif
+#endif
+#ifndef SUITE_MAIN
+#define SUITE_MAIN suite_main
+#endif
+
+#if defined(FW_SUITE_DTENSOR_OPS) || defined(FW_SUITE_CONV)
+#define PG_SHM_IMPLEMENTATION
+#include "ports/pg_shm.h"
+/* A world of FW_CORES over pg_shm: every core attaches and runs the body. */
+#define WORLD_SLOTS   8
+#define WORLD_PAYLOAD 2048
+#define WORLD_BYTES   PG_SHM_REGION_BYTES(FW_CORES, WORLD_SLOTS, WORLD_PAYLOAD)
+static uint32_t world_region[WORLD_BYTES / 4] __attribute__((aligned(64), section(".splitcore_shm")));
+static pg_shm world_shm[FW_CORES];
+static int (*world_body)(pg_group *g, void *arg);
+
+static int world_rank(int core, void *arg)
+{
+    pg_shm_hooks h;
+    int rc;
+    fw_hooks(&h);
+    rc = pg_shm_init(&world_shm[core], world_region, sizeof world_region, core, &h);
+    return rc < 0 ? rc : world_body(pg_shm_group(&world_shm[core]), arg);
+}
+
+/* 0 when every core's body returned 0, else the first non-zero result. */
+static int world_run(int (*body)(pg_group *g, void *arg), void *arg)
+{
+    int rcs[FW_CORES], c, rc = pg_shm_format(world_region, sizeof world_region, FW_CORES, WORLD_SLOTS, WORLD_PAYLOAD);
+    if (rc) return rc;
+    world_body = body;
+    fw_jobs_run(&board_hooks, FW_CORES, world_rank, arg, rcs);
+    for (c = 0; c < FW_CORES; c++)
+        if (rcs[c]) return rcs[c];
+    return 0;
+}
+#endif
+
+void fw_core_main(unsigned cpu)
+{
+    pg_shm_hooks h;
+    fw_hooks(&h);
+    if (cpu == 0) {
+        board_hooks = h;
+        printf("sse200_smp: %s on %d Cortex-M33 cores (QEMU %s, bare metal)\n", SUITE, FW_CORES, fw_board);
+        fw_exit(SUITE_MAIN());
+    }
+    fw_jobs_serve(&h, (int)cpu);
+}

@@ -1,0 +1,184 @@
+/* start.c — start-up of both Cortex-M33 cores of the SSE-200 (QEMU mps2-an521 / mps3-an524
+   -smp 2, one ELF), and what fw_board.h declares.
+
+   CPU0 boots the vector table at 0x10000000 (link.ld puts fw_vectors0 there). It zeroes
+   .bss, finds the board (the SCC_ID register of the FPGA's Serial Communication
+   Controller: 0x40300FFC on AN521, 0x41300FFC on AN524; reading the other board's
+   address is a bus fault, which the fault handler skips while a probe is under way) and
+   so the SysTick clock, starts its own SysTick and doorbell (ports/platform/sse200.h),
+   releases CPU1 at fw_vectors1 (own stack) and calls fw_core_main(0). CPU1 starts its
+   SysTick and doorbell and calls fw_core_main(1). Output and exit go through semihosting
+   (fwlibc.c). Any other fault prints the core, pc, lr and fault status and ends the run
+   with status 0xEE at once, instead of leaving QEMU spinning until the run's timeout. */
+#include <stdint.h>
+#include <stdio.h>
+#include "fw_board.h"
+
+#define FW_REG(a)     (*(volatile uint32_t *)(uintptr_t)(a))
+#define FW_SCB_CFSR   0xE000ED28u
+#define FW_SCB_HFSR   0xE000ED2Cu
+#define FW_SCB_BFAR   0xE000ED38u
+#define FW_SYS_WRITE0 0x04u
+#define FW_SYS_EXIT   0x20u /* SYS_EXIT_EXTENDED: the block {reason, code} */
+
+pg_shm_sse200 fw_sse;
+uint32_t fw_cpu_hz;
+const char *fw_board;
+
+extern uint32_t __bss_start[], __bss_end[], __stack0_top[], __stack1_top[];
+void fw_reset0(void);
+void fw_reset1(void);
+void fw_fault_entry(void);
+void fw_fault(uint32_t *frame);
+void fw_systick(void);
+void fw_mhu0(void);
+
+typedef void (*fw_vector)(void);
+/* 16 system exceptions, then the SSE-200's interrupts (IRQ 6: MHU0). 32 entries, 128 B. */
+#define FW_VECTORS(stack, reset)                                                                                    \
+    {                                                                                                               \
+        (fw_vector)(uintptr_t)(stack), reset, fw_fault_entry, fw_fault_entry, fw_fault_entry, fw_fault_entry,       \
+            fw_fault_entry, fw_fault_entry, 0, 0, 0, fw_fault_entry, fw_fault_entry, 0, fw_fault_entry, fw_systick, \
+            [16 + PG_SHM_SSE200_MHU_IRQ] = fw_mhu0                                                                  \
+    }
+__attribute__((section(".vectors0"), used, aligned(128))) const fw_vector fw_vectors0[32] =
+    FW_VECTORS(__stack0_top, fw_reset0);
+__attribute__((section(".vectors1"), used, aligned(128))) const fw_vector fw_vectors1[32] =
+    FW_VECTORS(__stack1_top, fw_reset1);
+
+uint32_t fw_semihost(uint32_t op, const void *arg)
+{
+    register uint32_t r0 __asm__("r0") = op;
+    register const void *r1 __asm__("r1") = arg;
+    __asm__ volatile("bkpt 0xab" : "+r"(r0) : "r"(r1) : "memory");
+    return r0;
+}
+
+void fw_exit(int rc)
+{
+    uint32_t block[2];
+    fflush(stdout);
+    block[0] = 0x20026u;                                               /* ADP_Stopped_ApplicationExit */
+    block[1] = rc == 0 ? 0u : (rc & 0xFF) ? (uint32_t)rc & 0xFFu : 1u; /* a failure never reads as 0 */
+    fw_semihost(FW_SYS_EXIT, block);
+    for (;;) __asm__ volatile("wfi");
+}
+
+static volatile uint32_t fw__probing; /* 1: a probing load runs; 2: it faulted */
+
+/* The word at addr, or 0 when reading it is a bus fault (the load is skipped). */
+static uint32_t fw__probe(uint32_t addr)
+{
+    register uint32_t r0 __asm__("r0") = addr;
+    fw__probing = 1u;
+    __asm__ volatile("ldr.n r0, [r0]" : "+r"(r0)::"memory"); /* 2 bytes: the handler skips it */
+    if (fw__probing == 2u) r0 = 0;
+    fw__probing = 0;
+    return r0;
+}
+
+__attribute__((naked)) void fw_fault_entry(void)
+{
+    __asm__ volatile("tst lr, #4\n\t"
+                     "ite eq\n\t"
+                     "mrseq r0, msp\n\t"
+                     "mrsne r0, psp\n\t"
+                     "b fw_fault\n\t");
+}
+
+/* frame: r0-r3, r12, lr, pc, xpsr of the interrupted code. */
+void fw_fault(uint32_t *frame)
+{
+    char line[160];
+    if (fw__probing == 1u) {
+        frame[6] += 2u;
+        fw__probing = 2u;
+        FW_REG(FW_SCB_CFSR) = FW_REG(FW_SCB_CFSR); /* write-one-to-clear */
+        FW_REG(FW_SCB_HFSR) = FW_REG(FW_SCB_HFSR);
+        return;
+    }
+    snprintf(line, sizeof line, "\nfault on CPU%u: pc=%08x lr=%08x xpsr=%08x CFSR=%08x HFSR=%08x BFAR=%08x\n",
+             (unsigned)pg_shm_sse200_cpu(), (unsigned)frame[6], (unsigned)frame[5], (unsigned)frame[7],
+             (unsigned)FW_REG(FW_SCB_CFSR), (unsigned)FW_REG(FW_SCB_HFSR), (unsigned)FW_REG(FW_SCB_BFAR));
+    fw_semihost(FW_SYS_WRITE0, line);
+    fw_exit(0xEE);
+}
+
+void fw_systick(void)
+{
+    pg_shm_sse200_systick_isr(&fw_sse);
+}
+
+void fw_mhu0(void)
+{
+    pg_shm_sse200_mhu_isr(&fw_sse);
+}
+
+void fw_hooks(pg_shm_hooks *h)
+{
+    pg_shm_sse200_hooks(h, &fw_sse, fw_cpu_hz);
+}
+
+void fw_wait(void)
+{
+    pg_shm_sse200_wait(&fw_sse, (int)pg_shm_sse200_cpu());
+}
+
+void fw_notify(unsigned cpu)
+{
+    pg_shm_sse200_notify(&fw_sse, (int)cpu);
+}
+
+void fw_reset0(void)
+{
+    uint32_t *p;
+    pg_shm_hooks h;
+    for (p = __bss_start; p < __bss_end; p++) *p = 0;
+    if (fw__probe(0x40300FFCu) == 0x41045210u) {
+        fw_board = "AN521";
+        fw_cpu_hz = 20000000u;
+    } else if (fw__probe(0x41300FFCu) == 0x41045240u) {
+        fw_board = "AN524";
+        fw_cpu_hz = 32000000u;
+    } else {
+        fw_board = "unknown SSE-200 board (taken as AN521)";
+        fw_cpu_hz = 20000000u;
+    }
+    fw_hooks(&h);
+    pg_shm_sse200_release_cpu1(fw_vectors1);
+    fw_core_main(0);
+    fw_exit(0);
+}
+
+void fw_reset1(void)
+{
+    pg_shm_hooks h;
+    fw_hooks(&h);
+    fw_core_main(1);
+    for (;;) fw_wait();
+}
+
+static volatile uint32_t fw__done[FW_CORES];
+static volatile int fw__rc[FW_CORES];
+
+int fw_run_cores(unsigned cpu, int (*f)(int))
+{
+    int rc;
+    unsigned i;
+    if (cpu != 0) {
+        fw__rc[cpu] = f((int)cpu);
+        __asm__ volatile("dmb" ::: "memory");
+        fw__done[cpu] = 1u;
+        fw_notify(0);
+        for (;;) fw_wait();
+    }
+    rc = f(0);
+    for (i = 1; i < FW_CORES; i++) {
+        while (!fw__done[i]) fw_wait();
+        __asm__ volatile("dmb" ::: "memory");
+        if (fw__rc[i]) printf("CPU%u: error %d\n", i, fw__rc[i]);
+        if (!rc) rc = fw__rc[i];
+    }
+    if (rc) printf("error %d\n", rc);
+    return rc;
+}

@@ -13,7 +13,7 @@ MODEL = os.path.join(ROOT, "tools", "model")
 # No fused multiply-add: a host run and a bare-metal run of one f32 model give the same bits
 # where the code is the same (libm's functions aside).
 CFLAGS = ["-std=c99", "-O2", "-ffp-contract=off", "-Wall", "-Wextra", "-Wpedantic", "-Werror"]
-INCLUDES = ["-I" + ROOT, "-I" + os.path.join(ROOT, "ports")]
+INCLUDES = ["-I" + ROOT, "-I" + os.path.join(ROOT, "ports"), "-I" + os.path.join(ROOT, "include")]  # <splitcore/...>
 
 
 class BuildError(Exception):

@@ -5,6 +5,7 @@ thread, short: CPU is scarce) and export it to ONNX; or write the data as .npy f
     train.py resnet8 --out build/models [--epochs 2] [--opset 13]
         -> build/models/resnet8.pt (state dict), resnet8.onnx, resnet8.json (accuracy)
     train.py encoder --untrained --out DIR     a seeded random model (tests: no training)
+    train.py resnet8 --steps 60 --out DIR      trained briefly (tests: 60 batches of 128)
     train.py data --out build/models
         -> test_x.npy (10000, 1, 28, 28) f32, test_y.npy (10000,) int64,
            calib.npy (512 training images: the int8 calibration set)
@@ -33,10 +34,12 @@ def accuracy(model, x, y, batch=500):
     return right / len(x)
 
 
-def train(name, epochs, seed, log):
+def train(name, epochs, seed, log, max_steps=0):
     torch.manual_seed(seed)
     model = models.MODELS[name]()
     x, y = models.load_fmnist("train")
+    if max_steps:  # one epoch over the first max_steps batches' images
+        x, y, epochs = x[:max_steps * 128], y[:max_steps * 128], 1
     opt = torch.optim.Adam(model.parameters(), lr=2e-3)
     steps = epochs * (len(x) // 128)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=3e-3, total_steps=steps)
@@ -70,6 +73,7 @@ def main():
     ap.add_argument("--opset", type=int, default=13)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--untrained", action="store_true", help="a seeded random model, no training")
+    ap.add_argument("--steps", type=int, default=0, help="train on this many batches only (one epoch)")
     a = ap.parse_args()
     torch.set_num_threads(1)
     os.makedirs(a.out, exist_ok=True)
@@ -87,9 +91,10 @@ def main():
         models.randomize_bn(model, a.seed)
         info = {"trained": False}
     else:
-        model = train(a.what, a.epochs, a.seed, lambda s: print(s, flush=True))
+        model = train(a.what, a.epochs, a.seed, lambda s: print(s, flush=True), a.steps)
         tx, ty = models.load_fmnist("t10k")
-        info = {"trained": True, "epochs": a.epochs, "torch_top1": accuracy(model, tx, ty)}
+        info = {"trained": True, "epochs": 1 if a.steps else a.epochs, "steps": a.steps,
+                "torch_top1": accuracy(model, tx, ty)}
         print("%s: torch f32 top-1 on the 10,000 test images: %.4f" % (a.what, info["torch_top1"]))
     torch.save(model.state_dict(), stem + ".pt")
     models.export(model, stem + ".onnx", opset=a.opset)

@@ -3,7 +3,8 @@
 the numpy int8 reference (int8), on 1, 2 and 4 ranks in tensor and pipeline mode, and its
 refusals of models it cannot take.
 
-    check.py quick --work build/onnx_test      (scons test: seeded untrained models, a few images)
+    check.py quick --work build/onnx_test      (scons test: seeded untrained models and ResNet-8
+                                                trained on 60 batches, a few test images)
     check.py full --models build/models --work build/models/check   (scons models: the trained
                                                 examples on the 10,000 test images, accuracy,
                                                 the 2-rank speedup)
@@ -142,6 +143,17 @@ def quick(work, cache):
         subprocess.run([PY, os.path.join(ROOT, "examples", "onnx_models", "train.py"), kind, "--untrained", "--out",
                         d], check=True, stdout=subprocess.DEVNULL)
         matrix(kind, os.path.join(d, kind + ".onnx"), os.path.join(d, kind + ".pt"), x, calib, work, cache, 4)
+    # ResNet-8 trained briefly here (60 batches of Fashion-MNIST): weights and folded BatchNorm
+    # as training leaves them, on the test images
+    d = os.path.join(work, "brief")
+    subprocess.run([PY, os.path.join(ROOT, "examples", "onnx_models", "train.py"), "resnet8", "--steps", "60", "--out",
+                    d], check=True, stdout=subprocess.DEVNULL)
+    xb, yb = models.load_fmnist("t10k")
+    res, t = matrix("resnet8", os.path.join(d, "resnet8.onnx"), os.path.join(d, "resnet8.pt"), xb[:64], calib, work,
+                    cache, 8, dtypes=("f32",), label="-trained")
+    line(all(np.array_equal(o.argmax(1), t.argmax(1)) for o in res.values()) and len(res) == len(CONFIGS),
+         "resnet8-trained: the same 64 predictions as torch on every config (torch top-1 %.1f %%)" % (
+             100 * float((t.argmax(1) == yb[:64]).mean())))
     d = os.path.join(work, "m17")  # opset 17: LayerNormalization as one op
     subprocess.run([PY, os.path.join(ROOT, "examples", "onnx_models", "train.py"), "encoder", "--untrained", "--opset",
                     "17", "--out", d], check=True, stdout=subprocess.DEVNULL)

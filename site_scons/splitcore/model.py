@@ -81,6 +81,8 @@ class Model:
         step = self.env.Command(outs, [onnx] + ([calib] if quant == "int8" else []) + _sources() + list(deps) +
                                 [Value(" ".join(cmd))],
                                 Action(_logged("%s export %s" % (alias, gen), cmd, gen + ".log"), "EXPORT %s" % gen))
+        # a refused export writes nothing: SCons must not delete the previous export's files first
+        self.env.Precious(step)
         return step
 
     def host(self, gen, exports, out):

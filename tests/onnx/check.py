@@ -226,6 +226,13 @@ def refusals(work, resnet, zoo_path, cache):
     m2.graph.input.append(helper.make_tensor_value_info(conv.input[1], onnx.TensorProto.FLOAT, [16, 16, 3, 3]))
     m2.graph.initializer.remove([i for i in m2.graph.initializer if i.name == conv.input[1]][0])
     refused("weight-as-input", m2.SerializeToString(), ["2 inputs"])
+    # a plan over the per-core flash budget: refused with the plan that would fit (the search
+    # plans every rank count 1-8 in both modes), nothing written
+    p = export(resnet, out, 4, "tensor", 1, extra=["--flash", "50000"], cache=cache)
+    ok = p.returncode == 2 and "does not fit the budget" in p.stderr and "would fit: --parallel" in p.stderr and \
+        "Traceback" not in p.stderr and untouched()
+    line(ok, "refused over budget (--flash 50000 on 4 ranks): %s" % (
+        [x for x in p.stderr.splitlines() if x.startswith("would fit")] if ok else p.stderr[-600:]))
     # fuzzed protobufs: bytes of the node section of a small model flipped (seeded); each is
     # refused with a clear error and nothing written, or (where the flip is harmless) exported
     zraw = open(zoo_path, "rb").read()

@@ -188,9 +188,13 @@ def plan_tensor(g, ranks, dtype):
     pl = Plan(g, "tensor", ranks, g.batch, 1, dtype)
     place = {}
     memo = {}
+    base = {}  # a redistributed copy's graph tensor (same shape)
 
     def pid(name):
         return pl.tensor(name)
+
+    def T(name):
+        return g.t[base.get(name, name)]
 
     def redist(name, target, why):
         if place[name] == target:
@@ -202,6 +206,7 @@ def plan_tensor(g, ranks, dtype):
         src = pl.t[pid(name)]
         tid = pl.tensor(new, src.shape, src.dtype, scale=src.scale)
         place[new] = target
+        base[new] = base.get(name, name)
         pl.t[tid].place = target
         node = PN("redist", why, [pid(name)], tid)
         nb = src.nbytes()
@@ -240,7 +245,7 @@ def plan_tensor(g, ranks, dtype):
                 x = gather(x, n.name)
             if sh(x) == 2:
                 mode = 1
-            elif P > 1 and oh >= 2 * P and splits(g.t[x].shape[2], P) and splits(oh, P):
+            elif P > 1 and oh >= 2 * P and splits(T(x).shape[2], P) and splits(oh, P):
                 x = redist(x, ("S", 2), n.name)
                 mode = 1
             elif P > 1 and splits(cout, P) and n.a["groups"] == 1:
@@ -258,7 +263,7 @@ def plan_tensor(g, ranks, dtype):
             node.cost = _node_cost(dtype, "conv", macs / (P if mode else 1), 0)
             if mode == 1:
                 kh = g.t[n.ins[1]].shape[2]
-                halo = (kh - 1) * a["dil"][0] * g.t[x].shape[0] * g.t[x].shape[1] * g.t[x].shape[3] * pl.t[
+                halo = (kh - 1) * a["dil"][0] * T(x).shape[0] * T(x).shape[1] * T(x).shape[3] * pl.t[
                     pid(x)].esize
                 node.comm = _comm_ns(halo, 2)
         elif op in ("maxpool", "avgpool"):
@@ -272,23 +277,23 @@ def plan_tensor(g, ranks, dtype):
                       i=list(a["kernel"]) + list(a["stride"]) + list(a["pad"]) + list(a["dil"]) + [a["count_pad"]])
             node.cost = _node_cost(dtype, op, 0, out.numel * a["kernel"][0] * a["kernel"][1]) / (P if sh(x) else 1)
             if sh(x) == 2:
-                node.comm = _comm_ns(g.t[x].shape[0] * g.t[x].shape[1] * g.t[x].shape[3] * a["kernel"][0], 2)
+                node.comm = _comm_ns(T(x).shape[0] * T(x).shape[1] * T(x).shape[3] * a["kernel"][0], 2)
         elif op == "mean":
             axes = a["axes"]
             d = sh(x)
-            if d is not None and d not in axes and d > axes[-1] and len(out.shape) < len(g.t[x].shape):
+            if d is not None and d not in axes and d > axes[-1] and len(out.shape) < len(T(x).shape):
                 x = gather(x, n.name)  # a dim after the reduced ones renumbers: keep it simple
                 d = None
             reduced = d is not None and d in axes
             place[n.out] = ("R",) if d is None or reduced else ("S", d)
             node = PN("mean", n.name, [pid(x)], pid(n.out), i=[axes[0], axes[-1], 1 if reduced else 0])
-            node.cost = _node_cost(dtype, "mean", 0, g.t[x].numel) / (P if d is not None else 1)
+            node.cost = _node_cost(dtype, "mean", 0, T(x).numel) / (P if d is not None else 1)
             if reduced:
                 node.comm = _comm_ns(out.numel * 4 * 2, 2 * (P - 1))
         elif op == "linear":
             nout, k = g.t[n.ins[1]].shape
             d = sh(x)
-            last = len(g.t[x].shape) - 1
+            last = len(T(x).shape) - 1
             style = 0
             if d == last and splits(k, P):
                 style = 2
@@ -356,12 +361,12 @@ def plan_tensor(g, ranks, dtype):
             else:
                 db = sh(b)
                 if db != d:
-                    if d is not None and g.t[b].shape[d] == 1:
+                    if d is not None and T(b).shape[d] == 1:
                         b = gather(b, n.name) if db is not None else b
                     elif d is not None:
                         b = redist(gather(b, n.name) if db is not None else b, ("S", d), n.name)
                     else:
-                        x = redist(x, ("S", db), n.name) if g.t[x].shape[db] == g.t[b].shape[db] else x
+                        x = redist(x, ("S", db), n.name) if T(x).shape[db] == T(b).shape[db] else x
                         if sh(x) != db:
                             b = gather(b, n.name)
                         d = sh(x)
@@ -395,7 +400,7 @@ def plan_tensor(g, ranks, dtype):
         elif op == "reshape":
             d = sh(x)
             if d is not None:
-                t = _reshape_shard(g.t[x].shape, out.shape, d, P)
+                t = _reshape_shard(T(x).shape, out.shape, d, P)
                 if t is None:
                     x = gather(x, n.name)
                     place[n.out] = ("R",)

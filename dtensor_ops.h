@@ -254,6 +254,9 @@ typedef enum dt_aten {
     /* _amp_foreach_non_finite_check_and_unscale_(grads..., found_inf), attrs.scalar =
        inv_scale: a custom handler only (dt_op; dt_propagate: DT_ERR_UNSUPPORTED) */
     DT_ATEN_AMP_UNSCALE,
+    /* clamp(x, attrs.scalar, attrs.scalar2): torch.clamp / hardtanh (ReLU6 is 0, 6); a NaN
+       stays NaN; -INFINITY / INFINITY for a missing bound */
+    DT_ATEN_CLAMP,
     DT_ATEN_COUNT
 } dt_aten;
 #define DT_MAX_OP_ARGS 3
@@ -269,7 +272,8 @@ typedef struct dt_op_attrs {
     int32_t ignore_index;       /* losses */
     int32_t ndim;               /* entries used in shape[] */
     int32_t shape[MB_MAX_DIMS]; /* view/reshape/expand shape, permute order, normalized_shape */
-    float scalar;               /* *_SCALAR operand; norms' eps */
+    float scalar;               /* *_SCALAR operand; norms' eps; clamp's min */
+    float scalar2;              /* clamp's max */
 } dt_op_attrs;
 
 /* The chosen strategy of one op call. */
@@ -555,7 +559,8 @@ static const dt__op_info dt__ops[DT_ATEN_COUNT] = {
     {DT__F_LOSS, 2, 2, 2},      {DT__F_LOSS, 2, 2, 2},                                  /* losses */
     {DT__F_VIEW, 1, 1, 0},      {DT__F_VIEW, 1, 1, 0},      {DT__F_VIEW, 1, 1, 0},      /* view reshape t */
     {DT__F_VIEW, 1, 1, 0},      {DT__F_VIEW, 1, 1, 0},      {DT__F_VIEW, 1, 1, 0},      /* permute sq unsq */
-    {DT__F_VIEW, 1, 1, 0},      {DT__F_VIEW, 1, 1, 0},      {DT__F_CUSTOM, 2, 3, 0}};   /* expand flatten amp */
+    {DT__F_VIEW, 1, 1, 0},      {DT__F_VIEW, 1, 1, 0},      {DT__F_CUSTOM, 2, 3, 0},    /* expand flatten amp */
+    {DT__F_POINTWISE, 1, 1, 0}};                                                        /* clamp */
 
 DT_OPS__DEF const char *dt_op_name(int op)
 {
@@ -563,7 +568,7 @@ DT_OPS__DEF const char *dt_op_name(int op)
                                 "add.Scalar\0sub.Scalar\0mul.Scalar\0div.Scalar\0linear\0sum\0mean\0max\0min\0"
                                 "amax\0argmax\0softmax\0log_softmax\0layer_norm\0rms_norm\0embedding\0"
                                 "cross_entropy\0nll_loss\0view\0reshape\0transpose\0permute\0squeeze\0"
-                                "unsqueeze\0expand\0flatten\0_amp_foreach_non_finite_check_and_unscale_";
+                                "unsqueeze\0expand\0flatten\0_amp_foreach_non_finite_check_and_unscale_\0clamp";
     const char *p = names;
     if (op < 0 || op >= DT_ATEN_COUNT) return 0;
     for (; op > 0; op--) p += strlen(p) + 1;
@@ -1573,6 +1578,7 @@ static float dt__unary(int op, const dt_op_attrs *at, float x)
     case DT_ATEN_EXP: return expf(x);
     case DT_ATEN_TANH: return tanhf(x);
     case DT_ATEN_SIGMOID: return 1.0f / (1.0f + expf(-x));
+    case DT_ATEN_CLAMP: return x < at->scalar ? at->scalar : x > at->scalar2 ? at->scalar2 : x;
     case DT_ATEN_ADD_SCALAR: return x + at->scalar;
     case DT_ATEN_SUB_SCALAR: return x - at->scalar;
     case DT_ATEN_MUL_SCALAR: return x * at->scalar;
@@ -1803,7 +1809,7 @@ static DT__NOINLINE int dt__kernel_loss(int op, const dt_op_attrs *at, mb_tensor
 
 #endif /* DT_NO_MODEL_OPS */
 
-static const dt_op_attrs dt__no_attrs = {0, 0, 0, 0, 0, 0, {0}, 0.0f};
+static const dt_op_attrs dt__no_attrs = {0, 0, 0, 0, 0, 0, {0}, 0.0f, 0.0f};
 
 /* dt_kernel_ref's operands: valid views of the dtypes op takes, at most INT32_MAX elements
    each (the kernels count in int32_t), out contiguous and of the shape dt__op_shape gives

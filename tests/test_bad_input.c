@@ -138,9 +138,10 @@ static dt_spec sp_i32_4;
 static dt_dispatch ddisp;
 static const dt_spec *ops_repl[2] = {&sp_repl, &sp_repl}, *ops_s1[1] = {&sp_shard1},
                      *ops_loss[2] = {&sp_repl, &sp_i32_4};
-static const dt_op_attrs at_view15 = {0, 0, 0, 0, 0, 1, {15}, 0.0f}, at_view16 = {0, 0, 0, 0, 0, 1, {16}, 0.0f},
-                         at_t2 = {0, 2, 0, 0, 0, 0, {0}, 0.0f}, at_red3 = {0, 0, 0, 3, 0, 0, {0}, 0.0f},
-                         at_none = {0, 0, 0, 0, -100, 0, {0}, 0.0f};
+static const dt_op_attrs at_view15 = {0, 0, 0, 0, 0, 1, {15}, 0.0f, 0.0f},
+                         at_view16 = {0, 0, 0, 0, 0, 1, {16}, 0.0f, 0.0f}, at_t2 = {0, 2, 0, 0, 0, 0, {0}, 0.0f, 0.0f},
+                         at_red3 = {0, 0, 0, 3, 0, 0, {0}, 0.0f, 0.0f},
+                         at_none = {0, 0, 0, 0, -100, 0, {0}, 0.0f, 0.0f};
 static int32_t idx_bad[2] = {3, 4}, tgt_bad[4] = {0, 1, 7, 2};
 static mb_tensor t_x44, t_idx_bad, t_tgt_bad;
 static const mb_tensor *emb_in[2] = {&t_x44, &t_idx_bad}, *loss_in[2] = {&t_x44, &t_tgt_bad};
@@ -157,6 +158,7 @@ static float scales4[4] = {0.1f, 0.2f, 0.3f, 0.4f}, nan44[16];
 static int32_t acc44[16];
 static int8_t i8buf[64];
 static dt_qmul qm4[4];
+static const int32_t q8_tab[256] = {0}; /* a table the int8 row ops read (rejected before) */
 static dt_gnode gnodes[4], gnodes_full[1], gnodes_batch[2], gnodes_noin[1];
 static dt_graph gg, gg_out, gg_full, gg_batch, gg_noin;
 static dt_gplan gp, gp_badstep, gp_world2;
@@ -936,6 +938,24 @@ static dt_mesh hs_mesh;
         dt_qmm(&dcomm, &dq_a_s1, &dq_b_s0, NULL, 1, OUT(dt_tensor), OUT_AT(void, 8192), 16, OUT_AT(void, 12288), 64))  \
     ROW(dq32, "dtensor_quant.h", "dt_qmm_acc", "f32 operand", DT_ERR_DTYPE,                                            \
         dt_qmm_acc(in_local(4, 4), i8_local(4, 4), out_tensor(MB_I32, 4, 4)))                                          \
+    ROW(dq33, "dtensor_quant.h", "dt_add_q8", "NULL multipliers", DT_ERR_NULL,                                         \
+        dt_add_q8(i8_local(4, 4), i8_local(4, 4), NULL, out_tensor(MB_I8, 4, 4)))                                      \
+    ROW(dq34, "dtensor_quant.h", "dt_add_q8", "operands of different shapes", DT_ERR_MISMATCH,                         \
+        dt_add_q8(i8_local(4, 4), i8_local(2, 4), qm4, out_tensor(MB_I8, 4, 4)))                                       \
+    ROW(dq35, "dtensor_quant.h", "dt_mul_q8", "f32 operand", DT_ERR_DTYPE,                                             \
+        dt_mul_q8(in_local(4, 4), i8_local(4, 4), qm4[0], out_tensor(MB_I8, 4, 4)))                                    \
+    ROW(dq36, "dtensor_quant.h", "dt_lut_q8", "NULL table", DT_ERR_NULL,                                               \
+        dt_lut_q8(i8_local(4, 4), NULL, out_tensor(MB_I8, 4, 4)))                                                      \
+    ROW(dq37, "dtensor_quant.h", "dt_softmax_q8", "NULL table", DT_ERR_NULL,                                           \
+        dt_softmax_q8(i8_local(4, 4), NULL, out_tensor(MB_I8, 4, 4)))                                                  \
+    ROW(dq38, "dtensor_quant.h", "dt_layer_norm_q8", "epsq above 2^46", DT_ERR_VALUE,                                  \
+        dt_layer_norm_q8(i8_local(4, 4), q8_tab, q8_tab, (int64_t)1 << 47, out_tensor(MB_I8, 4, 4)))                   \
+    ROW(dq39, "dtensor_quant.h", "dt_layer_norm_q8", "NULL bias table", DT_ERR_NULL,                                   \
+        dt_layer_norm_q8(i8_local(4, 4), q8_tab, NULL, 0, out_tensor(MB_I8, 4, 4)))                                    \
+    ROW(dq40, "dtensor_quant.h", "dt_add_q8_multipliers", "a scale 0", DT_ERR_VALUE,                                   \
+        dt_add_q8_multipliers(0.1f, 0.0f, 0.1f, OUT(dt_qmul)))                                                         \
+    ROW(dq41, "dtensor_quant.h", "dt_add_q8_multipliers", "output scale too small (multiplier >= 2^30)", DT_ERR_VALUE, \
+        dt_add_q8_multipliers(0.1f, 0.1f, 1e-38f, OUT(dt_qmul)))                                                       \
     ROW(dr1, "dtensor_random.h", "dt_rng_offsets", "rank not in the mesh", DT_ERR_NOT_MEMBER,                          \
         dt_rng_offsets(&sp_shard0, 5, OUT(uint64_t), OUT_AT(uint64_t, 64)))                                            \
     ROW(dr2, "dtensor_random.h", "dt_rand", "unknown flag", DT_ERR_VALUE,                                              \
@@ -1152,6 +1172,14 @@ static dt_mesh hs_mesh;
         dt_conv2d_scratch_bytes(&cp, &sp_cx_h, &sp_cw, NULL))                                                          \
     ROW(cv50, "dtensor_conv.h", "dt_maxpool2d", "input Partial (no strategy)", DT_ERR_NO_STRATEGY,                     \
         dt_maxpool2d(&dcomm, &cpool, &dgy_part, OUT_AT(dt_spec, 8192), out4(MB_F32, 2, 2), OUT(void), 8192))           \
+    ROW(cv59, "dtensor_conv.h", "dt_avgpool2d_ref", "output of the wrong shape", DT_ERR_MISMATCH,                      \
+        dt_avgpool2d_ref(&cpool, &cx, out4(MB_F32, 2, 4)))                                                             \
+    ROW(cv60, "dtensor_conv.h", "dt_avgpool2d_ref", "window 0", DT_ERR_SHAPE,                                          \
+        dt_avgpool2d_ref(&cpool_k0, &cx, out4(MB_F32, 2, 4)))                                                          \
+    ROW(cv61, "dtensor_conv.h", "dt_avgpool2d", "NULL output", DT_ERR_NULL,                                            \
+        dt_avgpool2d(&dcomm, &cp, &dcx_h, OUT_AT(dt_spec, 8192), NULL, OUT(void), 8192))                               \
+    ROW(cv62, "dtensor_conv.h", "dt_avgpool2d", "input Partial (no strategy)", DT_ERR_NO_STRATEGY,                     \
+        dt_avgpool2d(&dcomm, &cpool, &dgy_part, OUT_AT(dt_spec, 8192), out4(MB_F32, 2, 2), OUT(void), 8192))           \
     ROW(cv51, "dtensor_conv.h", "dt_conv2d", "stride 0", DT_ERR_SHAPE,                                                 \
         dt_conv2d(&dcomm, &cp_stride0, &dcx_h, &dcw, NULL, OUT_AT(dt_spec, 8192), out4(MB_F32, 2, 2), OUT(void),       \
                   8192))                                                                                               \

@@ -377,7 +377,10 @@ static void test_unary_rules(void **state)
                  {DT_ATEN_MUL_SCALAR, DT_PARTIAL(DT_MAX), R_},
                  {DT_ATEN_ADD_SCALAR, PSUM, R_},
                  {DT_ATEN_SUB_SCALAR, DT_PARTIAL(DT_MIN), R_},
-                 {DT_ATEN_ADD_SCALAR, S0, S0}};
+                 {DT_ATEN_ADD_SCALAR, S0, S0},
+                 {DT_ATEN_CLAMP, DT_PARTIAL(DT_MAX), R_},
+                 {DT_ATEN_CLAMP, PSUM, R_},
+                 {DT_ATEN_CLAMP, S1, S1}};
         for (op = 0; op < (int)(sizeof t / sizeof t[0]); op++) {
             dt_placement want_in = t[op].out.kind == DT_KIND_REPLICATE ? t[op].out : t[op].in;
             one_case(&mesh1, t[op].op, NULL, &t[op].in, 2, 8, 8, 0, &want_in, &t[op].out);
@@ -590,6 +593,34 @@ static void test_kernel_ops(void **state)
         assert_true(out1 == 0.25f);
         assert_int_equal(dt_kernel_ref(DT_ATEN_SUB_SCALAR, &at, &ty, in, 1), 0);
         assert_true(out1 == -3.0f);
+    }
+    /* clamp (torch.clamp / hardtanh; ReLU6 is clamp(x, 0, 6)) against a loop, on the
+       strided view; a NaN stays NaN, an infinite bound is none */
+    {
+        float v[6] = {-7.0f, -0.5f, 0.0f, 3.0f, 6.5f, NAN}, o[6];
+        mb_tensor tv, to;
+        mb_tensor_init(&tv, v, MB_F32, 1, s6);
+        mb_tensor_init(&to, o, MB_F32, 1, s6);
+        in[0] = &tv;
+        at.scalar = 0.0f;
+        at.scalar2 = 6.0f;
+        assert_int_equal(dt_kernel_ref(DT_ATEN_CLAMP, &at, &to, in, 1), 0);
+        assert_true(o[0] == 0.0f && o[1] == 0.0f && o[2] == 0.0f && o[3] == 3.0f && o[4] == 6.0f && o[5] != o[5]);
+        at.scalar = -INFINITY;
+        at.scalar2 = 1.0f;
+        assert_int_equal(dt_kernel_ref(DT_ATEN_CLAMP, &at, &to, in, 1), 0);
+        assert_true(o[0] == -7.0f && o[1] == -0.5f && o[3] == 1.0f && o[4] == 1.0f);
+        mb_tensor_init(&ty, y, MB_F32, 2, s64);
+        in[0] = &xt;
+        at.scalar = -0.25f;
+        at.scalar2 = 0.25f;
+        assert_int_equal(dt_kernel_ref(DT_ATEN_CLAMP, &at, &ty, in, 1), 0);
+        for (i = 0; i < 24; i++) {
+            float e = xs[(i % 4) * 6 + i / 4];
+            assert_true(y[i] == (e < -0.25f ? -0.25f : e > 0.25f ? 0.25f : e));
+        }
+        at.scalar = at.scalar2 = 0.0f;
+        assert_string_equal(dt_op_name(DT_ATEN_CLAMP), "clamp");
     }
     /* exp and tanh on the strided view */
     mb_tensor_init(&ty, y, MB_F32, 2, s64);
@@ -1559,28 +1590,28 @@ typedef struct bcase {
 #define BV(op, n, d0, d1, d2, ...) {op, 1, __VA_ARGS__, {n, 0}, {{d0, d1, d2}, {0, 0, 0}}}
 /* clang-format on */
 static const bcase bcases[] = {
-    BV(DT_ATEN_VIEW, 2, 4, 6, 0, {0, 0, 0, 0, 0, 1, {24}, 0.0f}),
-    BV(DT_ATEN_RESHAPE, 2, 4, 6, 0, {0, 0, 0, 0, 0, 1, {24}, 0.0f}),
-    BV(DT_ATEN_RESHAPE, 2, 5, 6, 0, {0, 0, 0, 0, 0, 1, {30}, 0.0f}),
-    BV(DT_ATEN_VIEW, 2, 5, 6, 0, {0, 0, 0, 0, 0, 1, {-1}, 0.0f}),
-    BV(DT_ATEN_VIEW, 1, 24, 0, 0, {0, 0, 0, 0, 0, 2, {4, 6}, 0.0f}),
-    BV(DT_ATEN_RESHAPE, 1, 24, 0, 0, {0, 0, 0, 0, 0, 2, {2, 12}, 0.0f}),
-    BV(DT_ATEN_RESHAPE, 3, 2, 3, 4, {0, 0, 0, 0, 0, 2, {6, 4}, 0.0f}),
-    BV(DT_ATEN_RESHAPE, 2, 4, 6, 0, {0, 0, 0, 0, 0, 3, {8, 1, 3}, 0.0f}),
-    BV(DT_ATEN_FLATTEN, 3, 4, 3, 2, {1, -1, 0, 0, 0, 0, {0}, 0.0f}),
-    BV(DT_ATEN_FLATTEN, 3, 4, 3, 2, {0, 1, 0, 0, 0, 0, {0}, 0.0f}),
-    BV(DT_ATEN_TRANSPOSE, 2, 4, 6, 0, {0, 1, 0, 0, 0, 0, {0}, 0.0f}),
-    BV(DT_ATEN_PERMUTE, 3, 2, 3, 4, {0, 0, 0, 0, 0, 3, {2, 0, 1}, 0.0f}),
-    BV(DT_ATEN_SQUEEZE, 3, 4, 1, 6, {1, 0, 0, 0, 0, 0, {0}, 0.0f}),
-    BV(DT_ATEN_UNSQUEEZE, 2, 4, 6, 0, {1, 0, 0, 0, 0, 0, {0}, 0.0f}),
-    BV(DT_ATEN_EXPAND, 2, 1, 6, 0, {0, 0, 0, 0, 0, 3, {2, 4, -1}, 0.0f}),
-    {DT_ATEN_EMBEDDING, 2, {0, 0, 0, 0, 0, 0, {0}, 0.0f}, {2, 2}, {{10, 4, 0}, {3, 4, 0}}},
-    {DT_ATEN_NLL_LOSS, 2, {0, 0, 0, 0, 2, 0, {0}, 0.0f}, {2, 1}, {{8, 5, 0}, {8, 0, 0}}},
-    {DT_ATEN_NLL_LOSS, 2, {0, 0, 0, 2, 2, 0, {0}, 0.0f}, {2, 1}, {{8, 5, 0}, {8, 0, 0}}},
-    {DT_ATEN_CROSS_ENTROPY, 2, {0, 0, 0, 0, 2, 0, {0}, 0.0f}, {3, 2}, {{8, 3, 4}, {8, 4, 0}}},
-    {DT_ATEN_CROSS_ENTROPY, 2, {0, 0, 0, 1, -100, 0, {0}, 0.0f}, {3, 2}, {{8, 3, 4}, {8, 4, 0}}},
-    {DT_ATEN_CROSS_ENTROPY, 2, {0, 0, 0, 2, 2, 0, {0}, 0.0f}, {2, 1}, {{8, 5, 0}, {8, 0, 0}}},
-    {DT_ATEN_CROSS_ENTROPY, 2, {0, 0, 0, 1, -100, 0, {0}, 0.0f}, {1, 0}, {{5, 0, 0}, {0, 0, 0}}},
+    BV(DT_ATEN_VIEW, 2, 4, 6, 0, {0, 0, 0, 0, 0, 1, {24}, 0.0f, 0.0f}),
+    BV(DT_ATEN_RESHAPE, 2, 4, 6, 0, {0, 0, 0, 0, 0, 1, {24}, 0.0f, 0.0f}),
+    BV(DT_ATEN_RESHAPE, 2, 5, 6, 0, {0, 0, 0, 0, 0, 1, {30}, 0.0f, 0.0f}),
+    BV(DT_ATEN_VIEW, 2, 5, 6, 0, {0, 0, 0, 0, 0, 1, {-1}, 0.0f, 0.0f}),
+    BV(DT_ATEN_VIEW, 1, 24, 0, 0, {0, 0, 0, 0, 0, 2, {4, 6}, 0.0f, 0.0f}),
+    BV(DT_ATEN_RESHAPE, 1, 24, 0, 0, {0, 0, 0, 0, 0, 2, {2, 12}, 0.0f, 0.0f}),
+    BV(DT_ATEN_RESHAPE, 3, 2, 3, 4, {0, 0, 0, 0, 0, 2, {6, 4}, 0.0f, 0.0f}),
+    BV(DT_ATEN_RESHAPE, 2, 4, 6, 0, {0, 0, 0, 0, 0, 3, {8, 1, 3}, 0.0f, 0.0f}),
+    BV(DT_ATEN_FLATTEN, 3, 4, 3, 2, {1, -1, 0, 0, 0, 0, {0}, 0.0f, 0.0f}),
+    BV(DT_ATEN_FLATTEN, 3, 4, 3, 2, {0, 1, 0, 0, 0, 0, {0}, 0.0f, 0.0f}),
+    BV(DT_ATEN_TRANSPOSE, 2, 4, 6, 0, {0, 1, 0, 0, 0, 0, {0}, 0.0f, 0.0f}),
+    BV(DT_ATEN_PERMUTE, 3, 2, 3, 4, {0, 0, 0, 0, 0, 3, {2, 0, 1}, 0.0f, 0.0f}),
+    BV(DT_ATEN_SQUEEZE, 3, 4, 1, 6, {1, 0, 0, 0, 0, 0, {0}, 0.0f, 0.0f}),
+    BV(DT_ATEN_UNSQUEEZE, 2, 4, 6, 0, {1, 0, 0, 0, 0, 0, {0}, 0.0f, 0.0f}),
+    BV(DT_ATEN_EXPAND, 2, 1, 6, 0, {0, 0, 0, 0, 0, 3, {2, 4, -1}, 0.0f, 0.0f}),
+    {DT_ATEN_EMBEDDING, 2, {0, 0, 0, 0, 0, 0, {0}, 0.0f, 0.0f}, {2, 2}, {{10, 4, 0}, {3, 4, 0}}},
+    {DT_ATEN_NLL_LOSS, 2, {0, 0, 0, 0, 2, 0, {0}, 0.0f, 0.0f}, {2, 1}, {{8, 5, 0}, {8, 0, 0}}},
+    {DT_ATEN_NLL_LOSS, 2, {0, 0, 0, 2, 2, 0, {0}, 0.0f, 0.0f}, {2, 1}, {{8, 5, 0}, {8, 0, 0}}},
+    {DT_ATEN_CROSS_ENTROPY, 2, {0, 0, 0, 0, 2, 0, {0}, 0.0f, 0.0f}, {3, 2}, {{8, 3, 4}, {8, 4, 0}}},
+    {DT_ATEN_CROSS_ENTROPY, 2, {0, 0, 0, 1, -100, 0, {0}, 0.0f, 0.0f}, {3, 2}, {{8, 3, 4}, {8, 4, 0}}},
+    {DT_ATEN_CROSS_ENTROPY, 2, {0, 0, 0, 2, 2, 0, {0}, 0.0f, 0.0f}, {2, 1}, {{8, 5, 0}, {8, 0, 0}}},
+    {DT_ATEN_CROSS_ENTROPY, 2, {0, 0, 0, 1, -100, 0, {0}, 0.0f, 0.0f}, {1, 0}, {{5, 0, 0}, {0, 0, 0}}},
 };
 
 static int32_t iglob[NR][EL], iloc[NR][EL];

@@ -219,7 +219,7 @@ static void test_graph_output_over_int32_elements(void **state)
    gradient; nothing outside grad_in is written. */
 static void test_maxpool_window_over_padding_only(void **state)
 {
-    static const dt_conv2d_params p = {DT_NCHW, {1, 1}, {2, 2}, {3, 3}, 1, {2, 2}};
+    static const dt_conv2d_params p = {DT_NCHW, {1, 1}, {2, 2}, {3, 3}, 1, {2, 2}, 0};
     const int32_t xs[4] = {1, 1, 1, 1}, ys[4] = {1, 1, 2, 2};
     float x = 5.0f, y[4], gy[4] = {1.0f, 2.0f, 3.0f, 4.0f}, gbuf[16], ninf;
     int8_t xq = 7, yq[4];

@@ -150,7 +150,7 @@ static const mb_tensor *emb_in[2] = {&t_x44, &t_idx_bad}, *loss_in[2] = {&t_x44,
 static mb_tensor t_k22, t_kbad, t_khuge;
 static const mb_tensor *kin_null[2] = {&t_x44, NULL}, *kin_22[2] = {&t_k22, &t_k22}, *kin_24[2] = {&t_k22, &t_x44},
                        *kin_bad[1] = {&t_kbad}, *kin_huge[1] = {&t_khuge};
-static const dt_op_attrs at_mode2 = {0, 0, 0, 2, 0, 0, {0}, 0.0f};
+static const dt_op_attrs at_mode2 = {0, 0, 0, 2, 0, 0, {0}, 0.0f, 0.0f};
 static dt_tensor ops_plain[2], ops_mixed[2], ops_inplace[2];
 
 static mb_tensor t_nan, t_acc44, t_i8_wide, t_i8_tall;

@@ -630,21 +630,29 @@ static double dt__dround(double x)
    Shard -> Shard an all_gather + 1.0, Partial -> Replicate an all_reduce, Partial -> Shard
    a reduce_scatter, after which (and after Replicate -> Shard) comm is / n. The bytes are
    torch's even average: every rank gets the same cost and chooses the same strategy. */
-static double dt__redist_cost(const dt_spec *a, const dt_placement *p)
+/* The steps from a's placements to p, planned as a member of a's mesh (a rank outside the
+   mesh propagates too); non-zero when there are none. Apart from the cost arithmetic: the
+   mesh and spec copies stay out of its frame. */
+static DT__NOINLINE int dt__redist_steps(const dt_spec *a, const dt_placement *p, dt__psteps *st)
 {
     dt_mesh m0 = *a->mesh;
     dt_spec s = *a, t;
-    dt__psteps st;
-    double gb, n, h, cost = 0.0;
-    int i, from, to;
-    int32_t k;
-    m0.index = 0; /* planned as a member: a rank outside the mesh propagates too */
+    m0.index = 0;
     m0.rank = m0.ranks[0];
     DT_MEMSET(m0.coord, 0, sizeof m0.coord);
     s.mesh = &m0;
     t = s;
     DT_MEMCPY(t.placements, p, sizeof(dt_placement) * (size_t)m0.ndim);
-    if (!dt__shardable(a, p) || dt__plan_steps(&s, &t, DT_PLAN_ALLOW_PARTIAL, &st)) return -1.0;
+    return !dt__shardable(a, p) || dt__plan_steps(&s, &t, DT_PLAN_ALLOW_PARTIAL, st);
+}
+
+static double dt__redist_cost(const dt_spec *a, const dt_placement *p)
+{
+    dt__psteps st;
+    double gb, n, h, cost = 0.0;
+    int i, from, to;
+    int32_t k;
+    if (dt__redist_steps(a, p, &st)) return -1.0;
     /* / 1024 / 1024 / 1024 is exact: one scaling by 2^-30 */
     gb = (double)dt__bytes(a->shape, a->ndim, a->dtype) / (double)dt__num_shards(a->mesh, a->placements) / 1073741824.0;
     for (i = 0; i < st.n; i++) {

@@ -1119,10 +1119,10 @@ static void dt__emit(const dt_spec *s, dt_plan *pl, dt__cost *cw, dt_placement *
         ps->md[ps->n] = (unsigned char)md;
         ps->from[ps->n] = (unsigned char)st->src.kind;
         ps->to[ps->n++] = (unsigned char)to.kind;
-    }
 #if !DT_NO_CONSTRUCTION
-    if (!pl) dt__measure(cw, s, st);
+        dt__measure(cw, s, st);
 #endif
+    }
 }
 
 /* The plan's tensor meta, local shapes (placements cur at the end) and scratch with
@@ -1471,9 +1471,10 @@ DT__DEF int dt_full_tensor_scratch_query(dt_comm *c, const dt_spec *src, const m
 {
     dt_spec r;
     int64_t need;
-    int rc = src && bytes ? DT_OK : DT_ERR_NULL;
-    if (!rc) r = dt__replicated(src);
-    if (!rc) rc = dt__redist(c, 0, src, in, &r, 0, (mb_tensor *)global, 0, 0, &need);
+    int rc;
+    if (!src || !bytes) return DT_ERR_NULL;
+    r = dt__replicated(src);
+    rc = dt__redist(c, 0, src, in, &r, 0, (mb_tensor *)global, 0, 0, &need);
     if (!rc) *bytes = (size_t)need;
     return rc;
 }

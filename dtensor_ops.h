@@ -2088,7 +2088,7 @@ static DT__NOINLINE int dt__op_run(dt_dispatch *d, int op, const dt_op_attrs *at
     const mb_tensor *loc[DT_MAX_OP_ARGS], *target = 0;
     mb_tensor moved[DT_MAX_OP_ARGS], y;
     const dt_mesh *m = specs[0]->mesh;
-    size_t left = d->scratch ? d->scratch_bytes & ~(size_t)7 : 0, need; /* buffers from the end stay aligned */
+    size_t left, need; /* scratch buffers are taken from its end, whole multiples of 8: they stay aligned */
     int i, rc, nd = m->ndim, inplace = out_data && out_data == args[0].local.data;
     if (inplace && (s->out_ndim != specs[0]->ndim || s->out_dtype != (int)specs[0]->dtype ||
                     memcmp(s->out_shape, specs[0]->shape, sizeof(int32_t) * (size_t)s->out_ndim) ||

@@ -166,7 +166,7 @@ static void dt__kern_q8(const dt_conv2d_params *p, const dt__cwin *wn, const dt_
                         int8_t v;
                         t = t > INT32_MAX ? INT32_MAX : t < INT32_MIN ? INT32_MIN : t;
                         v = dt_requant_i8((int32_t)t, q);
-                        *DT__I8(y, n, oc, oh, o0 + j) = a->relu && v < 0 ? (int8_t)0 : v;
+                        *DT__I8(y, n, oc, oh, o0 + j) = (int8_t)(a->relu && v < 0 ? 0 : v);
                     }
                 }
         }

@@ -410,7 +410,7 @@ static int dt__q8_rows(int mode, const mb_tensor *x, const int32_t *t0, const in
         for (k = 0; k < d; k++) {
             int32_t v = xr[k * xs];
             s1 += v;
-            s2 += v * v;
+            s2 += (int64_t)v * v;
             if (v > mx) mx = v;
         }
         if (mode == 0) {

@@ -712,7 +712,7 @@ static void test_avgpool(void **state)
                         assert_int_equal(aqy[at(k->layout, co, n, c, y, x)], qwant);
                     }
         acur = k;
-        for (np = 2; np <= NR; np += 2) assert_int_equal(pg_pthread_run(&world, np, avg_body, NULL), 0);
+        for (np = 2; np <= NR; np += 2) assert_int_equal(conv_run(np, avg_body), 0);
     }
 }
 

@@ -160,17 +160,22 @@ static inline int pgd_storm_body(pg_group *g, int me, void *arg)
 static uint64_t pgd_notifies;
 static void (*pgd_notify_of[PGD_CORES])(void *ctx, int core);
 
+/* The caller is a core whose hooks have this ctx and whose own notify is already recorded:
+   ports whose cores share one ctx (rp2350's bells) would otherwise find core 0's entry
+   before core 0's thread has written it (a call through NULL when core 1 attaches first). */
 static void pgd_counted_notify(void *ctx, int core)
 {
-    int c = 0;
-    while (c < PGD_CORES - 1 && pgd_hooks[c].ctx != ctx) c++;
+    void (*notify)(void *, int) = NULL;
+    int c;
+    for (c = 0; c < PGD_CORES && !notify; c++)
+        if (pgd_hooks[c].ctx == ctx) notify = __atomic_load_n(&pgd_notify_of[c], __ATOMIC_ACQUIRE);
     __atomic_add_fetch(&pgd_notifies, 1u, __ATOMIC_RELAXED);
-    pgd_notify_of[c](ctx, core);
+    notify(ctx, core);
 }
 
 static void pgd_count_notifies(int core, pg_shm_hooks *h)
 {
-    pgd_notify_of[core] = h->notify;
+    __atomic_store_n(&pgd_notify_of[core], h->notify, __ATOMIC_RELEASE);
     h->notify = pgd_counted_notify;
 }
 

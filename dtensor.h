@@ -358,8 +358,25 @@ DT_API int dt_plan_cached(dt_plan_cache *c, const dt_spec *src, const dt_spec *d
    Scratch pointers must be 8-byte aligned. Every call validates all its arguments
    before communicating: on bad input nothing is sent and no output is written. A failed
    collective returns DT_ERR_COMM (the pg_err in c->err; pg_recover() on every rank before
-   the next call). */
+   the next call).
+   Collective-unsafe argument errors: those checks are rank-local, with no agreement step
+   (it would cost every call a round trip). The errors that depend on one rank's own
+   arguments (a NULL pointer, a local tensor of the wrong shape or dtype, or without data, a
+   scratch or output buffer too small, a copied dt_comm) are returned at once on the ranks
+   where they occur, while the ranks whose arguments pass enter the collective and return
+   DT_ERR_COMM with c->err = PG_ERR_TIMEOUT after the group's timeout (pg_set_timeout): a
+   wait, not a hang; pg_recover() on every rank then. Errors of the specs, mesh, flags and
+   plan are the same on every rank, as every rank passes equal specs. This holds for
+   dt_redistribute, dt_full_tensor, dt_distribute and the modules' collectives (dt_op,
+   dt_tp_redistribute, dt_graph_dist_run, dt_conv2d, dt_maxpool2d,
+   dt_conv2d_sharded_backward, dt_conv2d_q8, dt_qmm). Size buffers with the exact queries on
+   every rank (dt_full_tensor_scratch_query, dt_distribute_scratch_query, ...), or have a
+   rank whose call failed pg_abort() the world so the others stop waiting (PG_ERR_ABORTED,
+   at the latest after one timeout). Do not copy a dt_comm: its groups point into it (g[i] = &group[i]) and
+   into their own scratch; use it where dt_comm_init filled it, through pointers. A copy is
+   refused with DT_ERR_COPIED by every call that takes it (dt_comm_group: NULL). */
 typedef struct dt_comm {
+    const struct dt_comm *self; /* the dt_comm itself, set by dt_comm_init: a copy lives elsewhere */
     const dt_mesh *mesh;
     int32_t err;                      /* pg_err of the last failed collective */
     uint32_t collectives;             /* collectives this dt_comm has run */
@@ -382,10 +399,11 @@ typedef struct dt_tensor {
 #define DT_EVERY_RANK (-1) /* dt_distribute: every rank holds the full tensor */
 
 /* DT_ERR_MISMATCH: mesh->rank is not parent's world rank; DT_ERR_RANK: a mesh rank is not
-   in parent; DT_ERR_NOT_MEMBER: this rank is not in the mesh (the call still keeps the
-   parent's sub-group numbering in step with the members'). */
+   in parent; DT_ERR_COPIED: parent is a copy of a group (pg_group: do not copy);
+   DT_ERR_NOT_MEMBER: this rank is not in the mesh (the call still keeps the parent's
+   sub-group numbering in step with the members'). */
 DT_API int dt_comm_init(dt_comm *c, const dt_mesh *mesh, pg_group *parent);
-/* The sub-group of mesh dim `mesh_dim` (NULL when out of range). */
+/* The sub-group of mesh dim `mesh_dim` (NULL when out of range, or c is a copy). */
 DT_API pg_group *dt_comm_group(dt_comm *c, int mesh_dim);
 
 /* Redistribute this rank's `in` (src's local shape) into `out` (dst's local shape) along
@@ -410,6 +428,12 @@ DT_API int dt_full_tensor(dt_comm *c, dt_plan_cache *cache, const dt_spec *src, 
                           void *scratch, size_t scratch_bytes);
 /* Its scratch with contiguous tensors (as dt_plan_scratch_bytes). */
 DT_API int dt_full_tensor_scratch_bytes(const dt_spec *src, size_t *bytes);
+/* Its scratch on this rank for exactly these views (strided ones included): *bytes is what
+   dt_full_tensor(c, NULL, src, in, global, ...) needs, no more; the error is the one that
+   call would return before communicating (nothing written then). Plans into c's work area,
+   no communication. */
+DT_API int dt_full_tensor_scratch_query(dt_comm *c, const dt_spec *src, const mb_tensor *in, const mb_tensor *global,
+                                        size_t *bytes);
 /* distribute_tensor: this rank's piece of `global` into `local` (s's local shape).
    src_rank = the world rank holding `global` (scatterv for Shard, broadcast for
    Replicate, mesh dim 0 first; `global` is ignored elsewhere), or DT_EVERY_RANK: every
@@ -420,6 +444,10 @@ DT_API int dt_distribute(dt_comm *c, const dt_spec *s, const mb_tensor *global, 
 /* Its scratch on this rank with contiguous tensors: the root packs blocks that do not lie
    back to back; 2-D meshes hold the intermediate piece. DT_EVERY_RANK: 0. */
 DT_API int dt_distribute_scratch_bytes(const dt_spec *s, int src_rank, size_t *bytes);
+/* The same for exactly these views (strided ones included), as dt_full_tensor_scratch_query:
+   what dt_distribute(c, s, global, src_rank, local, ...) needs on this rank, no more. */
+DT_API int dt_distribute_scratch_query(dt_comm *c, const dt_spec *s, const mb_tensor *global, int src_rank,
+                                       const mb_tensor *local, size_t *bytes);
 #endif /* DT_NO_CONSTRUCTION */
 
 /* ---- 9. Internal, for the dtensor modules -------------------------------------------
@@ -462,6 +490,11 @@ DT__INTERNAL int dt__mesh_same(const dt_mesh *a, const dt_mesh *b);
 DT__INTERNAL int32_t dt__num_shards(const dt_mesh *m, const dt_placement *p);
 /* Checks of an executing call: c bound to mesh m, this rank a member. */
 DT__INTERNAL int dt__comm_check(const dt_comm *c, const dt_mesh *m);
+/* dt_redistribute; measure != NULL: nothing run, the scratch it needs for exactly these
+   views into *measure (out's data is only checked for NULL), or its error. */
+DT__INTERNAL int dt__redist(dt_comm *c, dt_plan_cache *cache, const dt_spec *src, const mb_tensor *in,
+                            const dt_spec *dst, int flags, mb_tensor *out, void *scratch, size_t scratch_bytes,
+                            int64_t *measure);
 /* The steps of the plan src -> dst without a dt_plan: each one's mesh dim and placement
    kinds before and after (dtensor_ops.h costs them as torch's redistribute_cost). */
 typedef struct dt__psteps {
@@ -535,14 +568,19 @@ static int dt__mesh_shape(int ndim, const int32_t *shape, int32_t *size)
     return DT_OK;
 }
 
-/* Structural check of a mesh (not the rank list: dt_mesh_init validated that). */
+/* Check of a mesh as dt_mesh_init fills it (a caller may fill or change one): shape, size,
+   ranks >= 0, and a member's rank and coordinate those of its index. */
 static int dt__mesh_check(const dt_mesh *m)
 {
-    int32_t n;
+    int32_t n, i, k;
     int rc;
     if (!m) return DT_ERR_NULL;
     rc = dt__mesh_shape(m->ndim, m->shape, &n);
     if (!rc && (n != m->size || m->index < -1 || m->index >= n)) rc = DT_ERR_MESH;
+    for (i = 0; !rc && i < n; i++) rc = m->ranks[i] < 0 ? DT_ERR_MESH : DT_OK;
+    if (!rc && m->index >= 0 && m->ranks[m->index] != m->rank) rc = DT_ERR_MESH;
+    for (i = m->ndim, k = m->index; !rc && k >= 0 && i-- > 0; k /= m->shape[i])
+        if (m->coord[i] != k % m->shape[i]) rc = DT_ERR_MESH;
     return rc;
 }
 
@@ -1090,10 +1128,10 @@ static void dt__emit(const dt_spec *s, dt_plan *pl, dt__cost *cw, dt_placement *
         ps->md[ps->n] = (unsigned char)md;
         ps->from[ps->n] = (unsigned char)st->src.kind;
         ps->to[ps->n++] = (unsigned char)to.kind;
-    }
 #if !DT_NO_CONSTRUCTION
-    if (!pl) dt__measure(cw, s, st);
+        dt__measure(cw, s, st);
 #endif
+    }
 }
 
 /* The plan's tensor meta, local shapes (placements cur at the end) and scratch with
@@ -1294,11 +1332,13 @@ DT__DEF int dt_comm_init(dt_comm *c, const dt_mesh *mesh, pg_group *parent)
     if (!c || !parent) return DT_ERR_NULL;
     rc = dt__mesh_check(mesh);
     if (rc) return rc;
-    if (parent->size <= 0 || parent->rank < 0) return DT_ERR_NOT_MEMBER;
+    rc = pg_rank(parent); /* PG_ERR_NOT_MEMBER, or PG_ERR_COPIED for a copy */
+    if (rc < 0) return rc == PG_ERR_COPIED ? DT_ERR_COPIED : DT_ERR_NOT_MEMBER;
     if (mesh->rank != parent->world_rank) return DT_ERR_MISMATCH;
     for (i = 0; i < mesh->size; i++)
         if (dt__in_group(parent, mesh->ranks[i]) == parent->size) return DT_ERR_RANK;
     DT_MEMSET(c, 0, sizeof *c);
+    c->self = c;
     c->mesh = mesh;
     for (i = 0; i < mesh->ndim; i++) {
         /* non-members take the slice of mesh position 0: the context counter still advances */
@@ -1318,38 +1358,42 @@ DT__DEF int dt_comm_init(dt_comm *c, const dt_mesh *mesh, pg_group *parent)
 
 DT__DEF pg_group *dt_comm_group(dt_comm *c, int mesh_dim)
 {
-    return (c && c->mesh && mesh_dim >= 0 && mesh_dim < c->mesh->ndim) ? c->g[mesh_dim] : 0;
+    return (c && c->self == c && mesh_dim >= 0 && mesh_dim < c->mesh->ndim) ? c->g[mesh_dim] : 0; /* self: init ran */
 }
 
 /* Checks shared by the executing calls: comm bound to mesh m, this rank a member. */
 DT__DEF int dt__comm_check(const dt_comm *c, const dt_mesh *m)
 {
     if (!c || !c->mesh) return DT_ERR_NULL;
+    if (c->self != c) return DT_ERR_COPIED;
     if (!dt__mesh_same(c->mesh, m) || c->mesh->rank != m->rank) return DT_ERR_MISMATCH;
     return c->mesh->index < 0 ? DT_ERR_NOT_MEMBER : DT_OK;
 }
 
 /* Enough scratch for this run? Then run it. fast: in and out are contiguous (or empty),
-   so the run is the one the plan measured. */
+   so the run is the one the plan measured. measure != NULL: nothing run, the scratch this
+   run needs into *measure (the one computation behind every scratch query). */
 static DT__HOT int dt__exec(dt_comm *c, const dt_plan *pl, const mb_tensor *in, mb_tensor *out, void *scratch,
-                            size_t bytes, int fast)
+                            size_t bytes, int fast, int64_t *measure)
 {
     const dt_step *st = pl->steps;
-    int64_t need;
-    if (fast && pl->nsteps == 1 && st->op >= DT_OP_ALL_GATHER && !st->stage) { /* the usual case, straight */
-        need = dt__step(c, st, in, out, 0, 1);                                 /* no staging: no scratch */
+    int64_t need = 0;
+    if (!fast || pl->nsteps != 1 || st->op < DT_OP_ALL_GATHER || st->stage) {
+        need = fast ? (int64_t)pl->scratch : dt__run(0, pl, in, out, 0, 0, 0);
+    } else if (!measure) {                     /* the usual case, straight */
+        need = dt__step(c, st, in, out, 0, 1); /* no staging: no scratch */
         if (need < 0) return c->err = (int32_t)need, DT_ERR_COMM;
         c->collectives++;
         return DT_OK;
     }
-    need = fast ? (int64_t)pl->scratch : dt__run(0, pl, in, out, 0, 0, 0);
+    if (measure) return *measure = need, DT_OK;
     if ((uint64_t)need > bytes || (need && !scratch)) return DT_ERR_TOO_SMALL;
     need = dt__run(c, pl, in, out, (unsigned char *)scratch, bytes, fast);
     return need < 0 ? (int)need : DT_OK;
 }
 
-DT__DEF int dt_redistribute(dt_comm *c, dt_plan_cache *cache, const dt_spec *src, const mb_tensor *in,
-                            const dt_spec *dst, int flags, mb_tensor *out, void *scratch, size_t scratch_bytes)
+DT__DEF int dt__redist(dt_comm *c, dt_plan_cache *cache, const dt_spec *src, const mb_tensor *in, const dt_spec *dst,
+                       int flags, mb_tensor *out, void *scratch, size_t scratch_bytes, int64_t *measure)
 {
     const dt_plan *pl = 0;
     int fi, fo;
@@ -1360,7 +1404,13 @@ DT__DEF int dt_redistribute(dt_comm *c, dt_plan_cache *cache, const dt_spec *src
     if (!cache) pl = &c->plan;
     fi = dt__fit(in, pl->dtype, pl->ndim, pl->in_shape);
     fo = dt__fit(out, pl->dtype, pl->ndim, pl->out_shape);
-    return fi < 0 ? fi : fo < 0 ? fo : dt__exec(c, pl, in, out, scratch, scratch_bytes, fi & fo);
+    return fi < 0 ? fi : fo < 0 ? fo : dt__exec(c, pl, in, out, scratch, scratch_bytes, fi & fo, measure);
+}
+
+DT__DEF int dt_redistribute(dt_comm *c, dt_plan_cache *cache, const dt_spec *src, const mb_tensor *in,
+                            const dt_spec *dst, int flags, mb_tensor *out, void *scratch, size_t scratch_bytes)
+{
+    return dt__redist(c, cache, src, in, dst, flags, out, scratch, scratch_bytes, 0);
 }
 
 #if !DT_NO_CONSTRUCTION /* distribute, from_local, to_local, full_tensor */
@@ -1425,6 +1475,19 @@ DT__DEF int dt_full_tensor(dt_comm *c, dt_plan_cache *cache, const dt_spec *src,
     return dt_redistribute(c, cache, src, in, &r, 0, global, scratch, scratch_bytes);
 }
 
+DT__DEF int dt_full_tensor_scratch_query(dt_comm *c, const dt_spec *src, const mb_tensor *in, const mb_tensor *global,
+                                         size_t *bytes)
+{
+    dt_spec r;
+    int64_t need;
+    int rc;
+    if (!src || !bytes) return DT_ERR_NULL;
+    r = dt__replicated(src);
+    rc = dt__redist(c, 0, src, in, &r, 0, (mb_tensor *)global, 0, 0, &need);
+    if (!rc) *bytes = (size_t)need;
+    return rc;
+}
+
 DT__DEF int dt_full_tensor_scratch_bytes(const dt_spec *src, size_t *bytes)
 {
     dt__cost cw; /* the plan one step at a time */
@@ -1471,25 +1534,43 @@ DT__DEF int dt_distribute_scratch_bytes(const dt_spec *s, int src_rank, size_t *
     return rc;
 }
 
-DT__DEF int dt_distribute(dt_comm *c, const dt_spec *s, const mb_tensor *global, int src_rank, mb_tensor *local,
-                          void *scratch, size_t scratch_bytes)
+/* dt_distribute's checks: its plan into the comm's work area, its input view into *x;
+   1 when the run is the contiguous one (fast), 0 when not, else the error. */
+static int dt__dist_prep(dt_comm *c, const dt_spec *s, const mb_tensor *global, int src_rank, const mb_tensor *local,
+                         mb_tensor *x)
 {
-    dt_plan *pl = 0;
-    mb_tensor x;
     int fast = 1, rc = dt_spec_check(s);
     if (!rc) rc = dt__comm_check(c, s->mesh);
-    if (!rc) rc = dt__dist_plan(s, src_rank, pl = &c->plan, 0); /* the comm's work area */
+    if (!rc) rc = dt__dist_plan(s, src_rank, &c->plan, 0);
     if (!rc) rc = fast = dt__fits_local(local, s);
     if (rc < 0) return rc;
     if (src_rank == DT_EVERY_RANK || src_rank == s->mesh->rank) {
         rc = dt__fit(global, (int)s->dtype, s->ndim, s->shape);
         if (rc < 0) return rc;
-        fast &= rc;
-        x = *global;
-    } else { /* only its shape is read here (contiguous): the first step receives */
-        mb_tensor_init(&x, (void *)s, s->dtype, s->ndim, pl->in_shape);
-    }
-    return dt__exec(c, pl, &x, local, scratch, scratch_bytes, fast);
+        *x = *global;
+        return fast & rc;
+    } /* only its shape is read here (contiguous): the first step receives */
+    mb_tensor_init(x, (void *)s, s->dtype, s->ndim, c->plan.in_shape);
+    return fast;
+}
+
+DT__DEF int dt_distribute(dt_comm *c, const dt_spec *s, const mb_tensor *global, int src_rank, mb_tensor *local,
+                          void *scratch, size_t scratch_bytes)
+{
+    mb_tensor x;
+    int rc = dt__dist_prep(c, s, global, src_rank, local, &x);
+    return rc < 0 ? rc : dt__exec(c, &c->plan, &x, local, scratch, scratch_bytes, rc, 0);
+}
+
+DT__DEF int dt_distribute_scratch_query(dt_comm *c, const dt_spec *s, const mb_tensor *global, int src_rank,
+                                        const mb_tensor *local, size_t *bytes)
+{
+    mb_tensor x;
+    int64_t need;
+    int rc = bytes ? dt__dist_prep(c, s, global, src_rank, local, &x) : DT_ERR_NULL;
+    if (rc >= 0) rc = dt__exec(c, &c->plan, &x, (mb_tensor *)local, 0, 0, rc, &need);
+    if (!rc) *bytes = (size_t)need;
+    return rc;
 }
 
 #endif /* DT_NO_CONSTRUCTION */

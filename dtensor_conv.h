@@ -104,24 +104,18 @@ typedef struct dt_conv2d_params {
     int32_t padding[2];  /* (h, w) >= 0 */
     int32_t dilation[2]; /* (h, w) >= 1 */
     int32_t groups;      /* conv2d: >= 1, divides C_in and C_out (max pool: unused) */
-    int32_t kernel[2];   /* max pool: window (h, w) >= 1 (conv2d: unused, the weight's) */
+    int32_t kernel[2];   /* pools: window (h, w) >= 1 (conv2d: unused, the weight's) */
+    int32_t count_pad;   /* average pool: 1 counts the padding in the divisor (torch's
+                            count_include_pad), 0 only the input's elements */
 } dt_conv2d_params;
 
-/* {layout, stride, padding, dilation, groups, kernel} with equal h and w. */
-#define DT_CONV2D(layout, stride, pad, dil, groups)                               \
-    {                                                                             \
-        (layout), {(stride), (stride)}, {(pad), (pad)}, {(dil), (dil)}, (groups), \
-        {                                                                         \
-            0, 0                                                                  \
-        }                                                                         \
-    }
-#define DT_POOL2D(layout, k, stride, pad)                          \
-    {                                                              \
-        (layout), {(stride), (stride)}, {(pad), (pad)}, {1, 1}, 1, \
-        {                                                          \
-            (k), (k)                                               \
-        }                                                          \
-    }
+/* {layout, stride, padding, dilation, groups, kernel, count_pad} with equal h and w. */
+/* clang-format off */
+#define DT_CONV2D(layout, stride, pad, dil, groups) \
+    { (layout), {(stride), (stride)}, {(pad), (pad)}, {(dil), (dil)}, (groups), {0, 0}, 0 }
+#define DT_POOL2D(layout, k, stride, pad) \
+    { (layout), {(stride), (stride)}, {(pad), (pad)}, {1, 1}, 1, {(k), (k)}, 0 }
+/* clang-format on */
 
 /* Output shape (in the layout's dim order) for input shape in_shape[4] and weight shape
    w_shape[4], or w_shape NULL for max pool (p->kernel). */
@@ -139,6 +133,12 @@ DT_CONV_API int dt_maxpool2d_ref(const dt_conv2d_params *p, const mb_tensor *in,
 /* grad_in (in's shape) = the gradient of max pool for grad_out (overwritten). */
 DT_CONV_API int dt_maxpool2d_backward(const dt_conv2d_params *p, const mb_tensor *in, const mb_tensor *grad_out,
                                       mb_tensor *grad_in);
+/* Average pool of f32 or int8 (out of in's dtype), torch's avg_pool2d: the window's sum in
+   window order divided by its count, the in-bounds elements or, with p->count_pad, those of
+   the padded input (count_include_pad); int8 sums exactly in int32 and divides rounding half
+   away from zero (TFLite's int8 AVERAGE_POOL_2D: the output has the input's scale). A
+   window without any element gives 0. Global average pooling is the window of the input. */
+DT_CONV_API int dt_avgpool2d_ref(const dt_conv2d_params *p, const mb_tensor *in, mb_tensor *out);
 
 /* ---- 3. Sharded conv2d and max pool -------------------------------------------------
    Sharded (dt_conv2d, dt_maxpool2d): each mesh dim's pair (input, weight) placements
@@ -186,6 +186,9 @@ DT_CONV_API int dt_conv2d(dt_comm *c, const dt_conv2d_params *p, const dt_tensor
                           size_t scratch_bytes);
 /* Sharded max pool of f32 or int8: dt_conv2d's rules without a weight (and Shard(C) kept). */
 DT_CONV_API int dt_maxpool2d(dt_comm *c, const dt_conv2d_params *p, const dt_tensor *in, dt_spec *out_spec,
+                             mb_tensor *out, void *scratch, size_t scratch_bytes);
+/* Sharded average pool: dt_maxpool2d's rules and halo exchange, dt_avgpool2d_ref's sums. */
+DT_CONV_API int dt_avgpool2d(dt_comm *c, const dt_conv2d_params *p, const dt_tensor *in, dt_spec *out_spec,
                              mb_tensor *out, void *scratch, size_t scratch_bytes);
 #if !DT_NO_SHARDED_CONV_BACKWARD
 /* Sharded conv2d backward (f32), DTensor's tp_convolution_backward: for grad_out with the
@@ -537,6 +540,40 @@ static void dt__pool_walk(const dt_conv2d_params *p, const dt__cwin *wn, int mod
                 }
 }
 
+/* Average pool (dt_avgpool2d_ref's rule) on a window of the input. */
+static void dt__avg_walk(const dt_conv2d_params *p, const dt__cwin *wn, const dt__c4 *x, const dt__c4 *y)
+{
+    int32_t n, c, oh, ow, kh, kw;
+    for (n = 0; n < y->n; n++)
+        for (c = 0; c < y->c; c++)
+            for (oh = 0; oh < y->h; oh++)
+                for (ow = 0; ow < y->w; ow++) {
+                    float s = 0.0f;
+                    int64_t si = 0, cnt = 0, padded = 0;
+                    for (kh = 0; kh < p->kernel[0]; kh++) {
+                        int64_t ih =
+                            (int64_t)(wn->orow0 + oh) * p->stride[0] - p->padding[0] + (int64_t)kh * p->dilation[0];
+                        for (kw = 0; kw < p->kernel[1]; kw++) {
+                            int64_t iw = (int64_t)ow * p->stride[1] - p->padding[1] + (int64_t)kw * p->dilation[1];
+                            padded += ih < wn->h + p->padding[0] && iw < x->w + p->padding[1];
+                            if (ih < 0 || ih >= wn->h || iw < 0 || iw >= x->w) continue;
+                            cnt++;
+                            if (y->es == 1)
+                                si += *DT__I8(x, n, c, ih - wn->row0, iw);
+                            else
+                                s += *DT__F(x, n, c, ih - wn->row0, iw);
+                        }
+                    }
+                    if (p->count_pad) cnt = padded;
+                    if (y->es == 1) {
+                        int64_t q = !cnt ? 0 : si >= 0 ? (si + cnt / 2) / cnt : -((-si + cnt / 2) / cnt);
+                        *DT__I8(y, n, c, oh, ow) = (int8_t)(q > 127 ? 127 : q < -128 ? -128 : q);
+                    } else {
+                        *DT__F(y, n, c, oh, ow) = cnt ? s / (float)cnt : 0.0f;
+                    }
+                }
+}
+
 static void dt__c4_zero(const dt__c4 *v)
 {
     int32_t n, c, h, w;
@@ -661,7 +698,8 @@ DT_CONV__DEF int dt_conv2d_backward(const dt_conv2d_params *p, const mb_tensor *
     return rc;
 }
 
-DT_CONV__DEF int dt_maxpool2d_ref(const dt_conv2d_params *p, const mb_tensor *in, mb_tensor *out)
+/* Max pool (avg 0) or average pool (avg 1) of f32 or int8 on one rank. */
+static int dt__pool_ref(const dt_conv2d_params *p, const mb_tensor *in, mb_tensor *out, int avg)
 {
     int32_t ci[4], co[4];
     int rc = dt__conv_args(p, in, NULL, in && in->dtype == MB_I8 ? MB_I8 : MB_F32, ci, co);
@@ -669,9 +707,22 @@ DT_CONV__DEF int dt_maxpool2d_ref(const dt_conv2d_params *p, const mb_tensor *in
     if (!rc) {
         dt__c4 x = dt__canon(in, p->layout), y = dt__canon(out, p->layout);
         dt__cwin wn = dt__win_full(ci[2], co[1]);
-        dt__pool_walk(p, &wn, 0, &x, &y, NULL);
+        if (avg)
+            dt__avg_walk(p, &wn, &x, &y);
+        else
+            dt__pool_walk(p, &wn, 0, &x, &y, NULL);
     }
     return rc;
+}
+
+DT_CONV__DEF int dt_maxpool2d_ref(const dt_conv2d_params *p, const mb_tensor *in, mb_tensor *out)
+{
+    return dt__pool_ref(p, in, out, 0);
+}
+
+DT_CONV__DEF int dt_avgpool2d_ref(const dt_conv2d_params *p, const mb_tensor *in, mb_tensor *out)
+{
+    return dt__pool_ref(p, in, out, 1);
 }
 
 DT_CONV__DEF int dt_maxpool2d_backward(const dt_conv2d_params *p, const mb_tensor *in, const mb_tensor *grad_out,
@@ -987,6 +1038,19 @@ DT_CONV__DEF int dt_maxpool2d(dt_comm *c, const dt_conv2d_params *p, const dt_te
                               mb_tensor *out, void *scratch, size_t scratch_bytes)
 {
     return dt__sharded(c, p, in, NULL, NULL, -1, dt__kern_f32, NULL, out_spec, out, scratch, scratch_bytes);
+}
+
+static void dt__kern_avg(const dt_conv2d_params *p, const dt__cwin *wn, const dt__c4 *x, const dt__c4 *w,
+                         const dt__c4 *y, const mb_tensor *bias, const void *extra)
+{
+    (void)w, (void)bias, (void)extra;
+    dt__avg_walk(p, wn, x, y);
+}
+
+DT_CONV__DEF int dt_avgpool2d(dt_comm *c, const dt_conv2d_params *p, const dt_tensor *in, dt_spec *out_spec,
+                              mb_tensor *out, void *scratch, size_t scratch_bytes)
+{
+    return dt__sharded(c, p, in, NULL, NULL, -1, dt__kern_avg, NULL, out_spec, out, scratch, scratch_bytes);
 }
 
 #if !DT_NO_SHARDED_CONV_BACKWARD /* ---- sharded conv2d backward (tp_convolution_backward) ---- */

@@ -350,6 +350,20 @@ static int dt__g_finite(float x)
     return x - x == 0.0f; /* inf - inf and NaN - NaN are NaN */
 }
 
+/* The attributes dt__g_infer normalises (dims, shapes) are equal; it leaves the floats as
+   they are, so they need no comparison (nor memcmp, which would compare their padding-free
+   but not unique representations). */
+static int dt__g_same_dims(const dt_op_attrs *x, const dt_op_attrs *y)
+{
+    int k;
+    if (x->dim != y->dim || x->dim2 != y->dim2 || x->keepdim != y->keepdim || x->mode != y->mode ||
+        x->ignore_index != y->ignore_index || x->ndim != y->ndim)
+        return 0;
+    for (k = 0; k < MB_MAX_DIMS; k++)
+        if (x->shape[k] != y->shape[k]) return 0;
+    return 1;
+}
+
 /* Output shape of op on operands of shapes (ind[i], ish[i]) with attrs a (dims
    normalised into *a). local: the operands are local pieces (a plan's check): shape
    attributes of placeholders, factories and views are not compared. */
@@ -543,11 +557,55 @@ static void dt__g_reset(dt_graph *g)
     g->analysed = 0;
 }
 
+/* Node or step k's op and operand count known, and its operands earlier entries of the array
+   at `base` (`size` bytes each, their shape and ndim at those offsets): their shapes into
+   ish / ind. */
+static int dt__g_operands(int op, int nin, const int32_t *in, int32_t k, const unsigned char *base, size_t size,
+                          size_t shape_at, size_t ndim_at, const int32_t **ish, int32_t *ind)
+{
+    int lo, hi, i;
+    if (op < 0 || op >= DT_G_OP_END || !dt__g_arity(op, &lo, &hi) || nin < lo || nin > hi) return DT_ERR_NODE;
+    for (i = 0; i < nin; i++) {
+        const unsigned char *e = base + (size_t)(in[i] < 0 ? 0 : in[i]) * size;
+        if (in[i] < 0 || in[i] >= k) return DT_ERR_NODE;
+        ish[i] = (const int32_t *)(const void *)(e + shape_at);
+        DT_MEMCPY(&ind[i], e + ndim_at, sizeof ind[i]);
+    }
+    return DT_OK;
+}
+
+/* A caller-filled graph checked as dt_graph_add builds one: count within capacity, and every
+   node's op and operand count, operands (earlier nodes), attrs (finite, dims normalised) and
+   output shape (re-inferred) as add would have stored them. */
+static int dt__g_check(const dt_graph *g)
+{
+    const int32_t *ish[DT_MAX_OP_ARGS];
+    int32_t ind[DT_MAX_OP_ARGS], sh[MB_MAX_DIMS], nd, i, k;
+    int rc;
+    dt_op_attrs a;
+    if (!g || !g->nodes) return DT_ERR_NULL;
+    if (g->count < 0 || g->count > g->capacity) return DT_ERR_NODE;
+    for (i = 0; i < g->count; i++) {
+        const dt_gnode *n = &g->nodes[i];
+        rc = dt__g_operands(n->op, n->nin, n->in, i, (const unsigned char *)g->nodes, sizeof *n,
+                            offsetof(dt_gnode, shape), offsetof(dt_gnode, ndim), ish, ind);
+        if (rc) return rc;
+        if (!dt__g_finite(n->attrs.scalar) || (n->op == DT_G_SGD && g->nodes[n->in[0]].op != DT_G_PARAM))
+            return DT_ERR_NODE;
+        a = n->attrs;
+        rc = dt__g_infer(n->op, &a, ish, ind, n->nin, sh, &nd, 0);
+        if (rc || nd != n->ndim || !dt__g_same_dims(&a, &n->attrs)) return DT_ERR_NODE;
+        for (k = 0; k < nd; k++)
+            if (sh[k] != n->shape[k]) return DT_ERR_NODE;
+    }
+    return DT_OK;
+}
+
 DT_GRAPH__DEF int dt_graph_analyze(dt_graph *g)
 {
     int32_t i, j, b0 = -1, bsize = -1;
-    int rc = DT_OK;
-    if (!g || !g->nodes) return DT_ERR_NULL;
+    int rc = dt__g_check(g);
+    if (rc) return rc;
     dt__g_reset(g);
     for (i = g->count - 1; i >= 0; i--) { /* gradients: from each sgd back through non-compute ops */
         if (g->nodes[i].op != DT_G_SGD) continue;
@@ -683,6 +741,8 @@ DT_GRAPH__DEF int dt_graph_plan(dt_graph *g, int world, int rank, int red, dt_gp
     uint64_t off = 0;
     int rc;
     if (!g || !g->nodes || !p || !steps) return DT_ERR_NULL;
+    rc = dt__g_check(g);
+    if (rc) return rc;
     if (world < 1 || world > DT_MAX_RANKS || rank < 0 || rank >= world) return DT_ERR_RANK;
     if (red != DT_SUM && red != DT_AVG) return DT_ERR_PLACEMENT;
     rc = dt__g_plan_check(g, world, rank, cap);
@@ -776,14 +836,9 @@ static int dt__g_step_check(const dt_gplan *p, int32_t k)
     int32_t ind[DT_MAX_OP_ARGS], osh[MB_MAX_DIMS], ond = 0, d, c = 1;
     uint64_t last = 0;
     dt_op_attrs a = s->attrs;
-    int lo, hi, i;
-    if (s->op < 0 || s->op >= DT_G_OP_END || !dt__g_arity(s->op, &lo, &hi) || s->nin < lo || s->nin > hi)
-        return DT_ERR_NODE;
-    for (i = 0; i < s->nin; i++) {
-        if (s->in[i] < 0 || s->in[i] >= k) return DT_ERR_NODE;
-        ish[i] = p->steps[s->in[i]].shape;
-        ind[i] = p->steps[s->in[i]].ndim;
-    }
+    int i = dt__g_operands(s->op, s->nin, s->in, k, (const unsigned char *)p->steps, sizeof *s,
+                           offsetof(dt_gstep, shape), offsetof(dt_gstep, ndim), ish, ind);
+    if (i) return i;
     if (s->ndim < 0 || s->ndim > MB_MAX_DIMS || (s->offset & 3u)) return DT_ERR_SHAPE;
     for (d = s->ndim - 1; d >= 0; d--) { /* extent (terms < 2^40: no overflow) and contiguity */
         uint64_t term = s->shape[d] > 0 ? (uint64_t)(s->shape[d] - 1) * (uint64_t)s->stride[d] : 0;
@@ -1007,7 +1062,7 @@ static DT__NOINLINE int dt__g_dist_gop(const dt_gnode *n, dt_dispatch *d, dt_gva
     mb_tensor moved[DT_MAX_OP_ARGS], y = o->t.local;
     const mb_tensor *in[DT_MAX_OP_ARGS];
     const dt_placement *tp = o->t.spec.placements;
-    size_t left = d->scratch ? d->scratch_bytes : 0;
+    size_t left = d->scratch ? d->scratch_bytes & ~(size_t)7 : 0; /* buffers from the end stay aligned */
     int j, rc;
     for (j = 0; j < n->nin; j++) {
         const dt_tensor *x = &v[n->in[j]].t;
@@ -1037,8 +1092,10 @@ DT_GRAPH__DEF int dt_graph_dist_run(const dt_graph *g, dt_dispatch *d, dt_gvalue
     int32_t i;
     int rc = DT_OK;
     if (!g || !g->nodes || !d || !d->comm || !v) return DT_ERR_NULL;
-    for (i = 0; i < g->count; i++)
-        if (v[i].t.spec.mesh != d->comm->mesh) return DT_ERR_MISMATCH;
+    rc = dt__g_check(g);
+    for (i = 0; !rc && i < g->count; i++)
+        if (v[i].t.spec.mesh != d->comm->mesh) rc = DT_ERR_MISMATCH;
+    if (rc) return rc;
     for (i = 0; !rc && i < g->count; i++) {
         const dt_gnode *n = &g->nodes[i];
         if (n->op == DT_G_INPUT || n->op == DT_G_PARAM) continue;

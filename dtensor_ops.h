@@ -254,6 +254,9 @@ typedef enum dt_aten {
     /* _amp_foreach_non_finite_check_and_unscale_(grads..., found_inf), attrs.scalar =
        inv_scale: a custom handler only (dt_op; dt_propagate: DT_ERR_UNSUPPORTED) */
     DT_ATEN_AMP_UNSCALE,
+    /* clamp(x, attrs.scalar, attrs.scalar2): torch.clamp / hardtanh (ReLU6 is 0, 6); a NaN
+       stays NaN; -INFINITY / INFINITY for a missing bound */
+    DT_ATEN_CLAMP,
     DT_ATEN_COUNT
 } dt_aten;
 #define DT_MAX_OP_ARGS 3
@@ -269,7 +272,8 @@ typedef struct dt_op_attrs {
     int32_t ignore_index;       /* losses */
     int32_t ndim;               /* entries used in shape[] */
     int32_t shape[MB_MAX_DIMS]; /* view/reshape/expand shape, permute order, normalized_shape */
-    float scalar;               /* *_SCALAR operand; norms' eps */
+    float scalar;               /* *_SCALAR operand; norms' eps; clamp's min */
+    float scalar2;              /* clamp's max */
 } dt_op_attrs;
 
 /* The chosen strategy of one op call. */
@@ -334,7 +338,14 @@ DT_OPS_API int dt_propagate(dt_op_cache *cache, int op, const dt_op_attrs *attrs
    out contiguous). Returns 0 or a negative dt_err. */
 typedef int (*dt_kernel)(int op, const dt_op_attrs *attrs, mb_tensor *out, const mb_tensor *const *in, int nin);
 /* The portable C99 kernels (blocked matmul, pointwise loops, ...) behind every op. attrs
-   may be NULL (all zero). */
+   may be NULL (all zero). Every operand is checked before anything is read or written:
+   DT_ERR_NULL (out, in or an operand NULL, or a non-empty view without data),
+   DT_ERR_PLACEMENT_COUNT (unknown op, or nin outside its operand count), DT_ERR_SHAPE (an
+   invalid view, more than INT32_MAX elements, out not contiguous, operands or attrs that
+   do not fit the op as dt_propagate's shape rules say), DT_ERR_DIM, DT_ERR_DTYPE (f32
+   operands, MB_I32 indices and targets; out f32, argmax's MB_I32), DT_ERR_MISMATCH (out's
+   shape is not the op's result), DT_ERR_UNSUPPORTED (found_inf, or a model op without the
+   model ops); the data-dependent DT_ERR_RANK of embedding and the losses too. */
 DT_OPS_API int dt_kernel_ref(int op, const dt_op_attrs *attrs, mb_tensor *out, const mb_tensor *const *in, int nin);
 
 typedef struct dt_dispatch dt_dispatch;
@@ -402,9 +413,25 @@ struct dt_dispatch {
    zero in out_data (torch's non-participating ranks); in place / out variants return
    their target untouched; a custom handler's result without a value (found_inf there)
    is out = its target. DT_ERR_TOO_SMALL when out_bytes or the scratch is too small
-   (nothing sent then). */
+   (nothing sent then; a rank-local error: the other ranks wait out the timeout, see
+   dtensor.h section 8 on collective-unsafe argument errors). */
 DT_OPS_API int dt_op(dt_dispatch *d, int op, const dt_op_attrs *attrs, const dt_tensor *args, int nargs, dt_tensor *out,
                      void *out_data, size_t out_bytes);
+/* dt_op_query's modes: how dt_op is called */
+#define DT_OP_RESULT   0
+#define DT_OP_IN_PLACE 1
+#define DT_OP_OUT      2
+/* dt_op's storage on this rank, before it exists: *out_bytes (the out_bytes dt_op needs:
+   the local result's bytes, 0 in place and for the out variant) and *scratch_bytes (what
+   d->scratch_bytes must be at least), exact: one byte less of either is DT_ERR_TOO_SMALL.
+   mode: DT_OP_RESULT (out_data a buffer of its own), DT_OP_IN_PLACE (out_data ==
+   args[0].local.data), DT_OP_OUT (out_data NULL); the arguments as dt_op takes them (the
+   out variant's target is not looked at). The error is the one dt_op would return before
+   communicating; no communication, nothing run. DT_ERR_UNSUPPORTED for an op taken over by
+   a custom handler or the built-in DT_ATEN_AMP_UNSCALE (the found_inf reduction's scratch:
+   dt_plan_redistribute + dt_redistribute_scratch_bytes). */
+DT_OPS_API int dt_op_query(dt_dispatch *d, int op, const dt_op_attrs *attrs, const dt_tensor *args, int nargs, int mode,
+                           size_t *out_bytes, size_t *scratch_bytes);
 
 /* ---- 4. Tensor-parallel styles ----------------------------------------------------
    Tensor-parallel styles (torch.distributed.tensor.parallel.style), as placements on the
@@ -532,7 +559,8 @@ static const dt__op_info dt__ops[DT_ATEN_COUNT] = {
     {DT__F_LOSS, 2, 2, 2},      {DT__F_LOSS, 2, 2, 2},                                  /* losses */
     {DT__F_VIEW, 1, 1, 0},      {DT__F_VIEW, 1, 1, 0},      {DT__F_VIEW, 1, 1, 0},      /* view reshape t */
     {DT__F_VIEW, 1, 1, 0},      {DT__F_VIEW, 1, 1, 0},      {DT__F_VIEW, 1, 1, 0},      /* permute sq unsq */
-    {DT__F_VIEW, 1, 1, 0},      {DT__F_VIEW, 1, 1, 0},      {DT__F_CUSTOM, 2, 3, 0}};   /* expand flatten amp */
+    {DT__F_VIEW, 1, 1, 0},      {DT__F_VIEW, 1, 1, 0},      {DT__F_CUSTOM, 2, 3, 0},    /* expand flatten amp */
+    {DT__F_POINTWISE, 1, 1, 0}};                                                        /* clamp */
 
 DT_OPS__DEF const char *dt_op_name(int op)
 {
@@ -540,7 +568,7 @@ DT_OPS__DEF const char *dt_op_name(int op)
                                 "add.Scalar\0sub.Scalar\0mul.Scalar\0div.Scalar\0linear\0sum\0mean\0max\0min\0"
                                 "amax\0argmax\0softmax\0log_softmax\0layer_norm\0rms_norm\0embedding\0"
                                 "cross_entropy\0nll_loss\0view\0reshape\0transpose\0permute\0squeeze\0"
-                                "unsqueeze\0expand\0flatten\0_amp_foreach_non_finite_check_and_unscale_";
+                                "unsqueeze\0expand\0flatten\0_amp_foreach_non_finite_check_and_unscale_\0clamp";
     const char *p = names;
     if (op < 0 || op >= DT_ATEN_COUNT) return 0;
     for (; op > 0; op--) p += strlen(p) + 1;
@@ -602,21 +630,29 @@ static double dt__dround(double x)
    Shard -> Shard an all_gather + 1.0, Partial -> Replicate an all_reduce, Partial -> Shard
    a reduce_scatter, after which (and after Replicate -> Shard) comm is / n. The bytes are
    torch's even average: every rank gets the same cost and chooses the same strategy. */
-static double dt__redist_cost(const dt_spec *a, const dt_placement *p)
+/* The steps from a's placements to p, planned as a member of a's mesh (a rank outside the
+   mesh propagates too); non-zero when there are none. Apart from the cost arithmetic: the
+   mesh and spec copies stay out of its frame. */
+static DT__NOINLINE int dt__redist_steps(const dt_spec *a, const dt_placement *p, dt__psteps *st)
 {
     dt_mesh m0 = *a->mesh;
     dt_spec s = *a, t;
-    dt__psteps st;
-    double gb, n, h, cost = 0.0;
-    int i, from, to;
-    int32_t k;
-    m0.index = 0; /* planned as a member: a rank outside the mesh propagates too */
+    m0.index = 0;
     m0.rank = m0.ranks[0];
     DT_MEMSET(m0.coord, 0, sizeof m0.coord);
     s.mesh = &m0;
     t = s;
     DT_MEMCPY(t.placements, p, sizeof(dt_placement) * (size_t)m0.ndim);
-    if (!dt__shardable(a, p) || dt__plan_steps(&s, &t, DT_PLAN_ALLOW_PARTIAL, &st)) return -1.0;
+    return !dt__shardable(a, p) || dt__plan_steps(&s, &t, DT_PLAN_ALLOW_PARTIAL, st);
+}
+
+static double dt__redist_cost(const dt_spec *a, const dt_placement *p)
+{
+    dt__psteps st;
+    double gb, n, h, cost = 0.0;
+    int i, from, to;
+    int32_t k;
+    if (dt__redist_steps(a, p, &st)) return -1.0;
     /* / 1024 / 1024 / 1024 is exact: one scaling by 2^-30 */
     gb = (double)dt__bytes(a->shape, a->ndim, a->dtype) / (double)dt__num_shards(a->mesh, a->placements) / 1073741824.0;
     for (i = 0; i < st.n; i++) {
@@ -694,30 +730,88 @@ static void dt__linear_opt(int c, int r, dt_placement *o)
     }
 }
 
+/* The output shape osh[0..*ond) of op (any family but the views') on operands of shapes
+   sh[i][0..nd[i]) with attrs at, torch's shape rules: what propagation gives the global
+   output and dt_kernel_ref checks a local one against. *mask: the dims a reduction reduces
+   or a softmax / norm normalizes (bit d: dim d). DT_ERR_SHAPE when the operands or attrs do
+   not fit the op, DT_ERR_DIM for attrs.dim out of range. */
+static DT__NOINLINE int dt__op_shape(int op, const dt_op_attrs *at, const int32_t *const *sh, const int32_t *nd, int n,
+                                     int32_t *osh, int32_t *ond, uint32_t *mask)
+{
+    int fam = dt__ops[op].family, lin = op == DT_ATEN_LINEAR, i, d, o = 0, x = nd[0];
+    int rank = lin ? x : op == DT_ATEN_BMM ? 3 : 2, li = lin ? 0 : n - 2; /* einsum: lhs, rhs at li, li + 1 */
+    const int32_t *l = sh[li < 0 ? 0 : li], *r = sh[n > 1 ? li + 1 : 0];
+    *mask = 0;
+    *ond = x;
+    DT_MEMCPY(osh, sh[0], sizeof(int32_t) * (size_t)x);
+    switch (fam) {
+    case DT__F_EINSUM: /* mm, bmm, addmm (bias 1-D or 2-D), linear (x of >= 2 dims, w (n, k), bias 1-D) */
+        if (lin ? (rank < 2 || nd[1] != 2 || l[rank - 1] != r[1])
+                : (nd[li] != rank || nd[li + 1] != rank || l[rank - 1] != r[rank - 2] || (rank == 3 && l[0] != r[0])))
+            return DT_ERR_SHAPE;
+        DT_MEMCPY(osh, l, sizeof(int32_t) * (size_t)rank);
+        osh[rank - 1] = r[lin ? 0 : rank - 1];
+        *ond = rank;
+        if (n == 3) { /* the bias broadcasts to the output */
+            const int32_t *b = sh[lin ? 2 : 0];
+            int bn = nd[lin ? 2 : 0];
+            if (bn < 1 || bn > (lin ? 1 : 2)) return DT_ERR_SHAPE;
+            for (i = 0; i < bn; i++)
+                if (b[i] != osh[rank - bn + i] && b[i] != 1) return DT_ERR_SHAPE;
+        }
+        return DT_OK;
+    case DT__F_POINTWISE: /* one shape; gelu's approximate 0 "none" or 1 "tanh" */
+        for (i = 1; i < n; i++)
+            if (nd[i] != x || memcmp(sh[i], sh[0], sizeof(int32_t) * (size_t)x)) return DT_ERR_SHAPE;
+        return op == DT_ATEN_GELU && (at->mode < 0 || at->mode > 1) ? DT_ERR_SHAPE : DT_OK;
+    case DT__F_REDUCE:
+    case DT__F_SOFTMAX:
+        *mask = (1u << x) - 1u;
+        if (at->dim != DT_DIM_ALL || fam == DT__F_SOFTMAX) {
+            d = mb_normalize_dim(at->dim, x);
+            if (d < 0) return DT_ERR_DIM;
+            *mask = 1u << d;
+        }
+        for (d = 0; fam == DT__F_REDUCE && d < x; d++) /* reduced dims dropped, or 1 with keepdim */
+            if (!(*mask >> d & 1u) || at->keepdim) osh[o++] = *mask >> d & 1u ? 1 : sh[0][d];
+        if (fam == DT__F_REDUCE) *ond = o;
+        return DT_OK;
+    case DT__F_NORM: /* x's last dims, the weight's and the bias's == normalized_shape */
+        if (at->ndim < 1 || at->ndim > x) return DT_ERR_SHAPE;
+        for (i = 0; i < n; i++) {
+            if (i && nd[i] != at->ndim) return DT_ERR_SHAPE;
+            if (memcmp(sh[i] + (i ? 0 : x - at->ndim), at->shape, sizeof(int32_t) * (size_t)at->ndim))
+                return DT_ERR_SHAPE;
+        }
+        *mask = ((1u << x) - 1u) & ~((1u << (x - at->ndim)) - 1u);
+        return DT_OK;
+#if !DT_NO_MODEL_OPS
+    case DT__F_EMBED: /* weight (V, D), indices of any shape: the indices' shape + (D) */
+        if (x != 2 || nd[1] + 1 > MB_MAX_DIMS) return DT_ERR_SHAPE;
+        DT_MEMCPY(osh, sh[1], sizeof(int32_t) * (size_t)nd[1]);
+        osh[nd[1]] = sh[0][1];
+        *ond = nd[1] + 1;
+        return DT_OK;
+    case DT__F_LOSS: /* input (C) or (N, C, d1..), target without the class dim; 0-d when reduced */
+        if (x < 1 || nd[1] != x - 1 || at->mode < 0 || at->mode > 2) return DT_ERR_SHAPE;
+        for (i = 0; i < nd[1]; i++)
+            if (sh[1][i] != sh[0][i + (i >= (x >= 2))]) return DT_ERR_SHAPE;
+        DT_MEMCPY(osh, sh[1], sizeof(int32_t) * (size_t)nd[1]);
+        *ond = at->mode ? 0 : nd[1];
+        return DT_OK;
+#endif
+    default: return DT_ERR_UNSUPPORTED;
+    }
+}
+
 static int dt__prop_einsum(const dt_spec *const *args, int nargs, int op, dt_op_strategy *best)
 {
     const dt_placement(*opts)[3] = op == DT_ATEN_BMM ? dt__bmm_opts : dt__mm_opts;
     int lin = op == DT_ATEN_LINEAR, li = lin ? 0 : nargs - 2, ri = li + 1, bi = lin ? 2 : 0;
     int nd = args[0]->mesh->ndim, total = 1, i, md, noredist = 0;
-    const dt_spec *lhs = args[li], *rhs = args[ri];
     dt_op_strategy cand;
-    int rank = lin ? lhs->ndim : op == DT_ATEN_BMM ? 3 : 2, nopt = lin ? rank + 2 : op == DT_ATEN_BMM ? 5 : 4;
+    int rank = best->out_ndim, nopt = lin ? rank + 2 : op == DT_ATEN_BMM ? 5 : 4;
     dt_placement lo[3];
-    if (lin ? (rank < 2 || rhs->ndim != 2 || lhs->shape[rank - 1] != rhs->shape[1])
-            : (lhs->ndim != rank || rhs->ndim != rank || lhs->shape[rank - 1] != rhs->shape[rank - 2] ||
-               (rank == 3 && lhs->shape[0] != rhs->shape[0])))
-        return DT_ERR_SHAPE;
-    DT_MEMCPY(best->out_shape, lhs->shape, sizeof best->out_shape);
-    best->out_shape[rank - 1] = rhs->shape[lin ? 0 : rank - 1];
-    best->out_ndim = rank;
-    if (nargs == 3) { /* addmm's bias (1-D or 2-D), linear's (1-D): broadcast to the output */
-        const dt_spec *b = args[bi];
-        if (b->ndim < 1 || b->ndim > (lin ? 1 : 2)) return DT_ERR_SHAPE;
-        for (i = 0; i < b->ndim; i++) {
-            int32_t o = best->out_shape[rank - b->ndim + i];
-            if (b->shape[i] != o && b->shape[i] != 1) return DT_ERR_SHAPE;
-        }
-    }
     cand = *best;
     for (i = 0; i < nd; i++) total *= nopt;
     for (i = 0; i < total; i++) {
@@ -781,16 +875,10 @@ static int dt__prop_pointwise(const dt_spec *const *args, int nargs, int op, dt_
     const dt_spec *f;
     int i, md, fi = 0, nd = args[0]->mesh->ndim, noredist = 0;
     dt_op_strategy cand;
-    for (i = 1; i < nargs; i++) {
-        if (args[i]->ndim != args[0]->ndim ||
-            memcmp(args[i]->shape, args[0]->shape, sizeof(int32_t) * (size_t)args[0]->ndim))
-            return DT_ERR_SHAPE;
+    for (i = 1; i < nargs; i++) /* the input with the most shards (the shapes are one) */
         if (dt__num_shards(args[i]->mesh, args[i]->placements) > dt__num_shards(args[fi]->mesh, args[fi]->placements))
             fi = i;
-    }
     f = args[fi];
-    best->out_ndim = f->ndim;
-    DT_MEMCPY(best->out_shape, f->shape, sizeof best->out_shape);
     cand = *best;
     for (md = 0; md < nd; md++) {
         dt_placement p = f->placements[md];
@@ -847,23 +935,15 @@ static int dt__prop_one(const dt_spec *const *args, int nargs, dt_op_strategy *c
    a Partial of the same op stays) unless the input holds another Partial or, for mean,
    a reduced dim is unevenly sharded (is_tensor_evenly_shardable_on_dim); then, as for
    argmax, every Partial and the reduced dims are replicated first. */
-static int dt__prop_reduce(const dt_spec *const *args, int op, const dt_op_attrs *at, dt_op_strategy *best)
+static int dt__prop_reduce(const dt_spec *const *args, int op, const dt_op_attrs *at, uint32_t mask,
+                           dt_op_strategy *best)
 {
     static const signed char red[6] = {DT_SUM, DT_AVG, DT_MAX, DT_MIN, DT_MAX, -1};
     const dt_spec *x = args[0];
     dt_op_strategy cand;
-    int nd = x->mesh->ndim, md, d, o = 0, r = (int)red[op - DT_ATEN_SUM], lin = r >= 0;
-    uint32_t mask = (1u << x->ndim) - 1u;
-    if (at->dim != DT_DIM_ALL) {
-        d = mb_normalize_dim(at->dim, x->ndim);
-        if (d < 0) return DT_ERR_DIM;
-        mask = 1u << d;
-    }
-    for (d = 0; d < x->ndim; d++) {
-        if ((mask >> d & 1u) && !x->shape[d] && op >= DT_ATEN_MAX) return DT_ERR_SHAPE; /* max of nothing */
-        if (!(mask >> d & 1u) || at->keepdim) best->out_shape[o++] = mask >> d & 1u ? 1 : x->shape[d];
-    }
-    best->out_ndim = o;
+    int nd = x->mesh->ndim, md, d, o, r = (int)red[op - DT_ATEN_SUM], lin = r >= 0;
+    for (d = 0; d < x->ndim; d++) /* the global max of nothing (an empty local piece gives -inf) */
+        if ((mask >> d & 1u) && !x->shape[d] && op >= DT_ATEN_MAX) return DT_ERR_SHAPE;
     if (op == DT_ATEN_ARGMAX) best->out_dtype = MB_I32;
     for (md = 0; md < nd; md++) {
         dt_placement p = x->placements[md];
@@ -899,29 +979,11 @@ static int dt__prop_reduce(const dt_spec *const *args, int op, const dt_op_attrs
 /* softmax_strategy: the softmax dim replicated (and every Partial), other shards kept.
    layer_norm / rms_norm (_common_norm_forward_strategy): x replicated on the normalized
    dims (and every Partial), weight and bias replicated; the output follows x. */
-static int dt__prop_softmax_norm(const dt_spec *const *args, int nargs, int op, const dt_op_attrs *at,
-                                 dt_op_strategy *best)
+static int dt__prop_softmax_norm(const dt_spec *const *args, int nargs, uint32_t mask, dt_op_strategy *best)
 {
     const dt_spec *x = args[0];
     dt_op_strategy cand;
-    int nd = x->mesh->ndim, axis = x->ndim - at->ndim, i, d;
-    uint32_t mask;
-    if (op <= DT_ATEN_LOG_SOFTMAX) {
-        d = mb_normalize_dim(at->dim, x->ndim);
-        if (d < 0) return DT_ERR_DIM;
-        mask = 1u << d;
-    } else {
-        if (at->ndim < 1 || axis < 0) return DT_ERR_SHAPE;
-        for (i = 0; i < nargs; i++) { /* x's last dims, weight and bias == normalized_shape */
-            int off = i ? 0 : axis;
-            if (i && args[i]->ndim != at->ndim) return DT_ERR_SHAPE;
-            for (d = 0; d < at->ndim; d++)
-                if (args[i]->shape[off + d] != at->shape[d]) return DT_ERR_SHAPE;
-        }
-        mask = ((1u << x->ndim) - 1u) & ~((1u << axis) - 1u);
-    }
-    best->out_ndim = x->ndim;
-    DT_MEMCPY(best->out_shape, x->shape, sizeof best->out_shape);
+    int nd = x->mesh->ndim, i;
     cand = *best;
     dt__repl(x->placements, nd, mask, cand.in[0]);
     DT_MEMCPY(cand.out, cand.in[0], sizeof cand.out);
@@ -1154,10 +1216,6 @@ static DT__NOINLINE int dt__prop_embed(const dt_spec *const *args, dt_op_strateg
     const dt_spec *w = args[0], *ix = args[1];
     int ni = ix->ndim, nopt = 3 + ni, nd = w->mesh->ndim, total = 1, i, md, noredist = 0;
     dt_op_strategy cand;
-    if (w->ndim != 2 || ni + 1 > MB_MAX_DIMS) return DT_ERR_SHAPE;
-    DT_MEMCPY(best->out_shape, ix->shape, sizeof(int32_t) * (size_t)ni);
-    best->out_shape[ni] = w->shape[1];
-    best->out_ndim = ni + 1;
     cand = *best;
     for (i = 0; i < nd; i++) total *= nopt;
     for (i = 0; i < total; i++) {
@@ -1193,11 +1251,6 @@ static DT__NOINLINE int dt__prop_loss(const dt_spec *const *args, const dt_op_at
     const dt_spec *x = args[0], *t = args[1];
     int c = x->ndim >= 2, i, md, nd = x->mesh->ndim;
     dt_op_strategy cand;
-    if (x->ndim < 1 || t->ndim != x->ndim - 1 || at->mode < 0 || at->mode > 2) return DT_ERR_SHAPE;
-    for (i = 0; i < t->ndim; i++)
-        if (t->shape[i] != x->shape[i + (i >= c)]) return DT_ERR_SHAPE;
-    best->out_ndim = at->mode ? 0 : t->ndim;
-    DT_MEMCPY(best->out_shape, t->shape, sizeof(int32_t) * (size_t)t->ndim);
     cand = *best;
     for (md = 0; md < nd; md++) {
         dt_placement p = x->placements[md], q;
@@ -1238,14 +1291,22 @@ static int dt__op_dtype(int op, int i)
 static DT__NOINLINE int dt__prop_family(const dt_spec *const *args, int nargs, int op, const dt_op_attrs *at,
                                         dt_op_strategy *best)
 {
-    switch (dt__ops[op].family) {
+    const int32_t *sh[DT_MAX_OP_ARGS];
+    int32_t nd[DT_MAX_OP_ARGS];
+    uint32_t mask = 0;
+    int i, fam = dt__ops[op].family, rc = DT_OK;
+    for (i = 0; i < nargs; i++) {
+        sh[i] = args[i]->shape;
+        nd[i] = args[i]->ndim;
+    }
+    if (fam != DT__F_VIEW) rc = dt__op_shape(op, at, sh, nd, nargs, best->out_shape, &best->out_ndim, &mask);
+    if (rc) return rc;
+    switch (fam) {
     case DT__F_EINSUM: return dt__prop_einsum(args, nargs, op, best);
-    case DT__F_POINTWISE: /* gelu's approximate: 0 "none", 1 "tanh" */
-        return op == DT_ATEN_GELU && (at->mode < 0 || at->mode > 1) ? DT_ERR_SHAPE
-                                                                    : dt__prop_pointwise(args, nargs, op, best);
-    case DT__F_REDUCE: return dt__prop_reduce(args, op, at, best);
+    case DT__F_POINTWISE: return dt__prop_pointwise(args, nargs, op, best);
+    case DT__F_REDUCE: return dt__prop_reduce(args, op, at, mask, best);
     case DT__F_SOFTMAX:
-    case DT__F_NORM: return dt__prop_softmax_norm(args, nargs, op, at, best);
+    case DT__F_NORM: return dt__prop_softmax_norm(args, nargs, mask, best);
 #if !DT_NO_MODEL_OPS
     case DT__F_VIEW: return dt__prop_view(args, op, at, best);
     case DT__F_EMBED: return dt__prop_embed(args, best);
@@ -1525,6 +1586,7 @@ static float dt__unary(int op, const dt_op_attrs *at, float x)
     case DT_ATEN_EXP: return expf(x);
     case DT_ATEN_TANH: return tanhf(x);
     case DT_ATEN_SIGMOID: return 1.0f / (1.0f + expf(-x));
+    case DT_ATEN_CLAMP: return x < at->scalar ? at->scalar : x > at->scalar2 ? at->scalar2 : x;
     case DT_ATEN_ADD_SCALAR: return x + at->scalar;
     case DT_ATEN_SUB_SCALAR: return x - at->scalar;
     case DT_ATEN_MUL_SCALAR: return x * at->scalar;
@@ -1536,7 +1598,6 @@ static int dt__kernel_unary(int op, const dt_op_attrs *at, mb_tensor *out, const
 {
     float *DT_RESTRICT y = (float *)out->data;
     int32_t i, n = (int32_t)mb_numel(out);
-    if (op == DT_ATEN_GELU && (at->mode < 0 || at->mode > 1)) return DT_ERR_SHAPE;
     if (dt__contig(x)) {
         const float *DT_RESTRICT a = (const float *)x->data;
         for (i = 0; i < n; i++) y[i] = dt__unary(op, at, a[i]);
@@ -1572,19 +1633,15 @@ static int dt__kernel_rows(int op, const dt_op_attrs *at, mb_tensor *out, const 
     float *y = (float *)out->data;
     int lo = 0, hi = x->ndim, d, norm = op >= DT_ATEN_LAYER_NORM, sm = !norm && op >= DT_ATEN_SOFTMAX;
     int32_t o, i, k, outer, inner, r, step, best;
-    if (norm) {
+    if (norm) { /* dt__kernel_check: the dims and the weight's and bias's shapes fit */
         lo = x->ndim - at->ndim;
-        if (at->ndim < 1 || lo < 0) return DT_ERR_SHAPE;
     } else if (at->dim != DT_DIM_ALL || sm) {
         lo = mb_normalize_dim(at->dim, x->ndim);
-        if (lo < 0) return DT_ERR_DIM;
         hi = lo + 1;
     }
     outer = (int32_t)mb_shape_numel(x->shape, lo);
     r = (int32_t)mb_shape_numel(x->shape + lo, hi - lo);
     inner = (int32_t)mb_shape_numel(x->shape + hi, x->ndim - hi);
-    for (i = 1; i < nin; i++) /* weight, bias: normalized_shape's elements */
-        if ((int32_t)mb_numel(in[i]) != r) return DT_ERR_SHAPE;
     step = hi > lo ? x->stride[hi - 1] : 0;
     for (d = lo + 1; d < hi; d++)
         if (x->stride[d - 1] != x->stride[d] * x->shape[d]) step = 0;
@@ -1709,8 +1766,6 @@ static DT__NOINLINE int dt__kernel_embed(const dt_op_attrs *at, mb_tensor *out, 
     float *DT_RESTRICT y = (float *)out->data;
     int32_t rows = w->shape[0], dd = w->shape[1], n = (int32_t)mb_numel(ix), i, j, r;
     int32_t off = at->mode ? at->dim2 : 0, all = at->mode ? at->shape[0] : rows;
-    if (w->ndim != 2 || out->ndim != ix->ndim + 1 || out->shape[ix->ndim] != dd || (int32_t)mb_numel(out) != n * dd)
-        return DT_ERR_SHAPE;
     for (i = 0; i < n; i++) { /* every index first: bad input writes nothing */
         r = ((const int32_t *)ix->data)[dt__off(ix, 0, ix->ndim, i)];
         if (r < 0 || r >= all) return DT_ERR_RANK;
@@ -1718,9 +1773,9 @@ static DT__NOINLINE int dt__kernel_embed(const dt_op_attrs *at, mb_tensor *out, 
     for (i = 0; i < n; i++) {
         const float *row;
         r = ((const int32_t *)ix->data)[dt__off(ix, 0, ix->ndim, i)] - off;
-        row = (const float *)w->data + (size_t)r * (size_t)w->stride[0];
+        row = r < 0 || r >= rows ? 0 : (const float *)w->data + (size_t)r * (size_t)w->stride[0]; /* 0: a zero row */
         for (j = 0; j < dd; j++)
-            y[(size_t)i * (size_t)dd + (size_t)j] = r < 0 || r >= rows ? 0.0f : row[(size_t)j * (size_t)w->stride[1]];
+            y[(size_t)i * (size_t)dd + (size_t)j] = row ? row[(size_t)j * (size_t)w->stride[1]] : 0.0f;
     }
     return DT_OK;
 }
@@ -1733,11 +1788,6 @@ static DT__NOINLINE int dt__kernel_loss(int op, const dt_op_attrs *at, mb_tensor
     const float *r;
     int c = x->ndim >= 2, d;
     int32_t cc = x->shape[c], cs = x->stride[c], n = (int32_t)mb_numel(t), i, j, q, v, cnt = 0;
-    if (x->ndim < 1 || t->ndim != x->ndim - 1 || at->mode < 0 || at->mode > 2 ||
-        (at->mode ? out->ndim != 0 : (out->ndim != t->ndim || (int32_t)mb_numel(out) != n)))
-        return DT_ERR_SHAPE;
-    for (d = 0; d < t->ndim; d++)
-        if (t->shape[d] != x->shape[d + (d >= c)]) return DT_ERR_SHAPE;
     for (i = 0; i < n; i++) { /* every target first: bad input writes nothing */
         v = ((const int32_t *)t->data)[dt__off(t, 0, t->ndim, i)];
         if (v != at->ignore_index && (v < 0 || v >= cc)) return DT_ERR_RANK;
@@ -1767,12 +1817,48 @@ static DT__NOINLINE int dt__kernel_loss(int op, const dt_op_attrs *at, mb_tensor
 
 #endif /* DT_NO_MODEL_OPS */
 
-static const dt_op_attrs dt__no_attrs = {0, 0, 0, 0, 0, 0, {0}, 0.0f};
+static const dt_op_attrs dt__no_attrs = {0, 0, 0, 0, 0, 0, {0}, 0.0f, 0.0f};
+
+/* dt_kernel_ref's operands: valid views of the dtypes op takes, at most INT32_MAX elements
+   each (the kernels count in int32_t), out contiguous and of the shape dt__op_shape gives
+   (a view op's out is checked against its input by the view kernel itself). */
+static DT__NOINLINE int dt__kernel_check(int op, const dt_op_attrs *at, const mb_tensor *out,
+                                         const mb_tensor *const *in, int nin)
+{
+    const int32_t *sh[DT_MAX_OP_ARGS];
+    int32_t nd[DT_MAX_OP_ARGS], osh[MB_MAX_DIMS], ond;
+    uint32_t mask;
+    int i, rc, fam;
+    if (!out || !in) return DT_ERR_NULL;
+    if (!dt__op_ok(op, nin)) return DT_ERR_PLACEMENT_COUNT;
+    fam = dt__ops[op].family;
+    for (i = 0; i <= nin; i++) {
+        const mb_tensor *t = i < nin ? in[i] : out;
+        rc = mb_tensor_check(t);
+        if (rc) return rc == MB_ERR_NULL ? DT_ERR_NULL : DT_ERR_SHAPE;
+        if (mb_numel(t) > INT32_MAX) return DT_ERR_SHAPE;
+        if ((int)t->dtype != (i < nin ? dt__op_dtype(op, i) : op == DT_ATEN_ARGMAX ? MB_I32 : MB_F32))
+            return DT_ERR_DTYPE;
+        if (i < nin) {
+            sh[i] = t->shape;
+            nd[i] = t->ndim;
+        }
+    }
+    if (mb_is_contiguous(out) != 1) return DT_ERR_SHAPE;
+    if (fam == DT__F_EMBED && (at->mode < 0 || at->mode > 1 || (at->mode && at->dim2 < 0))) /* MaskPartial's */
+        return DT_ERR_SHAPE;
+    if (fam == DT__F_VIEW) return DT_OK;
+    rc = dt__op_shape(op, at, sh, nd, nin, osh, &ond, &mask);
+    if (!rc && (ond != out->ndim || memcmp(osh, out->shape, sizeof(int32_t) * (size_t)ond))) rc = DT_ERR_MISMATCH;
+    return rc;
+}
 
 DT_OPS__DEF int dt_kernel_ref(int op, const dt_op_attrs *attrs, mb_tensor *out, const mb_tensor *const *in, int nin)
 {
-    if (!out || !in || !dt__op_ok(op, nin)) return DT_ERR_NULL;
+    int rc;
     if (!attrs) attrs = &dt__no_attrs;
+    rc = dt__kernel_check(op, attrs, out, in, nin);
+    if (rc) return rc;
     switch (dt__ops[op].family) {
     case DT__F_EINSUM: return dt__kernel_einsum(op, out, in, nin);
     case DT__F_POINTWISE:
@@ -1875,15 +1961,38 @@ DT_OPS__DEF DT__NOINLINE int dt__op_out(const dt_op_strategy *st, const dt_mesh 
 
 /* Move input a (spec sa, local la) to placements p into *moved, its buffer taken from the
    end of the scratch [*cur, *cur + *left); the rest before it is the redistribute scratch. */
+/* sa with placements p into *t, its local shape into sh: the bytes of the moved buffer. */
+static size_t dt__moved(const dt_spec *sa, const dt_placement *p, dt_spec *t, int32_t *sh)
+{
+    *t = *sa;
+    DT_MEMCPY(t->placements, p, sizeof(dt_placement) * (size_t)t->mesh->ndim);
+    dt__local(t, t->mesh->coord, t->placements, t->mesh->ndim, sh, 0);
+    return (size_t)DT__R8(dt__bytes(sh, t->ndim, t->dtype));
+}
+
+/* What dt__op_move takes, measured: *used grows by the moved buffer (taken from the end of
+   the scratch), *peak is the most in use at once, the move's redistribute scratch included. */
+static int dt__op_move_need(dt_dispatch *d, const dt_spec *sa, const mb_tensor *la, const dt_placement *p, size_t *used,
+                            size_t *peak)
+{
+    dt_spec t;
+    int32_t sh[MB_MAX_DIMS];
+    mb_tensor mv;
+    int64_t r;
+    int rc;
+    *used += dt__moved(sa, p, &t, sh);
+    mb_tensor_init(&mv, (void *)sa, t.dtype, t.ndim, sh); /* stands for the buffer: contiguous */
+    rc = dt__redist(d->comm, d->plans, sa, la, &t, DT_PLAN_ALLOW_PARTIAL, &mv, 0, 0, &r);
+    if (!rc && *used + (size_t)r > *peak) *peak = *used + (size_t)r;
+    return rc;
+}
+
 DT_OPS__DEF DT__NOINLINE int dt__op_move(dt_dispatch *d, const dt_spec *sa, const mb_tensor *la, const dt_placement *p,
                                          mb_tensor *moved, unsigned char *cur, size_t *left)
 {
-    dt_spec t = *sa;
+    dt_spec t;
     int32_t sh[MB_MAX_DIMS];
-    size_t need;
-    DT_MEMCPY(t.placements, p, sizeof(dt_placement) * (size_t)t.mesh->ndim);
-    dt__local(&t, t.mesh->coord, t.placements, t.mesh->ndim, sh, 0);
-    need = (size_t)DT__R8(dt__bytes(sh, t.ndim, t.dtype));
+    size_t need = dt__moved(sa, p, &t, sh);
     if (need > *left) return DT_ERR_TOO_SMALL;
     *left -= need;
     mb_tensor_init(moved, cur + *left, t.dtype, t.ndim, sh);
@@ -1908,8 +2017,8 @@ static DT__NOINLINE int dt__op_specs(dt_dispatch *d, const dt_tensor *args, int 
         const mb_tensor *t = &args[i].local;
         specs[i] = &args[i].spec;
         if (args[i].spec.mesh) continue;
-        if ((uint32_t)t->ndim > MB_MAX_DIMS) return DT_ERR_SHAPE; /* the rest: dt_spec_init, dt__fits */
-        if ((int32_t)mb_numel(t) != 1 && !d->implicit_replication) return DT_ERR_MISMATCH;
+        if (mb_tensor_check(t)) return DT_ERR_SHAPE; /* a valid view: its numel is exact (< 2^63) */
+        if (mb_numel(t) != 1 && !d->implicit_replication) return DT_ERR_MISMATCH;
         rc = dt_spec_init(&d->plain[i], m, rep, m->ndim, t->dtype, t->ndim, t->shape, 0);
         if (rc) return rc;
         specs[i] = &d->plain[i];
@@ -1971,19 +2080,25 @@ static int dt__op_fit(const dt_dispatch *d, const dt_mesh *m, const dt_spec *con
     return rc;
 }
 
+/* msr != NULL: measure only (dt_op_query): msr[0] the out_bytes, msr[1] the scratch. */
 static DT__NOINLINE int dt__op_run(dt_dispatch *d, int op, const dt_op_attrs *attrs, const dt_op_strategy *s,
                                    const dt_spec *const *specs, const dt_tensor *args, int nargs, dt_tensor *out,
-                                   void *out_data, size_t out_bytes)
+                                   void *out_data, size_t out_bytes, size_t *msr)
 {
     const mb_tensor *loc[DT_MAX_OP_ARGS], *target = 0;
     mb_tensor moved[DT_MAX_OP_ARGS], y;
     const dt_mesh *m = specs[0]->mesh;
-    size_t left = d->scratch ? d->scratch_bytes : 0, need;
+    size_t left, need; /* scratch buffers are taken from its end, whole multiples of 8: they stay aligned */
     int i, rc, nd = m->ndim, inplace = out_data && out_data == args[0].local.data;
     if (inplace && (s->out_ndim != specs[0]->ndim || s->out_dtype != (int)specs[0]->dtype ||
                     memcmp(s->out_shape, specs[0]->shape, sizeof(int32_t) * (size_t)s->out_ndim) ||
                     memcmp(s->out, specs[0]->placements, sizeof(dt_placement) * (size_t)nd)))
         return DT_ERR_NO_STRATEGY; /* torch: an in-place op keeps self's spec */
+    if (m->index < 0 && msr) {
+        msr[0] = inplace || !out_data || s->out_ndim ? 0 : mb_dtype_size((mb_dtype)s->out_dtype);
+        msr[1] = 0;
+        return DT_OK;
+    }
     if (m->index < 0) return dt__op_absent(s, m, &args[0], inplace, out, out_data, out_bytes);
     rc = dt__op_fit(d, m, specs, args, nargs);
     if (!rc) rc = dt__op_out(s, m, 0, &y, out_data);
@@ -1992,11 +2107,24 @@ static DT__NOINLINE int dt__op_run(dt_dispatch *d, int op, const dt_op_attrs *at
     if (inplace) {
         target = &args[0].local;
     } else if (!out_data) { /* out variant */
-        rc = dt__fits(&out->local, s->out_dtype, s->out_ndim, y.shape);
+        rc = msr ? 0 : dt__fits(&out->local, s->out_dtype, s->out_ndim, y.shape);
         if (rc) return rc;
         target = &out->local;
-    } else if (need > out_bytes) {
+    } else if (need > out_bytes && !msr) {
         return DT_ERR_TOO_SMALL;
+    }
+    { /* the scratch it takes: the result's buffer (in place, out variant), then each move;
+         checked whole before the first move communicates */
+        size_t mm[2], *q = msr ? msr : mm;
+        q[0] = target ? 0 : need;
+        q[1] = target ? (size_t)DT__R8(need) : 0;
+        left = q[1];
+        for (i = 0, rc = 0; i < nargs && !rc; i++)
+            if (memcmp(s->in[i], specs[i]->placements, sizeof(dt_placement) * (size_t)nd))
+                rc = dt__op_move_need(d, specs[i], &args[i].local, s->in[i], &left, &q[1]);
+        if (rc || msr) return rc;
+        left = d->scratch ? d->scratch_bytes & ~(size_t)7 : 0;
+        if (q[1] > left) return DT_ERR_TOO_SMALL; /* nothing sent */
     }
     if (target) { /* the result goes to scratch first, then into the target */
         need = (size_t)DT__R8(need);
@@ -2106,7 +2234,7 @@ static int dt__argmax_better(uint32_t av, int32_t ai, uint32_t bv, int32_t bi)
 
 static DT__NOINLINE int dt__argmax_run(dt_dispatch *d, const dt_op_attrs *at, const dt_op_strategy *s, const dt_spec *x,
                                        const mb_tensor *xl, unsigned gather, dt_tensor *out, void *out_data,
-                                       size_t out_bytes)
+                                       size_t out_bytes, size_t *msr)
 {
     const dt_mesh *m = x->mesh;
     dt_spec r = *x;
@@ -2114,19 +2242,26 @@ static DT__NOINLINE int dt__argmax_run(dt_dispatch *d, const dt_op_attrs *at, co
     const mb_tensor *in[1];
     int32_t sh[MB_MAX_DIMS], off[MB_MAX_DIMS], n, k, j, f, gmax = 1, rd = mb_normalize_dim(at->dim, x->ndim), c;
     unsigned char *scr = (unsigned char *)d->scratch;
-    size_t left = scr ? d->scratch_bytes : 0, need;
+    size_t left = scr ? d->scratch_bytes & ~(size_t)7 : 0, need;
     uint32_t *pr, *rv;
     int md, rc, nd = m->ndim, empty;
     if (at->dim == DT_DIM_ALL) rd = -1;
     rc = dt__op_out(s, m, &out->spec, &y, out_data);
     if (rc) return rc;
     n = (int32_t)mb_numel(&y);
-    if ((size_t)n * 4u > out_bytes) return DT_ERR_TOO_SMALL;
+    if ((size_t)n * 4u > out_bytes && !msr) return DT_ERR_TOO_SMALL;
     for (md = 0; md < nd; md++) {
         if (r.placements[md].kind == DT_KIND_PARTIAL) r.placements[md].kind = r.placements[md].arg = 0;
         if ((gather >> md & 1u) && m->shape[md] > gmax) gmax = m->shape[md];
     }
     need = (size_t)DT__R8((uint64_t)n * 4u) + (size_t)n * 8u * (size_t)(gmax + 1);
+    if (msr) { /* the pairs, then the move of a Partial input */
+        msr[0] = (size_t)n * 4u;
+        msr[1] = left = need;
+        if (memcmp(r.placements, x->placements, sizeof(dt_placement) * (size_t)nd))
+            return dt__op_move_need(d, x, xl, r.placements, &left, &msr[1]);
+        return DT_OK;
+    }
     if (need > left) return DT_ERR_TOO_SMALL; /* nothing sent */
     left -= need;
     in[0] = xl;
@@ -2184,8 +2319,8 @@ static DT__NOINLINE int dt__argmax_run(dt_dispatch *d, const dt_op_attrs *at, co
 
 /* The handler: the default path (dt__op_run) unless a reduced dim is sharded on a member
    rank with a plain output (not in place, not an out variant). */
-static DT__NOINLINE int dt__argmax(dt_dispatch *d, int op, const dt_op_attrs *at, const dt_tensor *args, int nargs,
-                                   dt_tensor *out, void *out_data, size_t out_bytes)
+static DT__NOINLINE int dt__argmax_m(dt_dispatch *d, int op, const dt_op_attrs *at, const dt_tensor *args, int nargs,
+                                     dt_tensor *out, void *out_data, size_t out_bytes, size_t *msr)
 {
     const dt_spec *specs[DT_MAX_OP_ARGS];
     dt_op_strategy s;
@@ -2200,9 +2335,15 @@ static DT__NOINLINE int dt__argmax(dt_dispatch *d, int op, const dt_op_attrs *at
             specs[0]->mesh->shape[md] > 1) /* a size-1 mesh dim holds it all */
             gather |= 1u << md;
     if (!gather || specs[0]->mesh->index < 0 || !out_data || out_data == args[0].local.data)
-        return dt__op_run(d, op, at, &s, specs, args, nargs, out, out_data, out_bytes);
+        return dt__op_run(d, op, at, &s, specs, args, nargs, out, out_data, out_bytes, msr);
     rc = dt__op_fit(d, specs[0]->mesh, specs, args, nargs);
-    return rc ? rc : dt__argmax_run(d, at, &s, specs[0], &args[0].local, gather, out, out_data, out_bytes);
+    return rc ? rc : dt__argmax_run(d, at, &s, specs[0], &args[0].local, gather, out, out_data, out_bytes, msr);
+}
+
+static int dt__argmax(dt_dispatch *d, int op, const dt_op_attrs *at, const dt_tensor *args, int nargs, dt_tensor *out,
+                      void *out_data, size_t out_bytes)
+{
+    return dt__argmax_m(d, op, at, args, nargs, out, out_data, out_bytes, 0);
 }
 
 #endif /* DT_NO_MODEL_OPS */
@@ -2224,7 +2365,38 @@ DT_OPS__DEF int dt_op(dt_dispatch *d, int op, const dt_op_attrs *attrs, const dt
     if (h) return h(d, op, attrs, args, nargs, out, out_data, out_bytes);
     rc = dt__op_specs(d, args, nargs, specs);
     if (!rc) rc = dt_propagate(d->strategies, op, attrs, specs, nargs, &s);
-    return rc ? rc : dt__op_run(d, op, attrs, &s, specs, args, nargs, out, out_data, out_bytes);
+    return rc ? rc : dt__op_run(d, op, attrs, &s, specs, args, nargs, out, out_data, out_bytes, 0);
+}
+
+DT_OPS__DEF int dt_op_query(dt_dispatch *d, int op, const dt_op_attrs *attrs, const dt_tensor *args, int nargs,
+                            int mode, size_t *out_bytes, size_t *scratch_bytes)
+{
+    const dt_spec *specs[DT_MAX_OP_ARGS];
+    dt_op_strategy s;
+    dt_tensor o;
+    size_t msr[2];
+    void *od;
+    int rc;
+    if (!d || !args || !out_bytes || !scratch_bytes) return DT_ERR_NULL;
+    if (op < 0 || op >= DT_ATEN_COUNT || nargs < 1 || nargs > DT_MAX_OP_ARGS) return DT_ERR_PLACEMENT_COUNT;
+    if ((unsigned)mode > DT_OP_OUT) return DT_ERR_VALUE;
+    if (d->handlers[op] || (op == DT_ATEN_AMP_UNSCALE && !DT_NO_MODEL_OPS)) return DT_ERR_UNSUPPORTED;
+    od = mode == DT_OP_IN_PLACE ? args[0].local.data : mode == DT_OP_OUT ? 0 : (void *)&o; /* a buffer of its own */
+    if (mode == DT_OP_IN_PLACE && !od) return DT_ERR_NULL;
+#if !DT_NO_MODEL_OPS
+    if (op == DT_ATEN_ARGMAX)
+        rc = dt__argmax_m(d, op, attrs, args, nargs, &o, od, 0, msr);
+    else
+#endif
+    {
+        rc = dt__op_specs(d, args, nargs, specs);
+        if (!rc) rc = dt_propagate(d->strategies, op, attrs, specs, nargs, &s);
+        if (!rc) rc = dt__op_run(d, op, attrs, &s, specs, args, nargs, &o, od, 0, msr);
+    }
+    if (rc) return rc;
+    *out_bytes = msr[0];
+    *scratch_bytes = msr[1];
+    return DT_OK;
 }
 
 /* ---- tensor-parallel styles ---- */

@@ -88,7 +88,8 @@ extern "C" {
        shift < -31 -> mult 0, shift 0), TFLite's QuantizeMultiplier;
      dt_mul_qmul(x, q) = RoundingDivideByPOT(SaturatingRoundingDoublingHighMul(
        x * 2^max(shift, 0), mult), max(-shift, 0)), TFLite's MultiplyByQuantizedMultiplier
-       (the left shift saturates to int32, where TFLite's overflows);
+       (the left shift saturates to int32, where TFLite's overflows; any int32 shift is
+       taken, one past +-31 as +-31: dt_mul_qmul cannot fail);
      dt_requant_i8(acc, q) = clamp(dt_mul_qmul(acc, q), -128, 127).
    For y = a @ b with scales sa, sb[n] and output scale sy, channel n's multiplier is
    dt_quantize_multiplier((double)sa * sb[n] / sy), TFLite's effective scale in double for
@@ -101,7 +102,7 @@ typedef struct dt_qmul {
     int32_t mult;  /* Q31 fixed point in [2^30, 2^31), or 0 */
     int32_t shift; /* power of two: real = mult * 2^(shift - 31); -31..30 */
 } dt_qmul;
-#define DT_QMM_MAX_K 131072 /* 2^31 / (128 * 128): int32 sums of int8 products are exact */
+#define DT_QMM_MAX_K 131071 /* (2^31 - 1) / (128 * 128): K products of -128 * -128 still fit int32 */
 /* DT_ERR_VALUE unless 0 <= real < 2^30 after rounding (NaN refused). */
 DT_QUANT_API int dt_quantize_multiplier(double real, dt_qmul *q);
 DT_QUANT_API int32_t dt_mul_qmul(int32_t x, dt_qmul q);
@@ -135,6 +136,33 @@ DT_QUANT_API int dt_requant_tensor(const mb_tensor *acc, const dt_qmul *q, int n
    M*N int32 (acc_bytes >= 4*M*N, 4-byte aligned). */
 DT_QUANT_API int dt_qmm_ref(const mb_tensor *a, const mb_tensor *b, const dt_qmul *q, int nq, mb_tensor *out,
                             void *acc_scratch, size_t acc_bytes);
+/* int8 elementwise, table and row ops, TFLite's int8 forms with zero points 0 (tensors of
+   one shape, any strides; b may be a broadcast view with zero strides):
+     dt_add_q8   y = clamp(M(M(a << 20, q[0]) + M(b << 20, q[1]), q[2])), M = dt_mul_qmul:
+                 TFLite's ADD (left shift 20, each input rescaled to twice the larger input
+                 scale); dt_add_q8_multipliers gives q[3] for scales sa, sb, sy.
+     dt_mul_q8   y = dt_requant_i8(a * b, q), q from sa * sb / sy (TFLite's MUL).
+     dt_lut_q8   y = table[x + 128]: any elementwise function of one int8 scale to another
+                 (sigmoid, tanh, GELU: TFLite's int8 LUTs), the table built on the host.
+     dt_softmax_q8  over the last dim, integer only: e_i = exp_table[max - x_i] (the table
+                 holds round(2^16 exp(-s_in d)) for d = 0..255), y_i = floor((254 e_i + S) /
+                 (2 S)) with S = sum e_i: round(127 e_i / S), the output scale 1/127.
+     dt_layer_norm_q8  over the last dim D (<= 65536), integer only: S1 = sum x, S2 = sum x^2,
+                 r = max(isqrt(D S2 - S1^2 + epsq), 1) (= D std / s_in), y_i = round half away
+                 from zero of ((D x_i - S1) gq_i + bq_i r) / (r 2^16), clamped; gq_i =
+                 round(2^16 gamma_i / s_out), bq_i = round(2^16 beta_i / s_out), epsq =
+                 round(eps D^2 / s_in^2) in 0..2^46.
+   DT_ERR_NULL, DT_ERR_MISMATCH (shapes differ), DT_ERR_SHAPE (D), DT_ERR_DTYPE (not MB_I8),
+   DT_ERR_VALUE (epsq, the scales). */
+#define DT_ADD_Q8_SHIFT 20 /* TFLite's left shift of int8 ADD's inputs */
+DT_QUANT_API int dt_add_q8_multipliers(float sa, float sb, float sy, dt_qmul *q);
+DT_QUANT_API int dt_add_q8(const mb_tensor *a, const mb_tensor *b, const dt_qmul *q, mb_tensor *out);
+DT_QUANT_API int dt_mul_q8(const mb_tensor *a, const mb_tensor *b, dt_qmul q, mb_tensor *out);
+DT_QUANT_API int dt_lut_q8(const mb_tensor *x, const int8_t *table, mb_tensor *out);
+DT_QUANT_API int dt_softmax_q8(const mb_tensor *x, const int32_t *exp_table, mb_tensor *out);
+DT_QUANT_API int dt_layer_norm_q8(const mb_tensor *x, const int32_t *gq, const int32_t *bq, int64_t epsq,
+                                  mb_tensor *out);
+
 /* ---- 3. Sharded int8 mm ------------------------------------------------------------
    Sharded (dt_qmm): per mesh dim, as mm's strategies, on the placements the inputs have
    (no redistribution): S(0),R -> S(0); R,S(1) -> S(1) (each rank uses its columns'
@@ -216,7 +244,7 @@ DT_QUANT__DEF int dt_quantize_multiplier(double real, dt_qmul *q)
 DT_QUANT__DEF int32_t dt_mul_qmul(int32_t x, dt_qmul q)
 {
     int64_t xs = (int64_t)x, ab;
-    int32_t a, hm, r = q.shift < 0 ? -q.shift : 0;
+    int32_t a, hm, r;
     uint32_t mask, rem, thr;
     if (q.shift > 0) { /* x * 2^shift, saturated */
         xs *= (int64_t)1 << (q.shift > 31 ? 31 : q.shift);
@@ -230,8 +258,8 @@ DT_QUANT__DEF int32_t dt_mul_qmul(int32_t x, dt_qmul q)
         ab = (int64_t)a * q.mult;
         hm = (int32_t)((ab + (ab >= 0 ? ((int64_t)1 << 30) : 1 - ((int64_t)1 << 30))) / ((int64_t)1 << 31));
     }
-    /* RoundingDivideByPOT(hm, r): round half away from zero */
-    if (r > 31) r = 31;
+    /* RoundingDivideByPOT(hm, r): round half away from zero; a shift past -31 as -31 */
+    r = q.shift >= 0 ? 0 : q.shift < -31 ? 31 : -q.shift;
     mask = r ? (((uint32_t)1 << r) - 1u) : 0u;
     rem = (uint32_t)hm & mask;
     thr = (mask >> 1) + (hm < 0 ? 1u : 0u);
@@ -276,6 +304,145 @@ static int dt__pair(const mb_tensor *t, int dt, const mb_tensor *u, int du)
     rc = dt__fits(t, dt, t->ndim, t->shape);
     if (!rc) rc = dt__fits(u, du, t->ndim, t->shape);
     return rc;
+}
+
+/* Offset (elements) of t's element at row-major index i over its dims [0, nd). */
+static size_t dt__q_off(const mb_tensor *t, int nd, int64_t i)
+{
+    size_t off = 0;
+    int d;
+    for (d = nd - 1; d >= 0; d--) {
+        off += (size_t)(i % t->shape[d]) * (size_t)t->stride[d];
+        i /= t->shape[d];
+    }
+    return off;
+}
+
+/* The elementwise int8 ops: 0 add, 1 mul, 2 table. */
+static int dt__q8_map(int kind, const mb_tensor *a, const mb_tensor *b, const dt_qmul *q, const int8_t *tab,
+                      mb_tensor *out)
+{
+    int rc = dt__pair(a, MB_I8, out, MB_I8);
+    int64_t i, n;
+    if (!rc && kind < 2) rc = dt__pair(b, MB_I8, out, MB_I8);
+    if (!rc && !(kind == 2 ? (const void *)tab : (const void *)q)) rc = DT_ERR_NULL;
+    if (rc) return rc;
+    n = mb_numel(out);
+    for (i = 0; i < n; i++) {
+        int32_t x = ((const int8_t *)a->data)[dt__q_off(a, a->ndim, i)], v;
+        int32_t y = kind < 2 ? ((const int8_t *)b->data)[dt__q_off(b, b->ndim, i)] : 0;
+        if (kind == 0)
+            v = dt_mul_qmul(
+                dt_mul_qmul(x * (1 << DT_ADD_Q8_SHIFT), q[0]) + dt_mul_qmul(y * (1 << DT_ADD_Q8_SHIFT), q[1]), q[2]);
+        else if (kind == 1)
+            v = dt_mul_qmul(x * y, q[0]);
+        else
+            v = tab[x + 128];
+        ((int8_t *)out->data)[dt__q_off(out, out->ndim, i)] = (int8_t)(v > 127 ? 127 : v < -128 ? -128 : v);
+    }
+    return DT_OK;
+}
+
+DT_QUANT__DEF int dt_add_q8_multipliers(float sa, float sb, float sy, dt_qmul *q)
+{
+    double twice = 2.0 * (double)(sa > sb ? sa : sb);
+    dt_qmul t[3];
+    int rc;
+    if (!q) return DT_ERR_NULL;
+    if (!(sa > 0.0f && sb > 0.0f && sy > 0.0f)) return DT_ERR_VALUE; /* NaN too */
+    if ((rc = dt_quantize_multiplier((double)sa / twice, &t[0])) ||
+        (rc = dt_quantize_multiplier((double)sb / twice, &t[1])) ||
+        (rc = dt_quantize_multiplier(twice / ((double)(1 << DT_ADD_Q8_SHIFT) * (double)sy), &t[2])))
+        return rc;
+    DT_MEMCPY(q, t, sizeof t);
+    return DT_OK;
+}
+
+DT_QUANT__DEF int dt_add_q8(const mb_tensor *a, const mb_tensor *b, const dt_qmul *q, mb_tensor *out)
+{
+    return dt__q8_map(0, a, b, q, NULL, out);
+}
+
+DT_QUANT__DEF int dt_mul_q8(const mb_tensor *a, const mb_tensor *b, dt_qmul q, mb_tensor *out)
+{
+    return dt__q8_map(1, a, b, &q, NULL, out);
+}
+
+DT_QUANT__DEF int dt_lut_q8(const mb_tensor *x, const int8_t *table, mb_tensor *out)
+{
+    return dt__q8_map(2, x, NULL, NULL, table, out);
+}
+
+/* floor(sqrt(v)) (digit by digit). */
+static uint64_t dt__isqrt64(uint64_t v)
+{
+    uint64_t r = 0, bit = (uint64_t)1 << 62;
+    while (bit > v) bit >>= 2;
+    while (bit) {
+        if (v >= r + bit) {
+            v -= r + bit;
+            r = (r >> 1) + bit;
+        } else {
+            r >>= 1;
+        }
+        bit >>= 2;
+    }
+    return r;
+}
+
+/* Softmax (mode 0) or LayerNorm (mode 1) of every last-dim row of x into out. */
+static int dt__q8_rows(int mode, const mb_tensor *x, const int32_t *t0, const int32_t *t1, int64_t epsq, mb_tensor *out)
+{
+    int rc = dt__pair(x, MB_I8, out, MB_I8);
+    int64_t row, rows, d, k;
+    if (!rc && (!t0 || (mode && !t1))) rc = DT_ERR_NULL;
+    if (!rc && (x->ndim < 1 || x->shape[x->ndim - 1] < 1 || x->shape[x->ndim - 1] > 65536)) rc = DT_ERR_SHAPE;
+    if (!rc && mode && (epsq < 0 || epsq > ((int64_t)1 << 46))) rc = DT_ERR_VALUE;
+    if (rc) return rc;
+    d = x->shape[x->ndim - 1];
+    rows = mb_numel(x) / d;
+    for (row = 0; row < rows; row++) {
+        const int8_t *xr = (const int8_t *)x->data + dt__q_off(x, x->ndim - 1, row);
+        int8_t *yr = (int8_t *)out->data + dt__q_off(out, out->ndim - 1, row);
+        ptrdiff_t xs = x->stride[x->ndim - 1], ys = out->stride[out->ndim - 1];
+        int64_t s1 = 0, s2 = 0;
+        int32_t mx = -128;
+        for (k = 0; k < d; k++) {
+            int32_t v = xr[k * xs];
+            s1 += v;
+            s2 += (int64_t)v * v;
+            if (v > mx) mx = v;
+        }
+        if (mode == 0) {
+            int64_t e, s = 0;
+            for (k = 0; k < d; k++) s += t0[mx - xr[k * xs]];
+            for (k = 0; k < d; k++) {
+                e = t0[mx - xr[k * xs]];
+                yr[k * ys] = (int8_t)(s > 0 ? (254 * e + s) / (2 * s) : 0);
+            }
+        } else {
+            int64_t r = (int64_t)dt__isqrt64((uint64_t)(d * s2 - s1 * s1 + epsq)), den, num, q;
+            if (r < 1) r = 1;
+            den = r << 16;
+            for (k = 0; k < d; k++) {
+                num = (d * xr[k * xs] - s1) * t0[k] + (int64_t)t1[k] * r;
+                q = num >= 0 ? (num + den / 2) / den : -((-num + den / 2) / den);
+                yr[k * ys] = (int8_t)(q > 127 ? 127 : q < -128 ? -128 : q);
+            }
+        }
+    }
+    return DT_OK;
+}
+
+DT_QUANT__DEF int dt_softmax_q8(const mb_tensor *x, const int32_t *exp_table, mb_tensor *out)
+{
+    return dt__q8_rows(0, x, exp_table, NULL, 0, out);
+}
+
+DT_QUANT__DEF int dt_layer_norm_q8(const mb_tensor *x, const int32_t *gq, const int32_t *bq, int64_t epsq,
+                                   mb_tensor *out)
+{
+    return dt__q8_rows(1, x, gq, bq, epsq, out);
 }
 
 /* dt_quantize_tensor's passes over x (mb_walk): 0 refuses an infinite or NaN value, 1 takes
@@ -593,7 +760,7 @@ DT_QUANT__DEF int dt_qmm(dt_comm *c, const dt_tensor *a, const dt_tensor *b, con
     int i, rc;
     if (!c || !a || !b || !out || !q) return DT_ERR_NULL;
     rc = dt_qmm_propagate(&a->spec, &b->spec, &o, &mask);
-    if (!rc && (!c->mesh || memcmp(c->mesh, a->spec.mesh, sizeof(dt_mesh)))) rc = DT_ERR_MISMATCH;
+    if (!rc) rc = dt__comm_check(c, a->spec.mesh); /* c serves a's mesh, this rank a member, not a copy */
     if (!rc && (nq < 1 || (nq != 1 && nq != o.shape[1])))
         rc = DT_ERR_SHAPE; /* dt_requant_tensor's rule, before any message */
     if (!rc) rc = dt_local_shape(&a->spec, c->mesh->rank, ash, NULL);

@@ -43,7 +43,7 @@
    caller's exclusion. Stack use is bounded (no recursion; the worst frame of every
    function on Cortex-M4 is in `scons size`'s stack table); the only other memory is what
    the caller passes (views, output arrays, debug-mask storage sized by
-   mb_split_masked_bytes). A custom reducer runs in the caller's context. */
+   mb_split_masked_bytes, merge outputs sized by mb_merge_shape). A custom reducer runs in the caller's context. */
 #ifndef MICROBATCH_H
 #define MICROBATCH_H
 
@@ -163,8 +163,11 @@ MB_API const char *mb_strerror(int err);
 MB_API size_t mb_dtype_size(mb_dtype dt);
 
 /* ---- 3. Tensor views ------------------------------------------------------------- */
-/* Contiguous (row-major) view of `data`: t's shape, strides, dtype. Errors: MB_ERR_NULL
-   (t or data), MB_ERR_NDIM, MB_ERR_DTYPE, MB_ERR_SHAPE (negative or too large sizes). */
+/* Contiguous (row-major) view of `data`: t's shape, strides, dtype. data may be NULL to
+   size a view before its storage exists (mb_numel(t) * mb_dtype_size(dt) bytes; set t.data
+   then): every call that reads or writes elements refuses a non-empty view without data
+   (MB_ERR_NULL). Errors: MB_ERR_NULL (t, or shape with ndim > 0), MB_ERR_NDIM, MB_ERR_DTYPE,
+   MB_ERR_SHAPE (negative or too large sizes). */
 MB_API int mb_tensor_init(mb_tensor *t, void *data, mb_dtype dt, int ndim, const int32_t *shape);
 /* Validate a view (dtype, ndim, sizes >= 0, strides >= 0, extent). Errors: MB_ERR_NULL,
    MB_ERR_NDIM, MB_ERR_DTYPE, MB_ERR_SHAPE. */
@@ -176,7 +179,7 @@ MB_API int64_t mb_numel(const mb_tensor *t);
 MB_API int64_t mb_shape_numel(const int32_t *shape, int ndim);
 /* 1 when row-major contiguous (size-1 dims ignored), 0 when not, MB_ERR_NULL. */
 MB_API int mb_is_contiguous(const mb_tensor *t);
-/* dim in [-ndim, ndim) -> [0, ndim); otherwise MB_ERR_DIM. */
+/* dim in [-ndim, ndim) -> [0, ndim); otherwise MB_ERR_DIM (any ndim < 0 included). */
 MB_API int mb_normalize_dim(int dim, int ndim);
 /* out = t[..., start:start+length, ...] along dim, a view (no copy; dim may be negative).
    Errors: MB_ERR_NULL, MB_ERR_SHAPE (t invalid), MB_ERR_DIM, MB_ERR_RANGE. */
@@ -243,6 +246,15 @@ MB_API int mb_split_masked(const mb_value *args, const mb_spec *specs, int nargs
    MB_ERR_SHAPE (chunks or output do not fit), MB_ERR_NOT_REPLICATED, MB_ERR_OVERLAP, a custom
    reducer's own code. Nothing is written on error (a custom reducer's own failure aside). */
 MB_API int mb_merge(const mb_value *chunks, int nchunks, int nvals, const mb_spec *specs, int flags, mb_value *out);
+/* The outputs mb_merge accepts for these chunks (same arguments; nchunks >= 1): out[i].kind,
+   and for a tensor the dtype, ndim and shape torch's merge gives, contiguous strides and NULL
+   data; the caller attaches mb_numel(&out[i].tensor) * mb_dtype_size(dtype) bytes, exactly
+   what the merge writes. A custom reducer's output takes its init's shape and dtype (a 0-d
+   or scalar init: chunk 0's shape, and chunk 0's dtype for a scalar init); mb_merge accepts
+   any dtype there. Errors as mb_merge's (nchunks 0: MB_ERR_CHUNKS, the output shape is the
+   caller's then); nothing is written on error. */
+MB_API int mb_merge_shape(const mb_value *chunks, int nchunks, int nvals, const mb_spec *specs, int flags,
+                          mb_value *out);
 
 #ifdef __cplusplus
 }
@@ -293,8 +305,8 @@ MB__DEF size_t mb_dtype_size(mb_dtype dt)
 
 MB__DEF int mb_normalize_dim(int dim, int ndim)
 {
-    if (dim < 0) dim += ndim;
-    return (unsigned)dim < (unsigned)ndim ? dim : MB_ERR_DIM;
+    unsigned u = (unsigned)dim + (dim < 0 ? (unsigned)ndim : 0u); /* unsigned: dim + ndim cannot overflow */
+    return ndim >= 0 && u < (unsigned)ndim ? (int)u : MB_ERR_DIM;
 }
 
 MB__DEF int64_t mb_shape_numel(const int32_t *shape, int ndim)
@@ -368,8 +380,9 @@ MB__DEF int mb_tensor_init(mb_tensor *t, void *data, mb_dtype dt, int ndim, cons
     v.dtype = dt;
     v.ndim = ndim;
     for (d = 0; d < ndim; d++) v.shape[d] = shape[d];
-    d = mb__restride(&v, data);
+    d = mb__restride(&v, data ? data : &v); /* checked as if it had data: NULL only sizes it */
     if (!d) d = mb_tensor_check(&v);
+    v.data = data;
     if (d == MB_OK) mb__narrow(t, &v, 0, 0, v.shape[0]); /* a plain copy (an out-of-line memmove) */
     return d;
 }
@@ -738,8 +751,8 @@ static int mb__promote(int a, int b)
    promoted dtype of the chunks (concat, max, min), chunk 0's (replicate), or sum_reducer's,
    tensor(0.0) + each chunk in order: float64 once a chunk is, float32 before (sum, mean;
    a sum of integers may also go to their promoted integer dtype, wrapping). */
-static int mb__merge_one(const mb_value *v, int nchunks, int nvals, const mb_spec *s, int flags, mb_value *out,
-                         int check)
+static MB__NOINLINE int mb__merge_one(const mb_value *v, int nchunks, int nvals, const mb_spec *s, int flags,
+                                      mb_value *out, int check, int *dtype)
 {
     mb_tensor sf, so, sa, si;
     const mb_reducer *red = 0;
@@ -790,6 +803,8 @@ static int mb__merge_one(const mb_value *v, int nchunks, int nvals, const mb_spe
             if (!rc && c && op == MB__EQ && mb__walk(MB__EQ, f, a, 0)) rc = MB_ERR_NOT_REPLICATED; /* chunks 1.. == 0 */
             if (rc) return rc;
             if (op != MB__EQ) p = mb__promote(p, a->dtype); /* replicate: chunk 0's dtype */
+            if (cat && !mask && a->shape[dim] > o->shape[dim] - off)
+                return MB_ERR_SHAPE; /* more rows than the output */
             if (cat) off += a->shape[dim];
         } else if (cat) { /* the chunk's slice of the output; masked chunks are re-sliced */
             len = mask ? mb__chunk_len(o->shape[dim], nchunks, c, flags) : a->shape[dim];
@@ -806,6 +821,7 @@ static int mb__merge_one(const mb_value *v, int nchunks, int nvals, const mb_spe
     }
     if (check) {
         if (op <= MB_RED_MEAN && p > MB_F64 && (op || o->dtype <= MB_F64)) p = MB_F32; /* sum_reducer's */
+        if (dtype) *dtype = p; /* what the output must be (a custom reducer's: any) */
         if (!red && (int)o->dtype != p) return MB_ERR_DTYPE;
     }
     if (!check && op == MB_RED_MEAN) {
@@ -825,8 +841,51 @@ MB__DEF int mb_merge(const mb_value *chunks, int nchunks, int nvals, const mb_sp
     for (pass = 1; pass >= 0; pass--)
         for (i = 0; i < nvals; i++) {
             rc = mb__merge_one(nchunks ? &chunks[i] : &out[i], nchunks, nvals, specs ? &specs[i] : 0, flags, &out[i],
-                               pass);
+                               pass, 0);
             if (rc) return rc;
+        }
+    return MB_OK;
+}
+
+/* Chunk 0's value (a custom reducer's non-0-d init) with the concat dim summed, then
+   mb_merge's own check, once more with the dtype that check derives. */
+MB__DEF int mb_merge_shape(const mb_value *chunks, int nchunks, int nvals, const mb_spec *specs, int flags,
+                           mb_value *out)
+{
+    const mb_spec *s;
+    const mb_reducer *red;
+    mb_value o;
+    int i, c, rc, pass, dim, dt;
+    int64_t n;
+    if ((!chunks || !out) && nvals) return MB_ERR_NULL;
+    if (nchunks <= 0) return MB_ERR_CHUNKS;
+    if (nvals < 0) return MB_ERR_SHAPE;
+    for (pass = 1; pass >= 0; pass--)
+        for (i = 0; i < nvals; i++) {
+            s = specs ? &specs[i] : 0;
+            o = chunks[i];
+            rc = mb__resolve(&o, s, &dim, 1);
+            if (rc < 0) return rc;
+            red = rc == MB_SPEC_REDUCE && s->op == MB_RED_CUSTOM ? s->reducer : 0;
+            if (red && !red->init.kind && red->init.tensor.ndim) o.tensor = red->init.tensor;
+            if (rc == MB_SPEC_SPLIT && !(flags & MB_DEBUG_MASK)) {
+                for (n = 0, c = 0; c < nchunks; c++) n += chunks[c * nvals + i].tensor.shape[dim];
+                if (n < 0 || n > INT32_MAX) return MB_ERR_SHAPE;
+                o.tensor.shape[dim] = (int32_t)n;
+            }
+            if (!o.kind) {
+                rc = mb_tensor_init(&o.tensor, &o, red && !red->init.kind ? red->init.tensor.dtype : o.tensor.dtype,
+                                    o.tensor.ndim, o.tensor.shape); /* a data pointer no chunk has */
+                if (rc) return rc;
+            }
+            rc = mb__merge_one(&chunks[i], nchunks, nvals, s, flags, &o, 1, &dt);
+            if (rc == MB_ERR_DTYPE) {
+                o.tensor.dtype = (mb_dtype)dt;
+                rc = mb__merge_one(&chunks[i], nchunks, nvals, s, flags, &o, 1, 0);
+            }
+            if (rc) return rc;
+            o.tensor.data = 0;
+            if (!pass) out[i] = o;
         }
     return MB_OK;
 }

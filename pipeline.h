@@ -1,4 +1,4 @@
-/* pipeline.h — pipeline parallelism: partitions, schedules, checks, export, executor (splitcore)
+/* pipeline.h — pipeline parallelism: partitions, schedules, checks, export (splitcore)
 
    torch.distributed.pipelining for microcontrollers. A model is a sequential
    list of layers; a balance list cuts it into stages (fairscale's checks, or an exact
@@ -8,9 +8,10 @@
    _add_send_recv; a validator applies torch's _validate_schedule rules; a simulator finds
    deadlocks and predicts makespan, bubble and peak in-flight activations (= the executor's
    static slot count). Plans read and write torch's action strings and CSV, and are emitted
-   as C `const` tables so firmware links only the executor, which runs one rank's table
-   over any pg.h port with static slots (training with I/W split and checkpointing, or
-   inference streaming; an error on one rank aborts every rank). No heap, C99, C++-clean.
+   as C `const` tables so firmware links only the executor (pipeline_exec.h, included at
+   the end of this header unless PP_NO_EXECUTOR), which runs one rank's table over any pg.h
+   port with static slots (training with I/W split and checkpointing, or inference
+   streaming; an error on one rank aborts every rank). No heap, C99, C++-clean.
 
    Example:
        #define SPLITCORE_IMPLEMENTATION  // pipeline.h, and microbatch.h and pg.h for its executor
@@ -29,16 +30,17 @@
        2. Types, error codes           6. Validation and simulation
        3. Model and partitioning       7. Export / import (strings, CSV, C, timeline, trace)
        4. Stage maps and schedules     8. Implementation (PIPELINE_IMPLEMENTATION)
-                                       9. Executor (declarations; definitions in 8)
+       The executor: pipeline_exec.h; skip layouts and shared layers: pipeline_model.h (their
+       own modules; this header includes them)
 
    Configuration (define before including, or in SPLITCORE_CONFIG_FILE): PIPELINE_IMPLEMENTATION
    (the definitions, in exactly one .c file), PIPELINE_STATIC (every function static), and the
    macros of section 1, each with its default and what it does: capacities (PP_MAX_RANKS,
-   PP_MAX_STAGES), what is built (PP_NO_EXECUTOR, PP_NO_PLANNER, PP_NO_TAKEIN, PP_NO_TRAINING:
-   flags of value 0 or 1, a bare -DPP_NO_TAKEIN meaning 1), the executor's port settings
-   (PP_MAILBOX_SLOTS, PP_AGREE_TAG, PP_WAIT_SLICE_MAX_MS) and the overridable PP_ASSERT,
-   PP_MEMCPY, PP_MEMSET, PP_MEMMOVE. The executor's definitions call pg.h and microbatch.h:
-   implement them in the same file (or SPLITCORE_IMPLEMENTATION implements all three).
+   PP_MAX_STAGES), what is built (PP_NO_EXECUTOR, PP_NO_PLANNER: flags of value 0 or 1) and
+   the overridable PP_ASSERT, PP_MEMCPY, PP_MEMSET, PP_MEMMOVE. The executor's settings
+   (PP_NO_TAKEIN, PP_NO_TRAINING, PP_MAILBOX_SLOTS, ...) are pipeline_exec.h's; its
+   definitions call pg.h and microbatch.h: implement them in the same file (or
+   SPLITCORE_IMPLEMENTATION implements all of them).
 
    Errors are negative return values (enum pp_err); pp_strerror() names them, pp_diag says
    where (rank, step, action). Bad input never writes to the caller's outputs; the codes
@@ -49,9 +51,7 @@
    static or global state, no locks, no heap), so calls on distinct plans are safe from
    any thread; a plan being written (build, lower, csv_read) must not be read meanwhile.
    Every buffer is the caller's, sized by a query: pp_plan_bytes, pp_sim_bytes,
-   pp_exec_query (pp_exec_bytes), and (buf, cap, needed) for text. The executor (section 9)
-   runs one rank per thread or core and blocks in the port (pg.h), so it is never called from
-   an ISR; its layer, input, loss and output callbacks run in that thread. Stack use is bounded
+   and (buf, cap, needed) for text (the executor's: pipeline_exec.h). Stack use is bounded
    (no recursion; `scons size` lists the worst frame of every function on Cortex-M4). */
 #ifndef PIPELINE_H
 #define PIPELINE_H
@@ -78,7 +78,11 @@
 #endif
 /* Microbatches per plan: actions store the microbatch in 16 bits (not configurable). */
 #define PP_MAX_MICROBATCHES 65535
-/* 1: leave the executor (section 9) out: planning only, and no pg.h needed. */
+/* Skip connections per plan (pp_plan.nskips at most). */
+#ifndef PP_MAX_SKIPS
+#define PP_MAX_SKIPS 16
+#endif
+/* 1: leave the executor (pipeline_exec.h) out: planning only, and no pg.h needed. */
 #ifndef PP_NO_EXECUTOR
 #define PP_NO_EXECUTOR 0
 #endif
@@ -86,34 +90,6 @@
    exporters or pp_strerror. */
 #ifndef PP_NO_PLANNER
 #define PP_NO_PLANNER 0
-#endif
-/* 1: an executor that does not take in early messages while it waits (section 9): smaller,
-   for tables proven to run without it (pp_mailbox_depth); others give PP_ERR_MAILBOX. */
-#ifndef PP_NO_TAKEIN
-#define PP_NO_TAKEIN 0
-#endif
-/* 1: an inference-only executor (firmware that streams frames): no backward, loss or
-   checkpointing code; a cfg with a loss gives PP_ERR_ARG. */
-#ifndef PP_NO_TRAINING
-#define PP_NO_TRAINING 0
-#endif
-/* With PP_NO_TAKEIN: messages a send may leave in the port's mailbox to one peer without the
-   receiver's help, on every port the executor runs on (PG_MIN_INFLIGHT; pg_pthread:
-   PG_PTHREAD_SLOTS, pg_shm: the slots given to pg_shm_format). */
-#ifndef PP_MAILBOX_SLOTS
-#define PP_MAILBOX_SLOTS 4
-#endif
-/* The pg tag of the executor's end-of-step agreement. Data tags fold (microbatch, stage,
-   direction) into 0..PG_TAG_MAX, so one of them may equal it: harmless, because a rank
-   reports only once its table is done (its data to a peer went before) and messages of one
-   tag between two ranks arrive in send order. */
-#ifndef PP_AGREE_TAG
-#define PP_AGREE_TAG 0xFFFF
-#endif
-/* With take-in: the longest slice (ms) a waiting executor sleeps in the port before it
-   looks for early messages again (slices start at 1 ms and double up to this). */
-#ifndef PP_WAIT_SLICE_MAX_MS
-#define PP_WAIT_SLICE_MAX_MS 64
 #endif
 /* Internal invariant check (none by default) and the memory calls (string.h by default). */
 #ifndef PP_ASSERT
@@ -135,6 +111,9 @@
 #if PP_MAX_STAGES < 1 || PP_MAX_STAGES > 255
 #error "pipeline.h: PP_MAX_STAGES must be 1..255 (an action's stage is 8 bits)"
 #endif
+#if PP_MAX_SKIPS < 1 || PP_MAX_SKIPS > 255
+#error "pipeline.h: PP_MAX_SKIPS must be 1..255"
+#endif
 #if SPLITCORE__EMPTY(PP_NO_EXECUTOR)
 #error "pipeline.h: PP_NO_EXECUTOR is defined without a value: define it to 1 (or 0)"
 #elif PP_NO_EXECUTOR != 0 && PP_NO_EXECUTOR != 1
@@ -145,32 +124,9 @@
 #elif PP_NO_PLANNER != 0 && PP_NO_PLANNER != 1
 #error "pipeline.h: PP_NO_PLANNER must be 0 or 1"
 #endif
-#if SPLITCORE__EMPTY(PP_NO_TAKEIN)
-#error "pipeline.h: PP_NO_TAKEIN is defined without a value: define it to 1 (or 0)"
-#elif PP_NO_TAKEIN != 0 && PP_NO_TAKEIN != 1
-#error "pipeline.h: PP_NO_TAKEIN must be 0 or 1"
-#endif
-#if SPLITCORE__EMPTY(PP_NO_TRAINING)
-#error "pipeline.h: PP_NO_TRAINING is defined without a value: define it to 1 (or 0)"
-#elif PP_NO_TRAINING != 0 && PP_NO_TRAINING != 1
-#error "pipeline.h: PP_NO_TRAINING must be 0 or 1"
-#endif
-#if PP_MAILBOX_SLOTS < 0
-#error "pipeline.h: PP_MAILBOX_SLOTS must be >= 0"
-#endif
-#if PP_AGREE_TAG < 0 || PP_AGREE_TAG > 0xFFFF
-#error "pipeline.h: PP_AGREE_TAG must be a pg user tag, 0..PG_TAG_MAX"
-#endif
-#if PP_WAIT_SLICE_MAX_MS < 1
-#error "pipeline.h: PP_WAIT_SLICE_MAX_MS must be >= 1"
-#endif
-
 #include <stddef.h>
 #include <stdint.h>
 #include "microbatch.h"
-#if !PP_NO_EXECUTOR
-#include "ports/pg.h" /* the executor talks to any port through pg.h */
-#endif
 #ifdef PIPELINE_STATIC
 #define PP_API static
 #else
@@ -185,7 +141,10 @@ extern "C" {
 /* Error codes -61..-119: PP_ERRORS in splitcore_base.h lists them (name, value, message). */
 enum pp_err { PP_ERRORS(SPLITCORE__ENUM) PP_OK = 0 };
 
-/* Action types; the letters are PyTorch's _ComputationType values. */
+/* Action types; the letters are PyTorch's _ComputationType values. Skip transfers are
+   ours (torch's pipelining has no skips): SEND_S sends every skip tensor a stage stashed for
+   the microbatch straight to the stages on other ranks that pop it, RECV_S posts the
+   receives of a popping stage, SEND_SB / RECV_SB carry their gradients back (pp_plan_skips). */
 enum pp_type {
     PP_IDLE = 0, /* None in a torch schedule: a deliberate bubble slot */
     PP_F = 1,    /* FORWARD */
@@ -199,7 +158,11 @@ enum pp_type {
     PP_UNSHARD = 9,      /* FSDP's actions and the gradient reduction, as PP_LOWER_TORCH inserts */
     PP_RESHARD = 10,     /* them: the executor skips them (no FSDP; weight gradients stay in the */
     PP_REDUCE_GRAD = 11, /* layers for the caller) */
-    PP_TYPE_COUNT = 12
+    PP_SEND_S = 12,      /* "SEND_S": skip tensors to their popping stages */
+    PP_RECV_S = 13,      /* "RECV_S" */
+    PP_SEND_SB = 14,     /* "SEND_SB": their gradients back to the stashing stages */
+    PP_RECV_SB = 15,     /* "RECV_SB" */
+    PP_TYPE_COUNT = 16
 };
 
 /* One action: 4 bytes, so a rank's table is 4 bytes per step. */
@@ -226,6 +189,16 @@ enum pp_schedule {
 
 enum pp_map_style { PP_MAP_LOOP = 0, PP_MAP_V = 1 };
 
+/* One skip connection (fairscale's SkipLayout route), from pp_skip_layout: the positions of
+   the layer that stashes it and of the one that pops it, which of their declared stashes and
+   pops it is, and their stages (src <= dst). Routes between stages of two ranks travel
+   directly from src's rank to dst's, never through the stages between. */
+typedef struct pp_route {
+    uint16_t stash, pop;
+    uint8_t stash_i, pop_i;
+    uint8_t src, dst;
+} pp_route;
+
 /* A plan: per-rank action tables in caller storage (rank r's row at actions + r * cap).
    Every function taking a plan checks it before it uses a field as an index or a count:
    PP_ERR_NULL (actions NULL), PP_ERR_ARG (nranks, nstages or nmb out of range, cap < 0,
@@ -240,8 +213,11 @@ typedef struct pp_plan {
     int32_t lowered;  /* 1: has send/recv, no idle slots */
     int32_t len[PP_MAX_RANKS];
     uint8_t stage_rank[PP_MAX_STAGES];
-    int32_t mailbox; /* 1 + the depth pp_mailbox_depth proved; 0: not proven
+    int32_t mailbox;      /* 1 + the depth pp_mailbox_depth proved; 0: not proven
                                         (every writer of the plan resets it) */
+    int32_t nskips;       /* skip routes (pp_plan_skips; 0: none) */
+    const pp_route *skip; /* the caller's routes: what lowering, validation, simulation and
+                             emission follow (kept while the plan is used) */
 } pp_plan;
 
 /* One rank's table as the executor walks it (emitted by pp_emit_c, or from pp_plan_table).
@@ -273,9 +249,34 @@ typedef struct pp_diag {
 PP_API const char *pp_strerror(int err);
 
 /* ---- 3. Model and partitioning ----------------------------------------------------- */
-/* A layer. Stages are contiguous runs of layers. The executor (section 9) calls the
-   functions (forward always; backward_input for every layer but the model's first, and
-   backward_weight where set, in training); planning uses the sizes and cost. */
+/* One tensor of a layer's outputs or of the model input (the executor's tuples, PP_SKIPS): its
+   dtype and the shape of one sample. A batched tensor is [rows, shape...] per microbatch, the
+   mini-batch split along dim 0 as torch.chunk splits it (fairscale's microbatch.scatter); a
+   whole one (whole = 1) is the tensor `shape` itself, the same in every microbatch (torch's
+   Pipe replicates what it does not chunk). */
+typedef struct pp_tspec {
+    int32_t dtype; /* mb_dtype */
+    int32_t ndim;  /* dims in shape[] (a batched tensor's sample: 0 is one value per row) */
+    int32_t shape[MB_MAX_DIMS - 1];
+    int32_t whole;
+} pp_tspec;
+
+/* A skip tensor a layer stashes or pops (fairscale's @skippable(stash=[...], pop=[...]) with
+   `yield stash(name, x)` / `x = yield pop(name)`): named, in namespace ns (Skippable.isolate;
+   0 is the default one). A stash gives its tensor's spec, a pop takes its stash's. */
+typedef struct pp_skip {
+    const char *name;
+    uint32_t ns;
+    pp_tspec spec;
+} pp_skip;
+
+/* A layer. Stages are contiguous runs of layer positions (a layer may stand at several, as
+   with tied embeddings: pp_invocations). The executor (pipeline_exec.h) calls the functions
+   (forward always; backward_input for every position but the model's first, and
+   backward_weight where set, in training); planning uses the sizes and cost. x, y, dy and
+   dx are arrays: one tensor each for a layer of a chain; with the fields after `cost`
+   (pipeline_exec.h's PP_SKIPS) x holds its inputs (the previous position's outputs) and then
+   its pops, y its outputs and then its stashes, dx and dy their gradients in the same order. */
 typedef struct pp_layer {
     int (*forward)(void *self, const mb_tensor *x, mb_tensor *y);
     int (*backward_input)(void *self, const mb_tensor *x, const mb_tensor *dy, mb_tensor *dx);
@@ -284,6 +285,18 @@ typedef struct pp_layer {
     uint32_t param_bytes; /* parameters */
     uint32_t act_bytes;   /* output activation per microbatch */
     uint32_t cost;        /* relative time (given or profiled) */
+    /* NULL / 0 below: one output of act_bytes (a [rows, act_bytes / rows / size] tensor of the
+       executor's dtype), no skips, built by the caller, recomputed by forward. */
+    const pp_tspec *out; /* its outputs: a tuple of nout tensors */
+    int32_t nout;
+    const pp_skip *stash, *pop; /* what it stashes and pops, in this order */
+    int32_t nstash, npop;
+    /* Per-rank construction (fairscale's LazyModule): pp_exec_build calls it on the one rank
+       that holds the layer, params = its param_bytes of that executor's storage. */
+    int (*init)(void *self, void *params);
+    /* The forward of a checkpointed microbatch again, in its I or B (NULL: forward); a
+       DeferredBatchNorm does not count that microbatch's statistics twice. */
+    int (*recompute)(void *self, const mb_tensor *x, mb_tensor *y);
 } pp_layer;
 
 enum pp_checkpoint { PP_CKPT_ALWAYS = 0, PP_CKPT_EXCEPT_LAST = 1, PP_CKPT_NEVER = 2 };
@@ -318,20 +331,41 @@ PP_API int pp_plan_init(pp_plan *plan, void *storage, size_t bytes, int nranks, 
 /* Build a schedule's compute-only tables (with idle slots) in PyTorch's order. */
 PP_API int pp_schedule_build(pp_plan *plan, int schedule, int nranks, int stages_per_rank, int nmb, void *storage,
                              size_t bytes, pp_diag *diag);
+/* GPipe or forward-only over any stage map (stages revisiting a rank, as pp_invocations
+   makes them; ranks without a stage get empty rows), as fairscale's AsyncPipe runs them:
+   every rank forwards what has arrived, the lowest (microbatch, stage) first, one action per
+   time step, and in training (GPipe) starts its backwards, the lowest microbatch and then
+   the highest stage first, once its forwards are done. Storage: pp_plan_bytes(nranks, the
+   most stages on one rank, nmb). Marked PP_SCHED_CUSTOM (training) or FORWARD_ONLY. */
+PP_API int pp_schedule_build_map(pp_plan *plan, int schedule, int nranks, const uint8_t *stage_rank, int nstages,
+                                 int nmb, void *storage, size_t bytes, pp_diag *diag);
+/* The plan's skip routes (from pp_skip_layout), kept by the plan (plan->skip points at
+   them: they must live as long as the plan and its lowerings): lowering adds their
+   direct transfers, and validation, simulation, pp_mailbox_depth, pp_peak_inflight and
+   pp_emit_c count them. Resets plan->mailbox. PP_ERR_ARG (n outside 0..PP_MAX_SKIPS, a stage
+   out of range), PP_ERR_SKIP_BACKWARDS (src > dst). */
+PP_API int pp_plan_skips(pp_plan *plan, const pp_route *routes, int n);
 /* rank's row of the plan as the executor walks it (a view into the plan's storage, no copy).
-   PP_ERR_NULL, PP_ERR_ARG (rank out of range). */
+   A rank at or past nranks (a world with more ranks than the plan) gets an empty table
+   (len 0, slots 0): its executor returns at once. PP_ERR_NULL, PP_ERR_ARG (rank out of
+   range: negative or >= PP_MAX_RANKS). */
 PP_API int pp_plan_table(const pp_plan *plan, int rank, pp_table *out);
 /* Peak number of activations held at once on `rank`, in table order: each from its F until
    the action after which the executor frees its slot. Training: its B or W, or its SEND_B
    when that comes later. Without any backward action in the plan: the next stage's F when
    that stage is on the rank (its copy in; the executor adds the one slot this takes), else
-   its SEND_F (at once on the last stage, or when the row has no SEND_F). */
+   its SEND_F (at once on the last stage, or when the row has no SEND_F); with skip routes, a
+   stage's activation until its last use on the rank (its sends, the next stage's F, the F
+   of a stage on the rank that pops one of its skips), counted as the executor holds them. */
 PP_API int pp_peak_inflight(const pp_plan *plan, int rank);
 
 /* ---- 5. Lowering --------------------------------------------------------------------- */
 /* torch's _add_send_recv applied to the table as it is: insert SEND_F/RECV_F/SEND_B/RECV_B
    between ranks; an idle slot takes a round of the insertion, then is dropped
-   (pp_lower_mode(..., PP_LOWER_ROUNDS, ...)). */
+   (pp_lower_mode(..., PP_LOWER_ROUNDS, ...)).. With skip routes (pp_plan_skips): SEND_S after a
+   stashing stage's F (and its SEND_F), a RECV_S on each popping stage's rank once every stage
+   on other ranks that it pops from sent, before its F; SEND_SB after a popping stage's I or B
+   (and its SEND_B), RECV_SB before the stashing stage's I or B. */
 PP_API int pp_lower(const pp_plan *in, pp_plan *out, void *storage, size_t bytes, pp_diag *diag);
 #define PP_LOWER_ROUNDS 0 /* pp_lower's */
 #define PP_LOWER_TORCH  1 /* PyTorch's runtime's (below) */
@@ -433,131 +467,6 @@ PP_API int pp_timeline(const pp_plan *plan, char *buf, size_t cap, size_t *neede
 /* Chrome trace JSON (Perfetto) of executed actions. */
 PP_API int pp_trace_json(const pp_event *ev, int n, char *buf, size_t cap, size_t *needed);
 
-/* ---- 9. Executor ------------------------------------------------------------------------
-   Runs ONE rank's lowered table (pp_table: emitted by pp_emit_c or from pp_plan_table) over
-   any pg.h port. A stage is a run of layers (cfg.balance); every activation is a contiguous
-   [rows, act_bytes / rows / dtype size] tensor. Static slots: one per in-flight microbatch
-   (the table's peak, plus one where inference passes data between two stages of the rank),
-   in caller storage sized by pp_exec_query / pp_exec_bytes: a 4-byte state word per slot
-   (rounded up to 8 bytes), in training the last stage's losses (one mb_value per
-   microbatch), then the slots. A training slot holds the stage input, every layer's output
-   and output gradient, and the input gradient; an inference slot only the stage input and
-   every layer's output (no gradient room: half the size). PP_NO_TRAINING builds an
-   inference-only executor (smaller; a cfg with a loss gives PP_ERR_ARG). Training when
-   cfg.loss is set: F runs the stage (and the loss on the last stage), I/B propagate
-   gradients, W/B call backward_weight, which accumulates weight gradients in the layer (the
-   caller zeroes them and steps the optimizer). Checkpointed microbatches (i <
-   pp_checkpoint_stop) recompute the stage's intermediate outputs from its kept input in I/B
-   (fairscale's semantics; the slot keeps room for them, so this trades time only). Inference
-   when cfg.loss is NULL (forward-only tables, a stream of frames = microbatches): the last
-   stage hands each output to cfg.output. Stages that share a rank pass data directly.
-
-   Waiting. RECV actions are posted receives: the data is taken when F/I/B needs it, or
-   earlier: a rank that would wait in a send or receive (the port's mailbox to the peer full,
-   or its data not there yet) waits in slices (1 ms, doubling up to PP_WAIT_SLICE_MAX_MS, the
-   group's timeout T in all) and between them takes in what already arrived for its later F,
-   I and B (an activation into a free slot while the slots in use plus one per F up to that
-   one stay within the slot count, so no F runs short; a gradient into its microbatch's
-   slot). So a table where two ranks each send more than a mailbox holds before receiving
-   (LoopedBFS on 2 ranks with M = 16 over pg_pthread's 4-slot mailboxes) runs as pp_simulate,
-   whose sends are buffered, predicts. Take-in stops at the slot count, though: when ranks
-   wait on each other in a cycle in which one waits to send into a mailbox full of
-   activations its peer has no free slot for (an order that forwards every microbatch through
-   a rank before the backward its peer waits on; or transfers above the port's max_msg, which
-   travel in pieces and fill a mailbox sooner), they wait until the timeout (PP_ERR_COMM)
-   where pp_simulate finishes. A table that pp_mailbox_depth (below) proves for depth d runs,
-   with or without take-in, on a port whose mailboxes hold d x pieces messages per pair (any
-   port when d is 0). PP_NO_TAKEIN leaves take-in out (about 500 B on
-   Cortex-M4; the firmware build with an emitted plan): a send then waits for room in the
-   mailbox, so the plan must carry the deadlock freedom instead. pp_mailbox_depth (section 6)
-   proves on the host the mailbox depth d (transfers per ordered pair of ranks) the plan
-   needs without take-in and stores d + 1 in the plan, pp_plan_table / pp_emit_c in the table
-   (pp_table.mailbox); the emitted source stops a PP_NO_TAKEIN build with #error when
-   PP_MAILBOX_SLOTS < d or the plan was not proven. At run time pp_exec_init refuses an
-   unproven table (mailbox 0) and a transfer of n bytes whose d x ceil(n / pg_max_msg)
-   messages exceed PP_MAILBOX_SLOTS fails before it is sent; both give PP_ERR_MAILBOX on every
-   rank, never a wait.
-
-   Errors. pp_exec_run returns pipeline codes only: PP_ERR_LAYER when a layer, input, loss or
-   output callback failed (its own code in pp_exec.err), PP_ERR_COMM when the port failed (the
-   pg_err in pp_exec.err), or the executor's own PP_ERR_* (pp_exec.err 0); pp_exec.err_rank is
-   the rank the error happened on. An error on any rank aborts the world (pg_abort), which
-   ends every peer's wait at once; then every rank recovers the group (pg_recover, waiting at
-   most half the group's timeout T), and the ranks agree over point-to-point messages (each
-   sends its error to one rank, which answers with the error of the lowest rank that had
-   one; every rank acknowledges its answer and that rank then releases them, so no rank's next
-   step can abort the world before every rank has its answer), so every rank returns the same
-   code, err and err_rank. A rank that only saw the abort
-   has no error of its own; when no rank has one (something outside the executor aborted the
-   world, e.g. a layer's own pg_abort), every rank returns PP_ERR_COMM, err PG_ERR_ABORTED,
-   err_rank -1. A rank that stalls: the first rank waiting on it times out after T and aborts,
-   so every other rank returns PP_ERR_COMM (err PG_ERR_TIMEOUT or PG_ERR_ABORTED) within
-   1.5 T of the stall, plus whatever compute a rank still had before waiting on it
-   (tests/test_faults.c checks it). Their recover cannot meet the stalled rank, so they do not
-   agree (each keeps its own err; err_rank is its own rank if it had the error, else -1) and
-   the world stays aborted: run the step again on every rank, as often as it fails (a rerun
-   fails at once and retries the recover for T / 2); the stalled rank, once it wakes, returns
-   an error within T / 2 and its recover meets one of those reruns. Do not call pg_recover
-   yourself after a failed step: the executor's would pair with it. Ports time recovers with
-   the world group's timeout, so run the executor on the world group (or give the world the
-   same timeout). */
-#if !PP_NO_EXECUTOR
-typedef struct pp_exec_cfg {
-    const pp_layer *layers;
-    int32_t nlayers;
-    const int32_t *balance; /* layers per stage: the table's nstages entries */
-    int32_t rows;           /* rows per microbatch (dim 0 of every activation) */
-    int32_t dtype;          /* mb_dtype of every activation */
-    uint32_t in_bytes;      /* model input bytes per microbatch */
-    int32_t checkpoint;     /* enum pp_checkpoint (training) */
-    /* stage 0 (required on its rank): write microbatch mb's input into x (a slot; contiguous) */
-    int (*input)(void *user, int mb, mb_tensor *x);
-    /* training (set: training, NULL: inference), on the last stage: the loss of output y and
-       its gradient into dy (same shape) */
-    int (*loss)(void *user, int mb, const mb_tensor *y, mb_tensor *dy, double *loss);
-    /* inference, last stage (required on its rank; ignored in training): consume output y */
-    int (*output)(void *user, int mb, const mb_tensor *y);
-    void *user;
-    uint32_t (*now_us)(void *user); /* optional clock for pp_exec.events */
-} pp_exec_cfg;
-
-typedef struct pp_exec {
-    const pp_exec_cfg *cfg;
-    const pp_table *t;
-    pg_group *g;
-    uint32_t *slot;     /* per slot: 0 free, else flags | stage << 8 | mb << 16 */
-    mb_value *losses;   /* last stage: one scalar per microbatch */
-    unsigned char *mem; /* nslots * slot_bytes */
-    uint32_t slot_bytes;
-    int32_t nslots;
-    int16_t first[PP_MAX_STAGES + 1]; /* first layer of each stage */
-    pp_event *events;                 /* optional: set after init (max_events); nevents per run */
-    int32_t max_events, nevents;
-    int32_t err;      /* the last run's failure: the callback's code (PP_ERR_LAYER), the pg_err
-                         (PP_ERR_COMM), 0 otherwise */
-    int32_t err_rank; /* the rank it happened on; -1: none, or unknown */
-    int32_t at;       /* the action running (pp_exec_run) */
-} pp_exec;
-
-/* Bytes of storage for this rank into *bytes: PP_OK, or the code pp_exec_init would return
-   for cfg and t (*bytes untouched). Exact: pp_exec_init accepts exactly this many. */
-PP_API int pp_exec_query(const pp_exec_cfg *cfg, const pp_table *t, size_t *bytes);
-/* The same as a value: 0 means cfg or t is invalid (pp_exec_query says why). */
-PP_API size_t pp_exec_bytes(const pp_exec_cfg *cfg, const pp_table *t);
-/* Check cfg/table/group and lay out storage (8-byte aligned, >= pp_exec_query's bytes). */
-PP_API int pp_exec_init(pp_exec *e, const pp_exec_cfg *cfg, const pp_table *t, pg_group *g, void *storage,
-                        size_t bytes);
-/* One step: every action of the table. Returns PP_OK or the same pipeline code on every rank
-   (PP_ERR_LAYER, PP_ERR_COMM or the executor's own; pp_exec.err and err_rank say more). */
-PP_API int pp_exec_run(pp_exec *e);
-/* Last stage, after a training step: the per-microbatch losses merged with `spec`
-   (NULL: sum; MB_REDUCE_CUSTOM(r) for a custom reducer). Needs microbatch.h's
-   implementation. PP_ERR_ARG on ranks without the last stage, after a step that failed before
-   every microbatch's loss, and for a spec mb_merge refuses (a custom reducer's own error is
-   not kept: the reducer records it). */
-PP_API int pp_exec_loss(const pp_exec *e, const mb_spec *spec, double *loss);
-#endif /* PP_NO_EXECUTOR */
-
 #ifdef __cplusplus
 }
 #endif
@@ -583,6 +492,8 @@ extern "C" {
 #else
 #define PP__NOINLINE
 #endif
+/* UNSHARD, RESHARD and REDUCE_GRAD name a stage, no microbatch */
+#define PP__NO_MB(type) ((type) >= PP_UNSHARD && (type) <= PP_REDUCE_GRAD)
 
 #if !PP_NO_PLANNER /* planning half: firmware may link only the executor below */
 PP__DEF const char *pp_strerror(int err)
@@ -622,7 +533,7 @@ static int pp__check_action(const pp_plan *p, pp_action a)
 {
     if (a.type >= PP_TYPE_COUNT) return 0;
     if (a.type == PP_IDLE) return 1;
-    return a.stage < p->nstages && (a.type >= PP_UNSHARD || a.mb < p->nmb);
+    return a.stage < p->nstages && (PP__NO_MB(a.type) || a.mb < p->nmb);
 }
 /* A caller-filled plan, checked before any of its fields is used as an index or a count:
    PP_ERR_NULL (no action storage), PP_ERR_ARG (ranks, stages or microbatches out of range,
@@ -637,6 +548,10 @@ static int pp__plan_check(const pp_plan *p, pp_diag *diag)
         return PP_ERR_ARG;
     for (r = 0; r < p->nranks; r++)
         if (p->len[r] < 0 || p->len[r] > p->cap) return PP_ERR_ARG;
+    if (p->nskips && !p->skip) return PP_ERR_NULL;
+    if (p->nskips < 0 || p->nskips > PP_MAX_SKIPS) return PP_ERR_ARG;
+    for (i = 0; i < p->nskips; i++)
+        if (p->skip[i].dst >= p->nstages || p->skip[i].src > p->skip[i].dst) return PP_ERR_ARG;
     for (i = 0; i < p->nstages; i++)
         if (p->stage_rank[i] >= p->nranks) {
             pp__diag(diag, p->stage_rank[i], -1, pp__none);
@@ -867,13 +782,14 @@ PP__DEF int pp_schedule_check(int sched, int P, int V, int M)
     }
 }
 
-/* Per-rank row capacity: >= every generator's compute table and any lowering (7 per
-   local (stage, microbatch): F, I, W, SEND_F, SEND_B, RECV_F, RECV_B; PP_LOWER_TORCH adds an
-   UNSHARD, a RESHARD and a REDUCE_GRAD per stage, and with more than 3 stages per rank up to
-   an UNSHARD and a RESHARD per compute action). */
+/* Per-rank row capacity: >= every generator's compute table and any lowering (11 per
+   local (stage, microbatch): F, I, W, SEND_F, SEND_B, RECV_F, RECV_B and the skip transfers
+   SEND_S, RECV_S, SEND_SB, RECV_SB; PP_LOWER_TORCH adds an UNSHARD, a RESHARD and a
+   REDUCE_GRAD per stage, and with more than 3 stages per rank up to an UNSHARD and a RESHARD
+   per compute action). */
 static long pp__cap(int P, int V, int M)
 {
-    return 7L * V * M + 4L * V * P + 4L * P + 8 + (V > 3 ? 6L * V * M + 8 : 0);
+    return 11L * V * M + 4L * V * P + 4L * P + 8 + (V > 3 ? 6L * V * M + 8 : 0);
 }
 
 PP__DEF size_t pp_plan_bytes(int P, int V, int M)
@@ -1172,6 +1088,114 @@ PP__DEF int pp_schedule_build(pp_plan *plan, int sched, int P, int V, int M, voi
     return PP_OK;
 }
 
+PP__DEF int pp_schedule_build_map(pp_plan *plan, int sched, int P, const uint8_t *map, int S, int M, void *storage,
+                                  size_t bytes, pp_diag *diag)
+{
+    pp_action pick[PP_MAX_RANKS], *rows = (pp_action *)storage;
+    uint16_t nf[PP_MAX_STAGES], nb[PP_MAX_STAGES]; /* F and B done per stage (each in order) */
+    int32_t len[PP_MAX_RANKS];
+    int cap, rc, r, s, V = 1, train = sched == PP_SCHED_GPIPE;
+    if (!plan || !map || !storage) return PP_ERR_NULL;
+    if (!train && sched != PP_SCHED_FORWARD_ONLY) return PP_ERR_SCHEDULE;
+    if ((rc = pp__init(plan, storage, bytes, P, S, M, &cap)) != PP_OK) return rc;
+    for (s = 0; s < S; s++)
+        if (map[s] >= P) return PP_ERR_STAGE_RANK;
+    for (r = 0; r < P; r++) {
+        int n = 0;
+        for (s = 0; s < S; s++) n += map[s] == r;
+        if (n > V) V = n;
+        len[r] = 0;
+    }
+    if (cap < pp__cap(P, V, M)) return PP_ERR_TOO_SMALL;
+    for (s = 0; s < S; s++) nf[s] = nb[s] = 0;
+    for (;;) { /* one time step: every rank picks from what was done before it, then all run */
+        int left = 0, moved = 0;
+        for (r = 0; r < P; r++) {
+            int fwd_left = 0, m;
+            pick[r] = pp__none;
+            for (s = 0; s < S; s++) /* the ready F with the lowest (microbatch, stage) */
+                if (map[s] == r && (m = nf[s]) < M) {
+                    fwd_left = left = 1;
+                    if ((!s || nf[s - 1] > m) && (pick[r].type == PP_IDLE || m < pick[r].mb))
+                        pick[r] = pp__act(PP_F, s, m);
+                }
+            for (s = S; train && !fwd_left && s-- > 0;) /* then the ready B: lowest microbatch, highest stage */
+                if (map[s] == r && (m = nb[s]) < M) {
+                    left = 1;
+                    if ((s == S - 1 || nb[s + 1] > m) && (pick[r].type == PP_IDLE || m < pick[r].mb))
+                        pick[r] = pp__act(PP_B, s, m);
+                }
+        }
+        if (!left) break;
+        for (r = 0; r < P; r++) {
+            if (pick[r].type == PP_IDLE) continue;
+            rows[(size_t)r * (size_t)cap + (size_t)len[r]++] = pick[r];
+            if (pick[r].type == PP_F)
+                nf[pick[r].stage]++;
+            else
+                nb[pick[r].stage]++;
+            moved = 1;
+        }
+        if (!moved) { /* not reached for a valid map: stage 0's next F is always ready */
+            pp__diag(diag, -1, -1, pp__none);
+            return PP_ERR_DEADLOCK;
+        }
+    }
+    pp__set(plan, storage, cap, P, S, M, train ? PP_SCHED_CUSTOM : PP_SCHED_FORWARD_ONLY);
+    PP_MEMCPY(plan->stage_rank, map, (size_t)S);
+    for (r = 0; r < P; r++) plan->len[r] = len[r];
+    return PP_OK;
+}
+
+PP__DEF int pp_plan_skips(pp_plan *plan, const pp_route *routes, int n)
+{
+    int i, rc;
+    if (!plan || (n > 0 && !routes)) return PP_ERR_NULL;
+    if ((rc = pp__plan_check(plan, NULL)) != PP_OK) return rc;
+    if (n < 0 || n > PP_MAX_SKIPS) return PP_ERR_ARG;
+    for (i = 0; i < n; i++) {
+        if (routes[i].src >= plan->nstages || routes[i].dst >= plan->nstages) return PP_ERR_ARG;
+        if (routes[i].src > routes[i].dst) return PP_ERR_SKIP_BACKWARDS;
+    }
+    plan->skip = routes;
+    plan->nskips = n;
+    plan->mailbox = 0;
+    return PP_OK;
+}
+
+/* Whether route k crosses ranks (a transfer); whether stage s receives such a skip (into = 1)
+   or sends one (into = 0). */
+static int pp__remote(const pp_plan *p, int k)
+{
+    return p->stage_rank[p->skip[k].src] != p->stage_rank[p->skip[k].dst];
+}
+static int pp__skip_at(const pp_plan *p, int s, int into)
+{
+    int k;
+    for (k = 0; k < p->nskips; k++)
+        if (pp__remote(p, k) && (into ? p->skip[k].dst : p->skip[k].src) == s) return 1;
+    return 0;
+}
+
+/* Inference with skips: the index of the last action of rank r's row that uses the
+   activation of F(s, m) at index i (its sends, the F of the next stage or of a popping stage
+   on this rank), i if none. */
+static int pp__last_use(const pp_plan *p, int r, int i)
+{
+    const pp_action *row = pp__row(p, r);
+    int s = row[i].stage, j, k, last = i;
+    for (j = i + 1; j < p->len[r]; j++) {
+        pp_action a = row[j];
+        int use = a.mb == row[i].mb && ((a.stage == s && (a.type == PP_SEND_F || a.type == PP_SEND_S)) ||
+                                        (a.type == PP_F && a.stage == s + 1));
+        for (k = 0; k < p->nskips && !use; k++)
+            use =
+                a.type == PP_F && a.mb == row[i].mb && p->skip[k].src == s && p->skip[k].dst == a.stage && a.stage != s;
+        if (use) last = j;
+    }
+    return last;
+}
+
 /* Where the executor frees the slot of the F at row[j] (see pp_peak_inflight); j: at once,
    len: never. */
 static int pp__release_at(const pp_plan *p, const pp_action *row, int len, int j, int rank, int train)
@@ -1207,6 +1231,14 @@ PP__DEF int pp_peak_inflight(const pp_plan *p, int rank)
                 break;
             }
         }
+    if (!bwd && p->nskips) { /* each F's activation from its F to its last use, both ends counted */
+        for (i = 0; i < p->len[rank]; i++) {
+            int j, live = 0;
+            for (j = 0; j <= i; j++) live += pp__row(p, rank)[j].type == PP_F && pp__last_use(p, rank, j) >= i;
+            if (live > peak) peak = live;
+        }
+        return peak;
+    }
     row = pp__row(p, rank);
     len = p->len[rank];
     for (i = 0; i < len; i++) {
@@ -1231,10 +1263,10 @@ PP__DEF int pp_plan_table(const pp_plan *p, int rank, pp_table *out)
     int peak;
     if (!p || !out) return PP_ERR_NULL;
     if ((peak = pp__plan_rows_check(p, NULL)) != PP_OK) return peak;
-    if (rank < 0 || rank >= p->nranks || p->len[rank] > UINT16_MAX) return PP_ERR_ARG;
-    peak = pp_peak_inflight(p, rank);
-    out->actions = pp__row(p, rank);
-    out->len = (uint16_t)p->len[rank];
+    if (rank < 0 || rank >= PP_MAX_RANKS || (rank < p->nranks && p->len[rank] > UINT16_MAX)) return PP_ERR_ARG;
+    peak = rank < p->nranks ? pp_peak_inflight(p, rank) : 0; /* past nranks: an empty table */
+    out->actions = rank < p->nranks ? pp__row(p, rank) : p->actions;
+    out->len = (uint16_t)(rank < p->nranks ? p->len[rank] : 0);
     out->rank = (uint8_t)rank;
     out->nranks = (uint8_t)p->nranks;
     out->nstages = (uint8_t)p->nstages;
@@ -1302,15 +1334,55 @@ static PP__NOINLINE int pp__fsdp_row(const pp_plan *p, const pp_action *in, int 
     return len > cap ? -1 : len;
 }
 
+/* Whether compute action a may go on its rank's row (row[0..n)) as far as skips go: an F
+   after the RECV_S of its remote pops, an I / B after the RECV_SB of its remote stashes. */
+static int pp__skips_ready(const pp_plan *t, pp_action a, const pp_action *row, int n)
+{
+    int f = a.type == PP_F;
+    if (!f && a.type != PP_I && a.type != PP_B) return 1;
+    return !pp__skip_at(t, a.stage, f) || pp__in_row(row, n, pp__act(f ? PP_RECV_S : PP_RECV_SB, a.stage, a.mb));
+}
+
+/* After compute action a (and its SEND_F / SEND_B) went on its rank's row: SEND_S after a
+   stashing stage's F, SEND_SB after a popping stage's I / B, then the RECV_S / RECV_SB of
+   each stage it sends to, once every stage on another rank that sends to it (for this
+   microbatch) has. */
+static int pp__lower_skips(pp_plan *t, pp_action a, int cap, const int *len, const int *cur, int torch)
+{
+    int f = a.type == PP_F, k, j, r = t->stage_rank[a.stage];
+    if ((!f && a.type != PP_I && a.type != PP_B) || !pp__skip_at(t, a.stage, !f)) return PP_OK;
+    if (t->len[r] >= cap - (torch ? len[r] - cur[r] : 0)) return PP_ERR_TOO_SMALL; /* torch's parked row */
+    pp__row(t, r)[t->len[r]++] = pp__act(f ? PP_SEND_S : PP_SEND_SB, a.stage, a.mb);
+    for (k = 0; k < t->nskips; k++) {
+        int peer = f ? t->skip[k].dst : t->skip[k].src, rr = t->stage_rank[peer], sent = 1;
+        pp_action recv = pp__act(f ? PP_RECV_S : PP_RECV_SB, peer, a.mb);
+        if (!pp__remote(t, k) || (f ? t->skip[k].src : t->skip[k].dst) != a.stage ||
+            pp__in_row(pp__row(t, rr), t->len[rr], recv))
+            continue;
+        for (j = 0; j < t->nskips && sent; j++) {
+            int from = f ? t->skip[j].src : t->skip[j].dst, fr = t->stage_rank[from];
+            if (pp__remote(t, j) && (f ? t->skip[j].dst : t->skip[j].src) == peer)
+                sent = pp__in_row(pp__row(t, fr), t->len[fr], pp__act(f ? PP_SEND_S : PP_SEND_SB, from, a.mb));
+        }
+        if (!sent) continue;
+        if (t->len[rr] >= cap - (torch ? len[rr] - cur[rr] : 0)) return PP_ERR_TOO_SMALL;
+        pp__row(t, rr)[t->len[rr]++] = recv;
+    }
+    return PP_OK;
+}
+
 PP__DEF int pp_lower(const pp_plan *in, pp_plan *out, void *storage, size_t bytes, pp_diag *diag)
 {
     return pp_lower_mode(in, out, storage, bytes, PP_LOWER_ROUNDS, diag);
 }
 
+/* Rank r's next action to lower: from its input row, or from torch's expansion parked at the
+   end of its output row (recomputed rather than kept in a per-rank pointer array: the frame
+   stays within the 512 B the size check allows on Cortex-M). */
+#define PP__LOWER_NEXT(r) (mode == PP_LOWER_TORCH ? pp__row(&t, r)[cap - len[r] + cur[r]] : pp__row(in, r)[cur[r]])
 PP__DEF int pp_lower_mode(const pp_plan *in, pp_plan *out, void *storage, size_t bytes, int mode, pp_diag *diag)
 {
     pp_plan t;
-    const pp_action *pre[PP_MAX_RANKS];
     int cap, rc, r, i, cur[PP_MAX_RANKS], len[PP_MAX_RANKS], left;
     if (!in || !out || !storage) return PP_ERR_NULL;
     if ((rc = pp__plan_rows_check(in, diag)) != PP_OK) return rc;
@@ -1327,18 +1399,18 @@ PP__DEF int pp_lower_mode(const pp_plan *in, pp_plan *out, void *storage, size_t
         }
     pp__set(&t, storage, cap, in->nranks, in->nstages, in->nmb, in->schedule);
     PP_MEMCPY(t.stage_rank, in->stage_rank, sizeof t.stage_rank);
+    t.skip = in->skip;
+    t.nskips = in->nskips;
     t.lowered = 1;
     for (r = 0; r < in->nranks; r++) { /* what each rank lowers: its row, or torch's expansion parked
                                           at the end of its output row (read before written over) */
         cur[r] = 0;
-        pre[r] = pp__row(in, r);
         len[r] = in->len[r];
         if (mode == PP_LOWER_TORCH) {
             pp_action *row = pp__row(&t, r);
-            len[r] = pp__fsdp_row(in, pre[r], in->len[r], row, cap);
+            len[r] = pp__fsdp_row(in, pp__row(in, r), in->len[r], row, cap);
             if (len[r] < 0) return PP_ERR_TOO_SMALL;
             PP_MEMMOVE(row + cap - len[r], row, (size_t)len[r] * sizeof(pp_action));
-            pre[r] = row + cap - len[r];
         }
     }
     for (;;) {
@@ -1349,7 +1421,7 @@ PP__DEF int pp_lower_mode(const pp_plan *in, pp_plan *out, void *storage, size_t
             int ready = 1, room;
             if (cur[r] >= len[r]) continue;
             left = 1;
-            a = pre[r][cur[r]];
+            a = PP__LOWER_NEXT(r);
             if (a.type == PP_F && a.stage != 0)
                 ready = pp__in_row(row, t.len[r], pp__act(PP_RECV_F, a.stage, a.mb)) ||
                         pp__in_row(row, t.len[r], pp__act(PP_F, a.stage - 1, a.mb));
@@ -1357,7 +1429,7 @@ PP__DEF int pp_lower_mode(const pp_plan *in, pp_plan *out, void *storage, size_t
                 ready = pp__in_row(row, t.len[r], pp__act(PP_RECV_B, a.stage, a.mb)) ||
                         pp__in_row(row, t.len[r], pp__act(PP_I, a.stage + 1, a.mb)) ||
                         pp__in_row(row, t.len[r], pp__act(PP_B, a.stage + 1, a.mb));
-            if (!ready) continue;
+            if (!ready || !pp__skips_ready(&t, a, row, t.len[r])) continue;
             cur[r]++; /* its parked slot is free from here */
             if (a.type != PP_IDLE) {
                 room = cap - (mode == PP_LOWER_TORCH ? len[r] - cur[r] : 0);
@@ -1371,6 +1443,7 @@ PP__DEF int pp_lower_mode(const pp_plan *in, pp_plan *out, void *storage, size_t
                     row[t.len[r]++] = pp__act(fwd ? PP_SEND_F : PP_SEND_B, a.stage, a.mb);
                     pp__row(&t, rr)[t.len[rr]++] = pp__act(fwd ? PP_RECV_F : PP_RECV_B, rs, a.mb);
                 }
+                if ((rc = pp__lower_skips(&t, a, cap, len, cur, mode == PP_LOWER_TORCH)) != PP_OK) return rc;
             }
             progress = 1;
         }
@@ -1378,7 +1451,7 @@ PP__DEF int pp_lower_mode(const pp_plan *in, pp_plan *out, void *storage, size_t
         if (!progress) {
             for (r = 0; r < in->nranks; r++)
                 if (cur[r] < len[r]) {
-                    pp__diag(diag, r, cur[r], pre[r][cur[r]]);
+                    pp__diag(diag, r, cur[r], PP__LOWER_NEXT(r));
                     break;
                 }
             return PP_ERR_DEADLOCK;
@@ -1387,6 +1460,7 @@ PP__DEF int pp_lower_mode(const pp_plan *in, pp_plan *out, void *storage, size_t
     *out = t;
     return PP_OK;
 }
+#undef PP__LOWER_NEXT
 
 /* ---- validation: torch's _validate_schedule ---- */
 /* A send or receive the executor can run: with the neighbouring stage it names (none:
@@ -1485,12 +1559,20 @@ PP__DEF int pp_validate(const pp_plan *p, pp_diag *diag)
 /* ---- simulation ---- */
 PP__DEF size_t pp_sim_bytes(const pp_plan *p)
 {
+    size_t words;
     if (!p || pp__plan_check(p, NULL) != PP_OK) return 0;
-    return 6u * (size_t)p->nstages * (size_t)p->nmb * sizeof(uint32_t);
+    words = 6u * (size_t)p->nstages; /* + the skip planes, and pp_mailbox_depth's skip transfers */
+    if (p->nskips) words += 4u * (size_t)p->nstages + 2u * (size_t)p->nskips;
+    return words * (size_t)p->nmb * sizeof(uint32_t);
 }
 
 #define PP__NOT 0xffffffffu
-enum { PP__TF, PP__TB, PP__TSF, PP__TSB, PP__TRF, PP__TRB };
+/* A posted receive: it does not wait for its data (torch's irecv); its consumer does. */
+static int pp__posted(int type)
+{
+    return type == PP_RECV_F || type == PP_RECV_B || type == PP_RECV_S || type == PP_RECV_SB;
+}
+enum { PP__TF, PP__TB, PP__TSF, PP__TSB, PP__TRF, PP__TRB, PP__TSS, PP__TSSB, PP__TRS, PP__TRSB };
 
 static uint32_t pp__cost(const pp_costs *c, pp_action a)
 {
@@ -1500,14 +1582,57 @@ static uint32_t pp__cost(const pp_costs *c, pp_action a)
     case PP_I: return c->stage_i ? c->stage_i[a.stage] : c->i;
     case PP_W: return c->stage_w ? c->stage_w[a.stage] : c->w;
     case PP_SEND_F:
-    case PP_SEND_B: return c->send;
+    case PP_SEND_B:
+    case PP_SEND_S:
+    case PP_SEND_SB: return c->send;
     case PP_RECV_F:
-    case PP_RECV_B: return c->recv;
+    case PP_RECV_B:
+    case PP_RECV_S:
+    case PP_RECV_SB: return c->recv;
     default: return 0;
     }
 }
 
+/* The skip inputs of action a (work planes t), from when (*dep, raised): a popping F needs
+   its stashes (from another rank: its RECV_S, or the stashing F and the latency in a plan
+   without transfers), a stashing I / B its pops' gradients; a skip send its F / I / B; a
+   skip receive every remote sender's send. 1 if they are there. */
+static int pp__skips_in(const pp_plan *p, const pp_costs *c, const uint32_t *t, pp_action a, uint32_t *dep)
+{
+    size_t plane = (size_t)p->nstages * (size_t)p->nmb;
+    int k, f = a.type == PP_F || a.type == PP_SEND_S || a.type == PP_RECV_S;
+    uint32_t x;
+#define PP__T(k, s, m) t[(size_t)(k)*plane + (size_t)(s) * (size_t)p->nmb + (size_t)(m)]
+    if (a.type != PP_F && a.type != PP_I && a.type != PP_B && (a.type < PP_SEND_S || a.type > PP_RECV_SB)) return 1;
+    if (a.type == PP_SEND_S || a.type == PP_SEND_SB) {
+        if ((x = PP__T(f ? PP__TF : PP__TB, a.stage, a.mb)) == PP__NOT) return 0;
+        *dep = x > *dep ? x : *dep;
+        return 1;
+    }
+    for (k = 0; k < p->nskips; k++) {
+        int from = f ? p->skip[k].src : p->skip[k].dst, to = f ? p->skip[k].dst : p->skip[k].src;
+        int remote = pp__remote(p, k), recv = a.type == PP_RECV_S || a.type == PP_RECV_SB;
+        if (to != a.stage || from == to || (recv && !remote)) continue;
+        if (recv) /* a receive: the sender's send + latency */
+            x = PP__T(f ? PP__TSS : PP__TSSB, from, a.mb);
+        else if (remote && p->lowered) /* a compute action: its posted receive */
+            x = PP__T(f ? PP__TRS : PP__TRSB, to, a.mb);
+        else /* the producing action itself */
+            x = PP__T(f ? PP__TF : PP__TB, from, a.mb);
+        if (x == PP__NOT) return 0;
+        if (recv || (remote && !p->lowered)) x += c->comm;
+        if (x > *dep) *dep = x;
+    }
+#undef PP__T
+    return 1;
+}
+
 /* Whether rank r's next action a has its inputs (work planes t), and from when (*dep). */
+static int pp__ready(const pp_plan *p, const pp_costs *c, const uint32_t *t, pp_action a, int r, uint32_t *dep);
+static int pp__ready_all(const pp_plan *p, const pp_costs *c, const uint32_t *t, pp_action a, int r, uint32_t *dep)
+{
+    return pp__ready(p, c, t, a, r, dep) && (!p->nskips || pp__skips_in(p, c, t, a, dep));
+}
 static int pp__ready(const pp_plan *p, const pp_costs *c, const uint32_t *t, pp_action a, int r, uint32_t *dep)
 {
     size_t plane = (size_t)p->nstages * (size_t)p->nmb;
@@ -1555,7 +1680,7 @@ static int pp__ready(const pp_plan *p, const pp_costs *c, const uint32_t *t, pp_
         if (s == S - 1 || (x = PP__T(PP__TSB, s + 1, m)) == PP__NOT) return 0;
         *dep = x + c->comm;
         return 1;
-    default: return 1; /* W, UNSHARD, RESHARD, REDUCE_GRAD: always ready */
+    default: return 1; /* W, UNSHARD, RESHARD, REDUCE_GRAD: always ready; skips: pp__skips_in */
     }
 #undef PP__T
 }
@@ -1585,7 +1710,7 @@ static int pp__simulate(const pp_plan *p, const pp_costs *c, void *work, size_t 
     plane = (size_t)S * (size_t)M;
     {
         size_t k;
-        for (k = 0; k < 6 * plane; k++) t[k] = PP__NOT;
+        for (k = 0; k < (p->nskips ? 10 : 6) * plane; k++) t[k] = PP__NOT;
     }
     PP_MEMSET(&res, 0, sizeof res);
     for (r = 0; r < p->nranks; r++) {
@@ -1603,11 +1728,10 @@ static int pp__simulate(const pp_plan *p, const pp_costs *c, void *work, size_t 
             while (cur[r] < p->len[r] && pp__row(p, r)[cur[r]].type == PP_IDLE) cur[r]++;
             if (cur[r] >= p->len[r]) continue;
             left = 1;
-            if (!pp__ready(p, c, t, pp__row(p, r)[cur[r]], r, &dep)) continue;
+            if (!pp__ready_all(p, c, t, pp__row(p, r)[cur[r]], r, &dep)) continue;
             start = clock[r];
             if (c->cores && unit[r % c->cores] > start) start = unit[r % c->cores];
-            if (pp__row(p, r)[cur[r]].type != PP_RECV_F && pp__row(p, r)[cur[r]].type != PP_RECV_B && dep > start)
-                start = dep;
+            if (!pp__posted(pp__row(p, r)[cur[r]].type) && dep > start) start = dep;
             if (best < 0 || start < best_start) {
                 best = r;
                 best_start = start;
@@ -1648,6 +1772,10 @@ static int pp__simulate(const pp_plan *p, const pp_costs *c, void *work, size_t 
             case PP_SEND_B: PP__T(PP__TSB, s, m) = end; break;
             case PP_RECV_F: PP__T(PP__TRF, s, m) = end > arrive ? end : arrive; break;
             case PP_RECV_B: PP__T(PP__TRB, s, m) = end > arrive ? end : arrive; break;
+            case PP_SEND_S: PP__T(PP__TSS, s, m) = end; break;
+            case PP_SEND_SB: PP__T(PP__TSSB, s, m) = end; break;
+            case PP_RECV_S: PP__T(PP__TRS, s, m) = end > arrive ? end : arrive; break;
+            case PP_RECV_SB: PP__T(PP__TRSB, s, m) = end > arrive ? end : arrive; break;
             default: break;
             }
         }
@@ -1688,14 +1816,30 @@ PP__DEF int pp_simulate(const pp_plan *p, const pp_costs *c, void *work, size_t 
 
 /* ---- mailbox depth: the executor without take-in ---- */
 /* Transfer state in work: plane 0 the activation into stage s for microbatch m, plane 1 the
-   gradient into s; PP__NOT until sent, then its posting order, | PP__TAKEN once received. */
+   gradient into s, then per skip route the skip tensor and its gradient; PP__NOT until sent,
+   then its posting order, | PP__TAKEN once received. */
 #define PP__TAKEN 0x80000000u
+
+static size_t pp__ntx(const pp_plan *p)
+{
+    return (2u * (size_t)p->nstages + 2u * (size_t)p->nskips) * (size_t)p->nmb;
+}
 
 /* Sender and receiver ranks of transfer k (< 0 for a transfer that cannot exist). */
 static int pp__tx_pair(const pp_plan *p, size_t k, int *dst)
 {
-    int S = p->nstages, grad = (int)(k / ((size_t)S * (size_t)p->nmb)), s = (int)(k / (size_t)p->nmb) % S;
-    int src = s + (grad ? 1 : -1);
+    size_t plane = (size_t)p->nstages * (size_t)p->nmb;
+    int S = p->nstages, grad, s, src;
+    if (k >= 2u * plane) { /* a skip route's tensor or gradient */
+        int j = (int)((k - 2u * plane) / (size_t)p->nmb), g = j >= p->nskips;
+        const pp_route *x = &p->skip[g ? j - p->nskips : j];
+        if (p->stage_rank[x->src] == p->stage_rank[x->dst]) return -1;
+        *dst = p->stage_rank[g ? x->src : x->dst];
+        return p->stage_rank[g ? x->dst : x->src];
+    }
+    grad = (int)(k / plane);
+    s = (int)(k / (size_t)p->nmb) % S;
+    src = s + (grad ? 1 : -1);
     if (src < 0 || src >= S) return -1;
     *dst = p->stage_rank[s];
     return p->stage_rank[src];
@@ -1704,7 +1848,7 @@ static int pp__tx_pair(const pp_plan *p, size_t k, int *dst)
 /* Transfers src -> dst that hold a mailbox slot: from the oldest one not taken yet. */
 static uint32_t pp__window(const pp_plan *p, const uint32_t *t, int src, int dst)
 {
-    size_t k, n = 2u * (size_t)p->nstages * (size_t)p->nmb;
+    size_t k, n = pp__ntx(p);
     uint32_t oldest = PP__NOT, w = 0;
     int d;
     for (k = 0; k < n; k++)
@@ -1715,38 +1859,58 @@ static uint32_t pp__window(const pp_plan *p, const uint32_t *t, int src, int dst
     return w;
 }
 
-/* The transfer rank r's action a takes in (F: activation, I/B: gradient from another rank)
-   or posts (SEND_F/SEND_B), or -1. */
-static int pp__tx_of(const pp_plan *p, pp_action a, int r, int *send)
+/* The n-th transfer (in the executor's order) that rank r's action a takes in (F: the
+   activation from another rank, then its remote skips in route order; I / B: the gradient,
+   then its stashes' gradients) or posts (SEND_F / SEND_B: one; SEND_S / SEND_SB: one per
+   remote route), or -1 past the last. */
+static int pp__tx_of(const pp_plan *p, pp_action a, int r, int n, int *send)
 {
-    int s = a.stage, grad = a.type != PP_F && a.type != PP_SEND_F, to = s;
-    *send = a.type == PP_SEND_F || a.type == PP_SEND_B;
-    if (*send)
+    int s = a.stage, k, to = s, skips = 0;
+    int grad = a.type != PP_F && a.type != PP_SEND_F && a.type != PP_SEND_S && a.type != PP_RECV_S;
+    *send = a.type == PP_SEND_F || a.type == PP_SEND_B || a.type == PP_SEND_S || a.type == PP_SEND_SB;
+    if (a.type == PP_SEND_S || a.type == PP_SEND_SB)
+        skips = 1; /* all its transfers are skips */
+    else if (*send)
         to = s + (grad ? -1 : 1);
     else if (a.type != PP_F && a.type != PP_I && a.type != PP_B)
         return -1;
     else {
         int from = s + (grad ? 1 : -1);
-        if (from < 0 || from >= p->nstages || p->stage_rank[from] == r) return -1;
+        if (from < 0 || from >= p->nstages || p->stage_rank[from] == r) n++; /* no activation to take */
     }
-    if (to < 0 || to >= p->nstages) return -1;
-    return (int)(((size_t)grad * (size_t)p->nstages + (size_t)to) * (size_t)p->nmb + a.mb);
+    if (!skips && n == 0) {
+        if (to < 0 || to >= p->nstages) return -1;
+        return (int)(((size_t)grad * (size_t)p->nstages + (size_t)to) * (size_t)p->nmb + a.mb);
+    }
+    if (a.type == PP_SEND_F || a.type == PP_SEND_B) return -1;
+    if (!skips) n--;
+    for (k = 0; k < p->nskips; k++) { /* F / SEND_SB: routes into s; I, B / SEND_S: routes from s */
+        int into = (a.type == PP_F) || (a.type == PP_SEND_SB);
+        if (!pp__remote(p, k) || (into ? p->skip[k].dst : p->skip[k].src) != s) continue;
+        if (n != 0) { /* an earlier transfer of this action */
+            n--;
+            continue;
+        }
+        return (int)(2u * (size_t)p->nstages * (size_t)p->nmb +
+                     ((size_t)grad * (size_t)p->nskips + (size_t)k) * (size_t)p->nmb + a.mb);
+    }
+    return -1;
 }
 
-/* Whether rank r's next action can go on with mailboxes of `depth` transfers; if so its
-   transfer is posted (*seq: the posting order) or taken. */
-static int pp__mailbox_step(const pp_plan *p, uint32_t depth, uint32_t *t, const int *cur, int r, uint32_t *seq)
+/* Whether rank r can go on with transfer n of its current action with mailboxes of `depth`
+   transfers; if so it is posted (*seq: the posting order) or taken. */
+static int pp__mailbox_step(const pp_plan *p, uint32_t depth, uint32_t *t, const int *cur, const int *sub, int r,
+                            uint32_t *seq)
 {
-    int send, dst = 0, s2 = 0, x = pp__tx_of(p, pp__row(p, r)[cur[r]], r, &send), ok;
-    if (x < 0) return 1; /* no transfer */
-    if (!send) {         /* F / I / B takes its data */
+    int send, dst = 0, s2 = 0, x = pp__tx_of(p, pp__row(p, r)[cur[r]], r, sub[r], &send), ok;
+    if (!send) { /* F / I / B takes its data */
         ok = t[x] != PP__NOT && !(t[x] & PP__TAKEN);
         if (ok) t[x] |= PP__TAKEN;
         return ok;
     }
     ok = t[x] == PP__NOT && pp__tx_pair(p, (size_t)x, &dst) == r;
     if (ok && depth == 0) /* no buffer: only once the peer waits for this very transfer */
-        ok = cur[dst] < p->len[dst] && pp__tx_of(p, pp__row(p, dst)[cur[dst]], dst, &s2) == x && !s2;
+        ok = cur[dst] < p->len[dst] && pp__tx_of(p, pp__row(p, dst)[cur[dst]], dst, sub[dst], &s2) == x && !s2;
     ok = ok && pp__window(p, t, r, dst) < (depth ? depth : 1u);
     if (ok) t[x] = (*seq)++;
     return ok;
@@ -1756,15 +1920,21 @@ static int pp__mailbox_step(const pp_plan *p, uint32_t depth, uint32_t *t, const
    diag naming the first waiting rank. */
 static int pp__mailbox_run(const pp_plan *p, uint32_t depth, uint32_t *t, pp_diag *diag)
 {
-    int cur[PP_MAX_RANKS] = {0}, r, moved, left = 0;
-    size_t k, n = 2u * (size_t)p->nstages * (size_t)p->nmb;
+    int cur[PP_MAX_RANKS] = {0}, sub[PP_MAX_RANKS] = {0}, r, moved, left = 0, send;
+    size_t k, n = pp__ntx(p);
     uint32_t seq = 0;
     for (k = 0; k < n; k++) t[k] = PP__NOT;
     do {
         moved = 0;
         for (r = 0; r < p->nranks; r++)
-            while (cur[r] < p->len[r] && pp__mailbox_step(p, depth, t, cur, r, &seq)) {
-                cur[r]++;
+            while (cur[r] < p->len[r]) {
+                if (pp__tx_of(p, pp__row(p, r)[cur[r]], r, sub[r], &send) < 0) { /* the action is done */
+                    cur[r]++;
+                    sub[r] = 0;
+                } else if (pp__mailbox_step(p, depth, t, cur, sub, r, &seq))
+                    sub[r]++;
+                else
+                    break;
                 moved = 1;
             }
         left = 0;
@@ -1803,17 +1973,18 @@ PP__DEF int pp_mailbox_depth(pp_plan *p, int max_depth, void *work, size_t work_
 #define SPLITCORE__TEXT
 #include "splitcore_base.h"
 static const char *const pp__type_names[PP_TYPE_COUNT] = {
-    "", "F", "B", "I", "W", "SEND_F", "RECV_F", "SEND_B", "RECV_B", "UNSHARD", "RESHARD", "REDUCE_GRAD"};
-static const char *const pp__type_macros[PP_TYPE_COUNT] = {"PP_IDLE",   "PP_F",       "PP_B",       "PP_I",
-                                                           "PP_W",      "PP_SEND_F",  "PP_RECV_F",  "PP_SEND_B",
-                                                           "PP_RECV_B", "PP_UNSHARD", "PP_RESHARD", "PP_REDUCE_GRAD"};
+    "",       "F",       "B",       "I",           "W",      "SEND_F", "RECV_F",  "SEND_B",
+    "RECV_B", "UNSHARD", "RESHARD", "REDUCE_GRAD", "SEND_S", "RECV_S", "SEND_SB", "RECV_SB"};
+static const char *const pp__type_macros[PP_TYPE_COUNT] = {
+    "PP_IDLE",   "PP_F",       "PP_B",       "PP_I",           "PP_W",      "PP_SEND_F", "PP_RECV_F",  "PP_SEND_B",
+    "PP_RECV_B", "PP_UNSHARD", "PP_RESHARD", "PP_REDUCE_GRAD", "PP_SEND_S", "PP_RECV_S", "PP_SEND_SB", "PP_RECV_SB"};
 
 static void pp__put_action(splitcore__out *o, pp_action a)
 {
     if (a.type == PP_IDLE || a.type >= PP_TYPE_COUNT) return;
     splitcore__putu(o, a.stage);
     splitcore__puts(o, pp__type_names[a.type]);
-    if (a.type < PP_UNSHARD) splitcore__putu(o, a.mb);
+    if (!PP__NO_MB(a.type)) splitcore__putu(o, a.mb);
 }
 
 /* Run `emit` to count, then to write when it fits. */
@@ -1889,7 +2060,7 @@ PP__DEF int pp_action_parse(const char *s, size_t n, pp_action *out)
         if (mb > 0xffff) return PP_ERR_PARSE;
     }
     if (i != n) return PP_ERR_PARSE;
-    if ((type < PP_UNSHARD) != (nm > 0)) return PP_ERR_PARSE;
+    if (!PP__NO_MB(type) != (nm > 0)) return PP_ERR_PARSE;
     *out = pp__act(type, (int)stage, (int)mb);
     return PP_OK;
 }
@@ -1947,7 +2118,7 @@ static int pp__csv_pass(pp_plan *p, const char *text, size_t n, int write, int *
                             pp__diag(diag, r, col, pp__none);
                             return rc;
                         }
-                        if (a.type != PP_IDLE && (a.stage >= p->nstages || (a.type < PP_UNSHARD && a.mb >= p->nmb))) {
+                        if (a.type != PP_IDLE && (a.stage >= p->nstages || (!PP__NO_MB(a.type) && a.mb >= p->nmb))) {
                             pp__diag(diag, r, col, a);
                             return PP_ERR_ACTION;
                         }
@@ -2001,6 +2172,19 @@ PP__DEF int pp_csv_read(pp_plan *p, const char *text, size_t n, pp_diag *diag)
     return PP_OK;
 }
 
+/* "<type><name><suffix><index>[n] = {" (index < 0: no index) */
+static void pp__put_array(splitcore__out *o, const char *type, const char *name, const char *suffix, int index,
+                          uint32_t n)
+{
+    splitcore__puts(o, type);
+    splitcore__puts(o, name);
+    splitcore__puts(o, suffix);
+    if (index >= 0) splitcore__putu(o, (uint32_t)index);
+    splitcore__puts(o, "[");
+    splitcore__putu(o, n);
+    splitcore__puts(o, "] = {");
+}
+
 static void pp__emit_c(splitcore__out *o, const pp_plan *p, const char *name)
 {
     int r, i, s, mbox = p->mailbox > 0 && p->mailbox <= 255 ? p->mailbox : 0;
@@ -2031,13 +2215,7 @@ static void pp__emit_c(splitcore__out *o, const pp_plan *p, const char *name)
         splitcore__puts(o, ": not proven to run without take-in (pp_mailbox_depth before pp_emit_c)\"\n#endif\n\n");
     }
     for (r = 0; r < p->nranks; r++) {
-        splitcore__puts(o, "static const pp_action ");
-        splitcore__puts(o, name);
-        splitcore__puts(o, "_r");
-        splitcore__putu(o, (uint32_t)r);
-        splitcore__puts(o, "[");
-        splitcore__putu(o, (uint32_t)(p->len[r] ? p->len[r] : 1));
-        splitcore__puts(o, "] = {");
+        pp__put_array(o, "static const pp_action ", name, "_r", r, (uint32_t)(p->len[r] ? p->len[r] : 1));
         if (!p->len[r]) splitcore__puts(o, "PP_ACTION(PP_IDLE, 0, 0)");
         for (i = 0; i < p->len[r]; i++) {
             pp_action a = pp__row(p, r)[i];
@@ -2052,16 +2230,33 @@ static void pp__emit_c(splitcore__out *o, const pp_plan *p, const char *name)
         }
         splitcore__puts(o, "\n};\n");
     }
-    splitcore__puts(o, "static const uint8_t ");
-    splitcore__puts(o, name);
-    splitcore__puts(o, "_stage_rank[");
-    splitcore__putu(o, (uint32_t)p->nstages);
-    splitcore__puts(o, "] = {");
+    pp__put_array(o, "static const uint8_t ", name, "_stage_rank", -1, (uint32_t)p->nstages);
     for (s = 0; s < p->nstages; s++) {
         if (s) splitcore__puts(o, ", ");
         splitcore__putu(o, p->stage_rank[s]);
     }
-    splitcore__puts(o, "};\nconst pp_table ");
+    splitcore__puts(o, "};\n");
+    if (p->nskips) { /* the skip routes, for pp_exec_cfg.skips */
+        splitcore__puts(o, "#define ");
+        splitcore__puts(o, name);
+        splitcore__puts(o, "_NSKIPS ");
+        splitcore__putu(o, (uint32_t)p->nskips);
+        pp__put_array(o, "\nconst pp_route ", name, "_skips", -1, (uint32_t)p->nskips);
+        for (s = 0; s < p->nskips; s++) {
+            const pp_route *x = &p->skip[s];
+            uint32_t f[6];
+            int j;
+            f[0] = x->stash, f[1] = x->pop, f[2] = x->stash_i, f[3] = x->pop_i, f[4] = x->src, f[5] = x->dst;
+            splitcore__puts(o, s ? ", {" : "{");
+            for (j = 0; j < 6; j++) {
+                if (j) splitcore__puts(o, ", ");
+                splitcore__putu(o, f[j]);
+            }
+            splitcore__puts(o, "}");
+        }
+        splitcore__puts(o, "};\n");
+    }
+    splitcore__puts(o, "const pp_table ");
     splitcore__puts(o, name);
     splitcore__puts(o, "[");
     splitcore__putu(o, (uint32_t)p->nranks);
@@ -2187,596 +2382,14 @@ PP__DEF int pp_trace_json(const pp_event *ev, int n, char *buf, size_t cap, size
 
 #endif /* PP_NO_PLANNER */
 
-/* ---- executor ---- */
-#if !PP_NO_EXECUTOR && !defined(PP_EXECUTOR_IMPLEMENTED)
-#define PP_EXECUTOR_IMPLEMENTED
-#if !defined(PG_IMPLEMENTATION) && (defined(PG_STATIC) || !defined(SPLITCORE_SEPARATE_IMPLEMENTATIONS))
-#error \
-    "pipeline.h: PIPELINE_IMPLEMENTATION's executor needs PG_IMPLEMENTATION in the same file (or SPLITCORE_IMPLEMENTATION)"
-#endif
-#if !defined(MICROBATCH_IMPLEMENTATION) && (defined(MICROBATCH_STATIC) || !defined(SPLITCORE_SEPARATE_IMPLEMENTATIONS))
-#error \
-    "pipeline.h: PIPELINE_IMPLEMENTATION's executor needs MICROBATCH_IMPLEMENTATION in the same file (or SPLITCORE_IMPLEMENTATION)"
-#endif
-#define PP__R8(x)    (((uint32_t)(x) + 7u) & ~7u)
-#define PP__TRAIN(c) (!PP_NO_TRAINING && (c)->loss != NULL) /* training, else inference */
-static const unsigned char pp__es[MB_DTYPE_COUNT] = {4, 8, 1, 1, 2, 4};
-/* slot flags; PP__GOTX / PP__GOTDY: the input / output gradient arrived ahead (pp__takein) */
-enum { PP__USED = 1, PP__IDONE = 2, PP__WDONE = 4, PP__SENDB = 8, PP__CKPT = 16, PP__GOTX = 32, PP__GOTDY = 64 };
-/* a slot's state word: the flags above, its stage (8 bits) and microbatch (16 bits) */
-#define PP__SLOT_STAGE_SHIFT 8
-#define PP__SLOT_MB_SHIFT    16
-#define PP__SLOT_STAGE(w)    ((int)(((w) >> PP__SLOT_STAGE_SHIFT) & 0xffu))
-#define PP__SLOT_MB(w)       ((w) >> PP__SLOT_MB_SHIFT)
-#if !PP_NO_TAKEIN
-#define PP__GOT(k, f) (e->slot[k] & (f))
-#else
-#define PP__GOT(k, f) 0u /* nothing arrives ahead */
-#endif
-
-static uint32_t pp__inb(const pp_exec_cfg *c, const int16_t *first, int s)
-{
-    return s ? c->layers[first[s] - 1].act_bytes : c->in_bytes;
-}
-/* Offset of layer l's output within a stage's outputs (l = first[s+1]: all of them). */
-static uint32_t pp__off(const pp_exec_cfg *c, const int16_t *first, int s, int l)
-{
-    uint32_t n = 0;
-    int k;
-    for (k = first[s]; k < l; k++) n += PP__R8(c->layers[k].act_bytes);
-    return n;
-}
-
-/* Largest activation and largest half slot (bytes): a slot's offsets and its size (twice
-   the half in training) stay in 32 bits, and adding one activation to a half that fits
-   cannot wrap. */
-#define PP__ACT_MAX  0x3ffffff8u
-#define PP__HALF_MAX 0x3ffffff8u
-
-/* Checks cfg and the caller-filled table before any field is used as an index; fills
-   first[], the slot size and count. A training slot holds the stage input, every layer's
-   output and output gradient and the input gradient; an inference slot the input and the
-   outputs only. */
-static int pp__xcheck(const pp_exec_cfg *c, const pp_table *t, int16_t *first, uint32_t *slot_bytes, int32_t *nslots)
-{
-    int s, l, train, extra = 0;
-    uint32_t unit, best = 0;
-    if (!c || !t || !c->layers || !c->balance || !t->actions || !t->stage_rank) return PP_ERR_NULL;
-    if (c->rows <= 0 || c->dtype < 0 || c->dtype >= MB_DTYPE_COUNT || c->nlayers <= 0 || c->nlayers > INT16_MAX ||
-        !t->nstages || t->nstages > PP_MAX_STAGES || !t->nranks || t->nranks > PP_MAX_RANKS || t->rank >= t->nranks ||
-        !t->slots || !t->nmb)
-        return PP_ERR_ARG;
-    if (c->checkpoint < PP_CKPT_ALWAYS || c->checkpoint > PP_CKPT_NEVER) return PP_ERR_CHECKPOINT;
-#if PP_NO_TAKEIN
-    if (!t->mailbox) return PP_ERR_MAILBOX; /* not proven to run without take-in */
-#endif
-#if PP_NO_TRAINING
-    if (c->loss) return PP_ERR_ARG;
-#endif
-    train = PP__TRAIN(c);
-    unit = (uint32_t)c->rows * pp__es[c->dtype];
-    first[0] = 0;
-    for (s = 0; s < t->nstages; s++) {
-        if (t->stage_rank[s] >= t->nranks) return PP_ERR_STAGE_RANK;
-        if (c->balance[s] <= 0) return PP_ERR_BALANCE_NONPOSITIVE;
-        if (c->balance[s] > c->nlayers - first[s]) return PP_ERR_BALANCE_SUM;
-        first[s + 1] = (int16_t)(first[s] + c->balance[s]);
-    }
-    if (first[t->nstages] != c->nlayers) return PP_ERR_BALANCE_SUM;
-    if (!c->in_bytes || c->in_bytes % unit || c->in_bytes > PP__ACT_MAX) return PP_ERR_ARG;
-    for (l = 0; l < c->nlayers; l++) {
-        const pp_layer *y = &c->layers[l];
-        if (!y->forward || (train && l && !y->backward_input)) return PP_ERR_NULL;
-        if (!y->act_bytes || y->act_bytes % unit || y->act_bytes > PP__ACT_MAX) return PP_ERR_ARG;
-    }
-    for (l = 0; l < t->len; l++) {
-        pp_action a = t->actions[l];
-        if (a.type >= PP_TYPE_COUNT || a.stage >= t->nstages || a.mb >= t->nmb) return PP_ERR_ACTION;
-        if (a.type != PP_IDLE && t->stage_rank[a.stage] != t->rank) return PP_ERR_STAGE_RANK;
-        if (!train && a.type >= PP_B && a.type <= PP_W) return PP_ERR_BACKWARD_COUNT;
-    }
-    for (s = 0; s < t->nstages; s++) {
-        uint32_t n;
-        if (t->stage_rank[s] != t->rank) continue;
-        if ((!s && !c->input) || (s == t->nstages - 1 && !train && !c->output)) return PP_ERR_NULL;
-        n = PP__R8(pp__inb(c, first, s));
-        for (l = first[s]; l < first[s + 1]; l++)
-            if ((n += PP__R8(c->layers[l].act_bytes)) > PP__HALF_MAX) return PP_ERR_ARG;
-        n <<= train; /* training: the gradients beside */
-        if (n > best) best = n;
-        if (!train && s + 1 < t->nstages && t->stage_rank[s + 1] == t->rank) extra = 1;
-    }
-    *slot_bytes = best;
-    *nslots = t->slots + extra;
-    return PP_OK;
-}
-
-/* Storage: the slot states, the losses (training, last stage), the slots. */
-static uint64_t pp__xlayout(const pp_exec_cfg *c, const pp_table *t, int32_t nslots, uint32_t sb, size_t *loss_at)
-{
-    size_t n = PP__R8(4u * (uint32_t)nslots);
-    *loss_at = n;
-    if (PP__TRAIN(c) && t->stage_rank[t->nstages - 1] == t->rank) n += sizeof(mb_value) * t->nmb;
-    return n + (uint64_t)nslots * sb;
-}
-
-/* pp__xcheck and the layout's size, refused when it does not fit a size_t. */
-static int pp__xsize(const pp_exec_cfg *c, const pp_table *t, pp_exec *x, size_t *need, size_t *loss_at)
-{
-    uint64_t n;
-    int rc = pp__xcheck(c, t, x->first, &x->slot_bytes, &x->nslots);
-    if (rc) return rc;
-    n = pp__xlayout(c, t, x->nslots, x->slot_bytes, loss_at);
-    if ((size_t)n != n) return PP_ERR_ARG;
-    *need = (size_t)n;
-    return PP_OK;
-}
-
-PP__DEF int pp_exec_query(const pp_exec_cfg *c, const pp_table *t, size_t *bytes)
-{
-    pp_exec x;
-    size_t need, at;
-    int rc;
-    if (!bytes) return PP_ERR_NULL;
-    if ((rc = pp__xsize(c, t, &x, &need, &at)) == PP_OK) *bytes = need;
-    return rc;
-}
-
-PP__DEF size_t pp_exec_bytes(const pp_exec_cfg *c, const pp_table *t)
-{
-    size_t n = 0;
-    return pp_exec_query(c, t, &n) ? 0 : n;
-}
-
-PP__DEF int pp_exec_init(pp_exec *e, const pp_exec_cfg *c, const pp_table *t, pg_group *g, void *storage, size_t bytes)
-{
-    pp_exec x;
-    size_t at, need;
-    int rc;
-    if (!e || !g || !storage) return PP_ERR_NULL;
-    PP_MEMSET(&x, 0, sizeof x);
-    if ((rc = pp__xsize(c, t, &x, &need, &at)) != PP_OK) return rc;
-    if (g->size != t->nranks || g->rank != t->rank) return PP_ERR_RANKS;
-    if ((uintptr_t)storage & 7u) return PP_ERR_ARG;
-    if (bytes < need) return PP_ERR_TOO_SMALL;
-    x.cfg = c;
-    x.t = t;
-    x.g = g;
-    x.slot = (uint32_t *)storage;
-    x.mem = (unsigned char *)storage + (need - (size_t)x.nslots * x.slot_bytes);
-    if (x.mem != (unsigned char *)storage + at) /* the losses lie between slot[] and mem */
-        x.losses = (mb_value *)(void *)((unsigned char *)storage + at);
-    *e = x;
-    return PP_OK;
-}
-
-/* A lower failure rc (< 0: a callback's code or a pg_err) as the executor's `code`, rc kept
-   in e->err; PP_OK for rc >= 0. */
-static int pp__keep(pp_exec *e, int rc, int code)
-{
-    if (rc >= 0) return PP_OK;
-    e->err = rc;
-    return code;
-}
-
-static int pp__find(const pp_exec *e, int s, int m)
-{
-    int k;
-    for (k = 0; k < e->nslots; k++)
-        if ((e->slot[k] & PP__USED) && PP__SLOT_STAGE(e->slot[k]) == s && PP__SLOT_MB(e->slot[k]) == (uint32_t)m)
-            return k;
-    return PP_ERR_ACTION;
-}
-
-/* Slot k of stage s: part 0 = input x, 1 = output of layer l, 2 = its gradient, 3 = dx. */
-static unsigned char *pp__at(const pp_exec *e, int k, int part, int l)
-{
-    int s = PP__SLOT_STAGE(e->slot[k]);
-    const pp_exec_cfg *c = e->cfg;
-    unsigned char *p = e->mem + (size_t)k * e->slot_bytes;
-    if (!part) return p;
-#if PP_NO_TRAINING
-    return p + PP__R8(pp__inb(c, e->first, s)) + pp__off(c, e->first, s, l); /* inference: outputs only */
-#else
-    if (part == 3) l = e->first[s + 1]; /* after every output and output gradient */
-    return p + PP__R8(pp__inb(c, e->first, s)) + (uint32_t)(part >> 1) * pp__off(c, e->first, s, e->first[s + 1]) +
-           pp__off(c, e->first, s, l);
-#endif
-}
-
-/* Input (which 0) or output (1) or output gradient (2) of layer l of slot k, as a tensor;
-   3: the stage's input gradient (l = first[s] - 1). */
-static void pp__lt(const pp_exec *e, mb_tensor *t, int k, int which, int l)
-{
-    int s = PP__SLOT_STAGE(e->slot[k]);
-    const pp_exec_cfg *c = e->cfg;
-    uint32_t n;
-    if (!which && l == e->first[s])
-        n = pp__inb(c, e->first, s); /* the stage input */
-    else {
-        if (!which) {
-            which = 1;
-            l--;
-        } /* layer l-1's output */
-        n = c->layers[l].act_bytes;
-    }
-    PP_MEMSET(t, 0, sizeof *t);
-    t->data = pp__at(e, k, which, l);
-    t->dtype = (mb_dtype)c->dtype;
-    t->ndim = 2;
-    t->shape[0] = c->rows;
-    t->shape[1] = (int32_t)(n / (uint32_t)c->rows / pp__es[c->dtype]);
-    t->stride[0] = t->shape[1];
-    t->stride[1] = 1;
-}
-
-/* Move slot k's boundary data in pieces of the port's max_msg, each waiting at most tmo ms:
-   part 0 receives x from stage s-1, 1 sends y to s+1, 2 receives dy from s+1, 3 sends dx to
-   s-1; *done counts the bytes moved (a timed-out move resumes there). k < 0: only probe
-   whether the first piece arrived. The tag names the receiving stage, the microbatch and
-   the direction. */
-#if !PP_NO_TAKEIN /* each wait its own timeout (pp__move's slices) */
-#define PP__SEND(g, r, tag, p, n, tmo)      pg_send_timeout(g, r, tag, p, n, tmo)
-#define PP__RECV(g, r, tag, p, n, got, tmo) pg_recv_timeout(g, r, tag, p, n, got, tmo)
-#else /* tmo is the group's timeout */
-#define PP__SEND(g, r, tag, p, n, tmo)      ((void)(tmo), pg_send(g, r, tag, p, n))
-#define PP__RECV(g, r, tag, p, n, got, tmo) ((void)(tmo), pg_recv(g, r, tag, p, n, got))
-#endif
-static int pp__xfer(pp_exec *e, int k, pp_action a, int part, uint32_t tmo, uint32_t *done)
-{
-    int s = a.stage, send = part & 1, ps = s + ((part + 1) & 2) - 1, rc = PP_OK;
-    int peer = e->t->stage_rank[ps];
-    int tag =
-        (int)((((uint32_t)a.mb * e->t->nstages + (uint32_t)(send ? ps : s)) * 2u + (uint32_t)(part >> 1)) & PG_TAG_MAX);
-    uint32_t n = pp__inb(e->cfg, e->first, ps > s ? ps : s);
-    size_t max = e->g->max_msg, c, got = 0;
-    unsigned char *p;
-#if !PP_NO_TAKEIN
-    if (k < 0) return pg_probe(e->g, peer, tag, NULL);
-#endif
-#if PP_NO_TAKEIN
-    /* the table was proven for mailboxes of mailbox - 1 transfers: this one is n / max
-       messages (rounded up), so the port's PP_MAILBOX_SLOTS must hold that many times more */
-    if ((e->t->mailbox - 1u) * ((n + max - 1u) / max) > PP_MAILBOX_SLOTS) return PP_ERR_MAILBOX;
-#endif
-    p = pp__at(e, k, part, e->first[s + 1] - 1) + *done;
-    n -= *done;
-    while (n) {
-        c = n < max ? n : max;
-        rc = send ? PP__SEND(e->g, peer, tag, p, c, tmo) : PP__RECV(e->g, peer, tag, p, c, &got, tmo);
-        if (rc >= 0 && !send && got != c) rc = PG_ERR_MISMATCH;
-        if (rc < 0) break;
-        p += c;
-        n -= (uint32_t)c;
-        *done += (uint32_t)c;
-    }
-    return rc < 0 ? rc : PP_OK;
-}
-
-/* A free slot for (s, m), or PP_ERR_TOO_SMALL. */
-static int pp__alloc(pp_exec *e, int s, int m)
-{
-    int k;
-    for (k = 0; k < e->nslots && e->slot[k]; k++) {}
-    if (k == e->nslots) return PP_ERR_TOO_SMALL;
-    e->slot[k] = PP__USED | (uint32_t)s << PP__SLOT_STAGE_SHIFT | (uint32_t)m << PP__SLOT_MB_SHIFT;
-    return k;
-}
-
-#if !PP_NO_TAKEIN
-
-/* A rank that would wait takes in what already arrived for its later F, I and B actions
-   (after the current one, e->at): an activation into a free slot, while the slots in use
-   plus one per F up to that one stay within nslots (so no later F runs short), a gradient
-   into its microbatch's slot. Then a peer waiting to send to this rank goes on, so two
-   ranks that each send more than a mailbox holds before receiving do not wait on each
-   other (pp_simulate's buffered sends). 1 if it took any, 0 if not, or an error. */
-static int pp__takein(pp_exec *e)
-{
-    const pp_table *t = e->t;
-    int i, k, ps, f, need = 0, got = 0, rc;
-    for (k = 0; k < e->nslots; k++) need += e->slot[k] != 0;
-    for (i = e->at + 1; i < t->len; i++) {
-        pp_action a = t->actions[i];
-        uint32_t done = 0;
-        int from_peer, taken, arrived;
-        f = a.type == PP_F;
-        if (!f && a.type != PP_B && a.type != PP_I) continue;
-        k = pp__find(e, a.stage, a.mb);
-        if (f && k < 0 && need++ >= e->nslots) continue; /* no slot to spare for this F's input */
-        ps = a.stage + (f ? -1 : 1);                     /* the stage its data comes from */
-        from_peer = ps >= 0 && ps < t->nstages && t->stage_rank[ps] != t->rank;
-        /* F: its slot exists only once the input is in; I/B: the slot (from F) must exist
-           and its output gradient not be in yet */
-        taken = f ? k >= 0 : k < 0 || (e->slot[k] & PP__GOTDY);
-        if (!from_peer || taken) continue;
-        arrived = pp__xfer(e, -1, a, 2 - 2 * f, 0, 0) > 0; /* probe: its first piece is here */
-        if (!arrived) continue;
-        if (f) k = pp__alloc(e, a.stage, a.mb);
-        if ((rc = pp__xfer(e, k, a, 2 - 2 * f, e->g->timeout_ms, &done)) < 0) return rc;
-        e->slot[k] |= f ? PP__GOTX : PP__GOTDY;
-        got = 1;
-    }
-    return got;
-}
-
-/* pp__xfer within the group's timeout, waiting in slices (1 ms, doubling up to
-   PP_WAIT_SLICE_MAX_MS); between them the rank takes in what arrived ahead (pp__takein).
-   A port failure is PP_ERR_COMM (e->err: the pg_err). */
-static int pp__move(pp_exec *e, int k, pp_action a, int part)
-{
-    uint32_t done = 0, tmo = e->g->timeout_ms, waited = 0, slice = 1, w;
-    int rc;
-    do {
-        w = tmo - waited < slice ? tmo - waited : slice;
-        rc = pp__xfer(e, k, a, part, w, &done);
-        if (rc != PG_ERR_TIMEOUT || (waited += w) >= tmo) break;
-        if ((rc = pp__takein(e)) > 0)
-            waited = 0, slice = 1;
-        else if (slice < PP_WAIT_SLICE_MAX_MS)
-            slice <<= 1;
-    } while (rc >= 0);
-    return pp__keep(e, rc, PP_ERR_COMM);
-}
-#else
-static int pp__move(pp_exec *e, int k, pp_action a, int part)
-{
-    uint32_t done = 0;
-    int rc = pp__xfer(e, k, a, part, e->g->timeout_ms, &done);
-    return rc == PP_ERR_MAILBOX ? rc : pp__keep(e, rc, PP_ERR_COMM);
-}
-#endif
-
-/* Run layers first[s] .. upto-1 of slot k. */
-static int pp__fwd(pp_exec *e, int k, int s, int upto)
-{
-    int l, rc;
-    for (l = e->first[s]; l < upto; l++) {
-        mb_tensor x, y;
-        const pp_layer *L = &e->cfg->layers[l];
-        pp__lt(e, &x, k, 0, l);
-        pp__lt(e, &y, k, 1, l);
-        if ((rc = pp__keep(e, L->forward(L->self, &x, &y), PP_ERR_LAYER)) < 0) return rc;
-    }
-    return PP_OK;
-}
-
-#if !PP_NO_TRAINING
-static void pp__release(pp_exec *e, int k)
-{
-    if ((e->slot[k] & PP__WDONE) && !(e->slot[k] & PP__SENDB)) e->slot[k] = 0;
-}
-#endif
-
-static int pp__action(pp_exec *e, pp_action a)
-{
-    const pp_exec_cfg *c = e->cfg;
-    const pp_table *t = e->t;
-    int s = a.stage, m = a.mb, k, j, rc = 0, last = s == t->nstages - 1, train = PP__TRAIN(c);
-    int hi = e->first[s + 1] - 1; /* the stage's last layer */
-    mb_tensor x, y;
-#if !PP_NO_TRAINING
-    int l;
-#endif
-    if ((1u << a.type) & (1u << PP_IDLE | 1u << PP_RECV_F | 1u << PP_RECV_B | 1u << PP_UNSHARD | 1u << PP_RESHARD |
-                          1u << PP_REDUCE_GRAD))
-        return PP_OK; /* receives are posted; no FSDP here, gradients stay in the layers */
-    if (a.type == PP_F) {
-        if ((k = pp__find(e, s, m)) >= 0) {
-            if (!PP__GOT(k, PP__GOTX)) return PP_ERR_DUPLICATE;
-            e->slot[k] &= ~(uint32_t)PP__GOTX; /* its input arrived ahead (pp__takein) */
-        } else if ((k = pp__alloc(e, s, m)) < 0) {
-            return k;
-        } else if (!s) {
-            pp__lt(e, &x, k, 0, e->first[s]);
-            rc = pp__keep(e, c->input(c->user, m, &x), PP_ERR_LAYER);
-        } else if (t->stage_rank[s - 1] == t->rank) {
-            if ((j = pp__find(e, s - 1, m)) < 0) return j;
-            PP_MEMCPY(pp__at(e, k, 0, 0), pp__at(e, j, 1, e->first[s] - 1), pp__inb(c, e->first, s));
-            if (!train) e->slot[j] = 0;
-        } else
-            rc = pp__move(e, k, a, 0);
-        if (rc < 0 || (rc = pp__fwd(e, k, s, hi + 1)) < 0) return rc;
-        pp__lt(e, &y, k, 1, hi);
-        if (last && train) {
-            mb_tensor dy;
-            pp__lt(e, &dy, k, 2, hi);
-            e->losses[m].kind = MB_VALUE_SCALAR; /* scalar 0 (zeroed by pp_exec_run) */
-            if ((rc = pp__keep(e, c->loss(c->user, m, &y, &dy, &e->losses[m].scalar), PP_ERR_LAYER)) < 0) return rc;
-        } else if (last) {
-            rc = pp__keep(e, c->output(c->user, m, &y), PP_ERR_LAYER);
-            e->slot[k] = 0;
-        }
-        /* pp_checkpoint_stop: ALWAYS (0) nmb, EXCEPT_LAST (1) nmb - 1, NEVER (2) 0 */
-        if (train && m < (c->checkpoint == PP_CKPT_NEVER ? 0 : t->nmb - c->checkpoint))
-            e->slot[k] |= PP__CKPT; /* the intermediates are recomputed in I/B */
-        return rc < 0 ? rc : PP_OK;
-    }
-    if ((k = pp__find(e, s, m)) < 0) return k;
-    switch (a.type) {
-    case PP_SEND_F:
-        rc = pp__move(e, k, a, 1);
-        if (!train) e->slot[k] = 0;
-        return rc;
-#if !PP_NO_TRAINING
-    case PP_SEND_B:
-        if (!(e->slot[k] & PP__SENDB)) return PP_ERR_ACTION;
-        rc = pp__move(e, k, a, 3);
-        e->slot[k] &= ~(uint32_t)PP__SENDB;
-        pp__release(e, k);
-        return rc;
-    case PP_B:
-    case PP_I:
-        if (e->slot[k] & PP__IDONE) return PP_ERR_DUPLICATE;
-        if (!last && t->stage_rank[s + 1] != t->rank && !PP__GOT(k, PP__GOTDY) && (rc = pp__move(e, k, a, 2)) < 0)
-            return rc;
-        if ((e->slot[k] & PP__CKPT) && (rc = pp__fwd(e, k, s, hi)) < 0) return rc;
-        for (l = hi; l >= e->first[s]; l--) {
-            mb_tensor dy, dx;
-            const pp_layer *L = &c->layers[l];
-            pp__lt(e, &x, k, 0, l);
-            pp__lt(e, &dy, k, 2, l);
-            int jk = k, part = 2; /* dx: the previous layer's output gradient */
-            if (l == e->first[s]) {
-                if (!s) break; /* no gradient for the model input */
-                if (t->stage_rank[s - 1] == t->rank) {
-                    if ((jk = pp__find(e, s - 1, m)) < 0) return jk; /* stage s - 1's slot */
-                } else {
-                    part = 3; /* this slot's dx, sent by SEND_B */
-                    e->slot[k] |= PP__SENDB;
-                }
-            }
-            pp__lt(e, &dx, jk, part, l - 1);
-            if ((rc = pp__keep(e, L->backward_input(L->self, &x, &dy, &dx), PP_ERR_LAYER)) < 0) return rc;
-        }
-        e->slot[k] |= PP__IDONE;
-        if (a.type == PP_I) return PP_OK;
-        /* B = I + W */
-        /* fall through */
-    case PP_W:
-        if (!(e->slot[k] & PP__IDONE) || (e->slot[k] & PP__WDONE)) return PP_ERR_WEIGHT_BEFORE_INPUT;
-        for (l = e->first[s]; l <= hi; l++) {
-            mb_tensor dy;
-            const pp_layer *L = &c->layers[l];
-            if (!L->backward_weight) continue;
-            pp__lt(e, &x, k, 0, l);
-            pp__lt(e, &dy, k, 2, l);
-            if ((rc = pp__keep(e, L->backward_weight(L->self, &x, &dy), PP_ERR_LAYER)) < 0) return rc;
-        }
-        e->slot[k] |= PP__WDONE;
-        pp__release(e, k);
-        return PP_OK;
-#endif
-    default: return PP_ERR_ACTION;
-    }
-}
-
-/* Every rank sends v (n bytes: code, err, rank; n 0: an empty message) to root, which keeps
-   the report of the lowest rank with a code and answers every rank with it; then each
-   acknowledges its answer and the root releases them (empty messages). So no rank leaves
-   before every rank has its answer: a rank's next step may fail at once and abort the world,
-   which would end a peer's wait for its answer. Once a rank is released every rank has its
-   answer, so an abort while waiting for (or sending) a release is that next step's. */
-static int pp__report(pp_exec *e, int root, int32_t *v, size_t n)
-{
-    const pp_table *t = e->t;
-    int me = t->rank, pass, r, x = PP_OK;
-    int32_t in[3] = {0, 0, 0};
-    size_t got = 0;
-    for (pass = 0; pass < 4; pass++) {
-        if (pass == 2) n = 0; /* the acknowledgements and releases are empty */
-        for (r = 0; r < t->nranks && x >= 0; r++) {
-            if (r == me || (me != root && r != root)) continue;
-            if ((pass & 1) == (me == root)) { /* to the root (report, ack), or from it (answer, release) */
-                x = pg_send(e->g, r, PP_AGREE_TAG, v, n);
-            } else {
-                x = pg_recv(e->g, r, PP_AGREE_TAG, me == root ? in : v, n, &got);
-                if (x >= 0 && got != n) x = PG_ERR_MISMATCH;
-                if (x >= 0 && me == root && n && in[0] && (!v[0] || r < v[2])) {
-                    v[0] = in[0];
-                    v[1] = in[1];
-                    v[2] = r;
-                }
-            }
-            if (pass == 3 && x == PG_ERR_ABORTED) return PG_OK;
-        }
-    }
-    return x;
-}
-
-/* Every rank agrees on the outcome, over point-to-point messages only (no collective: a
-   firmware links nothing but send and receive). No abort when the step went well: each rank
-   reports to a root (the rank of stage 0 in training, of the last stage when streaming: the
-   one that finishes last), which answers once every rank did (a failed rank never reports),
-   and releases them once every rank acknowledged its answer (pp__report).
-   An error instead aborts the world, so every rank's wait ends in PG_ERR_ABORTED; then all
-   recover and report again, now with their error (none from a rank that only saw the
-   abort), and every rank takes the root's answer: the error of the lowest rank. The recover
-   and each report wait at most half the timeout, so a rank that timed out waiting on a
-   stalled peer returns within 1.5 timeouts of its wait's start; without the stalled rank the
-   recover fails, each rank keeps its own error, and the world stays aborted until a rerun's
-   recover meets it (section 9). */
-static int pp__agree(pp_exec *e, int rc)
-{
-    const pp_table *t = e->t;
-    int root = t->stage_rank[PP__TRAIN(e->cfg) ? 0 : t->nstages - 1], own, x;
-    int32_t v[3];
-    uint32_t tmo;
-    if (!rc && (rc = pp__keep(e, pp__report(e, root, v, 0), PP_ERR_COMM)) == PP_OK) return PP_OK;
-    own = e->err != PG_ERR_ABORTED; /* a peer's abort is no error of this rank */
-    if (own) {
-        pg_abort(e->g, rc);
-        e->err_rank = t->rank;
-    }
-    v[0] = own ? rc : 0;
-    v[1] = own ? e->err : 0;
-    v[2] = t->rank;
-    tmo = e->g->timeout_ms; /* the recover waits half of it */
-    e->g->timeout_ms = tmo == PG_WAIT_FOREVER ? tmo : tmo / 2u;
-    if ((x = pg_recover(e->g)) >= 0) x = pp__report(e, root, v, sizeof v);
-    e->g->timeout_ms = tmo;
-    if (x < 0) return own ? rc : pp__keep(e, x, PP_ERR_COMM); /* no agreement */
-    if (!v[0]) { /* nobody's own error: the world was aborted from outside the executor */
-        e->err = PG_ERR_ABORTED;
-        e->err_rank = -1;
-        return PP_ERR_COMM;
-    }
-    e->err = v[1];
-    e->err_rank = v[2];
-    return v[0];
-}
-
-static uint32_t pp__now(const pp_exec_cfg *c, uint32_t otherwise)
-{
-    return c->now_us ? c->now_us(c->user) : otherwise;
-}
-
-PP__DEF int pp_exec_run(pp_exec *e)
-{
-    int i, rc = 0;
-    uint32_t t0;
-    if (!e || !e->t) return PP_ERR_NULL;
-    PP_MEMSET(e->slot, 0, (size_t)(e->mem - (unsigned char *)e->slot)); /* slot states, losses */
-    e->nevents = 0;
-    e->err = 0;
-    e->err_rank = -1;
-    for (i = 0; i < e->t->len && rc >= 0; i++) {
-        pp_action a = e->t->actions[i];
-#if !PP_NO_TAKEIN
-        e->at = i;
-#endif
-        t0 = pp__now(e->cfg, 0);
-        rc = pp__action(e, a);
-        if (e->events && e->nevents < e->max_events && a.type != PP_IDLE) {
-            pp_event *v = &e->events[e->nevents++];
-            v->rank = e->t->rank;
-            v->action = a;
-            v->t_start = t0;
-            v->t_end = pp__now(e->cfg, t0);
-        }
-    }
-    return pp__agree(e, rc);
-}
-
-PP__DEF int pp_exec_loss(const pp_exec *e, const mb_spec *spec, double *loss)
-{
-    mb_spec sum = MB_REDUCE(MB_RED_SUM);
-    mb_value out;
-    int rc;
-    if (!e || !loss) return PP_ERR_NULL;
-    if (!e->losses) return PP_ERR_ARG;
-    PP_MEMSET(&out, 0, sizeof out);
-    out.kind = MB_VALUE_SCALAR;
-    /* refused too: the losses of a step that failed before all of them (pp_exec_run zeroes
-       them: a tensor without data) */
-    rc = mb_merge(e->losses, e->t->nmb, 1, spec ? spec : &sum, 0, &out);
-    if (rc < 0) return PP_ERR_ARG;
-    *loss = out.scalar;
-    return PP_OK;
-}
-#endif /* PP_NO_EXECUTOR */
-
 #ifdef __cplusplus
 }
 #endif
 #endif /* PIPELINE_IMPLEMENTATION */
+
+#if !PP_NO_PLANNER
+#include "pipeline_model.h" /* skip layouts and shared layers: a model's checks */
+#endif
+#if !PP_NO_EXECUTOR
+#include "pipeline_exec.h" /* the executor (its own module) */
+#endif

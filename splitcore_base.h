@@ -115,7 +115,9 @@
     X(PG_ERR_NO_SLOT, -42, "no free slot")                 /* no free zero-copy slot / unknown slot pointer */       \
     X(PG_ERR_UNSUPPORTED, -43, "unsupported by this port") /* the port lacks this operation */                       \
     X(PG_ERR_NOT_MEMBER, -44, "not a member of the group") /* not in the sub-group (or ranks list invalid) */        \
-    X(PG_ERR_PORT, -45, "port system error")               /* the port's underlying system failed (MPI, pthread) */
+    X(PG_ERR_PORT, -45, "port system error")               /* the port's underlying system failed (MPI, pthread) */  \
+    X(PG_ERR_COPIED, -46, "copied group")                  /* a copy: used where its init did not fill it */         \
+    X(PG_ERR_PEER_RESET, -47, "a peer restarted")          /* a core (re)attached: work in flight is lost; recover */
 
 #define PP_ERRORS(X)                                                                                                   \
     X(PP_ERR_NULL, -61, "required pointer is NULL")                  /* a required pointer is NULL */                  \
@@ -143,8 +145,12 @@
     X(PP_ERR_RANKS, -83, "schedule has incorrect number of ranks")               /* CSV rows != ranks */               \
     X(PP_ERR_MAP, -84, "invalid stage-to-rank map style")                        /* or "v" with stages % ranks != 0 */ \
     X(PP_ERR_MAILBOX, -85, "needs take-in or deeper mailboxes (not proven for this port)") /* no take-in */            \
-    X(PP_ERR_LAYER, -86, "a layer or data callback failed") /* executor: its code in pp_exec.err */                    \
-    X(PP_ERR_COMM, -87, "the port failed")                  /* executor: the pg_err in pp_exec.err */
+    X(PP_ERR_LAYER, -86, "a layer or data callback failed")           /* executor: its code in pp_exec.err */          \
+    X(PP_ERR_COMM, -87, "the port failed")                            /* executor: the pg_err in pp_exec.err */        \
+    X(PP_ERR_SKIP_UNSTASHED, -88, "skip popped but not stashed")      /* a pop of a name no layer stashes */           \
+    X(PP_ERR_SKIP_BACKWARDS, -89, "skip popped before it is stashed") /* the skip would go backwards */                \
+    X(PP_ERR_SKIP_TWICE, -90, "skip stashed or popped twice")         /* in one namespace, or by one layer */          \
+    X(PP_ERR_SKIP_UNPOPPED, -91, "skip stashed but not popped")       /* stashed, never popped */
 
 #define DT_ERRORS(X)                                                                                               \
     X(DT_ERR_NULL, -121, "null pointer")                /* a required pointer is NULL */                           \
@@ -166,7 +172,8 @@
     X(DT_ERR_NO_STRATEGY, -137, "no sharding strategy") /* ops: no strategy fits (the cache's failed_op) */        \
     X(DT_ERR_VALUE, -138, "value out of range")         /* a numeric argument out of range (scale, p) */           \
     X(DT_ERR_NODE, -139, "bad graph node")              /* graph: operand not an earlier node, bad plan step */    \
-    X(DT_ERR_BATCH, -140, "batch dim analysis failed")  /* graph: analysis failed, conflicting batch sizes */
+    X(DT_ERR_BATCH, -140, "batch dim analysis failed")  /* graph: analysis failed, conflicting batch sizes */      \
+    X(DT_ERR_COPIED, -141, "copied")                    /* a dt_comm or group copied after its init */
 
 /* Expanders: an enum member, a packed message ("a\0b\0..."), a count. */
 #define SPLITCORE__ENUM(name, value, msg) name = (value),

@@ -30,7 +30,8 @@
        3. The port vtable (pg_ops)         7. Collectives
        4. Groups and point-to-point        8. Implementation (PG_IMPLEMENTATION)
 
-   Configuration (define before including, or in SPLITCORE_CONFIG_FILE):
+   Configuration (define before including, or in SPLITCORE_CONFIG_FILE; section 1 holds every
+   default and checks every value; the two stb switches count by being defined):
        PG_IMPLEMENTATION      emit the definitions (exactly one .c file)
        PG_STATIC              make every function static to its translation unit
        SPLITCORE_CONFIG_FILE  "file.h" included first by every splitcore header
@@ -61,6 +62,13 @@
        what this rank expects and return PG_ERR_MISMATCH instead of overrunning; the ring
        collectives also agree on a hash of (dtype, op, counts) over all ranks first.
        After a failed collective, call pg_recover() on every rank before the next one.
+     - Collective-unsafe argument errors: a collective's own argument checks (NULL buffers,
+       counts out of range, an unknown dtype or op, a copied group) are rank-local. The
+       ranks where they fail return at once without sending; the others wait in the
+       collective and return PG_ERR_TIMEOUT after the group's timeout (sizes that differ
+       between ranks but pass each rank's checks are caught by the size checks above,
+       PG_ERR_MISMATCH on the ranks that see them). A rank that fails may pg_abort() the world to end
+       the others' wait sooner.
      - Collectives must be called by every member in the same order (like MPI/torch).
        Reductions combine ranks in a fixed order, so every rank gets the same bits.
      - Threads, interrupts, memory: a group belongs to one rank, and that rank's calls on
@@ -94,13 +102,33 @@
 #endif
 
 #ifndef PG_MAX_RANKS
-#define PG_MAX_RANKS 64
+#define PG_MAX_RANKS 64 /* largest group size */
+#endif
+#if PG_MAX_RANKS < 1
+#error "PG_MAX_RANKS must be >= 1"
 #endif
 #ifndef PG_SCRATCH_BYTES
-#define PG_SCRATCH_BYTES 1024
+#define PG_SCRATCH_BYTES 1024 /* per-group built-in reduction scratch */
+#endif
+#if PG_SCRATCH_BYTES < 8
+#error "PG_SCRATCH_BYTES must be >= 8"
 #endif
 #ifndef PG_DEFAULT_TIMEOUT_MS
-#define PG_DEFAULT_TIMEOUT_MS 10000u
+#define PG_DEFAULT_TIMEOUT_MS 10000u /* timeout of a new group */
+#endif
+#if PG_DEFAULT_TIMEOUT_MS < 1
+#error "PG_DEFAULT_TIMEOUT_MS must be >= 1"
+#endif
+#ifndef PG_ASSERT
+#define PG_ASSERT(x) ((void)0) /* internal invariant check */
+#endif
+#ifndef PG_MEMCPY /* <string.h>'s by default, included by the implementation */
+#define PG_MEMCPY(d, s, n) memcpy((d), (s), (n))
+#define PG__STRING_H       1
+#endif
+#ifndef PG_MEMSET
+#define PG_MEMSET(d, v, n) memset((d), (v), (n))
+#define PG__STRING_H       1
 #endif
 #ifdef PG_STATIC
 #define PG_API static
@@ -166,8 +194,12 @@ typedef struct pg_ops {
     int (*scatterv)(struct pg_group *g, const void *send, void *recv, const size_t *counts, mb_dtype dt, int root);
 } pg_ops;
 
-/* A group: the world a port creates, or a sub-group. Caller storage; treat as opaque. */
+/* A group: the world a port creates, or a sub-group. Caller storage; treat as opaque. Do not
+   copy it (nor a port's state that holds one, pg_pthread_world, pg_shm, pg_mpi): it points
+   into itself (its built-in scratch) and its sequence numbers must stay one per rank. Use it
+   where its init filled it, through pointers; a copy is refused with PG_ERR_COPIED. */
 typedef struct pg_group {
+    const struct pg_group *self; /* the group itself, set by its init: a copy lives elsewhere */
     const pg_ops *ops;
     void *port;         /* the port's state for this rank */
     int32_t rank, size; /* in this group */
@@ -296,7 +328,7 @@ PG_API int pg_scale_local(void *acc, size_t n, mb_dtype dt, int divisor);
    compare per-rank counts by it. */
 static inline uint64_t pg__counts_hash(const size_t *counts, int n, int step)
 {
-    uint64_t h = 1469598103934665603u;
+    uint64_t h = 1469598103934665603u; /* FNV-1a, 64 bits: offset basis and prime */
     int i;
     for (i = 0; counts && i < n; i++) h = (h ^ (uint64_t)counts[i * step]) * 1099511628211u;
     return h;
@@ -310,18 +342,8 @@ static inline uint64_t pg__counts_hash(const size_t *counts, int n, int step)
 /* ---- 8. Implementation ----------------------------------------------------------- */
 #if defined(PG_IMPLEMENTATION) && !defined(PG_IMPLEMENTED)
 #define PG_IMPLEMENTED
-
-#if !defined(PG_MEMCPY) || !defined(PG_MEMSET)
+#ifdef PG__STRING_H
 #include <string.h>
-#endif
-#ifndef PG_MEMCPY
-#define PG_MEMCPY(d, s, n) memcpy((d), (s), (n))
-#endif
-#ifndef PG_MEMSET
-#define PG_MEMSET(d, v, n) memset((d), (v), (n))
-#endif
-#ifndef PG_ASSERT
-#define PG_ASSERT(x) ((void)0)
 #endif
 
 #ifdef __cplusplus
@@ -359,9 +381,15 @@ PG__DEF size_t pg_dtype_size(mb_dtype dt)
     return ((unsigned)dt < (unsigned)MB_DTYPE_COUNT) ? sz[dt] : 0u;
 }
 
+/* The wire tag's fields: context (8 bits) at bit 22, kind (6 bits) at 16, the low 16 bits. */
+enum { PG__CONTEXT_SHIFT = 22, PG__KIND_SHIFT = 16, PG__CONTEXT_MIX = 31 };
+#define PG__CONTEXT_MASK 0xFFu
+#define PG__KIND_MASK    0x3Fu
+
 PG__DEF uint32_t pg_wire_tag(uint32_t context, uint32_t kind, uint32_t low16)
 {
-    return ((context & 0xFFu) << 22) | ((kind & 0x3Fu) << 16) | (low16 & 0xFFFFu);
+    return ((context & PG__CONTEXT_MASK) << PG__CONTEXT_SHIFT) | ((kind & PG__KIND_MASK) << PG__KIND_SHIFT) |
+           (low16 & PG_TAG_MAX);
 }
 
 PG__DEF int pg_group_init(pg_group *g, const pg_ops *ops, void *port, int world_rank, int world_size, size_t max_msg)
@@ -371,6 +399,7 @@ PG__DEF int pg_group_init(pg_group *g, const pg_ops *ops, void *port, int world_
     if (world_size <= 0 || world_size > PG_MAX_RANKS || max_msg == 0) return PG_ERR_SIZE;
     if (world_rank < 0 || world_rank >= world_size) return PG_ERR_RANK;
     PG_MEMSET(g, 0, sizeof *g);
+    g->self = g;
     g->ops = ops;
     g->port = port;
     g->rank = world_rank;
@@ -388,12 +417,12 @@ PG__DEF int pg_group_init(pg_group *g, const pg_ops *ops, void *port, int world_
     return PG_OK;
 }
 
-/* A usable group: non-NULL and this rank a member. */
+/* A usable group: non-NULL, this rank a member, where its init filled it. */
 static int pg__ok(const pg_group *g)
 {
     if (!g) return PG_ERR_NULL;
     if (!g->ops || g->size <= 0 || g->rank < 0) return PG_ERR_NOT_MEMBER;
-    return PG_OK;
+    return g->self == g ? PG_OK : PG_ERR_COPIED;
 }
 
 PG__DEF int pg_rank(const pg_group *g)
@@ -600,6 +629,7 @@ PG__DEF int pg_subgroup_init(pg_group *sub, pg_group *parent, const int *ranks, 
         if (ranks[i] == parent->rank) me = i;
     }
     PG_MEMSET(sub, 0, sizeof *sub);
+    sub->self = sub;
     sub->ops = parent->ops;
     sub->port = parent->port;
     sub->world_rank = parent->world_rank;
@@ -610,8 +640,8 @@ PG__DEF int pg_subgroup_init(pg_group *sub, pg_group *parent, const int *ranks, 
     sub->scratch_bytes = sizeof sub->builtin_scratch;
     sub->fallback_peer = -1;
     sub->next_context = 1;
-    /* contexts 1..255; a nested group's id mixes in its parent's so siblings differ */
-    sub->context = 1u + ((parent->context * 31u + ctx) % 255u);
+    /* contexts 1..255; a nested group's id mixes in its parent's (times a prime) so siblings differ */
+    sub->context = 1u + ((parent->context * PG__CONTEXT_MIX + ctx) % PG__CONTEXT_MASK);
     if (me < 0) {
         sub->rank = -1;
         sub->size = 0;
@@ -899,16 +929,18 @@ PG__DEF int pg_broadcast(pg_group *g, void *buf, size_t count, mb_dtype dt, int 
    to r + d and receives from r - d, d = 1, 2, 4, ...), so every rank learns the same
    verdict: a disagreement is PG_ERR_MISMATCH on every rank, before any data moves and
    with no message left behind (one rank's OK beside its peers' errors is not possible). */
+#define PG__FNV32_OFFSET 2166136261u /* FNV-1a, 32 bits */
+#define PG__FNV32_PRIME  16777619u
 static uint32_t pg__fnv(uint32_t h, uint64_t v)
 {
     int i;
-    for (i = 0; i < 8; i++, v >>= 8) h = (h ^ (uint32_t)(v & 0xFFu)) * 16777619u;
+    for (i = 0; i < 8; i++, v >>= 8) h = (h ^ (uint32_t)(v & 0xFFu)) * PG__FNV32_PRIME;
     return h;
 }
 
 static int pg__ring_check(pg_group *g, uint32_t tag, int kind, mb_dtype dt, int op, const size_t *counts)
 {
-    uint32_t h = 2166136261u, mm[2], in[2];
+    uint32_t h = PG__FNV32_OFFSET, mm[2], in[2];
     int i, rc, n = g->size, d;
     h = pg__fnv(pg__fnv(pg__fnv(h, (uint64_t)kind), (uint64_t)dt), (uint64_t)op);
     for (i = 0; i < n; i++) h = pg__fnv(h, (uint64_t)counts[i]);

@@ -131,6 +131,8 @@
 extern "C" {
 #endif
 
+/* This process's port: used in place, not copied (its world group points into it; a copied
+   group is refused with PG_ERR_COPIED). */
 typedef struct pg_mpi_port {
     MPI_Comm parent; /* private duplicate of the user's communicator (coll is re-made from it) */
     MPI_Comm p2p;    /* private duplicate for point-to-point */

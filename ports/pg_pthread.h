@@ -142,6 +142,8 @@ typedef struct pg_pthread_pub {
     uint64_t epoch PG_PTHREAD__LINE; /* own barrier epoch (written by its rank only) */
 } PG_PTHREAD__LINE pg_pthread_pub;
 
+/* The world: static storage, used in place. Do not copy it: its groups and ranks point into
+   it (a copied group is refused with PG_ERR_COPIED). */
 typedef struct pg_pthread_world {
     pg_pthread_box box[PG_PTHREAD_MAX_RANKS][PG_PTHREAD_MAX_RANKS]; /* [src][dst] */
     pg_pthread_pub pub[PG_PTHREAD_MAX_RANKS] PG_PTHREAD__LINE;

@@ -582,6 +582,62 @@ static int dtc_bad_input_body(pg_group *g, void *arg)
     return 0;
 }
 
+/* ---- scratch queries for strided views: the contiguous queries' answer is not enough for
+   column-major views; dt_full_tensor_scratch_query / dt_distribute_scratch_query give what
+   each rank needs, and one byte less is DT_ERR_TOO_SMALL (nothing sent) ---- */
+static int dtc_colmajor(float *buf, const mb_tensor *src, mb_tensor *t)
+{
+    int32_t sh[2];
+    sh[0] = src->shape[1];
+    sh[1] = src->shape[0];
+    DTC_OK(mb_tensor_init(t, buf, MB_F32, 2, sh));
+    sh[0] = t->stride[0]; /* the transposed view of that storage has src's shape */
+    t->shape[0] = src->shape[0];
+    t->shape[1] = src->shape[1];
+    t->stride[0] = t->stride[1];
+    t->stride[1] = sh[0];
+    if (src->data) DTC_OK(mb_copy(t, src));
+    return 0;
+}
+
+static int dtc_scratch_query_body(pg_group *g, void *arg)
+{
+    static const dt_placement S0[1] = {S0_};
+    static const int32_t shape[2] = {13, 3};
+    int me = dtc_me(g);
+    dt_spec s0;
+    mb_tensor G, v, in, full, Gt, loc;
+    size_t need, contiguous;
+    (void)arg;
+    DTC_SUB(dtc_setup(g, 1));
+    DTC_OK(dt_spec_init(&s0, &dtc_mesh[me], S0, 1, MB_F32, 2, shape, 0));
+    dtc_fill(dtc_glob[me], 13, 3, 1, 0, &G);
+    DTC_OK(dt_local_view(&s0, me, &G, &v));
+    DTC_SUB(dtc_colmajor(dtc_in[me], &v, &in));
+    DTC_SUB(dtc_colmajor(dtc_out[me], &G, &full));
+    DTC_OK(dt_full_tensor_scratch_bytes(&s0, &contiguous));
+    DTC_OK(dt_full_tensor_scratch_query(&dtc_comm[me], &s0, &in, &full, &need));
+    DTC_CHECK(contiguous == 0 && need > 0); /* strided: the pieces are staged */
+    DTC_RC(dt_full_tensor(&dtc_comm[me], 0, &s0, &in, &full, dtc_scr[me], need - 1), DT_ERR_TOO_SMALL);
+    dtc_poison(dtc_out[me]);
+    DTC_OK(dt_full_tensor(&dtc_comm[me], 0, &s0, &in, &full, dtc_scr[me], need));
+    DTC_CHECK(dtc_equal(&full, &G));
+    DTC_RC(dt_full_tensor_scratch_query(&dtc_comm[me], &s0, &in, &full, 0), DT_ERR_NULL);
+    full.shape[0] = 12;
+    DTC_RC(dt_full_tensor_scratch_query(&dtc_comm[me], &s0, &in, &full, &need), DT_ERR_MISMATCH);
+    /* distribute from rank 0's column-major G into column-major local pieces */
+    DTC_SUB(dtc_colmajor(dtc_mid[me], &G, &Gt));
+    dtc_poison(dtc_out[me]);
+    DTC_SUB(dtc_colmajor(dtc_out[me], &in, &loc));
+    dtc_poison(dtc_out[me]);
+    DTC_OK(dt_distribute_scratch_query(&dtc_comm[me], &s0, &Gt, 0, &loc, &need));
+    if (need) /* a rank needing none would enter the collective */
+        DTC_RC(dt_distribute(&dtc_comm[me], &s0, &Gt, 0, &loc, dtc_scr[me], need - 1), DT_ERR_TOO_SMALL);
+    DTC_OK(dt_distribute(&dtc_comm[me], &s0, &Gt, 0, &loc, dtc_scr[me], need));
+    DTC_CHECK(dtc_equal(&loc, &v));
+    return 0;
+}
+
 /* ---- the plan cache on the execution path ---- */
 static int dtc_cache_body(pg_group *g, void *arg)
 {
@@ -630,6 +686,7 @@ DTC_TEST(construct)
 DTC_TEST(regressions)
 DTC_TEST(bad_input)
 DTC_TEST(cache)
+DTC_TEST(scratch_query)
 
 static const struct CMUnitTest dtc_tests[] = {
     cmocka_unit_test(dtc_test_transitions_1d), cmocka_unit_test(dtc_test_ones),
@@ -638,7 +695,7 @@ static const struct CMUnitTest dtc_tests[] = {
 #endif
     cmocka_unit_test(dtc_test_round_trip),     cmocka_unit_test(dtc_test_construct),
     cmocka_unit_test(dtc_test_regressions),    cmocka_unit_test(dtc_test_bad_input),
-    cmocka_unit_test(dtc_test_cache),
+    cmocka_unit_test(dtc_test_cache),          cmocka_unit_test(dtc_test_scratch_query),
 };
 
 #undef R_

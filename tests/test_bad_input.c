@@ -28,6 +28,7 @@
 #include "ports/pg.h"
 #define PIPELINE_IMPLEMENTATION
 #include "pipeline.h"
+#include "pipeline_bn.h"
 #define DTENSOR_IMPLEMENTATION
 #define DTENSOR_OPS_IMPLEMENTATION
 #define DTENSOR_CONV_IMPLEMENTATION
@@ -55,7 +56,7 @@ static union {
 /* ---- inputs: valid fixtures and invalid variants (never checked for changes) --------- */
 static float fx[8][4];
 static int32_t shape84[2] = {8, 4}, shape_neg[2] = {8, -1}, shape44[2] = {4, 4};
-static mb_tensor t84, t_ndim7, t_negshape, t_dtype, t_neg_stride;
+static mb_tensor t84, t_ndim7, t_negshape, t_dtype, t_neg_stride, t_sized;
 static mb_value args[2], args_bad_kind[1], chunks4[4];
 static mb_spec spec_split5 = MB_SPLIT(5), spec_bad_kind = {99, 0, 0, 0},
                spec_custom_null = {MB_SPEC_REDUCE, 0, MB_RED_CUSTOM, 0};
@@ -138,12 +139,19 @@ static dt_spec sp_i32_4;
 static dt_dispatch ddisp;
 static const dt_spec *ops_repl[2] = {&sp_repl, &sp_repl}, *ops_s1[1] = {&sp_shard1},
                      *ops_loss[2] = {&sp_repl, &sp_i32_4};
-static const dt_op_attrs at_view15 = {0, 0, 0, 0, 0, 1, {15}, 0.0f}, at_view16 = {0, 0, 0, 0, 0, 1, {16}, 0.0f},
-                         at_t2 = {0, 2, 0, 0, 0, 0, {0}, 0.0f}, at_red3 = {0, 0, 0, 3, 0, 0, {0}, 0.0f},
-                         at_none = {0, 0, 0, 0, -100, 0, {0}, 0.0f};
+static const dt_op_attrs at_view15 = {0, 0, 0, 0, 0, 1, {15}, 0.0f, 0.0f},
+                         at_view16 = {0, 0, 0, 0, 0, 1, {16}, 0.0f, 0.0f}, at_t2 = {0, 2, 0, 0, 0, 0, {0}, 0.0f, 0.0f},
+                         at_red3 = {0, 0, 0, 3, 0, 0, {0}, 0.0f, 0.0f},
+                         at_none = {0, 0, 0, 0, -100, 0, {0}, 0.0f, 0.0f};
 static int32_t idx_bad[2] = {3, 4}, tgt_bad[4] = {0, 1, 7, 2};
 static mb_tensor t_x44, t_idx_bad, t_tgt_bad;
 static const mb_tensor *emb_in[2] = {&t_x44, &t_idx_bad}, *loss_in[2] = {&t_x44, &t_tgt_bad};
+/* dt_kernel_ref's hostile operands: a NULL one, 2x2 and 2x4 matrices, a negative stride, a
+   stride-0 view of 2^32 + 1 elements */
+static mb_tensor t_k22, t_kbad, t_khuge;
+static const mb_tensor *kin_null[2] = {&t_x44, NULL}, *kin_22[2] = {&t_k22, &t_k22}, *kin_24[2] = {&t_k22, &t_x44},
+                       *kin_bad[1] = {&t_kbad}, *kin_huge[1] = {&t_khuge};
+static const dt_op_attrs at_mode2 = {0, 0, 0, 2, 0, 0, {0}, 0.0f, 0.0f};
 static dt_tensor ops_plain[2], ops_mixed[2], ops_inplace[2];
 
 static mb_tensor t_nan, t_acc44, t_i8_wide, t_i8_tall;
@@ -151,6 +159,7 @@ static float scales4[4] = {0.1f, 0.2f, 0.3f, 0.4f}, nan44[16];
 static int32_t acc44[16];
 static int8_t i8buf[64];
 static dt_qmul qm4[4];
+static const int32_t q8_tab[256] = {0}; /* a table the int8 row ops read (rejected before) */
 static dt_gnode gnodes[4], gnodes_full[1], gnodes_batch[2], gnodes_noin[1];
 static dt_graph gg, gg_out, gg_full, gg_batch, gg_noin;
 static dt_gplan gp, gp_badstep, gp_world2;
@@ -162,7 +171,10 @@ static int32_t ranks_dup[2] = {0, 0}, ranks_neg[2] = {0, -1}, shape_m2[1] = {2},
 
 static pg_pthread_world world;
 static pg_group *g0, *g1, g1_before;
-static pg_group nomember; /* a sub-group this rank is not in */
+static pg_group nomember;  /* a sub-group this rank is not in */
+static pg_group g0_copy;   /* a copy of rank 0's group (do not copy: PG_ERR_COPIED) */
+static dt_comm dcomm_copy; /* a copy of dcomm (DT_ERR_COPIED) */
+static const int ranks01[2] = {0, 1};
 static pg_ops ops_nosend;
 static float pin[64];
 static size_t counts2[2] = {2, 2}, counts_big[2] = {(size_t)-1 / 2, 2};
@@ -208,6 +220,21 @@ static pp_table ht[HT_COUNT], table_fo1;
 static pp_action ht_rows[3][64];
 static const uint8_t map_bad[2] = {0, 200}, map_other[2] = {1, 1};
 static pp_exec_cfg xcfg_fo, xcfg_fo_nout;
+/* fairscale's model features: skips (s = stashes "s", p = pops it), positions, routes */
+static const pp_skip sk_s = {"s", 0, {MB_F32, 1, {4}, 0}};
+static pp_layer sk_pass, sk_stash, sk_pop;
+static pp_layer sk_unstashed[2], sk_backwards[2], sk_twice[3], sk_unpopped[2], sk_ok[2];
+static const int32_t sk_bal2[1] = {2}, sk_bal3[1] = {3}, inv_order[3] = {0, 1, 0}, inv_unused[2] = {0, 0},
+                     inv_parts[2] = {1, 1}, inv_parts_bad[2] = {2, 1};
+static const uint8_t map_01[2] = {0, 1}, map_03[2] = {0, 3};
+static const pp_route route_back[1] = {{1, 0, 0, 0, 1, 0}};
+static pp_exec_cfg xcfg_badroute;
+static pp_route xroute_bad[1] = {{0, 1, 0, 0, 0, 0}}; /* dst 0, but position 1 is on stage 1 */
+static pp_tspec sk_spec4;
+static pp_layer xlayers_sk[2];
+static pp_dbn dbn;
+static float dbn_f[6][4];
+static double dbn_acc[8];
 
 /* Each plan function's call with plan P (outputs in the canary area). */
 #define HP_TABLE(P)    pp_plan_table(P, 0, OUT(pp_table))
@@ -244,42 +271,222 @@ static pp_exec_cfg xcfg_fo, xcfg_fo_nout;
 #define HT_QUERY(T) pp_exec_query(&xcfg, T, OUT(size_t))
 #define HT_BYTES(T) (int)pp_exec_bytes(&xcfg, T)
 #define HT_INIT(T)  pp_exec_init(OUT(pp_exec), &xcfg, T, g0, OUT_AT(void, 4096), 8192)
-#define HT_ROWS(ROW, id, f, C, NUL, ARG, MAP, ACT, W)                                                         \
-    ROW(id##_null, "pipeline.h", f, "table: NULL actions" W, NUL, C(&ht[HT_NULL]))                            \
-    ROW(id##_mapnull, "pipeline.h", f, "table: NULL stage_rank" W, NUL, C(&ht[HT_MAP_NULL]))                  \
-    ROW(id##_nr0, "pipeline.h", f, "table: nranks 0" W, ARG, C(&ht[HT_NRANKS0]))                              \
-    ROW(id##_rank, "pipeline.h", f, "table: rank >= nranks" W, ARG, C(&ht[HT_RANK]))                          \
-    ROW(id##_ns0, "pipeline.h", f, "table: nstages 0" W, ARG, C(&ht[HT_NSTAGES0]))                            \
-    ROW(id##_nsbig, "pipeline.h", f, "table: nstages > PP_MAX_STAGES" W, ARG, C(&ht[HT_NSTAGES_BIG]))         \
-    ROW(id##_nmb0, "pipeline.h", f, "table: nmb 0" W, ARG, C(&ht[HT_NMB0]))                                   \
-    ROW(id##_slots0, "pipeline.h", f, "table: slots 0" W, ARG, C(&ht[HT_SLOTS0]))                             \
-    ROW(id##_map, "pipeline.h", f, "table: stage_rank[1] = 200 (no such rank)" W, MAP, C(&ht[HT_STAGE_RANK])) \
-    ROW(id##_other, "pipeline.h", f, "table: an action of a stage mapped to another rank" W, MAP,             \
-        C(&ht[HT_OTHER_RANK]))                                                                                \
-    ROW(id##_type, "pipeline.h", f, "table: an action of type 200" W, ACT, C(&ht[HT_TYPE]))                   \
-    ROW(id##_stage, "pipeline.h", f, "table: an action's stage >= nstages" W, ACT, C(&ht[HT_STAGE]))          \
-    ROW(id##_mb, "pipeline.h", f, "table: an action's microbatch >= nmb" W, ACT, C(&ht[HT_MB]))
-#define PP_HOSTILE_ROWS(ROW)                                                                                           \
-    HP_ROWS(ROW, hp_table, "pp_plan_table", HP_TABLE)                                                                  \
-    HP_ROWS(ROW, hp_peak, "pp_peak_inflight", HP_PEAK)                                                                 \
-    HP_ROWS(ROW, hp_lower, "pp_lower", HP_LOWER)                                                                       \
-    HP_ROWS(ROW, hp_validate, "pp_validate", HP_VALIDATE)                                                              \
-    HP_STRUCT_ROWS(ROW, hp_simbytes, "pp_sim_bytes", HP_SIMBYTES, 0, 0, 0, " (returns 0)")                             \
-    HP_ROWS(ROW, hp_simulate, "pp_simulate", HP_SIMULATE)                                                              \
-    HP_ROWS(ROW, hp_mailbox, "pp_mailbox_depth", HP_MAILBOX)                                                           \
-    HP_ROWS(ROW, hp_csvw, "pp_csv_write", HP_CSVW)                                                                     \
-    HP_STRUCT_ROWS(ROW, hp_csvr, "pp_csv_read", HP_CSVR, PP_ERR_NULL, PP_ERR_ARG, PP_ERR_STAGE_RANK,                   \
-                   " (its rows are replaced, not read)")                                                               \
-    HP_ROWS(ROW, hp_emit, "pp_emit_c", HP_EMIT)                                                                        \
-    HP_ROWS(ROW, hp_timeline, "pp_timeline", HP_TIMELINE)                                                              \
-    HT_ROWS(ROW, ht_query, "pp_exec_query", HT_QUERY, PP_ERR_NULL, PP_ERR_ARG, PP_ERR_STAGE_RANK, PP_ERR_ACTION, "")   \
-    HT_ROWS(ROW, ht_bytes, "pp_exec_bytes", HT_BYTES, 0, 0, 0, 0, " (returns 0)")                                      \
-    HT_ROWS(ROW, ht_init, "pp_exec_init", HT_INIT, PP_ERR_NULL, PP_ERR_ARG, PP_ERR_STAGE_RANK, PP_ERR_ACTION, "")      \
-    ROW(ht_out, "pipeline.h", "pp_exec_init", "inference cfg without output, on the last stage's rank", PP_ERR_NULL,   \
-        pp_exec_init(OUT(pp_exec), &xcfg_fo_nout, &table_fo1, g1, OUT_AT(void, 4096), 8192))                           \
-    ROW(ht_outq, "pipeline.h", "pp_exec_query", "inference cfg without output, on the last stage's rank", PP_ERR_NULL, \
-        pp_exec_query(&xcfg_fo_nout, &table_fo1, OUT(size_t)))                                                         \
-    ROW(ht_qnull, "pipeline.h", "pp_exec_query", "NULL bytes", PP_ERR_NULL, pp_exec_query(&xcfg, &table0, NULL))
+#define HT_ROWS(ROW, id, f, C, NUL, ARG, MAP, ACT, W)                                                              \
+    ROW(id##_null, "pipeline_exec.h", f, "table: NULL actions" W, NUL, C(&ht[HT_NULL]))                            \
+    ROW(id##_mapnull, "pipeline_exec.h", f, "table: NULL stage_rank" W, NUL, C(&ht[HT_MAP_NULL]))                  \
+    ROW(id##_nr0, "pipeline_exec.h", f, "table: nranks 0" W, ARG, C(&ht[HT_NRANKS0]))                              \
+    ROW(id##_rank, "pipeline_exec.h", f, "table: rank >= nranks" W, ARG, C(&ht[HT_RANK]))                          \
+    ROW(id##_ns0, "pipeline_exec.h", f, "table: nstages 0" W, ARG, C(&ht[HT_NSTAGES0]))                            \
+    ROW(id##_nsbig, "pipeline_exec.h", f, "table: nstages > PP_MAX_STAGES" W, ARG, C(&ht[HT_NSTAGES_BIG]))         \
+    ROW(id##_nmb0, "pipeline_exec.h", f, "table: nmb 0" W, ARG, C(&ht[HT_NMB0]))                                   \
+    ROW(id##_slots0, "pipeline_exec.h", f, "table: slots 0" W, ARG, C(&ht[HT_SLOTS0]))                             \
+    ROW(id##_map, "pipeline_exec.h", f, "table: stage_rank[1] = 200 (no such rank)" W, MAP, C(&ht[HT_STAGE_RANK])) \
+    ROW(id##_other, "pipeline_exec.h", f, "table: an action of a stage mapped to another rank" W, MAP,             \
+        C(&ht[HT_OTHER_RANK]))                                                                                     \
+    ROW(id##_type, "pipeline_exec.h", f, "table: an action of type 200" W, ACT, C(&ht[HT_TYPE]))                   \
+    ROW(id##_stage, "pipeline_exec.h", f, "table: an action's stage >= nstages" W, ACT, C(&ht[HT_STAGE]))          \
+    ROW(id##_mb, "pipeline_exec.h", f, "table: an action's microbatch >= nmb" W, ACT, C(&ht[HT_MB]))
+#define PP_HOSTILE_ROWS(ROW)                                                                                         \
+    HP_ROWS(ROW, hp_table, "pp_plan_table", HP_TABLE)                                                                \
+    HP_ROWS(ROW, hp_peak, "pp_peak_inflight", HP_PEAK)                                                               \
+    HP_ROWS(ROW, hp_lower, "pp_lower", HP_LOWER)                                                                     \
+    HP_ROWS(ROW, hp_validate, "pp_validate", HP_VALIDATE)                                                            \
+    HP_STRUCT_ROWS(ROW, hp_simbytes, "pp_sim_bytes", HP_SIMBYTES, 0, 0, 0, " (returns 0)")                           \
+    HP_ROWS(ROW, hp_simulate, "pp_simulate", HP_SIMULATE)                                                            \
+    HP_ROWS(ROW, hp_mailbox, "pp_mailbox_depth", HP_MAILBOX)                                                         \
+    HP_ROWS(ROW, hp_csvw, "pp_csv_write", HP_CSVW)                                                                   \
+    HP_STRUCT_ROWS(ROW, hp_csvr, "pp_csv_read", HP_CSVR, PP_ERR_NULL, PP_ERR_ARG, PP_ERR_STAGE_RANK,                 \
+                   " (its rows are replaced, not read)")                                                             \
+    HP_ROWS(ROW, hp_emit, "pp_emit_c", HP_EMIT)                                                                      \
+    HP_ROWS(ROW, hp_timeline, "pp_timeline", HP_TIMELINE)                                                            \
+    HT_ROWS(ROW, ht_query, "pp_exec_query", HT_QUERY, PP_ERR_NULL, PP_ERR_ARG, PP_ERR_STAGE_RANK, PP_ERR_ACTION, "") \
+    HT_ROWS(ROW, ht_bytes, "pp_exec_bytes", HT_BYTES, 0, 0, 0, 0, " (returns 0)")                                    \
+    HT_ROWS(ROW, ht_init, "pp_exec_init", HT_INIT, PP_ERR_NULL, PP_ERR_ARG, PP_ERR_STAGE_RANK, PP_ERR_ACTION, "")    \
+    ROW(ht_out, "pipeline_exec.h", "pp_exec_init", "inference cfg without output, on the last stage's rank",         \
+        PP_ERR_NULL, pp_exec_init(OUT(pp_exec), &xcfg_fo_nout, &table_fo1, g1, OUT_AT(void, 4096), 8192))            \
+    ROW(ht_outq, "pipeline_exec.h", "pp_exec_query", "inference cfg without output, on the last stage's rank",       \
+        PP_ERR_NULL, pp_exec_query(&xcfg_fo_nout, &table_fo1, OUT(size_t)))                                          \
+    ROW(ht_qnull, "pipeline_exec.h", "pp_exec_query", "NULL bytes", PP_ERR_NULL, pp_exec_query(&xcfg, &table0, NULL))
+
+/* Caller-filled dt_graphs with one hostile field (the rest gg's: input, param, mm; capacity 4),
+   each with its own copy of the nodes. */
+enum { HG_NODES, HG_COUNT_BIG, HG_COUNT_NEG, HG_IN_SELF, HG_IN_NEG, HG_OP, HG_NIN, HG_NDIM, HG_COUNT };
+static dt_graph hg[HG_COUNT];
+static dt_gnode hg_nodes[HG_COUNT][4];
+#define HG_ANALYZE(G) dt_graph_analyze(G)
+#define HG_PLAN(G)    dt_graph_plan(G, 1, 0, DT_SUM, OUT(dt_gplan), OUT_AT(dt_gstep, 1024), 4)
+#define HG_PLACE(G)   dt_graph_dist_placements(G, 1, OUT(dt_placement), 16)
+#define HG_ROWS(ROW, id, f, C)                                                                                 \
+    ROW(id##_nodes, "dtensor_graph.h", f, "graph: NULL nodes", DT_ERR_NULL, C(&hg[HG_NODES]))                  \
+    ROW(id##_cbig, "dtensor_graph.h", f, "graph: count > capacity", DT_ERR_NODE, C(&hg[HG_COUNT_BIG]))         \
+    ROW(id##_cneg, "dtensor_graph.h", f, "graph: count -1", DT_ERR_NODE, C(&hg[HG_COUNT_NEG]))                 \
+    ROW(id##_self, "dtensor_graph.h", f, "graph: a node's operand is itself", DT_ERR_NODE, C(&hg[HG_IN_SELF])) \
+    ROW(id##_inneg, "dtensor_graph.h", f, "graph: a node's operand -1", DT_ERR_NODE, C(&hg[HG_IN_NEG]))        \
+    ROW(id##_op, "dtensor_graph.h", f, "graph: a node of op 9999", DT_ERR_NODE, C(&hg[HG_OP]))                 \
+    ROW(id##_nin, "dtensor_graph.h", f, "graph: a node of 9 operands", DT_ERR_NODE, C(&hg[HG_NIN]))            \
+    ROW(id##_ndim, "dtensor_graph.h", f, "graph: a node of ndim 9", DT_ERR_NODE, C(&hg[HG_NDIM]))
+#define GR_HOSTILE_ROWS(ROW)                                 \
+    HG_ROWS(ROW, hg_analyze, "dt_graph_analyze", HG_ANALYZE) \
+    HG_ROWS(ROW, hg_plan, "dt_graph_plan", HG_PLAN)          \
+    HG_ROWS(ROW, hg_place, "dt_graph_dist_placements", HG_PLACE)
+
+/* Caller-filled dt_conv2d_params with one hostile field (the rest cp's: NCHW, stride, padding,
+   dilation and groups 1) against each conv2d function taking them. */
+enum { HK_LAYOUT, HK_STRIDE, HK_PAD, HK_DIL, HK_GROUPS, HK_COUNT };
+static dt_conv2d_params hk[HK_COUNT];
+#define HK_OSHAPE(P) dt_conv2d_out_shape(P, cxs, cws, OUT(int32_t))
+#define HK_REF(P)    dt_conv2d_ref(P, &cx, &cwt, NULL, out4(MB_F32, 2, 4))
+#define HK_OSPEC(P)  dt_conv2d_out_spec(P, &sp_cx_h, &sp_cw, OUT(dt_spec))
+#define HK_SCR(P)    dt_conv2d_scratch_bytes(P, &sp_cx_h, &sp_cw, OUT(size_t))
+#define HK_RUN(P)    dt_conv2d(&dcomm, P, &dcx_h, &dcw, NULL, OUT_AT(dt_spec, 8192), out4(MB_F32, 2, 2), OUT(void), 8192)
+#define HK_ROWS(ROW, id, f, C)                                                                 \
+    ROW(id##_layout, "dtensor_conv.h", f, "params: layout 9", DT_ERR_SHAPE, C(&hk[HK_LAYOUT])) \
+    ROW(id##_stride, "dtensor_conv.h", f, "params: stride 0", DT_ERR_SHAPE, C(&hk[HK_STRIDE])) \
+    ROW(id##_pad, "dtensor_conv.h", f, "params: padding -1", DT_ERR_SHAPE, C(&hk[HK_PAD]))     \
+    ROW(id##_dil, "dtensor_conv.h", f, "params: dilation 0", DT_ERR_SHAPE, C(&hk[HK_DIL]))     \
+    ROW(id##_groups, "dtensor_conv.h", f, "params: groups 0", DT_ERR_SHAPE, C(&hk[HK_GROUPS]))
+#define CV_HOSTILE_ROWS(ROW)                                  \
+    HK_ROWS(ROW, hk_oshape, "dt_conv2d_out_shape", HK_OSHAPE) \
+    HK_ROWS(ROW, hk_ref, "dt_conv2d_ref", HK_REF)             \
+    HK_ROWS(ROW, hk_ospec, "dt_conv2d_out_spec", HK_OSPEC)    \
+    HK_ROWS(ROW, hk_scr, "dt_conv2d_scratch_bytes", HK_SCR)   \
+    HK_ROWS(ROW, hk_run, "dt_conv2d", HK_RUN)
+
+/* Caller-filled pp_exec_cfgs with one hostile field (the rest xcfg's: 2 layers of 32 B, one a
+   stage, 2 rows of f32, training) with table0, rank 0's 1F1B table. */
+enum {
+    HC_LAYERS,
+    HC_BALANCE,
+    HC_ROWS0,
+    HC_DTYPE,
+    HC_NLAYERS,
+    HC_CKPT,
+    HC_BAL0,
+    HC_BALSUM,
+    HC_IN0,
+    HC_INODD,
+    HC_FWD,
+    HC_ACT0,
+    HC_COUNT
+};
+static pp_exec_cfg hc[HC_COUNT];
+static pp_layer hc_fwd[2], hc_act0[2];
+static const int32_t bal_01[2] = {0, 2}, bal_12[2] = {1, 2};
+#define HC_QUERY(C) pp_exec_query(C, &table0, OUT(size_t))
+#define HC_BYTES(C) (int)pp_exec_bytes(C, &table0)
+#define HC_INIT(C)  pp_exec_init(OUT(pp_exec), C, &table0, g0, OUT_AT(void, 4096), 8192)
+#define HC_ROWS(ROW, id, f, C, NUL, ARG, CK, BN, BS, W)                                               \
+    ROW(id##_layers, "pipeline_exec.h", f, "cfg: NULL layers" W, NUL, C(&hc[HC_LAYERS]))              \
+    ROW(id##_balance, "pipeline_exec.h", f, "cfg: NULL balance" W, NUL, C(&hc[HC_BALANCE]))           \
+    ROW(id##_rows, "pipeline_exec.h", f, "cfg: rows 0" W, ARG, C(&hc[HC_ROWS0]))                      \
+    ROW(id##_dtype, "pipeline_exec.h", f, "cfg: dtype 99" W, ARG, C(&hc[HC_DTYPE]))                   \
+    ROW(id##_nlayers, "pipeline_exec.h", f, "cfg: nlayers 0" W, ARG, C(&hc[HC_NLAYERS]))              \
+    ROW(id##_ckpt, "pipeline_exec.h", f, "cfg: checkpoint 9" W, CK, C(&hc[HC_CKPT]))                  \
+    ROW(id##_bal0, "pipeline_exec.h", f, "cfg: a stage of 0 layers" W, BN, C(&hc[HC_BAL0]))           \
+    ROW(id##_balsum, "pipeline_exec.h", f, "cfg: balance sums past nlayers" W, BS, C(&hc[HC_BALSUM])) \
+    ROW(id##_in0, "pipeline_exec.h", f, "cfg: in_bytes 0" W, ARG, C(&hc[HC_IN0]))                     \
+    ROW(id##_inodd, "pipeline_exec.h", f, "cfg: in_bytes not whole rows" W, ARG, C(&hc[HC_INODD]))    \
+    ROW(id##_fwd, "pipeline_exec.h", f, "cfg: a layer without forward" W, NUL, C(&hc[HC_FWD]))        \
+    ROW(id##_act0, "pipeline_exec.h", f, "cfg: a layer of act_bytes 0" W, ARG, C(&hc[HC_ACT0]))
+#define PC_HOSTILE_ROWS(ROW)                                                                      \
+    HC_ROWS(ROW, hc_query, "pp_exec_query", HC_QUERY, PP_ERR_NULL, PP_ERR_ARG, PP_ERR_CHECKPOINT, \
+            PP_ERR_BALANCE_NONPOSITIVE, PP_ERR_BALANCE_SUM, "")                                   \
+    HC_ROWS(ROW, hc_bytes, "pp_exec_bytes", HC_BYTES, 0, 0, 0, 0, 0, " (returns 0)")              \
+    HC_ROWS(ROW, hc_init, "pp_exec_init", HC_INIT, PP_ERR_NULL, PP_ERR_ARG, PP_ERR_CHECKPOINT,    \
+            PP_ERR_BALANCE_NONPOSITIVE, PP_ERR_BALANCE_SUM, "")
+
+/* Caller-filled mb_specs with one hostile field: the split ones for the split functions (a
+   1-value split of t84 into 2), all of them for the merge functions (4 chunks of 2x4 f32). */
+static mb_reducer red_nofn = {0, {MB_VALUE_SCALAR, 0.0, {0, MB_F32, 0, {0}, {0}}}, 0},
+                  red_badinit = {reducer_add, {9, 0.0, {0, MB_F32, 0, {0}, {0}}}, 0};
+static mb_spec ms_kind = {99, 0, 0, 0}, ms_dim = MB_SPLIT(5), ms_negdim = MB_SPLIT(-9),
+               ms_op = {MB_SPEC_REDUCE, 0, 99, 0}, ms_nored = {MB_SPEC_REDUCE, 0, MB_RED_CUSTOM, 0},
+               ms_nofn = MB_REDUCE_CUSTOM(&red_nofn), ms_init = MB_REDUCE_CUSTOM(&red_badinit);
+#define MS_SPLIT(S)  mb_split(args, S, 1, 2, 0, OUT(mb_value), 4, NULL)
+#define MS_MBYTES(S) mb_split_masked_bytes(args, S, 1, 2, 0, OUT(size_t))
+#define MS_MASKED(S) mb_split_masked(args, S, 1, 2, 0, OUT(mb_value), 4, OUT_AT(void, 4096), 4096, NULL)
+#define MS_MERGE(S)  mb_merge(chunks4, 4, 1, S, 0, out_value(8, 4))
+#define MS_MSHAPE(S) mb_merge_shape(chunks4, 4, 1, S, 0, OUT(mb_value))
+#define MS_SPLIT_ROWS(ROW, id, f, C)                                                       \
+    ROW(id##_kind, "microbatch.h", f, "spec: kind 99", MB_ERR_SPEC, C(&ms_kind))           \
+    ROW(id##_dim, "microbatch.h", f, "spec: dim 5 of a 2-d value", MB_ERR_DIM, C(&ms_dim)) \
+    ROW(id##_negdim, "microbatch.h", f, "spec: dim -9 of a 2-d value", MB_ERR_DIM, C(&ms_negdim))
+#define MS_MERGE_ROWS(ROW, id, f, C)                                                                       \
+    MS_SPLIT_ROWS(ROW, id, f, C)                                                                           \
+    ROW(id##_op, "microbatch.h", f, "spec: reduce op 99", MB_ERR_SPEC, C(&ms_op))                          \
+    ROW(id##_nored, "microbatch.h", f, "spec: custom reduce without a reducer", MB_ERR_SPEC, C(&ms_nored)) \
+    ROW(id##_nofn, "microbatch.h", f, "spec: custom reducer without fn", MB_ERR_SPEC, C(&ms_nofn))         \
+    ROW(id##_init, "microbatch.h", f, "spec: custom reducer whose init is of kind 9", MB_ERR_SPEC, C(&ms_init))
+#define MB_HOSTILE_ROWS(ROW)                                          \
+    MS_SPLIT_ROWS(ROW, ms_split, "mb_split", MS_SPLIT)                \
+    MS_SPLIT_ROWS(ROW, ms_mbytes, "mb_split_masked_bytes", MS_MBYTES) \
+    MS_SPLIT_ROWS(ROW, ms_masked, "mb_split_masked", MS_MASKED)       \
+    MS_MERGE_ROWS(ROW, ms_merge, "mb_merge", MS_MERGE)                \
+    MS_MERGE_ROWS(ROW, ms_mshape, "mb_merge_shape", MS_MSHAPE)
+
+/* Caller-filled dt_meshes with one hostile field (the rest mesh2's: 1-D, 2 ranks, rank 0). */
+enum { HM_NDIM0, HM_NDIM_BIG, HM_SHAPE, HM_SIZE, HM_INDEX, HM_RANKS, HM_COORD, HM_COUNT };
+static dt_mesh hm[HM_COUNT];
+#define HM_COORDF(M) dt_mesh_coord(M, 0, OUT(int32_t))
+#define HM_DIMSZ(M)  dt_mesh_dim_size(M, 0)
+#define HM_GROUP(M)  dt_mesh_group(M, 0, 0, OUT(int32_t), 8)
+#define HM_SPEC(M)   dt_spec_init(OUT(dt_spec), M, pl_shard0, 1, MB_F32, 2, shape44, NULL)
+#define HM_COMM(M)   dt_comm_init(OUT(dt_comm), M, g0)
+#define HM_FROM(M)   dt_from_local(OUT(dt_tensor), M, pl_shard0, 1, in_local(2, 4), shape44)
+#define HM_ROWS(ROW, id, f, C)                                                                           \
+    ROW(id##_ndim0, "dtensor.h", f, "mesh: ndim 0", DT_ERR_MESH, C(&hm[HM_NDIM0]))                       \
+    ROW(id##_ndimbig, "dtensor.h", f, "mesh: ndim > DT_MAX_MESH_DIMS", DT_ERR_MESH, C(&hm[HM_NDIM_BIG])) \
+    ROW(id##_shape, "dtensor.h", f, "mesh: a size -2", DT_ERR_MESH, C(&hm[HM_SHAPE]))                    \
+    ROW(id##_size, "dtensor.h", f, "mesh: size != product of shape", DT_ERR_MESH, C(&hm[HM_SIZE]))       \
+    ROW(id##_index, "dtensor.h", f, "mesh: index 200", DT_ERR_MESH, C(&hm[HM_INDEX]))                    \
+    ROW(id##_ranks, "dtensor.h", f, "mesh: ranks[1] = -5", DT_ERR_MESH, C(&hm[HM_RANKS]))                \
+    ROW(id##_coord, "dtensor.h", f, "mesh: coord[0] = 99 (not its index's)", DT_ERR_MESH, C(&hm[HM_COORD]))
+#define DM_HOSTILE_ROWS(ROW)                             \
+    HM_ROWS(ROW, hm_coord, "dt_mesh_coord", HM_COORDF)   \
+    HM_ROWS(ROW, hm_dimsz, "dt_mesh_dim_size", HM_DIMSZ) \
+    HM_ROWS(ROW, hm_group, "dt_mesh_group", HM_GROUP)    \
+    HM_ROWS(ROW, hm_spec, "dt_spec_init", HM_SPEC)       \
+    HM_ROWS(ROW, hm_comm, "dt_comm_init", HM_COMM)       \
+    HM_ROWS(ROW, hm_from, "dt_from_local", HM_FROM)
+
+/* Caller-filled dt_specs with one hostile field (the rest sp_shard0's, a valid S(0) 4x4 f32 on
+   a 2-rank mesh), and each function taking a spec called with it as its source. */
+enum { HS_NOMESH, HS_MESH, HS_DTYPE, HS_NDIM, HS_NDIM_BIG, HS_SHAPE, HS_STRIDE, HS_KIND, HS_DIM, HS_RED, HS_COUNT };
+static dt_spec hs[HS_COUNT];
+static dt_mesh hs_mesh;
+#define HS_CHECK(S)  dt_spec_check(S)
+#define HS_LSHAPE(S) dt_local_shape(S, 0, OUT(int32_t), OUT_AT(int32_t, 64))
+#define HS_PLAN(S)   dt_plan_redistribute(S, &sp_repl, 0, OUT(dt_plan))
+#define HS_REDIST(S) \
+    dt_redistribute(&dcomm, NULL, S, in_local(2, 4), &sp_repl, 0, out_tensor(MB_F32, 4, 4), OUT_AT(void, 8192), 4096)
+#define HS_FULLB(S) dt_full_tensor_scratch_bytes(S, OUT(size_t))
+#define HS_FULLQ(S) dt_full_tensor_scratch_query(&dcomm, S, in_local(2, 4), out_tensor(MB_F32, 4, 4), OUT(size_t))
+#define HS_FULL(S)  dt_full_tensor(&dcomm, NULL, S, in_local(2, 4), out_tensor(MB_F32, 4, 4), OUT_AT(void, 8192), 4096)
+#define HS_DISTQ(S) dt_distribute_scratch_query(&dcomm, S, in_local(4, 4), 0, out_tensor(MB_F32, 2, 4), OUT(size_t))
+#define HS_DISTB(S) dt_distribute_scratch_bytes(S, 0, OUT(size_t))
+#define HS_DIST(S)  dt_distribute(&dcomm, S, in_local(4, 4), 0, out_tensor(MB_F32, 2, 4), OUT_AT(void, 8192), 4096)
+#define HS_ROWS(ROW, id, f, C)                                                                                 \
+    ROW(id##_nomesh, "dtensor.h", f, "spec: NULL mesh", DT_ERR_NULL, C(&hs[HS_NOMESH]))                        \
+    ROW(id##_mesh, "dtensor.h", f, "spec: its mesh has ndim > DT_MAX_MESH_DIMS", DT_ERR_MESH, C(&hs[HS_MESH])) \
+    ROW(id##_dtype, "dtensor.h", f, "spec: dtype 99", DT_ERR_DTYPE, C(&hs[HS_DTYPE]))                          \
+    ROW(id##_ndim, "dtensor.h", f, "spec: ndim -1", DT_ERR_SHAPE, C(&hs[HS_NDIM]))                             \
+    ROW(id##_ndimbig, "dtensor.h", f, "spec: ndim > MB_MAX_DIMS", DT_ERR_SHAPE, C(&hs[HS_NDIM_BIG]))           \
+    ROW(id##_shape, "dtensor.h", f, "spec: a negative size", DT_ERR_SHAPE, C(&hs[HS_SHAPE]))                   \
+    ROW(id##_stride, "dtensor.h", f, "spec: a negative stride", DT_ERR_SHAPE, C(&hs[HS_STRIDE]))               \
+    ROW(id##_kind, "dtensor.h", f, "spec: a placement of kind 9", DT_ERR_PLACEMENT, C(&hs[HS_KIND]))           \
+    ROW(id##_dim, "dtensor.h", f, "spec: Shard(5) of a 2-d tensor", DT_ERR_DIM, C(&hs[HS_DIM]))                \
+    ROW(id##_red, "dtensor.h", f, "spec: Partial of reduce op 99", DT_ERR_PLACEMENT, C(&hs[HS_RED]))
+#define DT_HOSTILE_ROWS(ROW)                                         \
+    HS_ROWS(ROW, hs_check, "dt_spec_check", HS_CHECK)                \
+    HS_ROWS(ROW, hs_lshape, "dt_local_shape", HS_LSHAPE)             \
+    HS_ROWS(ROW, hs_plan, "dt_plan_redistribute", HS_PLAN)           \
+    HS_ROWS(ROW, hs_redist, "dt_redistribute", HS_REDIST)            \
+    HS_ROWS(ROW, hs_full, "dt_full_tensor", HS_FULL)                 \
+    HS_ROWS(ROW, hs_fullb, "dt_full_tensor_scratch_bytes", HS_FULLB) \
+    HS_ROWS(ROW, hs_fullq, "dt_full_tensor_scratch_query", HS_FULLQ) \
+    HS_ROWS(ROW, hs_distb, "dt_distribute_scratch_bytes", HS_DISTB)  \
+    HS_ROWS(ROW, hs_distq, "dt_distribute_scratch_query", HS_DISTQ)  \
+    HS_ROWS(ROW, hs_dist, "dt_distribute", HS_DIST)
 
 /* ---- the table ------------------------------------------------------------------------
    ROW(id, header, function, case, expected code, call): `call` runs with every output in
@@ -290,8 +497,10 @@ static pp_exec_cfg xcfg_fo, xcfg_fo_nout;
         mb_strerror(12345) == NULL)                                                                                    \
     ROW(mb3, "microbatch.h", "mb_tensor_init", "NULL tensor", MB_ERR_NULL,                                             \
         mb_tensor_init(NULL, fx, MB_F32, 2, shape84))                                                                  \
-    ROW(mb4, "microbatch.h", "mb_tensor_init", "NULL data", MB_ERR_NULL,                                               \
-        mb_tensor_init(OUT(mb_tensor), NULL, MB_F32, 2, shape84))                                                      \
+    ROW(mb4, "microbatch.h", "mb_tensor_init", "NULL shape, ndim > 0", MB_ERR_NULL,                                    \
+        mb_tensor_init(OUT(mb_tensor), fx, MB_F32, 2, NULL))                                                           \
+    ROW(mb4b, "microbatch.h", "mb_copy", "a view sized without data (mb_tensor_init with NULL data)", MB_ERR_NULL,     \
+        mb_copy(out_tensor(MB_F32, 8, 4), &t_sized))                                                                   \
     ROW(mb5, "microbatch.h", "mb_tensor_init", "ndim > MB_MAX_DIMS", MB_ERR_NDIM,                                      \
         mb_tensor_init(OUT(mb_tensor), fx, MB_F32, MB_MAX_DIMS + 1, shape84))                                          \
     ROW(mb6, "microbatch.h", "mb_tensor_init", "ndim < 0", MB_ERR_NDIM,                                                \
@@ -316,6 +525,8 @@ static pp_exec_cfg xcfg_fo, xcfg_fo_nout;
     ROW(mb17, "microbatch.h", "mb_normalize_dim", "dim >= ndim", MB_ERR_DIM, mb_normalize_dim(2, 2))                   \
     ROW(mb18, "microbatch.h", "mb_normalize_dim", "dim < -ndim", MB_ERR_DIM, mb_normalize_dim(-3, 2))                  \
     ROW(mb19, "microbatch.h", "mb_normalize_dim", "ndim 0 (no dim exists)", MB_ERR_DIM, mb_normalize_dim(0, 0))        \
+    ROW(mb19b, "microbatch.h", "mb_normalize_dim", "dim INT_MIN, ndim < 0 (no overflow)", MB_ERR_DIM,                  \
+        mb_normalize_dim(INT32_MIN, -8))                                                                               \
     ROW(mb20, "microbatch.h", "mb_narrow", "NULL out", MB_ERR_NULL, mb_narrow(&t84, 0, 0, 1, NULL))                    \
     ROW(mb21, "microbatch.h", "mb_narrow", "dim out of range", MB_ERR_DIM, mb_narrow(&t84, 2, 0, 1, OUT(mb_tensor)))   \
     ROW(mb22, "microbatch.h", "mb_narrow", "start + length > size", MB_ERR_RANGE,                                      \
@@ -376,6 +587,17 @@ static pp_exec_cfg xcfg_fo, xcfg_fo_nout;
         mb_merge(chunks4, 4, 1, &spec_custom_add, 0, &chunks4[1]))                                                     \
     ROW(mb51, "microbatch.h", "mb_merge", "default spec for a scalar (torch.cat of floats)", MB_ERR_SPEC,              \
         mb_merge(scalars2, 2, 1, NULL, 0, OUT(mb_value)))                                                              \
+    MB_HOSTILE_ROWS(ROW)                                                                                               \
+    ROW(mb52, "microbatch.h", "mb_merge_shape", "NULL chunks", MB_ERR_NULL,                                            \
+        mb_merge_shape(NULL, 2, 1, NULL, 0, OUT(mb_value)))                                                            \
+    ROW(mb53, "microbatch.h", "mb_merge_shape", "no chunks (the output shape is the caller's)", MB_ERR_CHUNKS,         \
+        mb_merge_shape(chunks4, 0, 1, NULL, 0, OUT(mb_value)))                                                         \
+    ROW(mb54, "microbatch.h", "mb_merge_shape", "concat dim out of range", MB_ERR_DIM,                                 \
+        mb_merge_shape(chunks4, 4, 1, &spec_split5, 0, OUT(mb_value)))                                                 \
+    ROW(mb55, "microbatch.h", "mb_merge_shape", "custom reduce without a reducer", MB_ERR_SPEC,                        \
+        mb_merge_shape(chunks4, 4, 1, &spec_custom_null, 0, OUT(mb_value)))                                            \
+    ROW(mb56, "microbatch.h", "mb_merge_shape", "default spec for a scalar (torch.cat of floats)", MB_ERR_SPEC,        \
+        mb_merge_shape(scalars2, 2, 1, NULL, 0, OUT(mb_value)))                                                        \
                                                                                                                        \
     ROW(pp1, "pipeline.h", "pp_strerror", "unknown code (returns a string, never NULL)", 0,                            \
         pp_strerror(12345) == NULL)                                                                                    \
@@ -435,8 +657,8 @@ static pp_exec_cfg xcfg_fo, xcfg_fo_nout;
         pp_schedule_build(OUT_AT(pp_plan, 4096), PP_SCHED_1F1B, 2, 1, 4, OUT(void), 8, NULL))                          \
     ROW(pp34, "pipeline.h", "pp_schedule_build", "NULL plan", PP_ERR_NULL,                                             \
         pp_schedule_build(NULL, PP_SCHED_1F1B, 2, 1, 4, OUT(void), 4096, NULL))                                        \
-    ROW(pp35, "pipeline.h", "pp_plan_table", "rank out of range", PP_ERR_ARG,                                          \
-        pp_plan_table(&lowered, 2, OUT(pp_table)))                                                                     \
+    ROW(pp35, "pipeline.h", "pp_plan_table", "rank negative or >= PP_MAX_RANKS", PP_ERR_ARG,                           \
+        pp_plan_table(&lowered, PP_MAX_RANKS, OUT(pp_table)))                                                          \
     ROW(pp36, "pipeline.h", "pp_plan_table", "NULL out", PP_ERR_NULL, pp_plan_table(&lowered, 0, NULL))                \
     ROW(pp37, "pipeline.h", "pp_peak_inflight", "rank out of range", PP_ERR_ARG, pp_peak_inflight(&sched, 5))          \
     ROW(pp38, "pipeline.h", "pp_lower", "storage too small (storage is working memory; `out` untouched)",              \
@@ -479,23 +701,23 @@ static pp_exec_cfg xcfg_fo, xcfg_fo_nout;
         pp_trace_json(events1, 1, OUT(char), 4, &needed))                                                              \
     ROW(pp54, "pipeline.h", "pp_trace_json", "negative count", PP_ERR_ARG,                                             \
         pp_trace_json(events1, -1, OUT(char), 4096, NULL))                                                             \
-    ROW(pp55, "pipeline.h", "pp_exec_bytes", "NULL table (returns 0)", 0, (int)pp_exec_bytes(&xcfg, NULL))             \
-    ROW(pp56, "pipeline.h", "pp_exec_init", "NULL group", PP_ERR_NULL,                                                 \
+    ROW(pp55, "pipeline_exec.h", "pp_exec_bytes", "NULL table (returns 0)", 0, (int)pp_exec_bytes(&xcfg, NULL))        \
+    ROW(pp56, "pipeline_exec.h", "pp_exec_init", "NULL group", PP_ERR_NULL,                                            \
         pp_exec_init(OUT(pp_exec), &xcfg, &table0, NULL, OUT_AT(void, 4096), 8192))                                    \
-    ROW(pp57, "pipeline.h", "pp_exec_init", "storage too small", PP_ERR_TOO_SMALL,                                     \
+    ROW(pp57, "pipeline_exec.h", "pp_exec_init", "storage too small", PP_ERR_TOO_SMALL,                                \
         pp_exec_init(OUT(pp_exec), &xcfg, &table0, g0, OUT_AT(void, 4096), 8))                                         \
-    ROW(pp58, "pipeline.h", "pp_exec_init", "misaligned storage", PP_ERR_ARG,                                          \
+    ROW(pp58, "pipeline_exec.h", "pp_exec_init", "misaligned storage", PP_ERR_ARG,                                     \
         pp_exec_init(OUT(pp_exec), &xcfg, &table0, g0, OUT_AT(void, 4097), 8192))                                      \
-    ROW(pp59, "pipeline.h", "pp_exec_init", "group size != table ranks", PP_ERR_RANKS,                                 \
-        pp_exec_init(OUT(pp_exec), &xcfg, &table0, &nomember, OUT_AT(void, 4096), 8192))                               \
-    ROW(pp60, "pipeline.h", "pp_exec_init", "balance inconsistent with the layers", PP_ERR_BALANCE_SUM,                \
+    ROW(pp59, "pipeline_exec.h", "pp_exec_init", "group smaller than the table's ranks, or another rank",              \
+        PP_ERR_RANKS, pp_exec_init(OUT(pp_exec), &xcfg, &table0, &nomember, OUT_AT(void, 4096), 8192))                 \
+    ROW(pp60, "pipeline_exec.h", "pp_exec_init", "balance inconsistent with the layers", PP_ERR_BALANCE_SUM,           \
         pp_exec_init(OUT(pp_exec), xcfg_bad_balance(), &table0, g0, OUT_AT(void, 4096), 8192))                         \
-    ROW(pp61, "pipeline.h", "pp_exec_run", "NULL", PP_ERR_NULL, pp_exec_run(NULL))                                     \
-    ROW(pp62, "pipeline.h", "pp_exec_run", "never initialised (zeroed)", PP_ERR_NULL, pp_exec_run(&xexec_unset))       \
-    ROW(pp63, "pipeline.h", "pp_exec_loss", "NULL loss", PP_ERR_NULL, pp_exec_loss(&xexec_unset, NULL, NULL))          \
-    ROW(pp64, "pipeline.h", "pp_exec_loss", "not the last stage's rank", PP_ERR_ARG,                                   \
+    ROW(pp61, "pipeline_exec.h", "pp_exec_run", "NULL", PP_ERR_NULL, pp_exec_run(NULL))                                \
+    ROW(pp62, "pipeline_exec.h", "pp_exec_run", "never initialised (zeroed)", PP_ERR_NULL, pp_exec_run(&xexec_unset))  \
+    ROW(pp63, "pipeline_exec.h", "pp_exec_loss", "NULL loss", PP_ERR_NULL, pp_exec_loss(&xexec_unset, NULL, NULL))     \
+    ROW(pp64, "pipeline_exec.h", "pp_exec_loss", "not the last stage's rank", PP_ERR_ARG,                              \
         pp_exec_loss(&xexec_unset, NULL, OUT(double)))                                                                 \
-    ROW(pp64b, "pipeline.h", "pp_exec_loss", "after a step that failed before every loss", PP_ERR_ARG,                 \
+    ROW(pp64b, "pipeline_exec.h", "pp_exec_loss", "after a step that failed before every loss", PP_ERR_ARG,            \
         pp_exec_loss(&xexec_noloss, NULL, OUT(double)))                                                                \
     ROW(pp65, "pipeline.h", "pp_mailbox_depth", "NULL plan", PP_ERR_NULL,                                              \
         pp_mailbox_depth(NULL, 4, work, sizeof work, NULL))                                                            \
@@ -505,7 +727,44 @@ static pp_exec_cfg xcfg_fo, xcfg_fo_nout;
         pp_mailbox_depth(&lowered, 4, work, 8, NULL))                                                                  \
     ROW(pp68, "pipeline.h", "pp_mailbox_depth", "needs a deeper mailbox than max_depth (1F1B: 1; plan unchanged)",     \
         PP_ERR_MAILBOX, pp_mailbox_depth(&lowered, 0, work, sizeof work, NULL))                                        \
+    ROW(pp71, "pipeline_model.h", "pp_invocations", "NULL order", PP_ERR_NULL,                                         \
+        pp_invocations(NULL, 3, 2, inv_parts, 2, OUT(int32_t), OUT_AT(uint8_t, 1024), OUT_AT(int, 2048), NULL))        \
+    ROW(pp72, "pipeline_model.h", "pp_invocations", "a layer at no position", PP_ERR_ARG,                              \
+        pp_invocations(inv_unused, 2, 2, inv_parts, 2, OUT(int32_t), OUT_AT(uint8_t, 1024), OUT_AT(int, 2048), NULL))  \
+    ROW(pp73, "pipeline_model.h", "pp_invocations", "balance over distinct layers does not sum", PP_ERR_BALANCE_SUM,   \
+        pp_invocations(inv_order, 3, 2, inv_parts_bad, 2, OUT(int32_t), OUT_AT(uint8_t, 1024), OUT_AT(int, 2048),      \
+                       NULL))                                                                                          \
+    ROW(pp74, "pipeline_model.h", "pp_skip_layout", "a pop no layer stashes", PP_ERR_SKIP_UNSTASHED,                   \
+        pp_skip_layout(sk_unstashed, 2, NULL, 2, sk_bal2, 1, OUT(pp_route), 4, OUT_AT(int, 2048), NULL))               \
+    ROW(pp75, "pipeline_model.h", "pp_skip_layout", "popped before its stash (a skip backwards)",                      \
+        PP_ERR_SKIP_BACKWARDS,                                                                                         \
+        pp_skip_layout(sk_backwards, 2, NULL, 2, sk_bal2, 1, OUT(pp_route), 4, OUT_AT(int, 2048), NULL))               \
+    ROW(pp76, "pipeline_model.h", "pp_skip_layout", "a name stashed twice in one namespace", PP_ERR_SKIP_TWICE,        \
+        pp_skip_layout(sk_twice, 3, NULL, 3, sk_bal3, 1, OUT(pp_route), 4, OUT_AT(int, 2048), NULL))                   \
+    ROW(pp77, "pipeline_model.h", "pp_skip_layout", "stashed, never popped", PP_ERR_SKIP_UNPOPPED,                     \
+        pp_skip_layout(sk_unpopped, 2, NULL, 2, sk_bal2, 1, OUT(pp_route), 4, OUT_AT(int, 2048), NULL))                \
+    ROW(pp78, "pipeline_model.h", "pp_skip_layout", "more routes than max", PP_ERR_TOO_SMALL,                          \
+        pp_skip_layout(sk_ok, 2, NULL, 2, sk_bal2, 1, OUT(pp_route), 0, OUT_AT(int, 2048), NULL))                      \
+    ROW(pp79, "pipeline.h", "pp_schedule_build_map", "a schedule other than GPipe or forward-only", PP_ERR_SCHEDULE,   \
+        pp_schedule_build_map(OUT_AT(pp_plan, 4096), PP_SCHED_1F1B, 2, map_01, 2, 4, OUT(void), 4096, NULL))           \
+    ROW(pp80, "pipeline.h", "pp_schedule_build_map", "a stage mapped to rank >= nranks", PP_ERR_STAGE_RANK,            \
+        pp_schedule_build_map(OUT_AT(pp_plan, 4096), PP_SCHED_GPIPE, 2, map_03, 2, 4, OUT(void), 4096, NULL))          \
+    ROW(pp81, "pipeline.h", "pp_plan_skips", "a route with src > dst (plan unchanged)", PP_ERR_SKIP_BACKWARDS,         \
+        pp_plan_skips(&sched, route_back, 1))                                                                          \
+    ROW(pp82, "pipeline.h", "pp_plan_skips", "more than PP_MAX_SKIPS routes", PP_ERR_ARG,                              \
+        pp_plan_skips(&sched, route_back, PP_MAX_SKIPS + 1))                                                           \
+    ROW(pp83, "pipeline_exec.h", "pp_exec_query", "a skip route inconsistent with the positions' stages", PP_ERR_ARG,  \
+        pp_exec_query(&xcfg_badroute, &table0, OUT(size_t)))                                                           \
+    ROW(pp84, "pipeline_exec.h", "pp_exec_builds", "layer out of range", PP_ERR_ARG,                                   \
+        pp_exec_builds(&xcfg, &table0, 99))                                                                            \
+    ROW(pp85, "pipeline_exec.h", "pp_exec_build", "NULL", PP_ERR_NULL, pp_exec_build(NULL))                            \
+    ROW(pp86, "pipeline_bn.h", "pp_dbn_init", "NULL arrays", PP_ERR_NULL,                                              \
+        pp_dbn_init(OUT(pp_dbn), 4, 1e-5f, 0.1f, 2, NULL, dbn_f[1], dbn_f[2], dbn_f[3], dbn_f[4], dbn_f[5], dbn_acc))  \
+    ROW(pp87, "pipeline_bn.h", "pp_dbn_init", "chunks 0", PP_ERR_ARG,                                                  \
+        pp_dbn_init(OUT(pp_dbn), 4, 1e-5f, 0.1f, 0, dbn_f[0], dbn_f[1], dbn_f[2], dbn_f[3], dbn_f[4], dbn_f[5],        \
+                    dbn_acc))                                                                                          \
     PP_HOSTILE_ROWS(ROW)                                                                                               \
+    PC_HOSTILE_ROWS(ROW)                                                                                               \
                                                                                                                        \
     ROW(dt1, "dtensor.h", "dt_strerror", "unknown code (returns a string, never NULL)", 0, dt_strerror(12345) == NULL) \
     ROW(dt2, "dtensor.h", "dt_mesh_init", "NULL mesh", DT_ERR_NULL, dt_mesh_init(NULL, 1, shape_m2, NULL, 0))          \
@@ -577,6 +836,13 @@ static pp_exec_cfg xcfg_fo, xcfg_fo_nout;
         dt_comm_init(OUT(dt_comm), &mesh3, g0))                                                                        \
     ROW(dt41, "dtensor.h", "dt_comm_group", "mesh dim out of range (returns NULL)", 0,                                 \
         dt_comm_group(&dcomm, 2) != NULL)                                                                              \
+    ROW(dt41b, "dtensor.h", "dt_comm_group", "comm: a copy of a dt_comm (returns NULL)", 0,                            \
+        dt_comm_group(&dcomm_copy, 0) != NULL)                                                                         \
+    ROW(dt41c, "dtensor.h", "dt_comm_init", "parent: a copy of a group", DT_ERR_COPIED,                                \
+        dt_comm_init(OUT(dt_comm), &mesh2, &g0_copy))                                                                  \
+    ROW(dt41d, "dtensor.h", "dt_redistribute", "comm: a copy of a dt_comm (nothing sent)", DT_ERR_COPIED,              \
+        dt_redistribute(&dcomm_copy, NULL, &sp_shard0, in_local(2, 4), &sp_repl, 0, out_tensor(MB_F32, 4, 4),          \
+                        OUT_AT(void, 8192), 4096))                                                                     \
     ROW(dt42, "dtensor.h", "dt_from_local", "local shape wrong for the spec", DT_ERR_MISMATCH,                         \
         dt_from_local(OUT(dt_tensor), &mesh2, pl_shard0, 1, &t84, shape44))                                            \
     ROW(dt43, "dtensor.h", "dt_from_local", "placement count != mesh ndim", DT_ERR_PLACEMENT_COUNT,                    \
@@ -597,12 +863,24 @@ static pp_exec_cfg xcfg_fo, xcfg_fo_nout;
         dt_full_tensor(&dcomm, NULL, &sp_shard0, in_local(2, 4), out_tensor(MB_F32, 8, 4), OUT_AT(void, 8192), 4096))  \
     ROW(dt49, "dtensor.h", "dt_full_tensor_scratch_bytes", "NULL bytes", DT_ERR_NULL,                                  \
         dt_full_tensor_scratch_bytes(&sp_shard0, NULL))                                                                \
+    ROW(dt49b, "dtensor.h", "dt_full_tensor_scratch_query", "NULL bytes", DT_ERR_NULL,                                 \
+        dt_full_tensor_scratch_query(&dcomm, &sp_shard0, in_local(2, 4), out_tensor(MB_F32, 4, 4), NULL))              \
+    ROW(dt49c, "dtensor.h", "dt_full_tensor_scratch_query", "global has the wrong shape", DT_ERR_MISMATCH,             \
+        dt_full_tensor_scratch_query(&dcomm, &sp_shard0, in_local(2, 4), out_tensor(MB_F32, 8, 4), OUT(size_t)))       \
     ROW(dt50, "dtensor.h", "dt_distribute", "Partial placement", DT_ERR_PARTIAL,                                       \
         dt_distribute(&dcomm, &sp_partial, in_local(4, 4), 0, out_tensor(MB_F32, 4, 4), OUT_AT(void, 8192), 4096))     \
     ROW(dt51, "dtensor.h", "dt_distribute", "src_rank not in the mesh", DT_ERR_NOT_MEMBER,                             \
         dt_distribute(&dcomm, &sp_shard0, in_local(4, 4), 5, out_tensor(MB_F32, 2, 4), OUT_AT(void, 8192), 4096))      \
     ROW(dt52, "dtensor.h", "dt_distribute_scratch_bytes", "NULL bytes", DT_ERR_NULL,                                   \
         dt_distribute_scratch_bytes(&sp_shard0, 0, NULL))                                                              \
+    DT_HOSTILE_ROWS(ROW)                                                                                               \
+    DM_HOSTILE_ROWS(ROW)                                                                                               \
+    ROW(dt52b, "dtensor.h", "dt_distribute_scratch_query", "NULL bytes", DT_ERR_NULL,                                  \
+        dt_distribute_scratch_query(&dcomm, &sp_shard0, in_local(4, 4), 0, out_tensor(MB_F32, 2, 4), NULL))            \
+    ROW(dt52c, "dtensor.h", "dt_distribute_scratch_query", "Partial placement", DT_ERR_PARTIAL,                        \
+        dt_distribute_scratch_query(&dcomm, &sp_partial, in_local(4, 4), 0, out_tensor(MB_F32, 4, 4), OUT(size_t)))    \
+    ROW(dt52d, "dtensor.h", "dt_distribute_scratch_query", "src_rank not in the mesh", DT_ERR_NOT_MEMBER,              \
+        dt_distribute_scratch_query(&dcomm, &sp_shard0, in_local(4, 4), 5, out_tensor(MB_F32, 2, 4), OUT(size_t)))     \
     ROW(dq1, "dtensor_quant.h", "dt_quantize_multiplier", "NaN", DT_ERR_VALUE,                                         \
         dt_quantize_multiplier(0.0 / 0.0, OUT(dt_qmul)))                                                               \
     ROW(dq2, "dtensor_quant.h", "dt_quantize_multiplier", "negative", DT_ERR_VALUE,                                    \
@@ -670,6 +948,24 @@ static pp_exec_cfg xcfg_fo, xcfg_fo_nout;
         dt_qmm(&dcomm, &dq_a_s1, &dq_b_s0, NULL, 1, OUT(dt_tensor), OUT_AT(void, 8192), 16, OUT_AT(void, 12288), 64))  \
     ROW(dq32, "dtensor_quant.h", "dt_qmm_acc", "f32 operand", DT_ERR_DTYPE,                                            \
         dt_qmm_acc(in_local(4, 4), i8_local(4, 4), out_tensor(MB_I32, 4, 4)))                                          \
+    ROW(dq33, "dtensor_quant.h", "dt_add_q8", "NULL multipliers", DT_ERR_NULL,                                         \
+        dt_add_q8(i8_local(4, 4), i8_local(4, 4), NULL, out_tensor(MB_I8, 4, 4)))                                      \
+    ROW(dq34, "dtensor_quant.h", "dt_add_q8", "operands of different shapes", DT_ERR_MISMATCH,                         \
+        dt_add_q8(i8_local(4, 4), i8_local(2, 4), qm4, out_tensor(MB_I8, 4, 4)))                                       \
+    ROW(dq35, "dtensor_quant.h", "dt_mul_q8", "f32 operand", DT_ERR_DTYPE,                                             \
+        dt_mul_q8(in_local(4, 4), i8_local(4, 4), qm4[0], out_tensor(MB_I8, 4, 4)))                                    \
+    ROW(dq36, "dtensor_quant.h", "dt_lut_q8", "NULL table", DT_ERR_NULL,                                               \
+        dt_lut_q8(i8_local(4, 4), NULL, out_tensor(MB_I8, 4, 4)))                                                      \
+    ROW(dq37, "dtensor_quant.h", "dt_softmax_q8", "NULL table", DT_ERR_NULL,                                           \
+        dt_softmax_q8(i8_local(4, 4), NULL, out_tensor(MB_I8, 4, 4)))                                                  \
+    ROW(dq38, "dtensor_quant.h", "dt_layer_norm_q8", "epsq above 2^46", DT_ERR_VALUE,                                  \
+        dt_layer_norm_q8(i8_local(4, 4), q8_tab, q8_tab, (int64_t)1 << 47, out_tensor(MB_I8, 4, 4)))                   \
+    ROW(dq39, "dtensor_quant.h", "dt_layer_norm_q8", "NULL bias table", DT_ERR_NULL,                                   \
+        dt_layer_norm_q8(i8_local(4, 4), q8_tab, NULL, 0, out_tensor(MB_I8, 4, 4)))                                    \
+    ROW(dq40, "dtensor_quant.h", "dt_add_q8_multipliers", "a scale 0", DT_ERR_VALUE,                                   \
+        dt_add_q8_multipliers(0.1f, 0.0f, 0.1f, OUT(dt_qmul)))                                                         \
+    ROW(dq41, "dtensor_quant.h", "dt_add_q8_multipliers", "output scale too small (multiplier >= 2^30)", DT_ERR_VALUE, \
+        dt_add_q8_multipliers(0.1f, 0.1f, 1e-38f, OUT(dt_qmul)))                                                       \
     ROW(dr1, "dtensor_random.h", "dt_rng_offsets", "rank not in the mesh", DT_ERR_NOT_MEMBER,                          \
         dt_rng_offsets(&sp_shard0, 5, OUT(uint64_t), OUT_AT(uint64_t, 64)))                                            \
     ROW(dr2, "dtensor_random.h", "dt_rand", "unknown flag", DT_ERR_VALUE,                                              \
@@ -710,6 +1006,21 @@ static pp_exec_cfg xcfg_fo, xcfg_fo_nout;
         dt_op(&ddisp, DT_ATEN_ADD, NULL, ops_inplace, 2, OUT(dt_tensor), ops_inplace[0].local.data, 0))                \
     ROW(do14, "dtensor_ops.h", "dt_op", "found_inf handler without attrs (inv_scale)", DT_ERR_NULL,                    \
         dt_op(&ddisp, DT_ATEN_AMP_UNSCALE, NULL, ops_inplace, 2, OUT(dt_tensor), NULL, 0))                             \
+    ROW(do14b, "dtensor_ops.h", "dt_op_query", "NULL scratch_bytes", DT_ERR_NULL,                                      \
+        dt_op_query(&ddisp, DT_ATEN_ADD, NULL, ops_mixed, 2, DT_OP_RESULT, OUT(size_t), NULL))                         \
+    ROW(do14c, "dtensor_ops.h", "dt_op_query", "unknown op", DT_ERR_PLACEMENT_COUNT,                                   \
+        dt_op_query(&ddisp, DT_ATEN_COUNT, NULL, ops_mixed, 2, DT_OP_RESULT, OUT(size_t), OUT_AT(size_t, 8192)))       \
+    ROW(do14d, "dtensor_ops.h", "dt_op_query", "unknown mode", DT_ERR_VALUE,                                           \
+        dt_op_query(&ddisp, DT_ATEN_ADD, NULL, ops_mixed, 2, 3, OUT(size_t), OUT_AT(size_t, 8192)))                    \
+    ROW(do14e, "dtensor_ops.h", "dt_op_query", "a plain tensor of 16 elements without implicit replication",           \
+        DT_ERR_MISMATCH,                                                                                               \
+        dt_op_query(&ddisp, DT_ATEN_ADD, NULL, ops_mixed, 2, DT_OP_RESULT, OUT(size_t), OUT_AT(size_t, 8192)))         \
+    ROW(do14f, "dtensor_ops.h", "dt_op_query", "in place changing self's placement (R += S(0))", DT_ERR_NO_STRATEGY,   \
+        dt_op_query(&ddisp, DT_ATEN_ADD, NULL, ops_inplace, 2, DT_OP_IN_PLACE, OUT(size_t), OUT_AT(size_t, 8192)))     \
+    ROW(do14g, "dtensor_ops.h", "dt_op_query", "found_inf op (its reduction is sized by the redistribute queries)",    \
+        DT_ERR_UNSUPPORTED,                                                                                            \
+        dt_op_query(&ddisp, DT_ATEN_AMP_UNSCALE, NULL, ops_inplace, 2, DT_OP_IN_PLACE, OUT(size_t),                    \
+                    OUT_AT(size_t, 8192)))                                                                             \
     ROW(do15, "dtensor_ops.h", "dt_op_cache_init", "NULL storage", DT_ERR_NULL,                                        \
         dt_op_cache_init(OUT(dt_op_cache), NULL, 2))                                                                   \
     ROW(do16, "dtensor_ops.h", "dt_op_cache_init", "capacity < 1", DT_ERR_TOO_SMALL,                                   \
@@ -751,9 +1062,30 @@ static pp_exec_cfg xcfg_fo, xcfg_fo_nout;
         dt_kernel_ref(DT_ATEN_SOFTMAX, &at_dim2, out_tensor(MB_F32, 4, 4), op_in, 1))                                  \
     ROW(op6, "dtensor_ops.h", "dt_kernel_ref", "norm weight of another size", DT_ERR_SHAPE,                            \
         dt_kernel_ref(DT_ATEN_RMS_NORM, &at_norm3, out_tensor(MB_F32, 4, 4), op_in, 2))                                \
+    ROW(op7, "dtensor_ops.h", "dt_kernel_ref", "NULL operand", DT_ERR_NULL,                                            \
+        dt_kernel_ref(DT_ATEN_MM, NULL, out_tensor(MB_F32, 4, 4), kin_null, 2))                                        \
+    ROW(op8, "dtensor_ops.h", "dt_kernel_ref", "mm output of ndim 0", DT_ERR_MISMATCH,                                 \
+        dt_kernel_ref(DT_ATEN_MM, NULL, out_scalar(), kin_22, 2))                                                      \
+    ROW(op9, "dtensor_ops.h", "dt_kernel_ref", "out [4,4] = a [2,2] @ b [2,2]", DT_ERR_MISMATCH,                       \
+        dt_kernel_ref(DT_ATEN_MM, NULL, out_tensor(MB_F32, 4, 4), kin_22, 2))                                          \
+    ROW(op10, "dtensor_ops.h", "dt_kernel_ref", "a [2,2] @ b [4,4] (inner sizes differ)", DT_ERR_SHAPE,                \
+        dt_kernel_ref(DT_ATEN_MM, NULL, out_tensor(MB_F32, 2, 4), kin_24, 2))                                          \
+    ROW(op11, "dtensor_ops.h", "dt_kernel_ref", "int32 output of a float op", DT_ERR_DTYPE,                            \
+        dt_kernel_ref(DT_ATEN_RELU, NULL, out_tensor(MB_I32, 4, 4), op_in, 1))                                         \
+    ROW(op12, "dtensor_ops.h", "dt_kernel_ref", "output not contiguous", DT_ERR_SHAPE,                                 \
+        dt_kernel_ref(DT_ATEN_RELU, NULL, out_strided44(), op_in, 1))                                                  \
+    ROW(op13, "dtensor_ops.h", "dt_kernel_ref", "invalid operand view (negative stride)", DT_ERR_SHAPE,                \
+        dt_kernel_ref(DT_ATEN_RELU, NULL, out_tensor(MB_F32, 8, 4), kin_bad, 1))                                       \
+    ROW(op14, "dtensor_ops.h", "dt_kernel_ref", "unknown op", DT_ERR_PLACEMENT_COUNT,                                  \
+        dt_kernel_ref(DT_ATEN_COUNT, NULL, out_tensor(MB_F32, 4, 4), op_in, 1))                                        \
+    ROW(op15, "dtensor_ops.h", "dt_kernel_ref", "embedding attrs: MaskPartial mode 2", DT_ERR_SHAPE,                   \
+        dt_kernel_ref(DT_ATEN_EMBEDDING, &at_mode2, out_tensor(MB_F32, 2, 4), emb_in, 2))                              \
+    ROW(op16, "dtensor_ops.h", "dt_kernel_ref", "operand of more than INT32_MAX elements (stride-0 view)",             \
+        DT_ERR_SHAPE, dt_kernel_ref(DT_ATEN_RELU, NULL, out_tensor(MB_F32, 4, 4), kin_huge, 1))                        \
                                                                                                                        \
     ROW(cv1, "dtensor_conv.h", "dt_conv2d_ref", "NULL params", DT_ERR_NULL,                                            \
         dt_conv2d_ref(NULL, &cx, &cwt, NULL, out4(MB_F32, 2, 4)))                                                      \
+    CV_HOSTILE_ROWS(ROW)                                                                                               \
     ROW(cv2, "dtensor_conv.h", "dt_conv2d_ref", "stride 0", DT_ERR_SHAPE,                                              \
         dt_conv2d_ref(&cp_stride0, &cx, &cwt, NULL, out4(MB_F32, 2, 4)))                                               \
     ROW(cv3, "dtensor_conv.h", "dt_conv2d_ref", "groups do not divide the channels", DT_ERR_SHAPE,                     \
@@ -850,6 +1182,14 @@ static pp_exec_cfg xcfg_fo, xcfg_fo_nout;
         dt_conv2d_scratch_bytes(&cp, &sp_cx_h, &sp_cw, NULL))                                                          \
     ROW(cv50, "dtensor_conv.h", "dt_maxpool2d", "input Partial (no strategy)", DT_ERR_NO_STRATEGY,                     \
         dt_maxpool2d(&dcomm, &cpool, &dgy_part, OUT_AT(dt_spec, 8192), out4(MB_F32, 2, 2), OUT(void), 8192))           \
+    ROW(cv59, "dtensor_conv.h", "dt_avgpool2d_ref", "output of the wrong shape", DT_ERR_MISMATCH,                      \
+        dt_avgpool2d_ref(&cpool, &cx, out4(MB_F32, 2, 4)))                                                             \
+    ROW(cv60, "dtensor_conv.h", "dt_avgpool2d_ref", "window 0", DT_ERR_SHAPE,                                          \
+        dt_avgpool2d_ref(&cpool_k0, &cx, out4(MB_F32, 2, 4)))                                                          \
+    ROW(cv61, "dtensor_conv.h", "dt_avgpool2d", "NULL output", DT_ERR_NULL,                                            \
+        dt_avgpool2d(&dcomm, &cp, &dcx_h, OUT_AT(dt_spec, 8192), NULL, OUT(void), 8192))                               \
+    ROW(cv62, "dtensor_conv.h", "dt_avgpool2d", "input Partial (no strategy)", DT_ERR_NO_STRATEGY,                     \
+        dt_avgpool2d(&dcomm, &cpool, &dgy_part, OUT_AT(dt_spec, 8192), out4(MB_F32, 2, 2), OUT(void), 8192))           \
     ROW(cv51, "dtensor_conv.h", "dt_conv2d", "stride 0", DT_ERR_SHAPE,                                                 \
         dt_conv2d(&dcomm, &cp_stride0, &dcx_h, &dcw, NULL, OUT_AT(dt_spec, 8192), out4(MB_F32, 2, 2), OUT(void),       \
                   8192))                                                                                               \
@@ -898,6 +1238,7 @@ static pp_exec_cfg xcfg_fo, xcfg_fo_nout;
         dt_graph_add(&gg, DT_ATEN_MM, NULL, gin_00, 2))                                                                \
     ROW(gr11, "dtensor_graph.h", "dt_graph_analyze", "an activation before any input", DT_ERR_BATCH,                   \
         dt_graph_analyze(&gg_noin))                                                                                    \
+    GR_HOSTILE_ROWS(ROW)                                                                                               \
     ROW(gr12, "dtensor_graph.h", "dt_graph_plan", "rank >= world", DT_ERR_RANK,                                        \
         dt_graph_plan(&gg, 2, 2, DT_SUM, OUT(dt_gplan), OUT_AT(dt_gstep, 1024), 4))                                    \
     ROW(gr13, "dtensor_graph.h", "dt_graph_plan", "gradient reduce op not sum/avg", DT_ERR_PLACEMENT,                  \
@@ -952,6 +1293,12 @@ static pp_exec_cfg xcfg_fo, xcfg_fo_nout;
         pg_group_init(OUT(pg_group), pg_pthread_ops(), NULL, 2, 2, 64))                                                \
     ROW(pg8, "ports/pg.h", "pg_rank", "NULL", PG_ERR_NULL, pg_rank(NULL))                                              \
     ROW(pg9, "ports/pg.h", "pg_rank", "not a member", PG_ERR_NOT_MEMBER, pg_rank(&nomember))                           \
+    ROW(pg9b, "ports/pg.h", "pg_rank", "group: a copy of a group (not where its init filled it)", PG_ERR_COPIED,       \
+        pg_rank(&g0_copy))                                                                                             \
+    ROW(pg9c, "ports/pg.h", "pg_all_reduce", "group: a copy of a group (nothing sent)", PG_ERR_COPIED,                 \
+        pg_all_reduce(&g0_copy, pin, OUT(void), 4, MB_F32, PG_SUM))                                                    \
+    ROW(pg9d, "ports/pg.h", "pg_subgroup_init", "group: parent a copy of a group", PG_ERR_COPIED,                      \
+        pg_subgroup_init(OUT(pg_group), &g0_copy, ranks01, 2))                                                         \
     ROW(pg10, "ports/pg.h", "pg_size", "NULL", PG_ERR_NULL, pg_size(NULL))                                             \
     ROW(pg11, "ports/pg.h", "pg_world_rank", "rank out of range", PG_ERR_RANK, pg_world_rank(g0, 2))                   \
     ROW(pg12, "ports/pg.h", "pg_set_timeout", "NULL", PG_ERR_NULL, pg_set_timeout(NULL, 1))                            \
@@ -1112,7 +1459,7 @@ typedef struct no_row {
 static const no_row no_rows[] = {
     {"dtensor_quant.h", "dt_mul_qmul",
      "cannot fail: every int32 x and multiplier give a value (the left shift "
-     "saturates); it returns a product, not a code"},
+     "saturates, a shift past +-31 acts as +-31); it returns a product, not a code"},
     {"dtensor_ops.h", "dt_kernel_cblas",
      "built only with DT_CBLAS (a BLAS to link); every input it does not take "
      "goes to dt_kernel_ref, whose rows are above"},
@@ -1176,6 +1523,21 @@ static mb_value *out_value_dt(mb_dtype dt, int32_t rows, int32_t cols)
 static mb_value *out_value(int32_t rows, int32_t cols)
 {
     return out_value_dt(MB_F32, rows, cols);
+}
+/* A 0-d f32 output and a 4x4 one with its rows 8 floats apart (not contiguous), data in the
+   canary area. */
+static mb_tensor *out_scalar(void)
+{
+    static mb_tensor t;
+    mb_tensor_init(&t, out_area.b + 16384, MB_F32, 0, NULL);
+    return &t;
+}
+static mb_tensor *out_strided44(void)
+{
+    static mb_tensor t;
+    t = *out_tensor(MB_F32, 4, 4);
+    t.stride[0] = 8;
+    return &t;
 }
 static mb_tensor *out_vec(int32_t n)
 {
@@ -1264,6 +1626,29 @@ static void hostile_fixtures(void)
     static pp_action fo_store[2][256];
     static pp_plan fo, fo_low;
     int k;
+    for (k = 0; k < HK_COUNT; k++) hk[k] = cp;
+    hk[HK_LAYOUT].layout = 9;
+    hk[HK_STRIDE].stride[1] = 0;
+    hk[HK_PAD].padding[0] = -1;
+    hk[HK_DIL].dilation[1] = 0;
+    hk[HK_GROUPS].groups = 0;
+    for (k = 0; k < HC_COUNT; k++) hc[k] = xcfg;
+    memcpy(hc_fwd, layers2, sizeof hc_fwd);
+    memcpy(hc_act0, layers2, sizeof hc_act0);
+    hc[HC_LAYERS].layers = NULL;
+    hc[HC_BALANCE].balance = NULL;
+    hc[HC_ROWS0].rows = 0;
+    hc[HC_DTYPE].dtype = 99;
+    hc[HC_NLAYERS].nlayers = 0;
+    hc[HC_CKPT].checkpoint = 9;
+    hc[HC_BAL0].balance = bal_01;
+    hc[HC_BALSUM].balance = bal_12;
+    hc[HC_IN0].in_bytes = 0;
+    hc[HC_INODD].in_bytes = 31;
+    hc_fwd[1].forward = NULL;
+    hc[HC_FWD].layers = hc_fwd;
+    hc_act0[1].act_bytes = 0;
+    hc[HC_ACT0].layers = hc_act0;
     for (k = 0; k < 3; k++) memcpy(hp_rows[k], sched.actions, sizeof hp_rows[k]);
     for (k = 0; k < HP_COUNT; k++) hp[k] = sched;
     hp[HP_NULL].actions = NULL;
@@ -1379,6 +1764,7 @@ static void fixtures(void)
     int32_t sh7[MB_MAX_DIMS + 1] = {1, 1, 1, 1, 1, 1, 1};
     (void)sh7;
     mb_tensor_init(&t84, fx, MB_F32, 2, shape84);
+    assert_int_equal(mb_tensor_init(&t_sized, NULL, MB_F32, 2, shape84), MB_OK);
     t_ndim7 = t84;
     t_ndim7.ndim = MB_MAX_DIMS + 1;
     t_negshape = t84;
@@ -1424,12 +1810,66 @@ static void fixtures(void)
     xexec_noloss.t = &table0;
     xexec_noloss.losses = noloss; /* zeroed, as pp_exec_run leaves those it did not reach */
     assert_true(table0.nmb <= (int)(sizeof noloss / sizeof noloss[0]));
+    /* skips: [pass, pop], [pop, stash], [stash, stash, pop], [stash, pass], [stash, pop] */
+    memset(&sk_pass, 0, sizeof sk_pass);
+    sk_pass.act_bytes = 16;
+    sk_stash = sk_pop = sk_pass;
+    sk_stash.stash = &sk_s;
+    sk_stash.nstash = 1;
+    sk_pop.pop = &sk_s;
+    sk_pop.npop = 1;
+    sk_unstashed[0] = sk_pass, sk_unstashed[1] = sk_pop;
+    sk_backwards[0] = sk_pop, sk_backwards[1] = sk_stash;
+    sk_twice[0] = sk_twice[1] = sk_stash, sk_twice[2] = sk_pop;
+    sk_unpopped[0] = sk_stash, sk_unpopped[1] = sk_pass;
+    sk_ok[0] = sk_stash, sk_ok[1] = sk_pop;
+    /* an executor config whose route says position 1 is on stage 0 (it is on stage 1) */
+    sk_spec4.dtype = MB_F32;
+    sk_spec4.ndim = 1;
+    sk_spec4.shape[0] = 4;
+    xlayers_sk[0] = xlayers_sk[1] = layers2[0];
+    xlayers_sk[0].stash = &sk_s;
+    xlayers_sk[0].nstash = 1;
+    xlayers_sk[1].pop = &sk_s;
+    xlayers_sk[1].npop = 1;
+    xlayers_sk[0].out = xlayers_sk[1].out = &sk_spec4;
+    xlayers_sk[0].nout = xlayers_sk[1].nout = 1;
+    xcfg_badroute = xcfg;
+    xcfg_badroute.layers = xlayers_sk;
+    xcfg_badroute.skips = xroute_bad;
+    xcfg_badroute.nskips = 1;
+    memset(&dbn, 0, sizeof dbn);
     hostile_fixtures();
     memset(events1, 0, sizeof events1);
 
     assert_int_equal(dt_mesh_init(&mesh2, 1, shape_m2, NULL, 0), 0);
     assert_int_equal(dt_mesh_init(&mesh3, 1, shape_m2, ranks3, 0), 0);
     assert_int_equal(dt_spec_init(&sp_shard0, &mesh2, pl_shard0, 1, MB_F32, 2, shape44, NULL), 0);
+    {
+        int k;
+        for (k = 0; k < HS_COUNT; k++) hs[k] = sp_shard0;
+        hs_mesh = mesh2;
+        for (k = 0; k < HM_COUNT; k++) hm[k] = mesh2;
+        hm[HM_NDIM0].ndim = 0;
+        hm[HM_NDIM_BIG].ndim = DT_MAX_MESH_DIMS + 1;
+        hm[HM_SHAPE].shape[0] = -2;
+        hm[HM_SIZE].size = 3;
+        hm[HM_INDEX].index = 200;
+        hm[HM_RANKS].ranks[1] = -5;
+        hm[HM_COORD].coord[0] = 99;
+        hs_mesh.ndim = DT_MAX_MESH_DIMS + 1;
+        hs[HS_NOMESH].mesh = NULL;
+        hs[HS_MESH].mesh = &hs_mesh;
+        hs[HS_DTYPE].dtype = (mb_dtype)99;
+        hs[HS_NDIM].ndim = -1;
+        hs[HS_NDIM_BIG].ndim = MB_MAX_DIMS + 1;
+        hs[HS_SHAPE].shape[1] = -4;
+        hs[HS_STRIDE].stride[0] = -4;
+        hs[HS_KIND].placements[0].kind = 9;
+        hs[HS_DIM].placements[0].arg = 5;
+        hs[HS_RED].placements[0].kind = DT_KIND_PARTIAL;
+        hs[HS_RED].placements[0].arg = 99;
+    }
     assert_int_equal(dt_spec_init(&sp_shard1, &mesh2, pl_shard1, 1, MB_F32, 2, shape44, NULL), 0);
     assert_int_equal(dt_spec_init(&sp_repl, &mesh2, pl_repl, 1, MB_F32, 2, shape44, NULL), 0);
     assert_int_equal(dt_spec_init(&sp_partial, &mesh2, pl_partial, 1, MB_F32, 2, shape44, NULL), 0);
@@ -1445,6 +1885,15 @@ static void fixtures(void)
         mb_tensor_init(&t_x44, fx, MB_F32, 2, shape44);
         mb_tensor_init(&t_idx_bad, idx_bad, MB_I32, 1, &s2);
         mb_tensor_init(&t_tgt_bad, tgt_bad, MB_I32, 1, &s4);
+        mb_tensor_init(&t_k22, fx, MB_F32, 2, shape44);
+        t_k22.shape[0] = t_k22.shape[1] = 2;
+        t_k22.stride[0] = 2;
+        t_kbad = t84;
+        t_kbad.stride[1] = -1;
+        t_khuge = t_x44;
+        t_khuge.shape[0] = 641;
+        t_khuge.shape[1] = 6700417;
+        t_khuge.stride[0] = t_khuge.stride[1] = 0;
         memset(&ddisp, 0, sizeof ddisp);
         ddisp.comm = &dcomm;
         memset(ops_plain, 0, sizeof ops_plain); /* spec.mesh NULL: plain tensors */
@@ -1493,6 +1942,22 @@ static void fixtures(void)
     assert_int_equal(dt_graph_add(&gg, DT_ATEN_MM, NULL, gin_01, 2), 2);
     assert_int_equal(dt_graph_plan(&gg, 1, 0, DT_SUM, &gp, gsteps, 4), 0);
     gp_badstep = gp;
+    {
+        int k;
+        for (k = 0; k < HG_COUNT; k++) {
+            memcpy(hg_nodes[k], gnodes, sizeof hg_nodes[k]);
+            hg[k] = gg;
+            hg[k].nodes = hg_nodes[k];
+        }
+        hg[HG_NODES].nodes = NULL;
+        hg[HG_COUNT_BIG].count = 5;
+        hg[HG_COUNT_NEG].count = -1;
+        hg_nodes[HG_IN_SELF][2].in[1] = 2;
+        hg_nodes[HG_IN_NEG][2].in[0] = -1;
+        hg_nodes[HG_OP][2].op = 9999;
+        hg_nodes[HG_NIN][2].nin = 9;
+        hg_nodes[HG_NDIM][0].ndim = 9;
+    }
     memcpy(gsteps_bad, gsteps, sizeof gsteps);
     gsteps_bad[2].in[1] = 2;
     gp_badstep.steps = gsteps_bad;
@@ -1529,6 +1994,8 @@ static void fixtures(void)
     ops_nosend.send = NULL;
     /* dt_comm over the world: dt rows that would communicate must fail before that */
     assert_int_equal(dt_comm_init(&dcomm, &mesh2, g0), 0);
+    g0_copy = *g0;
+    dcomm_copy = dcomm;
     {
         dt_placement sh_h[1] = {DT_SHARD(2)}, sh_w[1] = {DT_SHARD(3)};
         int32_t lxs[4] = {1, 2, 2, 4};
@@ -1602,7 +2069,9 @@ static void test_bad_input_table(void **state)
         failures++;
     }
     printf("bad input: %d rows over %s; %d failed\n", NROWS,
-           "microbatch.h, pipeline.h, dtensor*.h, ports/pg.h, ports/pg_pthread.h, ports/pg_shm.h", failures);
+           "microbatch.h, pipeline.h, pipeline_model.h, pipeline_exec.h, pipeline_bn.h, dtensor*.h, ports/pg.h, "
+           "ports/pg_pthread.h, ports/pg_shm.h",
+           failures);
     assert_int_equal(failures, 0);
 }
 
@@ -1610,8 +2079,7 @@ static void test_bad_input_table(void **state)
 static int markdown(char *buf, size_t cap)
 {
     size_t n = 0;
-    int i;
-    const char *last = "";
+    int i, h, j;
 #define PUT(...)                                                        \
     do {                                                                \
         int w_ = snprintf(buf + n, n < cap ? cap - n : 0, __VA_ARGS__); \
@@ -1627,19 +2095,23 @@ static int markdown(char *buf, size_t cap)
         "afterwards no message is in any mailbox and the peer's group is unchanged: **bad input never "
         "reaches a peer**. The port rows (`pg_pthread.h`, `pg_shm.h`) fail before a thread starts or the "
         "region is read. Functions returning a size or a pointer report bad input as 0 / NULL (stated in "
-        "the case). Rows whose case starts with `plan:` or `table:` pass a caller-filled `pp_plan` or "
-        "`pp_table` with one hostile field (the rest valid): every function taking one validates it "
-        "before any field is used as an index or a count. Faults at run time (timeouts, aborts, "
-        "corrupt shared memory) are covered by `tests/test_faults.c`.\n");
-    for (i = 0; i < NROWS; i++) {
-        if (strcmp(last, rows[i].header) != 0) {
-            PUT("\n## `%s`\n\n| function | invalid input | returns |\n|---|---|---|\n", rows[i].header);
-            last = rows[i].header;
+        "the case). Rows whose case starts with `plan:`, `table:`, `cfg:`, `mesh:`, `spec:`, `params:` or `graph:` "
+        "pass a caller-filled `pp_plan`, `pp_table`, `pp_exec_cfg`, `dt_mesh`, `mb_spec`, `dt_spec`, "
+        "`dt_conv2d_params` or `dt_graph` with one hostile field (the rest valid): "
+        "every function taking one validates it before any field is used as an index or a count. "
+        "Faults at run time (timeouts, aborts, corrupt shared memory) are covered by "
+        "`tests/test_faults.c`.\n");
+    for (h = 0; h < NROWS; h++) { /* one section per header, in the order headers first appear */
+        for (j = 0; j < h && strcmp(rows[j].header, rows[h].header) != 0; j++) {}
+        if (j < h) continue;
+        PUT("\n## `%s`\n\n| function | invalid input | returns |\n|---|---|---|\n", rows[h].header);
+        for (i = h; i < NROWS; i++) {
+            if (strcmp(rows[i].header, rows[h].header) != 0) continue;
+            if (rows[i].expected)
+                PUT("| `%s` | %s | `%s` (%d) |\n", rows[i].function, rows[i].what, rows[i].code_name, rows[i].expected);
+            else
+                PUT("| `%s` | %s | as stated |\n", rows[i].function, rows[i].what);
         }
-        if (rows[i].expected)
-            PUT("| `%s` | %s | `%s` (%d) |\n", rows[i].function, rows[i].what, rows[i].code_name, rows[i].expected);
-        else
-            PUT("| `%s` | %s | as stated |\n", rows[i].function, rows[i].what);
     }
     PUT("\n## Public functions without a row\n\n"
         "Every public function returning an `int` / `int32_t` / `int64_t` has rows above or is here "
@@ -1651,7 +2123,7 @@ static int markdown(char *buf, size_t cap)
     return n < cap ? (int)n : -1;
 }
 
-static char doc[65536], file_doc[65536];
+static char doc[262144], file_doc[262144];
 
 static void test_document_matches_table(void **state)
 {

@@ -1,4 +1,4 @@
-/* test_conv.c — dtensor_conv.h and dtensor_qconv.h: conv2d and max pool.
+/* test_conv.c — dtensor_conv.h and dtensor_qconv.h: conv2d, max pool and average pool.
    Local kernels against naive loops written from torch's definitions (conv2d = cross-
    correlation with zero padding, dilation and groups; max_pool2d with -inf padding and
    the first maximum) in NCHW and NHWC, forward and backward; then the sharded forms on
@@ -593,6 +593,129 @@ static void test_sharded(void **state)
     cur_q8 = 0;
 }
 
+/* ---- average pool ---- */
+
+/* Average pool cases: layout, n, c, h, w, k (square), stride, pad, count_pad. */
+typedef struct acase {
+    int layout;
+    int32_t n, c, h, w, k, stride, pad, count_pad;
+} acase;
+static const acase acases[] = {
+    {DT_NCHW, 2, 3, 7, 6, 2, 2, 0, 0},  {DT_NCHW, 1, 2, 9, 5, 3, 2, 1, 1},
+    {DT_NHWC, 2, 3, 8, 7, 3, 1, 1, 0},  {DT_NCHW, 1, 4, 5, 5, 5, 1, 0, 0}, /* global */
+    {DT_NHWC, 1, 2, 11, 4, 3, 3, 1, 1}, {DT_NCHW, 2, 2, 13, 9, 3, 2, 1, 0},
+};
+static const acase *acur;
+static float af[MAXE], afy[MAXE];
+static int8_t aq[MAXE], aqy[MAXE];
+
+static dt_conv2d_params aparams(const acase *k)
+{
+    dt_conv2d_params p = DT_POOL2D(DT_NCHW, 1, 1, 0);
+    p.layout = k->layout;
+    p.kernel[0] = p.kernel[1] = k->k;
+    p.stride[0] = p.stride[1] = k->stride;
+    p.padding[0] = p.padding[1] = k->pad;
+    p.count_pad = k->count_pad;
+    return p;
+}
+
+/* The sharded average pool (Shard(H) with halo, Shard(C)) on each rank: its shard must be
+   the single-rank result's slice, bit for bit (f32 and int8). */
+static int avg_body(pg_group *g, void *arg)
+{
+    const acase *k = acur;
+    int me = pg_rank(g), np = pg_size(g), rc, q, kind;
+    int32_t ms[1] = {np}, cs[4] = {k->n, k->c, k->h, k->w}, xs[4], oc[4], os[4], ls[4], off[4];
+    dt_conv2d_params p = aparams(k);
+    (void)arg;
+    if ((rc = dt_mesh_init(&dm[me], 1, ms, NULL, me)) || (rc = dt_comm_init(&dc[me], &dm[me], g))) return rc;
+    shape_of(k->layout, cs, xs);
+    if (dt_conv2d_out_shape(&p, xs, NULL, os)) return __LINE__;
+    for (q = 0; q < 2; q++)
+        for (kind = 0; kind < 2; kind++) {
+            dt_placement pl[1] = {DT_SHARD(kind ? (k->layout == DT_NHWC ? 3 : 1) : (k->layout == DT_NHWC ? 1 : 2))};
+            mb_dtype dt = q ? MB_I8 : MB_F32;
+            dt_tensor in;
+            dt_spec ospec;
+            mb_tensor gx, y, gy, want;
+            size_t need, es = q ? 1u : 4u, e, n;
+            static unsigned char yl[NR][MAXE * 4], wl[NR][MAXE * 4];
+            if (dt_spec_init(&in.spec, &dm[me], pl, 1, dt, 4, xs, NULL)) return __LINE__;
+            mb_tensor_init(&gx, q ? (void *)aq : (void *)af, dt, 4, xs);
+            if (dt_local_view(&in.spec, me, &gx, &in.local)) return __LINE__;
+            if (dt_conv2d_out_spec(&p, &in.spec, NULL, &ospec) || dt_local_shape(&ospec, me, ls, off)) return __LINE__;
+            mb_tensor_init(&y, yl[me], dt, 4, ls);
+            if (dt_conv2d_scratch_bytes(&p, &in.spec, NULL, &need) || need > sizeof scr[me]) return __LINE__;
+            if ((rc = dt_avgpool2d(&dc[me], &p, &in, NULL, &y, scr[me], sizeof scr[me]))) return rc;
+            mb_tensor_init(&gy, q ? (void *)aqy : (void *)afy, dt, 4, os);
+            if (dt_local_view(&ospec, me, &gy, &want)) return __LINE__;
+            mb_tensor_init(&gx, wl[me], dt, 4, ls);
+            if (mb_copy(&gx, &want)) return __LINE__;
+            n = (size_t)mb_numel(&y);
+            for (e = 0; e < n * es; e++)
+                if (yl[me][e] != wl[me][e]) return __LINE__;
+            (void)oc;
+        }
+    return 0;
+}
+
+/* Average pool against torch's avg_pool2d from its definition (the window's sum over the
+   in-bounds elements, divided by their count or, with count_include_pad, the padded
+   window's), f32 and int8 (int32 sum, rounded half away from zero); then sharded. */
+static void test_avgpool(void **state)
+{
+    size_t i;
+    int np;
+    (void)state;
+    for (i = 0; i < sizeof acases / sizeof acases[0]; i++) {
+        const acase *k = &acases[i];
+        int32_t cs[4] = {k->n, k->c, k->h, k->w}, xs[4], os[4], co[4], n, c, y, x, a, b;
+        dt_conv2d_params p = aparams(k);
+        mb_tensor tx, ty, qx, qy;
+        size_t e, ne = (size_t)k->n * k->c * k->h * k->w;
+        for (e = 0; e < ne; e++) {
+            af[e] = val((uint32_t)e, (uint32_t)i + 7u);
+            aq[e] = (int8_t)((int32_t)(val((uint32_t)e, (uint32_t)i + 9u) * 127.0f));
+        }
+        shape_of(k->layout, cs, xs);
+        assert_int_equal(dt_conv2d_out_shape(&p, xs, NULL, os), 0);
+        mb_tensor_init(&tx, af, MB_F32, 4, xs);
+        mb_tensor_init(&ty, afy, MB_F32, 4, os);
+        mb_tensor_init(&qx, aq, MB_I8, 4, xs);
+        mb_tensor_init(&qy, aqy, MB_I8, 4, os);
+        assert_int_equal(dt_avgpool2d_ref(&p, &tx, &ty), 0);
+        assert_int_equal(dt_avgpool2d_ref(&p, &qx, &qy), 0);
+        co[0] = k->n, co[1] = k->c;
+        co[2] = (k->h + 2 * k->pad - k->k) / k->stride + 1;
+        co[3] = (k->w + 2 * k->pad - k->k) / k->stride + 1;
+        for (n = 0; n < co[0]; n++)
+            for (c = 0; c < co[1]; c++)
+                for (y = 0; y < co[2]; y++)
+                    for (x = 0; x < co[3]; x++) {
+                        float s = 0.0f, want;
+                        int32_t si = 0, cnt = 0, h0 = y * k->stride - k->pad, w0 = x * k->stride - k->pad;
+                        int32_t h1 = h0 + k->k < k->h + k->pad ? h0 + k->k : k->h + k->pad,
+                                w1 = w0 + k->k < k->w + k->pad ? w0 + k->k : k->w + k->pad, div, qwant;
+                        for (a = h0; a < h0 + k->k; a++)
+                            for (b = w0; b < w0 + k->k; b++) {
+                                if (a < 0 || a >= k->h || b < 0 || b >= k->w) continue;
+                                s += af[at(k->layout, cs, n, c, a, b)];
+                                si += aq[at(k->layout, cs, n, c, a, b)];
+                                cnt++;
+                            }
+                        div = k->count_pad ? (h1 - h0) * (w1 - w0) : cnt;
+                        want = s / (float)div;
+                        qwant = (int32_t)lround((double)si / (double)div);
+                        qwant = qwant > 127 ? 127 : qwant < -128 ? -128 : qwant;
+                        assert_true(afy[at(k->layout, co, n, c, y, x)] == want);
+                        assert_int_equal(aqy[at(k->layout, co, n, c, y, x)], qwant);
+                    }
+        acur = k;
+        for (np = 2; np <= NR; np += 2) assert_int_equal(conv_run(np, avg_body), 0);
+    }
+}
+
 /* ---- sharded backward ---- */
 
 /* The single-rank backward of the current case (grad_out gyb): gxr, gwr, gbr. */
@@ -864,6 +987,7 @@ int main(void)
         cmocka_unit_test(test_sharded_errors),
         cmocka_unit_test(test_sharded),
         cmocka_unit_test(test_sharded_backward),
+        cmocka_unit_test(test_avgpool),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -377,7 +377,10 @@ static void test_unary_rules(void **state)
                  {DT_ATEN_MUL_SCALAR, DT_PARTIAL(DT_MAX), R_},
                  {DT_ATEN_ADD_SCALAR, PSUM, R_},
                  {DT_ATEN_SUB_SCALAR, DT_PARTIAL(DT_MIN), R_},
-                 {DT_ATEN_ADD_SCALAR, S0, S0}};
+                 {DT_ATEN_ADD_SCALAR, S0, S0},
+                 {DT_ATEN_CLAMP, DT_PARTIAL(DT_MAX), R_},
+                 {DT_ATEN_CLAMP, PSUM, R_},
+                 {DT_ATEN_CLAMP, S1, S1}};
         for (op = 0; op < (int)(sizeof t / sizeof t[0]); op++) {
             dt_placement want_in = t[op].out.kind == DT_KIND_REPLICATE ? t[op].out : t[op].in;
             one_case(&mesh1, t[op].op, NULL, &t[op].in, 2, 8, 8, 0, &want_in, &t[op].out);
@@ -590,6 +593,34 @@ static void test_kernel_ops(void **state)
         assert_true(out1 == 0.25f);
         assert_int_equal(dt_kernel_ref(DT_ATEN_SUB_SCALAR, &at, &ty, in, 1), 0);
         assert_true(out1 == -3.0f);
+    }
+    /* clamp (torch.clamp / hardtanh; ReLU6 is clamp(x, 0, 6)) against a loop, on the
+       strided view; a NaN stays NaN, an infinite bound is none */
+    {
+        float v[6] = {-7.0f, -0.5f, 0.0f, 3.0f, 6.5f, NAN}, o[6];
+        mb_tensor tv, to;
+        mb_tensor_init(&tv, v, MB_F32, 1, s6);
+        mb_tensor_init(&to, o, MB_F32, 1, s6);
+        in[0] = &tv;
+        at.scalar = 0.0f;
+        at.scalar2 = 6.0f;
+        assert_int_equal(dt_kernel_ref(DT_ATEN_CLAMP, &at, &to, in, 1), 0);
+        assert_true(o[0] == 0.0f && o[1] == 0.0f && o[2] == 0.0f && o[3] == 3.0f && o[4] == 6.0f && o[5] != o[5]);
+        at.scalar = -INFINITY;
+        at.scalar2 = 1.0f;
+        assert_int_equal(dt_kernel_ref(DT_ATEN_CLAMP, &at, &to, in, 1), 0);
+        assert_true(o[0] == -7.0f && o[1] == -0.5f && o[3] == 1.0f && o[4] == 1.0f);
+        mb_tensor_init(&ty, y, MB_F32, 2, s64);
+        in[0] = &xt;
+        at.scalar = -0.25f;
+        at.scalar2 = 0.25f;
+        assert_int_equal(dt_kernel_ref(DT_ATEN_CLAMP, &at, &ty, in, 1), 0);
+        for (i = 0; i < 24; i++) {
+            float e = xs[(i % 4) * 6 + i / 4];
+            assert_true(y[i] == (e < -0.25f ? -0.25f : e > 0.25f ? 0.25f : e));
+        }
+        at.scalar = at.scalar2 = 0.0f;
+        assert_string_equal(dt_op_name(DT_ATEN_CLAMP), "clamp");
     }
     /* exp and tanh on the strided view */
     mb_tensor_init(&ty, y, MB_F32, 2, s64);
@@ -1056,8 +1087,8 @@ static int run_case(pg_group *g, int me, const opcase *oc_, const int *ch, int r
     mb_tensor gt[DT_MAX_OP_ARGS], yg, rt;
     const mb_tensor *gin[DT_MAX_OP_ARGS];
     const dt_mesh *m = &dm[me];
-    int i, md, n, rc;
-    (void)g;
+    int i, md, n, rc, qrc;
+    size_t ob = 0, sb = 0;
     for (i = 0; i < oc_->nargs; i++) {
         dt_placement p[DT_MAX_MESH_DIMS];
         mb_tensor pg, lv, lt;
@@ -1083,7 +1114,26 @@ static int run_case(pg_group *g, int me, const opcase *oc_, const int *ch, int r
     d.kernels[DT_ATEN_MM] = d.kernels[DT_ATEN_ADDMM] = d.kernels[DT_ATEN_BMM] = d.kernels[DT_ATEN_LINEAR] =
         dt_kernel_cblas;
 #endif
-    rc = dt_op(&d, oc_->op, oc_->at, args, oc_->nargs, &out, yloc[me], sizeof yloc[me]);
+    { /* dt_op_query's sizes are enough and not more: one byte less of scratch or of the
+         output is DT_ERR_TOO_SMALL on every rank (tried where every rank needs some) */
+        int32_t v[2], w[2];
+        qrc = dt_op_query(&d, oc_->op, oc_->at, args, oc_->nargs, DT_OP_RESULT, &ob, &sb);
+        v[0] = !qrc && sb > 0;
+        v[1] = !qrc && ob > 0;
+        CHECK(pg_all_reduce(g, v, w, 2, MB_I32, PG_MIN) == 0);
+        if (!qrc) {
+            CHECK(ob <= sizeof yloc[me] && sb <= sizeof scr[me]);
+            uint32_t sent = dc[me].collectives;
+            d.scratch_bytes = sb - (size_t)w[0];
+            if (w[0]) CHECK(dt_op(&d, oc_->op, oc_->at, args, oc_->nargs, &out, yloc[me], ob) == DT_ERR_TOO_SMALL);
+            CHECK(dc[me].collectives == sent); /* nothing sent, not even a first input's move */
+            d.scratch_bytes = sb;
+            if (w[1]) CHECK(dt_op(&d, oc_->op, oc_->at, args, oc_->nargs, &out, yloc[me], ob - 1) == DT_ERR_TOO_SMALL);
+            d.scratch_bytes = sb + 7; /* an odd size: buffers taken from its end must stay aligned */
+        }
+    }
+    rc = dt_op(&d, oc_->op, oc_->at, args, oc_->nargs, &out, yloc[me], qrc ? sizeof yloc[me] : ob);
+    CHECK(!qrc || rc == qrc); /* the query's error is dt_op's */
     if (rc == DT_ERR_NO_STRATEGY) {
         /* only where an input would have to turn Shard into Partial on a mesh dim (as
            torch, no redistribution does that), or Partial(sum) into Partial(max) */
@@ -1540,28 +1590,28 @@ typedef struct bcase {
 #define BV(op, n, d0, d1, d2, ...) {op, 1, __VA_ARGS__, {n, 0}, {{d0, d1, d2}, {0, 0, 0}}}
 /* clang-format on */
 static const bcase bcases[] = {
-    BV(DT_ATEN_VIEW, 2, 4, 6, 0, {0, 0, 0, 0, 0, 1, {24}, 0.0f}),
-    BV(DT_ATEN_RESHAPE, 2, 4, 6, 0, {0, 0, 0, 0, 0, 1, {24}, 0.0f}),
-    BV(DT_ATEN_RESHAPE, 2, 5, 6, 0, {0, 0, 0, 0, 0, 1, {30}, 0.0f}),
-    BV(DT_ATEN_VIEW, 2, 5, 6, 0, {0, 0, 0, 0, 0, 1, {-1}, 0.0f}),
-    BV(DT_ATEN_VIEW, 1, 24, 0, 0, {0, 0, 0, 0, 0, 2, {4, 6}, 0.0f}),
-    BV(DT_ATEN_RESHAPE, 1, 24, 0, 0, {0, 0, 0, 0, 0, 2, {2, 12}, 0.0f}),
-    BV(DT_ATEN_RESHAPE, 3, 2, 3, 4, {0, 0, 0, 0, 0, 2, {6, 4}, 0.0f}),
-    BV(DT_ATEN_RESHAPE, 2, 4, 6, 0, {0, 0, 0, 0, 0, 3, {8, 1, 3}, 0.0f}),
-    BV(DT_ATEN_FLATTEN, 3, 4, 3, 2, {1, -1, 0, 0, 0, 0, {0}, 0.0f}),
-    BV(DT_ATEN_FLATTEN, 3, 4, 3, 2, {0, 1, 0, 0, 0, 0, {0}, 0.0f}),
-    BV(DT_ATEN_TRANSPOSE, 2, 4, 6, 0, {0, 1, 0, 0, 0, 0, {0}, 0.0f}),
-    BV(DT_ATEN_PERMUTE, 3, 2, 3, 4, {0, 0, 0, 0, 0, 3, {2, 0, 1}, 0.0f}),
-    BV(DT_ATEN_SQUEEZE, 3, 4, 1, 6, {1, 0, 0, 0, 0, 0, {0}, 0.0f}),
-    BV(DT_ATEN_UNSQUEEZE, 2, 4, 6, 0, {1, 0, 0, 0, 0, 0, {0}, 0.0f}),
-    BV(DT_ATEN_EXPAND, 2, 1, 6, 0, {0, 0, 0, 0, 0, 3, {2, 4, -1}, 0.0f}),
-    {DT_ATEN_EMBEDDING, 2, {0, 0, 0, 0, 0, 0, {0}, 0.0f}, {2, 2}, {{10, 4, 0}, {3, 4, 0}}},
-    {DT_ATEN_NLL_LOSS, 2, {0, 0, 0, 0, 2, 0, {0}, 0.0f}, {2, 1}, {{8, 5, 0}, {8, 0, 0}}},
-    {DT_ATEN_NLL_LOSS, 2, {0, 0, 0, 2, 2, 0, {0}, 0.0f}, {2, 1}, {{8, 5, 0}, {8, 0, 0}}},
-    {DT_ATEN_CROSS_ENTROPY, 2, {0, 0, 0, 0, 2, 0, {0}, 0.0f}, {3, 2}, {{8, 3, 4}, {8, 4, 0}}},
-    {DT_ATEN_CROSS_ENTROPY, 2, {0, 0, 0, 1, -100, 0, {0}, 0.0f}, {3, 2}, {{8, 3, 4}, {8, 4, 0}}},
-    {DT_ATEN_CROSS_ENTROPY, 2, {0, 0, 0, 2, 2, 0, {0}, 0.0f}, {2, 1}, {{8, 5, 0}, {8, 0, 0}}},
-    {DT_ATEN_CROSS_ENTROPY, 2, {0, 0, 0, 1, -100, 0, {0}, 0.0f}, {1, 0}, {{5, 0, 0}, {0, 0, 0}}},
+    BV(DT_ATEN_VIEW, 2, 4, 6, 0, {0, 0, 0, 0, 0, 1, {24}, 0.0f, 0.0f}),
+    BV(DT_ATEN_RESHAPE, 2, 4, 6, 0, {0, 0, 0, 0, 0, 1, {24}, 0.0f, 0.0f}),
+    BV(DT_ATEN_RESHAPE, 2, 5, 6, 0, {0, 0, 0, 0, 0, 1, {30}, 0.0f, 0.0f}),
+    BV(DT_ATEN_VIEW, 2, 5, 6, 0, {0, 0, 0, 0, 0, 1, {-1}, 0.0f, 0.0f}),
+    BV(DT_ATEN_VIEW, 1, 24, 0, 0, {0, 0, 0, 0, 0, 2, {4, 6}, 0.0f, 0.0f}),
+    BV(DT_ATEN_RESHAPE, 1, 24, 0, 0, {0, 0, 0, 0, 0, 2, {2, 12}, 0.0f, 0.0f}),
+    BV(DT_ATEN_RESHAPE, 3, 2, 3, 4, {0, 0, 0, 0, 0, 2, {6, 4}, 0.0f, 0.0f}),
+    BV(DT_ATEN_RESHAPE, 2, 4, 6, 0, {0, 0, 0, 0, 0, 3, {8, 1, 3}, 0.0f, 0.0f}),
+    BV(DT_ATEN_FLATTEN, 3, 4, 3, 2, {1, -1, 0, 0, 0, 0, {0}, 0.0f, 0.0f}),
+    BV(DT_ATEN_FLATTEN, 3, 4, 3, 2, {0, 1, 0, 0, 0, 0, {0}, 0.0f, 0.0f}),
+    BV(DT_ATEN_TRANSPOSE, 2, 4, 6, 0, {0, 1, 0, 0, 0, 0, {0}, 0.0f, 0.0f}),
+    BV(DT_ATEN_PERMUTE, 3, 2, 3, 4, {0, 0, 0, 0, 0, 3, {2, 0, 1}, 0.0f, 0.0f}),
+    BV(DT_ATEN_SQUEEZE, 3, 4, 1, 6, {1, 0, 0, 0, 0, 0, {0}, 0.0f, 0.0f}),
+    BV(DT_ATEN_UNSQUEEZE, 2, 4, 6, 0, {1, 0, 0, 0, 0, 0, {0}, 0.0f, 0.0f}),
+    BV(DT_ATEN_EXPAND, 2, 1, 6, 0, {0, 0, 0, 0, 0, 3, {2, 4, -1}, 0.0f, 0.0f}),
+    {DT_ATEN_EMBEDDING, 2, {0, 0, 0, 0, 0, 0, {0}, 0.0f, 0.0f}, {2, 2}, {{10, 4, 0}, {3, 4, 0}}},
+    {DT_ATEN_NLL_LOSS, 2, {0, 0, 0, 0, 2, 0, {0}, 0.0f, 0.0f}, {2, 1}, {{8, 5, 0}, {8, 0, 0}}},
+    {DT_ATEN_NLL_LOSS, 2, {0, 0, 0, 2, 2, 0, {0}, 0.0f, 0.0f}, {2, 1}, {{8, 5, 0}, {8, 0, 0}}},
+    {DT_ATEN_CROSS_ENTROPY, 2, {0, 0, 0, 0, 2, 0, {0}, 0.0f, 0.0f}, {3, 2}, {{8, 3, 4}, {8, 4, 0}}},
+    {DT_ATEN_CROSS_ENTROPY, 2, {0, 0, 0, 1, -100, 0, {0}, 0.0f, 0.0f}, {3, 2}, {{8, 3, 4}, {8, 4, 0}}},
+    {DT_ATEN_CROSS_ENTROPY, 2, {0, 0, 0, 2, 2, 0, {0}, 0.0f, 0.0f}, {2, 1}, {{8, 5, 0}, {8, 0, 0}}},
+    {DT_ATEN_CROSS_ENTROPY, 2, {0, 0, 0, 1, -100, 0, {0}, 0.0f, 0.0f}, {1, 0}, {{5, 0, 0}, {0, 0, 0}}},
 };
 
 static int32_t iglob[NR][EL], iloc[NR][EL];
@@ -1728,6 +1778,7 @@ static int body_features(pg_group *g, void *arg)
 {
     int me = pg_rank(g), i;
     dt_dispatch d;
+    size_t ob, sb, full;
     dt_tensor a[2], out, o2;
     dt_placement s0[1] = {S0}, r[1] = {R_};
     dt_op_attrs at;
@@ -1767,6 +1818,13 @@ static int body_features(pg_group *g, void *arg)
     CHECK(dt_spec_init(&a[1].spec, &dm[me], s0, 1, MB_F32, 2, sh, NULL) == 0);
     mb_tensor_init(&a[0].local, x + 8 * me, MB_F32, 2, lsh);
     mb_tensor_init(&a[1].local, yv + 8 * me, MB_F32, 2, lsh);
+    /* dt_op_query: in place the (2, 4) f32 result is staged in scratch, no out_data bytes */
+    CHECK(dt_op_query(&d, DT_ATEN_ADD, NULL, a, 2, DT_OP_IN_PLACE, &ob, &sb) == 0);
+    CHECK(ob == 0 && sb == 32);
+    full = d.scratch_bytes;
+    d.scratch_bytes = sb - 1;
+    CHECK(dt_op(&d, DT_ATEN_ADD, NULL, a, 2, &out, a[0].local.data, 0) == DT_ERR_TOO_SMALL);
+    d.scratch_bytes = sb;
     CHECK(dt_op(&d, DT_ATEN_ADD, NULL, a, 2, &out, a[0].local.data, 0) == 0);
     CHECK(out.local.data == (void *)(x + 8 * me) && out.spec.placements[0].kind == DT_KIND_SHARD);
     for (i = 0; i < 8; i++) CHECK(x[8 * me + i] == (float)(8 * me + i) + 100.0f);
@@ -1774,13 +1832,20 @@ static int body_features(pg_group *g, void *arg)
     CHECK(dt_spec_init(&a[0].spec, &dm[me], r, 1, MB_F32, 2, sh, NULL) == 0);
     mb_tensor_init(&a[0].local, x, MB_F32, 2, sh);
     CHECK(dt_op(&d, DT_ATEN_ADD, NULL, a, 2, &out, a[0].local.data, 0) == DT_ERR_NO_STRATEGY);
+    CHECK(dt_op_query(&d, DT_ATEN_ADD, NULL, a, 2, DT_OP_IN_PLACE, &ob, &sb) == DT_ERR_NO_STRATEGY);
     CHECK(x[8 * me] == (float)(8 * me) + 100.0f); /* untouched */
     /* out variant: out_data NULL, the result copied into out.local (a transposed view) */
     CHECK(dt_spec_init(&a[0].spec, &dm[me], s0, 1, MB_F32, 2, sh, NULL) == 0);
     mb_tensor_init(&a[0].local, x + 8 * me, MB_F32, 2, lsh);
     mb_tensor_init(&o2.local, part[me], MB_F32, 2, lsh);
     o2.local.stride[0] = 1, o2.local.stride[1] = 2;
+    CHECK(dt_op_query(&d, DT_ATEN_SUB, NULL, a, 2, DT_OP_OUT, &ob, &sb) == 0);
+    CHECK(ob == 0 && sb == 32);
+    d.scratch_bytes = sb - 1;
+    CHECK(dt_op(&d, DT_ATEN_SUB, NULL, a, 2, &o2, NULL, 0) == DT_ERR_TOO_SMALL);
+    d.scratch_bytes = sb;
     CHECK(dt_op(&d, DT_ATEN_SUB, NULL, a, 2, &o2, NULL, 0) == 0);
+    d.scratch_bytes = full;
     CHECK(o2.spec.placements[0].kind == DT_KIND_SHARD && o2.spec.shape[0] == 8 && o2.local.data == part[me]);
     for (i = 0; i < 8; i++) CHECK(part[me][(i % 4) * 2 + i / 4] == x[8 * me + i] - 100.0f);
     o2.local.shape[0] = 3;

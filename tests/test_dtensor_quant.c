@@ -4,7 +4,9 @@
    kernel against a plain int64 loop, and dt_qmm over pg_pthread with 2 and 4 ranks on
    1-D meshes and 4 ranks on a 2x2 mesh: every strategy combination (S(0),R / R,S(1) /
    S(1),S(0) / R,R per mesh dim), even and uneven shapes, per-tensor and per-channel
-   multipliers, every rank's output compared byte for byte with the single-rank result. */
+   multipliers, every rank's output compared byte for byte with the single-rank result.
+   The int8 add, mul, table, softmax and LayerNorm against loops from their formulas and
+   against the real functions they stand for. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <setjmp.h>
@@ -30,6 +32,119 @@ static uint32_t xs32(void)
     rng_state ^= rng_state >> 17;
     rng_state ^= rng_state << 5;
     return rng_state;
+}
+
+/* ---- int8 elementwise, table and row ops ---- */
+
+static int32_t clamp8(int64_t v)
+{
+    return v > 127 ? 127 : v < -128 ? -128 : (int32_t)v;
+}
+
+/* add / mul (TFLite's formulas, b broadcast over the rows by zero strides) and the table
+   lookup against loops over plain arrays; add and mul also against the real values they
+   stand for (within one output step). */
+static void test_q8_elementwise(void **state)
+{
+    static int8_t a[6 * 9], b[9], y[6 * 9], t[256];
+    int32_t sa[2] = {6, 9}, sb[2] = {6, 9}, i, j;
+    float sca = 0.02f, scb = 0.05f, scy = 0.06f;
+    dt_qmul q[3], qm;
+    mb_tensor ta, tb, ty;
+    (void)state;
+    for (i = 0; i < 6 * 9; i++) a[i] = (int8_t)(xs32() % 256u);
+    for (i = 0; i < 9; i++) b[i] = (int8_t)(xs32() % 256u);
+    for (i = 0; i < 256; i++) t[i] = (int8_t)(255 - i);
+    mb_tensor_init(&ta, a, MB_I8, 2, sa);
+    mb_tensor_init(&tb, b, MB_I8, 2, sb);
+    tb.stride[0] = 0; /* one row for all six */
+    mb_tensor_init(&ty, y, MB_I8, 2, sa);
+    assert_int_equal(dt_add_q8_multipliers(sca, scb, scy, q), 0);
+    assert_int_equal(dt_add_q8(&ta, &tb, q, &ty), 0);
+    for (i = 0; i < 6; i++)
+        for (j = 0; j < 9; j++) {
+            int32_t x = a[i * 9 + j], z = b[j];
+            int32_t want =
+                clamp8(dt_mul_qmul(dt_mul_qmul(x * (1 << 20), q[0]) + dt_mul_qmul(z * (1 << 20), q[1]), q[2]));
+            float real = (float)x * sca + (float)z * scb, got = (float)y[i * 9 + j] * scy;
+            assert_int_equal(y[i * 9 + j], want);
+            if (real > -128.0f * scy && real < 127.0f * scy) assert_true(got - real <= scy && real - got <= scy);
+        }
+    assert_int_equal(dt_qmm_multipliers(sca, &scb, 1, scy, &qm), 0);
+    assert_int_equal(dt_mul_q8(&ta, &tb, qm, &ty), 0);
+    for (i = 0; i < 6; i++)
+        for (j = 0; j < 9; j++) {
+            int32_t want = clamp8(dt_mul_qmul(a[i * 9 + j] * b[j], qm));
+            float real = (float)a[i * 9 + j] * sca * (float)b[j] * scb, got = (float)y[i * 9 + j] * scy;
+            assert_int_equal(y[i * 9 + j], want);
+            if (real > -128.0f * scy && real < 127.0f * scy) assert_true(got - real <= scy && real - got <= scy);
+        }
+    assert_int_equal(dt_lut_q8(&ta, t, &ty), 0);
+    for (i = 0; i < 6 * 9; i++) assert_int_equal(y[i], (int8_t)(127 - a[i]));
+}
+
+/* floor(sqrt(v)) another way than the kernel's digit-by-digit root. */
+static int64_t isqrt_ref(int64_t v)
+{
+    int64_t r = 0;
+    while ((r + 1) * (r + 1) <= v) r++;
+    return r;
+}
+
+/* softmax and LayerNorm over the last dim against loops from their documented formulas,
+   and against the real functions of the dequantized rows (a few output steps). */
+static void test_q8_rows(void **state)
+{
+    static int8_t x[5 * 16], y[5 * 16];
+    static int32_t e[256], gq[16], bq[16];
+    int32_t sh[2] = {5, 16}, i, k;
+    float s_in = 0.05f, s_out = 0.04f;
+    int64_t epsq = (int64_t)(1e-5 * 16 * 16 / (0.05 * 0.05) + 0.5);
+    mb_tensor tx, ty;
+    (void)state;
+    for (i = 0; i < 5 * 16; i++) x[i] = (int8_t)((int32_t)(xs32() % 201u) - 100);
+    for (i = 0; i < 256; i++) e[i] = (int32_t)(65536.0 * exp(-(double)s_in * i) + 0.5);
+    for (i = 0; i < 16; i++) {
+        gq[i] = (int32_t)((0.5 + 0.1 * i) / s_out * 65536.0 + 0.5);
+        bq[i] = (int32_t)((0.2 * (i - 8)) / s_out * 65536.0);
+    }
+    mb_tensor_init(&tx, x, MB_I8, 2, sh);
+    mb_tensor_init(&ty, y, MB_I8, 2, sh);
+    assert_int_equal(dt_softmax_q8(&tx, e, &ty), 0);
+    for (i = 0; i < 5; i++) {
+        int32_t mx = -128;
+        int64_t s = 0;
+        double ds = 0.0;
+        for (k = 0; k < 16; k++) mx = x[i * 16 + k] > mx ? x[i * 16 + k] : mx;
+        for (k = 0; k < 16; k++) s += e[mx - x[i * 16 + k]], ds += exp((double)s_in * x[i * 16 + k]);
+        for (k = 0; k < 16; k++) {
+            double real = exp((double)s_in * x[i * 16 + k]) / ds;
+            assert_int_equal(y[i * 16 + k], (int32_t)((254 * (int64_t)e[mx - x[i * 16 + k]] + s) / (2 * s)));
+            assert_true(fabs(y[i * 16 + k] / 127.0 - real) <= 1.5 / 127.0);
+        }
+    }
+    assert_int_equal(dt_layer_norm_q8(&tx, gq, bq, epsq, &ty), 0);
+    for (i = 0; i < 5; i++) {
+        int64_t s1 = 0, s2 = 0, r, num, den;
+        double mean = 0.0, var = 0.0;
+        for (k = 0; k < 16; k++) s1 += x[i * 16 + k], s2 += x[i * 16 + k] * x[i * 16 + k];
+        r = isqrt_ref(16 * s2 - s1 * s1 + epsq);
+        r = r < 1 ? 1 : r;
+        den = r * 65536;
+        for (k = 0; k < 16; k++) mean += x[i * 16 + k] * (double)s_in / 16.0;
+        for (k = 0; k < 16; k++)
+            var += (x[i * 16 + k] * (double)s_in - mean) * (x[i * 16 + k] * (double)s_in - mean) / 16.0;
+        for (k = 0; k < 16; k++) {
+            double real = (x[i * 16 + k] * (double)s_in - mean) / sqrt(var + 1e-5) * (0.5 + 0.1 * k) + 0.2 * (k - 8);
+            int64_t q;
+            num = (16 * x[i * 16 + k] - s1) * (int64_t)gq[k] + (int64_t)bq[k] * r;
+            q = num >= 0 ? (num + den / 2) / den : -((-num + den / 2) / den);
+            assert_int_equal(y[i * 16 + k], clamp8(q));
+            if (real > -128.0 * s_out && real < 127.0 * s_out)
+                assert_true(fabs(y[i * 16 + k] * (double)s_out - real) <= 2.0 * s_out);
+        }
+    }
+    assert_int_equal(dt_layer_norm_q8(&tx, gq, bq, -1, &ty), DT_ERR_VALUE);
 }
 
 /* TFLite quantization_util_test.cc, QuantizeMultiplier / ...SmallerThanOne /
@@ -530,6 +645,8 @@ int main(void)
         cmocka_unit_test(test_qmm_2ranks),
         cmocka_unit_test(test_qmm_4ranks),
         cmocka_unit_test(test_qmm_2x2),
+        cmocka_unit_test(test_q8_elementwise),
+        cmocka_unit_test(test_q8_rows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -631,22 +631,43 @@ static void test_fault_mid_pipeline(void **state)
 
 /* ---- pg_shm: corrupted shared state ---------------------------------------------------- */
 /* Two cores driven from one thread (try-once calls): core 0 sends, the test scribbles a
-   word that core 1 (or, for the read index, core 0) trusts, then calls every entry. */
+   word that core 1 (or, for the read index, core 0) trusts, then calls every entry. The
+   pair attaches once on two threads (an attach is a rendezvous of every core); each case
+   starts from a copy of that state. */
 #define C_SLOTS   4
 #define C_PAYLOAD 64
 #define C_REGION  PG_SHM_REGION_BYTES(2, C_SLOTS, C_PAYLOAD)
-static pg_shm c0, c1;
+static pg_shm c0, c1, c0_attached, c1_attached;
+static uint32_t c_region_attached[C_REGION / 4];
+
+static void *attach_one(void *arg)
+{
+    pg_shm_hooks h;
+    int r = (int)(intptr_t)arg;
+    memset(&h, 0, sizeof h); /* no wait hook, no clock: timeouts are try-once */
+    shm_rc[r] = pg_shm_init(r ? &c1_attached : &c0_attached, shm_region, C_REGION, r, &h);
+    return NULL;
+}
 
 static void two_cores(int pending)
 {
-    pg_shm_hooks h;
+    static int attached;
     unsigned char msg[C_PAYLOAD];
+    pthread_t t[2];
     int i;
-    memset(&h, 0, sizeof h); /* no wait hook, no clock: timeouts are try-once */
-    memset(shm_region, 0, sizeof shm_region);
-    assert_int_equal(pg_shm_format(shm_region, C_REGION, 2, C_SLOTS, C_PAYLOAD), 0);
-    assert_int_equal(pg_shm_init(&c0, shm_region, C_REGION, 0, &h), 0);
-    assert_int_equal(pg_shm_init(&c1, shm_region, C_REGION, 1, &h), 0);
+    if (!attached) {
+        memset(shm_region, 0, sizeof shm_region);
+        assert_int_equal(pg_shm_format(shm_region, C_REGION, 2, C_SLOTS, C_PAYLOAD), 0);
+        for (i = 0; i < 2; i++) pthread_create(&t[i], NULL, attach_one, (void *)(intptr_t)i);
+        for (i = 0; i < 2; i++) pthread_join(t[i], NULL);
+        assert_int_equal(shm_rc[0], 0);
+        assert_int_equal(shm_rc[1], 0);
+        memcpy(c_region_attached, shm_region, C_REGION);
+        attached = 1;
+    }
+    memcpy(shm_region, c_region_attached, C_REGION);
+    c0 = c0_attached;
+    c1 = c1_attached;
     for (i = 0; i < pending; i++) {
         memset(msg, 0x40 + i, sizeof msg);
         assert_int_equal(pg_shm_ops()->send(&c0, 1, 7, msg, (size_t)(8 * (i + 1)), 0), 0);

@@ -25,9 +25,9 @@
 #define DTENSOR_CONV_IMPLEMENTATION
 #define DTENSOR_GRAPH_IMPLEMENTATION
 #define DTENSOR_QUANT_IMPLEMENTATION
-#include "dtensor_conv.h"
+#define DTENSOR_QCONV_IMPLEMENTATION
 #include "dtensor_graph.h"
-#include "dtensor_quant.h"
+#include "dtensor_qconv.h"
 #ifdef FUZZ_REGRESSIONS_THREADS
 #include <sched.h>
 #include <time.h>
@@ -229,7 +229,7 @@ static void test_graph_output_over_int32_elements(void **state)
    gradient; nothing outside grad_in is written. */
 static void test_maxpool_window_over_padding_only(void **state)
 {
-    static const dt_conv2d_params p = {DT_NCHW, {1, 1}, {2, 2}, {3, 3}, 1, {2, 2}};
+    static const dt_conv2d_params p = {DT_NCHW, {1, 1}, {2, 2}, {3, 3}, 1, {2, 2}, 0};
     const int32_t xs[4] = {1, 1, 1, 1}, ys[4] = {1, 1, 2, 2};
     float x = 5.0f, y[4], gy[4] = {1.0f, 2.0f, 3.0f, 4.0f}, gbuf[16], ninf;
     int8_t xq = 7, yq[4];
@@ -544,6 +544,246 @@ static void test_tp_redistribute_off_the_mesh(void **state)
     assert_memory_equal(&out, &before, sizeof out);
 }
 
+/* An independent harness: mb_normalize_dim(INT_MIN, -8) computed dim + ndim in int (signed
+   overflow) and a negative ndim widened the accepted range. Every dim of a negative ndim is
+   MB_ERR_DIM, and no sum overflows. */
+static void test_normalize_dim_extremes(void **state)
+{
+    (void)state;
+    assert_int_equal(mb_normalize_dim(INT32_MIN, -8), MB_ERR_DIM);
+    assert_int_equal(mb_normalize_dim(INT32_MIN, 8), MB_ERR_DIM);
+    assert_int_equal(mb_normalize_dim(INT32_MAX, 8), MB_ERR_DIM);
+    assert_int_equal(mb_normalize_dim(-1, -8), MB_ERR_DIM);
+    assert_int_equal(mb_normalize_dim(3, -8), MB_ERR_DIM);
+    assert_int_equal(mb_normalize_dim(-1, INT32_MAX), INT32_MAX - 1);
+    assert_int_equal(mb_normalize_dim(INT32_MIN + 1, INT32_MAX), 0);
+}
+
+/* An independent harness: dt_mul_qmul with a multiplier of shift INT32_MIN negated it
+   (signed overflow), although the function cannot fail. A right shift past 31 now rounds
+   as 31 does (the result is 0 or +-1), like a left shift past 31 saturates as 31. */
+static void test_qmul_extreme_shift(void **state)
+{
+    static const int32_t xs[6] = {0, 1, -1, 1000, INT32_MAX, INT32_MIN};
+    dt_qmul q = {1 << 30, INT32_MIN}, q31 = {1 << 30, -31}, up = {1 << 30, INT32_MAX}, up31 = {1 << 30, 31};
+    int i;
+    (void)state;
+    for (i = 0; i < 6; i++) {
+        assert_int_equal(dt_mul_qmul(xs[i], q), dt_mul_qmul(xs[i], q31));
+        assert_int_equal(dt_mul_qmul(xs[i], up), dt_mul_qmul(xs[i], up31));
+    }
+    assert_int_equal(dt_mul_qmul(INT32_MAX, q), 1);
+    assert_int_equal(dt_mul_qmul(1000, q), 0);
+}
+
+/* An int8 reference check: DT_QMM_MAX_K was 2^31 / (128 * 128) = 131072, where K products
+   of -128 * -128 sum to 2^31 and overflow int32 (UBSan; the sum came out -2^31, an output of
+   -2 instead of +2). 131071 is the largest K whose sum always fits; int8 conv2d's
+   C_in / groups * KH * KW takes the same bound. One int8 value each, viewed with stride 0. */
+static void test_qmm_max_k_sum_fits_int32(void **state)
+{
+    static const dt_conv2d_params p = DT_CONV2D(DT_NCHW, 1, 0, 1, 1);
+    const int32_t one = 1, os[4] = {1, 1, 1, 1};
+    int8_t m128 = -128, y = 0;
+    int32_t acc = 0, bias = 0, k;
+    dt_qmul q;
+    mb_tensor a, b, c, x, w, out, bt;
+    (void)state;
+    assert_int_equal(dt_quantize_multiplier(1.0 / 1073741824.0, &q), DT_OK); /* 2^-30: acc / 2^30 */
+    mb_tensor_init(&c, &acc, MB_I32, 2, os);
+    mb_tensor_init(&bt, &bias, MB_I32, 1, &one);
+    mb_tensor_init(&out, &y, MB_I8, 4, os);
+    for (k = 131072; k >= 131071; k--) {
+        int fits = k == 131071;
+        memset(&a, 0, sizeof a); /* every element -128: one byte, strides 0 */
+        a.data = &m128;
+        a.dtype = MB_I8;
+        a.ndim = 2;
+        a.shape[0] = 1;
+        a.shape[1] = k;
+        b = a;
+        b.shape[0] = k;
+        b.shape[1] = 1;
+        x = a;
+        x.ndim = 4;
+        x.shape[1] = k;
+        x.shape[2] = x.shape[3] = 1;
+        w = x;
+        acc = 7;
+        assert_int_equal(dt_qmm_acc(&a, &b, &c), fits ? DT_OK : DT_ERR_SHAPE);
+        assert_int_equal(acc, fits ? k * 16384 : 7);
+        y = 5;
+        assert_int_equal(dt_conv2d_q8_ref(&p, &x, &w, &bt, &q, 1, 0, &out), fits ? DT_OK : DT_ERR_SHAPE);
+        assert_int_equal(y, fits ? 2 : 5); /* 131071 * 2^14 / 2^30 = 1.99997 -> 2 */
+    }
+    assert_int_equal(DT_QMM_MAX_K, 131071);
+}
+
+/* An independent harness: dt_op with a plain (non-DTensor) argument whose sizes multiply
+   past int32 (a valid stride-0 view of one float: 641 x 6700417 = 2^32 + 1 elements)
+   took its element count modulo 2^32, 1, for a one-element tensor and replicated it. It is
+   DT_ERR_MISMATCH now (a plain tensor of more than one element needs implicit
+   replication), and a view whose sizes multiply past 2^63 is DT_ERR_SHAPE. */
+static void test_dt_op_plain_numel_over_int32(void **state)
+{
+    static float x[16], one, out[16];
+    const int32_t ms = 1, xs[2] = {4, 4};
+    const dt_placement r[1] = {DT_REPLICATE()};
+    dt_mesh m;
+    dt_dispatch d;
+    dt_tensor args[2], o, before;
+    int i;
+    (void)state;
+    assert_int_equal(dt_mesh_init(&m, 1, &ms, NULL, 0), DT_OK);
+    memset(&d, 0, sizeof d);
+    memset(args, 0, sizeof args);
+    assert_int_equal(dt_spec_init(&args[0].spec, &m, r, 1, MB_F32, 2, xs, NULL), DT_OK);
+    mb_tensor_init(&args[0].local, x, MB_F32, 2, xs);
+    args[1].local.data = &one; /* spec.mesh NULL: plain; every stride 0 */
+    args[1].local.dtype = MB_F32;
+    args[1].local.ndim = 2;
+    args[1].local.shape[0] = 641;
+    args[1].local.shape[1] = 6700417;
+    memset(&o, 0x3c, sizeof o);
+    before = o;
+    assert_int_equal(dt_op(&d, DT_ATEN_ADD, NULL, args, 2, &o, out, sizeof out), DT_ERR_MISMATCH);
+    assert_memory_equal(&o, &before, sizeof o);
+    args[1].local.ndim = MB_MAX_DIMS; /* 6 sizes of 2^31 - 1: 2^186 elements */
+    for (i = 0; i < MB_MAX_DIMS; i++) args[1].local.shape[i] = INT32_MAX;
+    assert_int_equal(dt_op(&d, DT_ATEN_ADD, NULL, args, 2, &o, out, sizeof out), DT_ERR_SHAPE);
+    assert_memory_equal(&o, &before, sizeof o);
+}
+
+/* An independent harness: dt_kernel_ref checked nothing. A NULL operand was dereferenced,
+   an output of ndim 0 read shape[-1], and out[4,4] = a[2,2] @ b[2,2] read past a and b. It
+   now checks its operands as dt_propagate checks specs (and the output's shape and dtype
+   against the op's): nothing is read or written on bad input. */
+static void test_kernel_ref_checks_operands(void **state)
+{
+    static float a[4] = {1, 2, 3, 4}, b[4] = {5, 6, 7, 8}, y[16];
+    const int32_t s22[2] = {2, 2}, s44[2] = {4, 4};
+    mb_tensor ta, tb, ty, t0;
+    const mb_tensor *in[2], *in_null[2];
+    float before[16];
+    int i;
+    (void)state;
+    mb_tensor_init(&ta, a, MB_F32, 2, s22);
+    mb_tensor_init(&tb, b, MB_F32, 2, s22);
+    mb_tensor_init(&ty, y, MB_F32, 2, s44);
+    mb_tensor_init(&t0, y, MB_F32, 0, NULL);
+    in[0] = in_null[0] = &ta;
+    in[1] = &tb;
+    in_null[1] = NULL;
+    for (i = 0; i < 16; i++) y[i] = before[i] = (float)(100 + i);
+    assert_int_equal(dt_kernel_ref(DT_ATEN_MM, NULL, &ty, in, 2), DT_ERR_MISMATCH); /* 4x4 = 2x2 @ 2x2 */
+    assert_int_equal(dt_kernel_ref(DT_ATEN_MM, NULL, &t0, in, 2), DT_ERR_MISMATCH); /* 0-d output */
+    assert_int_equal(dt_kernel_ref(DT_ATEN_MM, NULL, &ty, in_null, 2), DT_ERR_NULL);
+    assert_int_equal(dt_kernel_ref(DT_ATEN_ADD, NULL, &t0, in_null, 2), DT_ERR_NULL);
+    assert_int_equal(dt_kernel_ref(DT_ATEN_RELU, NULL, &ty, in, 1), DT_ERR_MISMATCH);
+    assert_memory_equal(y, before, sizeof y);
+    mb_tensor_init(&ty, y, MB_F32, 2, s22); /* the right output: a @ b */
+    assert_int_equal(dt_kernel_ref(DT_ATEN_MM, NULL, &ty, in, 2), DT_OK);
+    assert_true(y[0] == 19.0f && y[1] == 22.0f && y[2] == 43.0f && y[3] == 50.0f);
+}
+
+/* An independent harness: a pg_group or dt_comm copied by value kept pointers into the
+   original (the group's built-in scratch, the dt_comm's sub-groups): the harness used a
+   copy after the original's scope ended (ASan: stack-use-after-scope). Both carry a pointer
+   to themselves now, checked on use: a copy is refused (PG_ERR_COPIED, DT_ERR_COPIED),
+   nothing is sent or written; the original works. One rank over a port that only loops
+   back (runs on every target). */
+static int loop_send(void *port, int dst, uint32_t tag, const void *buf, size_t bytes, uint32_t timeout_ms)
+{
+    (void)port, (void)dst, (void)tag, (void)buf, (void)timeout_ms;
+    return (int)bytes;
+}
+static int loop_recv(void *port, int src, uint32_t tag, void *buf, size_t cap, size_t *got, uint32_t timeout_ms)
+{
+    (void)port, (void)src, (void)tag, (void)buf, (void)cap, (void)timeout_ms;
+    *got = 0;
+    return PG_ERR_TIMEOUT;
+}
+static int loop_probe(void *port, int src, uint32_t tag, size_t *bytes)
+{
+    (void)port, (void)src, (void)tag, (void)bytes;
+    return 0;
+}
+static void test_copied_group_and_comm_refused(void **state)
+{
+    static pg_ops ops;
+    static pg_group world, copy, sub_copy;
+    static dt_comm comm, comm_copy;
+    static float x[4] = {1, 2, 3, 4}, y[4];
+    const int32_t one = 1, xs[1] = {4};
+    const int me[1] = {0};
+    const dt_placement s0[1] = {DT_SHARD(0)}, r[1] = {DT_REPLICATE()};
+    dt_mesh m;
+    dt_spec a, b;
+    mb_tensor in, out;
+    float before[4] = {9, 9, 9, 9};
+    (void)state;
+    memset(&ops, 0, sizeof ops);
+    ops.send = loop_send;
+    ops.recv = loop_recv;
+    ops.probe = loop_probe;
+    assert_int_equal(pg_group_init(&world, &ops, NULL, 0, 1, 64), PG_OK);
+    copy = world;
+    assert_int_equal(pg_rank(&world), 0);
+    assert_int_equal(pg_rank(&copy), PG_ERR_COPIED);
+    memcpy(y, before, sizeof y);
+    assert_int_equal(pg_all_reduce(&copy, x, y, 4, MB_F32, PG_SUM), PG_ERR_COPIED);
+    assert_int_equal(pg_barrier(&copy), PG_ERR_COPIED);
+    assert_memory_equal(y, before, sizeof y);
+    {
+        pg_group sub; /* a sub-group whose scope ends: its copy must not reach its scratch */
+        assert_int_equal(pg_subgroup_init(&sub, &world, me, 1), PG_OK);
+        sub_copy = sub;
+    }
+    assert_int_equal(pg_all_reduce(&sub_copy, x, y, 4, MB_F32, PG_SUM), PG_ERR_COPIED);
+    assert_int_equal(pg_all_reduce(&world, x, y, 4, MB_F32, PG_SUM), PG_OK);
+    assert_memory_equal(y, x, sizeof y);
+
+    assert_int_equal(dt_mesh_init(&m, 1, &one, NULL, 0), DT_OK);
+    assert_int_equal(dt_comm_init(&comm, &m, &copy), DT_ERR_COPIED);
+    assert_int_equal(dt_comm_init(&comm, &m, &world), DT_OK);
+    comm_copy = comm;
+    assert_int_equal(dt_spec_init(&a, &m, s0, 1, MB_F32, 1, xs, NULL), DT_OK);
+    assert_int_equal(dt_spec_init(&b, &m, r, 1, MB_F32, 1, xs, NULL), DT_OK);
+    mb_tensor_init(&in, x, MB_F32, 1, xs);
+    mb_tensor_init(&out, y, MB_F32, 1, xs);
+    memcpy(y, before, sizeof y);
+    assert_null(dt_comm_group(&comm_copy, 0));
+    assert_int_equal(dt_redistribute(&comm_copy, NULL, &a, &in, &b, 0, &out, NULL, 0), DT_ERR_COPIED);
+    assert_memory_equal(y, before, sizeof y);
+    assert_int_equal(dt_redistribute(&comm, NULL, &a, &in, &b, 0, &out, NULL, 0), DT_OK);
+    assert_memory_equal(y, x, sizeof y);
+}
+
+/* Found while sizing mb_merge outputs: mb_merge summed the concat dim of its chunks in int32
+   (two stride-0 chunks of 2^31 - 1 rows overflowed it). The sum is checked now: an output
+   that cannot hold the chunks is MB_ERR_SHAPE, nothing written. */
+static void test_merge_concat_sum_over_int32(void **state)
+{
+    static float one = 1.0f, y[4];
+    mb_value chunks[2], out[1], before[1];
+    (void)state;
+    memset(chunks, 0, sizeof chunks);
+    chunks[0].kind = MB_VALUE_TENSOR;
+    chunks[0].tensor.data = &one; /* every stride 0 */
+    chunks[0].tensor.dtype = MB_F32;
+    chunks[0].tensor.ndim = 1;
+    chunks[0].tensor.shape[0] = INT32_MAX;
+    chunks[1] = chunks[0];
+    memset(out, 0, sizeof out);
+    out[0].kind = MB_VALUE_TENSOR;
+    out[0].tensor = chunks[0].tensor;
+    out[0].tensor.data = y;
+    out[0].tensor.shape[0] = 4;
+    memcpy(before, out, sizeof out);
+    assert_int_equal(mb_merge(chunks, 2, 1, NULL, 0, out), MB_ERR_SHAPE);
+    assert_memory_equal(out, before, sizeof out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -565,6 +805,13 @@ int main(void)
 #endif
         cmocka_unit_test(test_avg_partial_of_ints_refused_by_the_plan),
         cmocka_unit_test(test_tp_redistribute_off_the_mesh),
+        cmocka_unit_test(test_normalize_dim_extremes),
+        cmocka_unit_test(test_qmul_extreme_shift),
+        cmocka_unit_test(test_qmm_max_k_sum_fits_int32),
+        cmocka_unit_test(test_dt_op_plain_numel_over_int32),
+        cmocka_unit_test(test_kernel_ref_checks_operands),
+        cmocka_unit_test(test_copied_group_and_comm_refused),
+        cmocka_unit_test(test_merge_concat_sum_over_int32),
     };
     return cmocka_run_group_tests_name("fuzz regressions", tests, NULL, NULL);
 }

@@ -276,8 +276,17 @@ static void test_tensor_init_strides(void **state)
         assert_int_equal(t.ndim, MB_MAX_DIMS);
         assert_int_equal(mb_numel(&t), 3);
     }
-    /* NULL data is fine only for an empty tensor */
+    /* NULL data sizes a view: strides and numel, refused by every call that uses elements */
     assert_int_equal(mb_tensor_init(&t, NULL, MB_F32, 2, SHP(0, 5)), MB_OK);
+    assert_int_equal(mb_tensor_check(&t), MB_OK); /* empty: no data needed */
+    assert_int_equal(mb_tensor_init(&t, NULL, MB_F32, 2, SHP(3, 5)), MB_OK);
+    assert_null(t.data);
+    assert_int_equal(t.stride[0], 5);
+    assert_int_equal(mb_numel(&t) * (int64_t)mb_dtype_size(t.dtype), 60);
+    assert_int_equal(mb_tensor_check(&t), MB_ERR_NULL);
+    assert_int_equal(mb_zero(&t), MB_ERR_NULL);
+    t.data = buf; /* storage of the size it gave */
+    assert_int_equal(mb_zero(&t), MB_OK);
 
     /* errors leave t untouched */
     memset(&t, SENT, sizeof t);
@@ -291,7 +300,7 @@ static void test_tensor_init_strides(void **state)
     assert_int_equal(mb_tensor_init(&t, buf, MB_F32, -1, SHP(1)), MB_ERR_NDIM);
     assert_int_equal(mb_tensor_init(&t, buf, MB_F32, 2, SHP(2, -1)), MB_ERR_SHAPE);
     assert_int_equal(mb_tensor_init(&t, buf, MB_DTYPE_COUNT, 1, SHP(2)), MB_ERR_DTYPE);
-    assert_int_equal(mb_tensor_init(&t, NULL, MB_F32, 1, SHP(2)), MB_ERR_NULL);
+    assert_int_equal(mb_tensor_init(&t, NULL, MB_F32, 1, SHP(-2)), MB_ERR_SHAPE); /* sizing checks alike */
     assert_int_equal(mb_tensor_init(&t, buf, MB_F32, 2, NULL), MB_ERR_NULL);
     assert_memory_equal(&t, &snap, sizeof t);
     assert_int_equal(mb_tensor_init(NULL, buf, MB_F32, 1, SHP(2)), MB_ERR_NULL);
@@ -2542,6 +2551,69 @@ static void test_merge_concat_promotes(void **state)
     assert_true(yf[0] == 16777216.0f);
 }
 
+/* mb_merge_shape gives the output mb_merge accepts: merged into exactly that many bytes
+   (numel * dtype size) it succeeds and writes nothing past them; a tensor one element
+   shorter on the concat dim, or of another dtype, is refused by mb_merge. */
+static void test_merge_shape_query_exact(void **state)
+{
+    int8_t a[4] = {-1, 2, 3, 4};
+    uint8_t b[2] = {200, 7};
+    float f[6] = {1, 2, 3, 4, 5, 6}, g[6] = {6, 5, 4, 3, 2, 1};
+    double d = 2.5, e = 4.0;
+    unsigned char buf[64 + 8];
+    mb_value ch[2 * 3], out[3], before[3], o, pair[2];
+    mb_spec sp[3] = {MB_CONCAT(1), MB_REDUCE(MB_RED_SUM), MB_REDUCE(MB_RED_MAX)};
+    size_t bytes;
+    int i;
+    (void)state;
+    tv(&ch[0], a, MB_I8, 2, SHP(2, 2));
+    tv(&ch[3], b, MB_U8, 2, SHP(2, 1));
+    tv(&ch[1], f, MB_F32, 2, SHP(3, 2));
+    tv(&ch[4], g, MB_F32, 2, SHP(3, 2));
+    memset(&ch[2], 0, sizeof ch[2]);
+    ch[2].kind = MB_VALUE_SCALAR;
+    ch[2].scalar = d;
+    ch[5] = ch[2];
+    ch[5].scalar = e;
+    assert_int_equal(mb_merge_shape(ch, 2, 3, sp, 0, out), MB_OK);
+    assert_int_equal(out[0].kind, MB_VALUE_TENSOR); /* cat of int8 and uint8 on dim 1: int16 (2, 3) */
+    assert_int_equal(out[0].tensor.dtype, MB_I16);
+    assert_int_equal(out[0].tensor.ndim, 2);
+    assert_int_equal(out[0].tensor.shape[0], 2);
+    assert_int_equal(out[0].tensor.shape[1], 3);
+    assert_null(out[0].tensor.data);
+    assert_int_equal(out[1].tensor.dtype, MB_F32); /* sum of float32 chunks: (3, 2) float32 */
+    assert_int_equal(out[1].tensor.shape[0], 3);
+    assert_int_equal(out[2].kind, MB_VALUE_SCALAR);
+    for (i = 0; i < 2; i++) { /* each tensor output in exactly its bytes, a sentinel after it */
+        bytes = (size_t)mb_numel(&out[i].tensor) * mb_dtype_size(out[i].tensor.dtype);
+        assert_int_equal(bytes, i ? 24 : 12);
+        memset(buf, SENT, sizeof buf);
+        o = out[i];
+        o.tensor.data = buf;
+        pair[0] = ch[i]; /* value i of both chunks, merged alone */
+        pair[1] = ch[3 + i];
+        assert_int_equal(mb_merge(pair, 2, 1, &sp[i], 0, &o), MB_OK);
+        assert_int_equal(buf[bytes], 0xA5);
+        assert_int_equal(buf[bytes - 1] == 0xA5 && buf[bytes - 2] == 0xA5, 0);
+        o.tensor.dtype = MB_F64; /* any other dtype is not torch's */
+        assert_int_equal(mb_merge(pair, 2, 1, &sp[i], 0, &o), MB_ERR_DTYPE);
+    }
+    o = out[0];
+    o.tensor.data = buf;
+    o.tensor.shape[1] = 2; /* one element short on the concat dim */
+    pair[0] = ch[0];
+    pair[1] = ch[3];
+    assert_int_equal(mb_merge(pair, 2, 1, sp, 0, &o), MB_ERR_SHAPE);
+    /* errors leave out untouched: no chunks, a bad spec */
+    memcpy(before, out, sizeof out);
+    assert_int_equal(mb_merge_shape(ch, 0, 3, sp, 0, out), MB_ERR_CHUNKS);
+    sp[2].kind = 9;
+    assert_int_equal(mb_merge_shape(ch, 2, 3, sp, 0, out), MB_ERR_SPEC);
+    assert_int_equal(mb_merge_shape(NULL, 2, 3, sp, 0, out), MB_ERR_NULL);
+    assert_memory_equal(out, before, sizeof out);
+}
+
 /* REPLICATE compares values as ==: 0.0 equals -0.0 (the output is chunk 0's bits), NaN equals
    nothing, an int32 3 equals a float32 3.0. Several elements are compared one by one (torch
    raises "Boolean value of Tensor with more than one value is ambiguous"). */
@@ -2660,6 +2732,7 @@ int main(void)
         cmocka_unit_test(test_masked_errors),
         cmocka_unit_test(test_masked_merge_roundtrip),
         cmocka_unit_test(test_merge_concat_dim0),
+        cmocka_unit_test(test_merge_shape_query_exact),
         cmocka_unit_test(test_merge_concat_dim1),
         cmocka_unit_test(test_merge_default_specs_mixed),
         cmocka_unit_test(test_merge_zero_copy_in_place),

@@ -86,11 +86,15 @@ static pg_shm shm[CORES];
         }                                                                                  \
     } while (0)
 
+/* Bodies that attach by themselves (to a region they set up) get a NULL group. */
+static int self_attach;
+
 /* Every core: attach, run the body; 0 or the failing line (100000 - err if init failed). */
 static int rank_main(int r, body_fn f)
 {
     pg_shm_hooks h;
     int rc;
+    if (self_attach) return f(NULL, r);
     suite_hooks(&h);
     rc = pg_shm_init(&shm[r], region, REGION_BYTES, r, &h);
     if (rc == 0) pg_set_timeout(pg_shm_group(&shm[r]), 5000);
@@ -106,15 +110,47 @@ static void *thread_main(void *arg)
 }
 #endif
 
-static void run_all(body_fn f)
+static void check_results(const int *results)
 {
-    int results[CORES], i;
-    assert_int_equal(pg_shm_format(region, REGION_BYTES, CORES, SLOTS, PAYLOAD), 0);
-    run_on_cores(f, results);
+    int i;
     for (i = 0; i < CORES; i++) {
         if (results[i]) print_error("rank %d failed at line %d\n", i, results[i]);
         assert_int_equal(results[i], 0);
     }
+}
+
+static void run_all(body_fn f)
+{
+    int results[CORES];
+    assert_int_equal(pg_shm_format(region, REGION_BYTES, CORES, SLOTS, PAYLOAD), 0);
+    run_on_cores(f, results);
+    check_results(results);
+}
+
+/* Every core runs f(NULL, rank), which attaches by itself (pg_shm_init is a rendezvous of
+   every core of the region, so cores attach concurrently). */
+static void run_self_attaching(body_fn f)
+{
+    int results[CORES];
+    self_attach = 1;
+    run_on_cores(f, results);
+    self_attach = 0;
+    check_results(results);
+}
+
+/* A clock that runs 100 ms per read: a lone core's waits (for a format, for peers) end at once. */
+static uint32_t fast_clock(void *ctx)
+{
+    static uint32_t t;
+    (void)ctx;
+    return t += 100000u;
+}
+
+static int body_attached(pg_group *g, int rank)
+{
+    CHECK(pg_rank(g) == rank && pg_size(g) == CORES && pg_max_msg(g) == PAYLOAD);
+    CHECK_RC(pg_barrier(g), 0);
+    return 0;
 }
 
 /* ---- region and bad input (one thread) ------------------------------------------ */
@@ -124,6 +160,7 @@ static void test_format_and_init_errors(void **state)
     pg_shm_hooks h;
     (void)state;
     suite_hooks(&h);
+    h.now_us = fast_clock;
     assert_int_equal(pg_shm_format(NULL, REGION_BYTES, CORES, 8, PAYLOAD), PG_ERR_NULL);
     assert_int_equal(pg_shm_format(region, REGION_BYTES - 1, CORES, 8, PAYLOAD), PG_ERR_SIZE);
     assert_int_equal(pg_shm_format(region, REGION_BYTES, CORES, 6, PAYLOAD), PG_ERR_SIZE); /* not 2^k */
@@ -137,33 +174,45 @@ static void test_format_and_init_errors(void **state)
     assert_int_equal(pg_shm_init(&s, region, REGION_BYTES, -1, &h), PG_ERR_RANK);
     assert_int_equal(pg_shm_init(NULL, region, REGION_BYTES, 0, &h), PG_ERR_NULL);
     assert_int_equal(pg_shm_init(&s, region, REGION_BYTES / 2, 0, &h), PG_ERR_CORRUPT);
-    region[1] = 1000; /* scribbled header */
-    assert_int_equal(pg_shm_init(&s, region, REGION_BYTES, 0, &h), PG_ERR_CORRUPT);
+    /* a header that does not check (scribbled, another build's layout) is waited for like
+       an unformatted region, never attached to */
+    region[1] = 1000;
+    assert_int_equal(pg_shm_init(&s, region, REGION_BYTES, 0, &h), PG_ERR_TIMEOUT);
+    /* a lone core: the attach is a rendezvous of every core, it times out but stays usable
+       (threads only: on a board a core's hooks belong to the CPU it runs on) */
     assert_int_equal(pg_shm_format(region, REGION_BYTES, CORES, 8, PAYLOAD), 0);
-    assert_int_equal(pg_shm_init(&s, region, REGION_BYTES, CORES - 1, &h), 0);
+#ifndef PG_SHM_SUITE_HARTS
+    assert_int_equal(pg_shm_init(&s, region, REGION_BYTES, CORES - 1, &h), PG_ERR_TIMEOUT);
     assert_int_equal(pg_rank(pg_shm_group(&s)), CORES - 1);
-    assert_int_equal(pg_size(pg_shm_group(&s)), CORES);
-    assert_int_equal((int)pg_max_msg(pg_shm_group(&s)), PAYLOAD);
+#endif
+    run_all(body_attached);
 }
 
-/* Two cores in one thread: core 0 sends, then the test scribbles what core 1 reads. */
+/* Two cores driven from one thread: core 0 sends, then the test scribbles what core 1
+   reads. They attach on two cores (a rendezvous, which sleeps in the board's wait: a core
+   spinning on the clock alone can starve a sleeping one under QEMU's -icount). */
 static pg_shm c0, c1;
+static pg_shm_hooks two_hooks;
+static int body_attach_two(pg_group *g, int rank)
+{
+    (void)g;
+    if (rank < 2) CHECK(pg_shm_init(rank ? &c1 : &c0, region, PG_SHM_REGION_BYTES(2, 4, 64), rank, &two_hooks) == 0);
+    return 0;
+}
+
 static void two_cores(void)
 {
-    pg_shm_hooks h;
-    memset(&h, 0, sizeof h); /* no wait, no clock: try-once calls only */
     suite_hooks(&hooks);
-    h.now_us = hooks.now_us;
+    two_hooks = hooks; /* the attach may sleep; the tests' calls below are try-once */
     assert_int_equal(pg_shm_format(region, PG_SHM_REGION_BYTES(2, 4, 64), 2, 4, 64), 0);
-    assert_int_equal(pg_shm_init(&c0, region, PG_SHM_REGION_BYTES(2, 4, 64), 0, &h), 0);
-    assert_int_equal(pg_shm_init(&c1, region, PG_SHM_REGION_BYTES(2, 4, 64), 1, &h), 0);
+    run_self_attaching(body_attach_two);
 }
 
 /* words of ring[src][dst] in the 2-core, 4-slot, 64-byte layout */
 static volatile uint32_t *ring_words(int src, int dst)
 {
-    size_t line = PG_SHM_LINE / 4, ring = PG_SHM_RING_BYTES(4, 64) / 4;
-    return (volatile uint32_t *)region + line * 3 + (size_t)(src * 2 + dst) * ring;
+    size_t ring = PG_SHM_RING_BYTES(4, 64) / 4, rings = PG_SHM_REGION_BYTES(2, 4, 64) / 4 - 4 * ring; /* last */
+    return (volatile uint32_t *)region + rings + (size_t)(src * 2 + dst) * ring;
 }
 
 static volatile uint32_t *slot_words(int src, int dst, int k)
@@ -411,6 +460,111 @@ static void test_collectives_match_single_rank(void **state)
     run_all(body_collectives);
 }
 
+/* Small collectives, every size around the native build's inline limit (PG_SHM_INLINE:
+   one meeting, the data in the cores' buffers) and beyond it (reads in place), uneven and
+   empty blocks, every root, in place, interleaved so buffers are reused at every epoch
+   parity and a broadcast's root (which waits for nobody) runs ahead; each result against
+   what one core computes from every core's input. */
+static float small_in(int rank, size_t i, int salt)
+{
+    return (float)((int)((i * 5u + (size_t)salt) % 9u) - 4) + (float)rank * 0.5f;
+}
+
+static int body_small_collectives(pg_group *g, int rank)
+{
+    enum { L = PG_SHM_INLINE / 4 > 2 ? PG_SHM_INLINE / 4 : 2, MAXE = L + 16 }; /* L floats: the inline limit */
+    static float x[CORES][MAXE * CORES], y[CORES][MAXE * CORES];
+    static const size_t lens[] = {0, 1, 2, 7, 16, L - 1, L, L + 1};
+    size_t counts[CORES], li, i, total, at;
+    int r, round, op, root;
+    for (round = 0; round < 2; round++)
+        for (li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+            size_t n = lens[li];
+            for (op = PG_SUM; op <= PG_MIN; op++) { /* all_reduce, in place every other time */
+                for (i = 0; i < n; i++) x[rank][i] = small_in(rank, i, op);
+                CHECK_RC(pg_all_reduce(g, x[rank], (op & 1) ? x[rank] : y[rank], n, MB_F32, (pg_red)op), 0);
+                for (i = 0; i < n; i++) {
+                    float want = small_in(0, i, op), got = (op & 1) ? x[rank][i] : y[rank][i];
+                    for (r = 1; r < CORES; r++) {
+                        float v = small_in(r, i, op);
+                        want = op == PG_MAX ? (v > want ? v : want) : op == PG_MIN ? (v < want ? v : want) : want + v;
+                    }
+                    if (op == PG_AVG) want /= (float)CORES;
+                    CHECK(got == want);
+                }
+            }
+            for (root = 0; root < CORES; root++) { /* broadcasts back to back: the root runs ahead */
+                for (i = 0; i < n; i++) x[rank][i] = rank == root ? small_in(root, i, 7) : -1.0f;
+                CHECK_RC(pg_broadcast(g, x[rank], n, MB_F32, root), 0);
+                for (i = 0; i < n; i++) CHECK(x[rank][i] == small_in(root, i, 7));
+            }
+            /* all_gatherv with uneven blocks (one empty), then reduce_scatterv over the same */
+            for (r = 0, total = 0; r < CORES; r++)
+                total += counts[r] = (r + (int)round) % CORES == 1 ? 0 : n / 2 + (size_t)r;
+            for (r = 0, at = 0; r < rank; r++) at += counts[r];
+            for (i = 0; i < counts[rank]; i++) x[rank][i] = small_in(rank, i, 3);
+            CHECK_RC(pg_all_gatherv(g, x[rank], y[rank], counts, MB_F32), 0);
+            for (r = 0, at = 0; r < CORES; at += counts[r], r++)
+                for (i = 0; i < counts[r]; i++) CHECK(y[rank][at + i] == small_in(r, i, 3));
+            for (i = 0; i < total; i++) x[rank][i] = small_in(rank, i, 4);
+            CHECK_RC(pg_reduce_scatterv(g, x[rank], y[rank], counts, MB_F32, PG_SUM), 0);
+            for (r = 0, at = 0; r < rank; r++) at += counts[r];
+            for (i = 0; i < counts[rank]; i++) {
+                float want = small_in(0, at + i, 4);
+                for (r = 1; r < CORES; r++) want += small_in(r, at + i, 4);
+                CHECK(y[rank][i] == want);
+            }
+            CHECK_RC(pg_barrier(g), 0);
+        }
+    /* disagreements: every core sees them, then recovers */
+    CHECK_RC(pg_all_reduce(g, x[rank], y[rank], rank == 1 ? 3 : 4, MB_F32, PG_SUM), PG_ERR_MISMATCH);
+    CHECK_RC(pg_all_reduce(g, x[rank], y[rank], 4, rank == 1 ? MB_I32 : MB_F32, PG_SUM), PG_ERR_MISMATCH);
+    for (r = 0; r < CORES; r++) counts[r] = 2 + (rank == 0 && r == CORES - 1);
+    CHECK_RC(pg_reduce_scatterv(g, x[rank], y[rank], counts, MB_F32, PG_SUM), PG_ERR_MISMATCH);
+    CHECK_RC(pg_recover(g), 0);
+    CHECK_RC(pg_all_reduce(g, x[rank], y[rank], 4, MB_F32, PG_SUM), 0);
+    return 0;
+}
+
+static void test_small_collectives(void **state)
+{
+    (void)state;
+    run_all(body_small_collectives);
+}
+
+#if PG_SHM_NATIVE_COLLECTIVES
+/* A peer's epoch word out of the window a meeting accepts is corrupt shared memory: core 0
+   scribbles core 1's next epoch word; the others' barrier says PG_ERR_CORRUPT (core 1 enters
+   it only when they are done, and finds them all there), and the world recovers. */
+static int body_corrupt_epoch(pg_group *g, int rank)
+{
+    pg_shm *s = (pg_shm *)g->port;
+    size_t got;
+    int r;
+    CHECK_RC(pg_barrier(g), 0);
+    if (rank == 0) {
+        for (r = 1; r < CORES; r++) CHECK_RC(pg_recv(g, r, 4, &got, 0, &got), 0); /* all past the barrier */
+        __atomic_store_n(s->area + (size_t)(2 * 1 + (int)((s->epoch + 1u) & 1u)) * (PG_SHM__BUF_BYTES / 4),
+                         s->epoch + 100u, __ATOMIC_RELEASE);
+    } else {
+        CHECK_RC(pg_send(g, 0, 4, &got, 0), 0);
+    }
+    if (rank == 1)
+        for (r = 0; r < CORES; r++) CHECK_RC(r == 1 ? 0 : pg_recv(g, r, 5, &got, 0, &got), 0);
+    CHECK_RC(pg_barrier(g), rank == 1 ? 0 : PG_ERR_CORRUPT);
+    if (rank != 1) CHECK_RC(pg_send(g, 1, 5, &got, 0), 0);
+    CHECK_RC(pg_recover(g), 0);
+    CHECK_RC(pg_barrier(g), 0);
+    return 0;
+}
+
+static void test_corrupt_epoch_word(void **state)
+{
+    (void)state;
+    run_all(body_corrupt_epoch);
+}
+#endif
+
 static int body_abort(pg_group *g, int rank)
 {
     char buf[8];
@@ -453,6 +607,266 @@ static uint32_t mix(uint32_t x)
     x *= 0x846CA68Bu;
     x ^= x >> 16;
     return x;
+}
+
+/* ---- the region's lifecycle: boots, stale contents, a core that restarts ------------- */
+/* A run step every core takes, checked against what one core computes alone: a message
+   around the ring (step, sender, a checksum), a small all_reduce (inline in the native
+   build) and, every fifth step, a large one (the direct-read path). */
+enum { LC_SMALL = 20, LC_LARGE = 2000 };
+static float lc_x[CORES][LC_LARGE], lc_y[CORES][LC_LARGE];
+
+static float lc_input(int rank, uint32_t step, size_t i)
+{
+    return (float)((int)((step * 7u + (uint32_t)i) % 11u) - 5) + (float)rank * 0.25f;
+}
+
+/* The step's message from `rank` to the next core. */
+static int lc_send(pg_group *g, int rank, uint32_t step)
+{
+    uint32_t out[4];
+    out[0] = step;
+    out[1] = (uint32_t)rank;
+    out[2] = mix(step ^ (uint32_t)rank << 20);
+    out[3] = out[0] ^ out[1] ^ out[2];
+    return pg_send(g, (rank + 1) % CORES, 3, out, sizeof out);
+}
+
+/* 0, a pg error (the caller decides), or 1000000 + line for a wrong result. */
+static int lc_step(pg_group *g, int rank, uint32_t step)
+{
+    uint32_t in[4];
+    size_t got = 0, i, n = step % 5 ? LC_SMALL : LC_LARGE;
+    int r, rc, prev = (rank + CORES - 1) % CORES;
+    if ((rc = lc_send(g, rank, step)) != 0) return rc;
+    if ((rc = pg_recv(g, prev, 3, in, sizeof in, &got)) != 0) return rc;
+    if (got != sizeof in || in[0] != step || in[1] != (uint32_t)prev || in[2] != mix(step ^ (uint32_t)prev << 20) ||
+        in[3] != (in[0] ^ in[1] ^ in[2]))
+        return 1000000 + __LINE__;
+    for (i = 0; i < n; i++) lc_x[rank][i] = lc_input(rank, step, i);
+    if ((rc = pg_all_reduce(g, lc_x[rank], lc_y[rank], n, MB_F32, PG_SUM)) != 0) return rc;
+    for (i = 0; i < n; i++) {
+        float want = lc_input(0, step, i);
+        for (r = 1; r < CORES; r++) want += lc_input(r, step, i);
+        if (lc_y[rank][i] != want) return 1000000 + __LINE__;
+    }
+    return 0;
+}
+
+/* Previous boots: what a region may hold when the cores start again. */
+static int lc_formatted; /* set by core 0 right after it formats */
+
+static int body_old_boot(pg_group *g, int rank)
+{
+    uint32_t stale[4] = {0xDEAD, 0xBEEF, 1, 2}, step;
+    for (step = 1; step <= 6; step++) CHECK_RC(lc_step(g, rank, step), 0);
+    /* left behind: a message in every inbox, epochs and recover counters moved on */
+    CHECK_RC(pg_recover(g), 0);
+    CHECK_RC(pg_barrier(g), 0);
+    CHECK_RC(pg_send(g, (rank + 1) % CORES, 9, stale, sizeof stale), 0);
+    CHECK_RC(pg_barrier(g), 0);
+    return 0;
+}
+
+/* The new boot: core 0 formats late (after the others started attaching); every core's
+   attach must end after the format, and nothing of the old boot shows. */
+static int body_new_boot(pg_group *unused, int rank)
+{
+    pg_shm_hooks h;
+    pg_group *g;
+    size_t got;
+    uint32_t step, t0;
+    int peer, rc;
+    (void)unused;
+    suite_hooks(&h);
+    memset(&shm[rank], 0xA5, sizeof shm[rank]); /* core-local RAM is fresh too */
+    if (rank == 0) {
+        t0 = h.now_us ? h.now_us(h.ctx) : 0;
+        while (h.now_us && h.now_us(h.ctx) - t0 < 20000u) {} /* the others start first */
+        CHECK(pg_shm_format(region, REGION_BYTES, CORES, SLOTS, PAYLOAD) == 0);
+        __atomic_store_n(&lc_formatted, 1, __ATOMIC_RELEASE);
+    }
+    rc = pg_shm_init(&shm[rank], region, REGION_BYTES, rank, &h);
+    if (rc) print_error("rank %d: pg_shm_init %d\n", rank, rc);
+    CHECK(rc == 0);
+    CHECK(__atomic_load_n(&lc_formatted, __ATOMIC_ACQUIRE) == 1); /* never attached before the format */
+    g = pg_shm_group(&shm[rank]);
+    pg_set_timeout(g, 5000);
+    for (peer = 0; peer < CORES; peer++) CHECK_RC(pg_probe(g, peer, 9, &got), 0); /* no stale message */
+    for (step = 1; step <= 6; step++) CHECK_RC(lc_step(g, rank, step), 0);
+    CHECK_RC(pg_barrier(g), 0);
+    return 0;
+}
+
+static void test_stale_region_never_trusted(void **state)
+{
+    uint32_t kind, i;
+    (void)state;
+    for (kind = 0; kind < 4; kind++) {
+        if (kind == 0) run_all(body_old_boot); /* a previous boot's live region, every core was in it */
+        if (kind == 1)                         /* random memory (power-on) */
+            for (i = 0; i < REGION_BYTES / 4; i++) region[i] = mix(i * 2654435761u + 17u);
+        if (kind == 2) { /* random memory with the magic word in place */
+            region[0] = 0x53484D31u;
+            for (i = 1; i < REGION_BYTES / 4; i++) region[i] = mix(i + 99u);
+        }
+        if (kind == 3) { /* an old generation, then scribbled control lines */
+            run_all(body_old_boot);
+            for (i = PG_SHM_LINE / 4; i < (1 + CORES) * (PG_SHM_LINE / 4); i++) region[i] = mix(i);
+        }
+        lc_formatted = 0;
+        run_self_attaching(body_new_boot);
+    }
+}
+
+/* Start-up code that zeroes the region after the format (the region placed in .bss, a core
+   that boots late): cores attached before see PG_ERR_CORRUPT when they wait (core 0 wipes
+   once every other core told it that it is past the barrier), a core that attaches now
+   waits for a format and times out; after a new format all is well. */
+static int body_wiped(pg_group *g, int rank)
+{
+    size_t got, i;
+    int peer;
+    CHECK_RC(pg_barrier(g), 0);
+    if (rank) {
+        CHECK_RC(pg_send(g, 0, 4, &got, 0), 0);
+    } else {
+        for (peer = 1; peer < CORES; peer++) CHECK_RC(pg_recv(g, peer, 4, &got, 0, &got), 0);
+        for (i = 0; i < REGION_BYTES / 4; i++) /* word by word: the others read it meanwhile */
+            __atomic_store_n(&region[i], 0u, __ATOMIC_RELAXED);
+    }
+    CHECK_RC(pg_recv(g, (rank + 1) % CORES, 5, &got, sizeof got, &got), PG_ERR_CORRUPT);
+    return 0;
+}
+
+static void test_region_zeroed_after_format(void **state)
+{
+    pg_shm s;
+    pg_shm_hooks h;
+    (void)state;
+    run_all(body_wiped);
+    suite_hooks(&h);
+    h.now_us = fast_clock;
+    assert_int_equal(pg_shm_init(&s, region, REGION_BYTES, 1, &h), PG_ERR_TIMEOUT);
+    run_all(body_attached);
+}
+
+/* A core restarts mid-run: its stack is abandoned wherever it is (between calls, with a
+   message sent and not received, with a slot acquired and not committed, or inside a
+   wait of pg_shm itself, through its wait hook), its pg_shm state is overwritten, and it
+   calls pg_shm_init again as its reset vector would. The others get PG_ERR_PEER_RESET for
+   what they had in flight (and no other error, no wrong result), call pg_recover, agree on
+   the step to resume from (the lowest any core has not finished) and finish the run; every
+   step's results are checked against a single-core computation. RESTART_RUNS runs in a row,
+   a victim and a moment picked per run. */
+#ifndef RESTART_RUNS
+#define RESTART_RUNS 20
+#endif
+#define RESTART_STEPS 30
+static jmp_buf restart_jmp;
+static int restart_victim, restart_in_wait, restart_resets[CORES];
+static uint32_t restart_step, restart_phase;
+static pg_shm_hooks restart_base;
+
+static void restart_wait(void *ctx, int self)
+{
+    if (self == restart_victim && __atomic_load_n(&restart_in_wait, __ATOMIC_ACQUIRE)) {
+        __atomic_store_n(&restart_in_wait, 0, __ATOMIC_RELEASE);
+        longjmp(restart_jmp, 1); /* the reset: out of whatever pg_shm was waiting for */
+    }
+    if (restart_base.wait) restart_base.wait(ctx, self);
+}
+
+/* After PG_ERR_PEER_RESET: recover (a restarted core's pg_shm_init did), then agree on the
+   step every core resumes at. */
+static int restart_resync(pg_group *g, uint32_t *step, int recovered)
+{
+    int32_t next = (int32_t)*step;
+    int rc;
+    for (;;) {
+        while (!recovered && (rc = pg_recover(g)) == PG_ERR_TIMEOUT) {}
+        if (!recovered && rc) return rc;
+        rc = pg_all_reduce(g, &next, &next, 1, MB_I32, PG_MIN);
+        if (rc == 0) break;
+        if (rc != PG_ERR_PEER_RESET) return rc;
+        recovered = 0;
+    }
+    *step = (uint32_t)next;
+    return 0;
+}
+
+static int body_restart(pg_group *world, int rank)
+{
+    pg_group *volatile g = world; /* set again after a restart (longjmp) */
+    volatile uint32_t step = 1, life = 0;
+    pg_shm_hooks h;
+    void *slot;
+    int rc;
+    if (rank != restart_victim) {
+    } else if (setjmp(restart_jmp) != 0) { /* restarted */
+        life++;
+        memset(&shm[rank], 0x5A, sizeof shm[rank]);
+        h = restart_base;
+        h.wait = restart_wait;
+        rc = pg_shm_init(&shm[rank], region, REGION_BYTES, rank, &h);
+        CHECK(rc == 0);
+        g = pg_shm_group(&shm[rank]);
+        pg_set_timeout(g, 5000);
+        step = 0x7FFFFFFF; /* lost: the others know */
+        CHECK_RC(restart_resync(g, (uint32_t *)&step, 1), 0);
+    }
+    if (rank == restart_victim && !life) { shm[rank].hooks.wait = restart_wait; }
+    while (step <= RESTART_STEPS) {
+        if (rank == restart_victim && !life && step == restart_step) {
+            if (restart_phase == 0) longjmp(restart_jmp, 1);
+            if (restart_phase == 1) {
+                CHECK_RC(lc_send(g, rank, step), 0);
+                longjmp(restart_jmp, 1);
+            }
+            if (restart_phase == 2) {
+                CHECK_RC(pg_slot_acquire(g, (rank + 1) % CORES, 64, &slot), 0);
+                memset(slot, 0xEE, 64);
+                longjmp(restart_jmp, 1);
+            }
+            __atomic_store_n(&restart_in_wait, 1, __ATOMIC_RELEASE); /* phase 3: in the next wait */
+        }
+        rc = lc_step(g, rank, step);
+        if (rc == PG_ERR_PEER_RESET) {
+            restart_resets[rank]++;
+            CHECK_RC(restart_resync(g, (uint32_t *)&step, 0), 0);
+            continue;
+        }
+        CHECK_RC(rc, 0);
+        if (rank == restart_victim && !life && __atomic_load_n(&restart_in_wait, __ATOMIC_ACQUIRE)) {
+            __atomic_store_n(&restart_in_wait, 0, __ATOMIC_RELEASE); /* it never waited: restart here */
+            longjmp(restart_jmp, 1);
+        }
+        step++;
+    }
+    CHECK(rank != restart_victim || life == 1);
+    CHECK_RC(pg_barrier(g), 0);
+    return 0;
+}
+
+static void test_restart_mid_run(void **state)
+{
+    uint32_t run, seed = 12345u;
+    int r;
+    (void)state;
+    suite_hooks(&restart_base);
+    for (run = 0; run < RESTART_RUNS; run++) {
+        seed = mix(seed + run);
+        restart_victim = (int)(seed % CORES);
+        restart_step = 2u + (seed >> 8) % (RESTART_STEPS - 4u);
+        restart_phase = (seed >> 16) % 4u;
+        memset(restart_resets, 0, sizeof restart_resets);
+        run_all(body_restart);
+        for (r = 0; r < CORES; r++)
+            if (r != restart_victim) assert_true(restart_resets[r] >= 1); /* every peer was told */
+    }
+    print_message("restart: %d runs, a core restarted mid-run in each, peers got PG_ERR_PEER_RESET, "
+                  "recovered and finished with every step checked\n",
+                  RESTART_RUNS);
 }
 
 static int body_stress(pg_group *g, int rank)
@@ -512,7 +926,7 @@ static void test_stress_million_messages(void **state)
    leaves it out.
    pgc_test_mismatch passes in both configs: pg.h's ring collectives agree on their
    arguments over all ranks first, so every core sees a count mismatch. */
-#if !defined(PG_SHM_NO_CONFORMANCE) || defined(PG_SHM_SUITE_DTENSOR)
+#if !defined(PG_SHM_NO_CONFORMANCE) || defined(PG_SHM_SUITE_DTENSOR) || defined(PG_SHM_SUITE_PIPELINE)
 static int (*pgc_body)(pg_group *g, void *arg);
 static void *pgc_arg;
 
@@ -557,6 +971,20 @@ static int pgc_run(int (*body)(pg_group *g, void *arg), void *arg)
 #include "dtensor_conformance.h"
 #endif
 
+/* ---- the pipeline executor's suite with skips (tests/pipeline_conformance.h) over pg_shm ----
+   -DPG_SHM_SUITE_PIPELINE runs it instead (SConstruct's pipeline_smp4 firmware), the executor
+   built as firmware builds it for an inference plan with skips. */
+#ifdef PG_SHM_SUITE_PIPELINE
+#define PP_SKIPS         1
+#define PP_NO_TAKEIN     1
+#define PP_MAILBOX_SLOTS SLOTS
+#define MICROBATCH_IMPLEMENTATION
+#define PIPELINE_IMPLEMENTATION
+#include "pipeline.h"
+#define ppc_run pgc_run
+#include "pipeline_conformance.h"
+#endif
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -566,12 +994,23 @@ int main(void)
         cmocka_unit_test(test_p2p_tags_out_of_order),
         cmocka_unit_test(test_zero_copy_slots),
         cmocka_unit_test(test_collectives_match_single_rank),
+        cmocka_unit_test(test_small_collectives),
+#if PG_SHM_NATIVE_COLLECTIVES
+        cmocka_unit_test(test_corrupt_epoch_word),
+#endif
         cmocka_unit_test(test_abort_and_recover),
+        cmocka_unit_test(test_stale_region_never_trusted),
+        cmocka_unit_test(test_region_zeroed_after_format),
+        cmocka_unit_test(test_restart_mid_run),
         cmocka_unit_test(test_stress_million_messages),
     };
 #ifdef PG_SHM_SUITE_DTENSOR
     (void)tests; /* this image runs the dtensor suite only */
     return cmocka_run_group_tests_name("dtensor over " SUITE_NAME, dtc_tests, NULL, NULL);
+#endif
+#ifdef PG_SHM_SUITE_PIPELINE
+    (void)tests; /* this image runs the pipeline suite only */
+    return cmocka_run_group_tests_name("pipeline with skips over " SUITE_NAME, ppc_tests, NULL, NULL);
 #endif
     int failed = cmocka_run_group_tests_name(SUITE_NAME, tests, NULL, NULL);
 #ifndef PG_SHM_NO_CONFORMANCE

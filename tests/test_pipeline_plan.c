@@ -851,7 +851,14 @@ static void test_emit_c(void **state)
         assert_int_equal(t.slots, 1);
         assert_int_equal(t.rank, 1);
         assert_int_equal(t.mailbox, 2);
-        assert_int_equal(pp_plan_table(&low, 2, &t), PP_ERR_ARG);
+        /* a rank past the plan's (a world with more ranks than stages): an empty table */
+        assert_int_equal(pp_plan_table(&low, 2, &t), PP_OK);
+        assert_int_equal(t.len, 0);
+        assert_int_equal(t.slots, 0);
+        assert_int_equal(t.rank, 2);
+        assert_int_equal(t.nranks, 2);
+        assert_int_equal(pp_plan_table(&low, PP_MAX_RANKS, &t), PP_ERR_ARG);
+        assert_int_equal(pp_plan_table(&low, -1, &t), PP_ERR_ARG);
     }
 }
 

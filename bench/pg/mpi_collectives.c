@@ -1,5 +1,5 @@
-/* mpi_collectives.c — raw MPI collectives and the same through pg_mpi.h, 2 processes.
-   Started by bench/pg/collectives.c as `mpirun -np 2 pg_mpi_bench DIR`. Rank r reads
+/* mpi_collectives.c — raw MPI collectives and the same through pg_mpi.h, 2 (or 4) processes.
+   Started by bench/pg/collectives.c as `mpirun -np N pg_mpi_bench DIR`. Rank r reads
    commands from the FIFO DIR/cmd<r> (a blocking read: no CPU used while the threads'
    side is timed), one per line:
        <collective> <size index> <mode> <warm-up 0/1>    one timed repeat, after 1 untimed
@@ -22,8 +22,11 @@ static int run_op(int mode, int coll, size_t bytes, int size)
     pg_group *g = pg_mpi_group(&port);
     int n = (int)(bytes / 4);
     if (mode == BENCH_MPI_RAW) {
-        if (coll == 0) return MPI_Allreduce(sendbuf, recvbuf, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-        if (coll == 1) return MPI_Allgather(sendbuf, n / size, MPI_FLOAT, recvbuf, n / size, MPI_FLOAT, MPI_COMM_WORLD);
+        if (coll == BENCH_ALL_REDUCE) return MPI_Allreduce(sendbuf, recvbuf, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        if (coll == BENCH_ALL_GATHER)
+            return MPI_Allgather(sendbuf, n / size, MPI_FLOAT, recvbuf, n / size, MPI_FLOAT, MPI_COMM_WORLD);
+        if (coll == BENCH_BROADCAST) return MPI_Bcast(sendbuf, n, MPI_FLOAT, 0, MPI_COMM_WORLD);
+        if (coll == BENCH_BARRIER) return MPI_Barrier(MPI_COMM_WORLD);
         {
             int counts[PG_MAX_RANKS], r;
             for (r = 0; r < size; r++) counts[r] = n / size;
@@ -31,8 +34,10 @@ static int run_op(int mode, int coll, size_t bytes, int size)
         }
     }
     port.check_args = mode == BENCH_MPI_NOCHECK ? 0 : PG_MPI_CHECK_ARGS;
-    if (coll == 0) return pg_all_reduce(g, sendbuf, recvbuf, (size_t)n, MB_F32, PG_SUM);
-    if (coll == 1) return pg_all_gather(g, sendbuf, recvbuf, (size_t)(n / size), MB_F32);
+    if (coll == BENCH_ALL_REDUCE) return pg_all_reduce(g, sendbuf, recvbuf, (size_t)n, MB_F32, PG_SUM);
+    if (coll == BENCH_ALL_GATHER) return pg_all_gather(g, sendbuf, recvbuf, (size_t)(n / size), MB_F32);
+    if (coll == BENCH_BROADCAST) return pg_broadcast(g, sendbuf, (size_t)n, MB_F32, 0);
+    if (coll == BENCH_BARRIER) return pg_barrier(g);
     return pg_reduce_scatter(g, sendbuf, recvbuf, (size_t)(n / size), MB_F32, PG_SUM);
 }
 
@@ -55,6 +60,7 @@ int main(int argc, char **argv)
     while (fgets(line, sizeof line, cmd) && sscanf(line, "%d %d %d %d", &c, &s, &m, &warm) == 4) {
         if (c < 0 || c >= BENCH_NC || s < 0 || s >= BENCH_NS || m < 0 || m >= BENCH_NM) break;
         k = bench_iters(bench_sizes[s]);
+        if (size > 2 && k > BENCH_ITERS_MORE) k = BENCH_ITERS_MORE;
         for (i = 0; i < (warm ? 3 : 1); i++) run_op(m, c, bench_sizes[s], size); /* untimed */
         MPI_Barrier(MPI_COMM_WORLD);
         t0 = MPI_Wtime();

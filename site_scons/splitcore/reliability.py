@@ -85,21 +85,28 @@ def steps_of(path):
         return set(STEP.findall(f.read()))
 
 
-def spin_action(model, code, work, depth=200000):
-    """First: the model and its C code name the same steps (/* STEP name */ in both).
-    Then spin -a model; a safety run (assertions, invalid end states = deadlocks)
-    compiled with -DNOCLAIM; then every ltl property with ./pan -a -f -N <name>."""
+def spin_action(model, code, work, depth=200000, siblings=(), defines=()):
+    """First: the model names only steps of its C code (/* STEP name */ in both), and the
+    model with its siblings (the other models of the same code) names every step of the
+    code. Then spin -a [defines] model (defines: -DNAME=VALUE for the model's preprocessor,
+    another configuration of the same model); a safety run (assertions, invalid end states
+    = deadlocks) compiled with -DNOCLAIM; then every ltl property with ./pan -a -f -N <name>
+    (none when the configuration's defines include -DBUSYPOLL: polling cores loop forever,
+    which only safety can judge)."""
     def action(target, source, env):
         os.makedirs(work, exist_ok=True)
         src = os.path.abspath(str(source[0]))
         in_model, in_code = steps_of(src), steps_of(str(source[1]))
-        if not in_model or in_model != in_code:
-            print("spin %s: the model's steps and %s's differ: only in the model %s, only in the "
-                  "code %s" % (model, code, sorted(in_model - in_code), sorted(in_code - in_model)))
+        in_models = set(in_model)
+        for other in siblings:
+            in_models |= steps_of(other)
+        if not in_model or not in_model <= in_code or in_models != in_code:
+            print("spin %s: the models' steps and %s's differ: only in the models %s, only in the "
+                  "code %s" % (model, code, sorted(in_models - in_code), sorted(in_code - in_models)))
             return 1
         with open(src) as f:
-            claims = re.findall(r"^\s*ltl\s+(\w+)", f.read(), re.M)
-        steps = [["spin", "-a", src],
+            claims = [] if "-DBUSYPOLL" in defines else re.findall(r"^\s*ltl\s+(\w+)", f.read(), re.M)
+        steps = [["spin", "-a"] + list(defines) + [src],
                  ["gcc", "-O2", "-DNOCLAIM", "-DSAFETY", "-o", "pan_safety", "pan.c"],
                  ["./pan_safety", "-m%d" % depth]]
         if claims:
@@ -121,9 +128,9 @@ def spin_action(model, code, work, depth=200000):
                 failed = 1
                 break
         log.close()
-        print("spin %s: %s (%d steps named as in %s; safety and deadlock; %d ltl properties: %s)" % (
-            model, "FAILED" if failed else "verified, 0 errors", len(in_model), code, len(claims),
-            ", ".join(claims)))
+        print("spin %s%s: %s (%d steps named as in %s; safety and deadlock; %d ltl properties: %s)" % (
+            model, (" " + " ".join(defines)) if defines else "", "FAILED" if failed else "verified, 0 errors",
+            len(in_model), code, len(claims), ", ".join(claims)))
         return failed
     action.__name__ = "spin"
     return action

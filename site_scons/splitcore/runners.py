@@ -68,5 +68,12 @@ def summary(alias, skipped):
     passed = sum(1 for _, verdict in RESULTS if verdict != "failed")
     line = "scons %s: %d run(s), %d passed, %d failed%s; %s" % (
         alias, len(RESULTS), passed, len(failed), " (%s)" % ", ".join(failed) if failed else "", skipped)
+    # A build step that failed stops SCons (without -k) before the runs after it: say so, or
+    # the counts read as a whole run.
+    from SCons.Script import GetBuildFailures
+    broken = [str(f.node) for f in GetBuildFailures() if not str(f.node).endswith(".log")]
+    if broken:
+        line += "; STOPPED by %d build error(s) (%s): the runs after it did not happen" % (
+            len(broken), ", ".join(broken[:3]) + (", ..." if len(broken) > 3 else ""))
     sys.stdout.write(line + "\n")
     sys.stdout.flush()

@@ -150,4 +150,5 @@ PACKAGE_OF = {
     "qemu-system-riscv32": "qemu-system-misc",
     "qemu-system-riscv64": "qemu-system-misc",
     "python3-torch": "python3-torch",
+    "python3-onnx": "python3-onnx python3-numpy python3-torch",
 }

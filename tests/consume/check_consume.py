@@ -35,7 +35,7 @@ from splitcore.checks import Checks  # noqa: E402
 from splitcore.consume import GENERATED, INCLUDE_PATH, forwarders_differ, header_version  # noqa: E402
 
 WARN = ["-std=c99", "-Wall", "-Wextra", "-Wpedantic", "-Werror"]
-TOP_HEADERS = ["splitcore_base.h", "microbatch.h", "pipeline.h", "dtensor.h", "dtensor_ops.h", "dtensor_conv.h",
+TOP_HEADERS = ["splitcore_base.h", "microbatch.h", "pipeline.h", "pipeline_model.h", "pipeline_exec.h", "pipeline_bn.h", "dtensor.h", "dtensor_ops.h", "dtensor_conv.h",
                "dtensor_quant.h", "dtensor_qconv.h", "dtensor_random.h", "dtensor_graph.h"]
 
 

@@ -639,8 +639,9 @@ static void run_qmm(void)
             x->in2.t = QB.t;
         }
         rc = dt_qmm_propagate(&x->a, &x->b, &x->o, NULL);
-        if (!rc && C.nq < 1) rc = DT_ERR_SHAPE; /* N = 0 columns: 0 multipliers are refused */
-        x->plan_rc = !x->member && !rc ? DT_ERR_NOT_MEMBER : rc;
+        if (!rc && !x->member) rc = DT_ERR_NOT_MEMBER; /* dt_qmm checks its comm before the multipliers */
+        if (!rc && C.nq < 1) rc = DT_ERR_SHAPE;        /* N = 0 columns: 0 multipliers are refused */
+        x->plan_rc = rc;
         sh[0] = sh[1] = 0;
         if (!x->plan_rc) {
             FUZZ_REQUIRE(dt_local_shape(&x->o, r, sh, 0) == DT_OK);

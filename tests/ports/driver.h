@@ -155,6 +155,30 @@ static inline int pgd_storm_body(pg_group *g, int me, void *arg)
     return port_lost() ? __LINE__ : 0;
 }
 
+/* Every notify the storm run makes, pg_shm_init's attach (a rendezvous that rings the
+   cores) included: the doorbells the port raised may not exceed it. */
+static uint64_t pgd_notifies;
+static void (*pgd_notify_of[PGD_CORES])(void *ctx, int core);
+
+/* The caller is a core whose hooks have this ctx and whose own notify is already recorded:
+   ports whose cores share one ctx (rp2350's bells) would otherwise find core 0's entry
+   before core 0's thread has written it (a call through NULL when core 1 attaches first). */
+static void pgd_counted_notify(void *ctx, int core)
+{
+    void (*notify)(void *, int) = NULL;
+    int c;
+    for (c = 0; c < PGD_CORES && !notify; c++)
+        if (pgd_hooks[c].ctx == ctx) notify = __atomic_load_n(&pgd_notify_of[c], __ATOMIC_ACQUIRE);
+    __atomic_add_fetch(&pgd_notifies, 1u, __ATOMIC_RELAXED);
+    notify(ctx, core);
+}
+
+static void pgd_count_notifies(int core, pg_shm_hooks *h)
+{
+    __atomic_store_n(&pgd_notify_of[core], h->notify, __ATOMIC_RELEASE);
+    h->notify = pgd_counted_notify;
+}
+
 static inline void pgd_test_storm(void **state)
 {
     int rc;
@@ -162,12 +186,16 @@ static inline void pgd_test_storm(void **state)
     memset((void *)pgd_waiting, 0, sizeof pgd_waiting);
     memset((void *)pgd_rung, 0, sizeof pgd_rung);
     memset((void *)pgd_fin, 0, sizeof pgd_fin);
+    pgd_notifies = 0;
+    pgd_mutate = pgd_count_notifies;
     port_quiet(1);
     rc = pgd_run(pgd_storm_body, NULL);
     port_quiet(0);
+    pgd_mutate = NULL;
     assert_int_equal(rc, 0);
     assert_int_equal((int)port_lost(), 0);
-    assert_int_equal(port_storm_check(2u * (PGD_PINGS + PGD_STORM + 1u)), 0);
+    assert_true(pgd_notifies >= 2u * (PGD_PINGS + PGD_STORM + 1u));
+    assert_int_equal(port_storm_check(pgd_notifies), 0);
 }
 
 /* ---- the clock: now_us counts microseconds, also across its 32-bit wrap (the models start

@@ -2,9 +2,10 @@
  *
  * All harts enter _start at 0x80000000 in M-mode at once. Each takes its own
  * stack (FW_STACK_BYTES below __stacks_top, indexed by mhartid). Hart 0 copies
- * .data from its load address, zeroes .bss (which holds the shared pg_shm
- * region too) and then releases the others through fw_boot_release, a word
- * outside .bss. Every hart then calls fw_hart_main(hartid). */
+ * .data from its load address, zeroes .bss (not the shared pg_shm region: it
+ * has a NOLOAD section of its own, see link.ld) and then releases the others
+ * through fw_boot_release, a word outside .bss. Every hart then calls
+ * fw_hart_main(hartid). */
 #ifndef FW_MAX_HARTS
 #define FW_MAX_HARTS 4          /* link.ld reserves 4 stacks */
 #endif

@@ -27,6 +27,13 @@ void fw_notify(unsigned cpu);
 /* A semihosting call (operation, its argument block); returns r0. */
 uint32_t fw_semihost(uint32_t op, const void *arg);
 
+/* CPU1's warm restart (start.c), what a watchdog or debugger reset of that core does: CPU0
+   sets fw_reset_cpu1 and rings CPU1 (fw_notify(1)); CPU1's doorbell handler then returns
+   into its reset path (fresh stack, its SysTick and hook state cleared, fw_boots1 + 1, then
+   the power-on start-up: fw_core_main(1) again). QEMU 7.2 resets no running core by itself:
+   CPUWAIT only releases a held one. */
+extern volatile uint32_t fw_reset_cpu1, fw_boots1;
+
 /* Every core calls it with its number: CPU1 runs f and sleeps for good; CPU0 runs f, waits
    for CPU1 and returns the first non-zero result (0 when both returned 0). */
 int fw_run_cores(unsigned cpu, int (*f)(int));

@@ -175,14 +175,75 @@ static void test_doorbell_latched_and_consumed(void **state)
     for (c = 0; c < FW_CORES; c++) assert_int_equal(rcs[c], 0);
 }
 
+/* CPU0 restarts CPU1 mid-run (fw_board.h: CPU1's warm restart), at a step and a delay picked
+   per run, so CPU1 is caught anywhere: inside one of pg_shm's waits, between calls, with a
+   message sent and not received. CPU1's start-up runs the current job again, whose
+   pg_shm_init re-attaches to the region it kept; CPU0 gets PG_ERR_PEER_RESET for what it had
+   in flight, recovers, both agree on the step to resume from and finish the run with every
+   step's results checked against the single-core sums (lc_step). RESTART_RUNS in a row. */
+static uint32_t warm_boots0, warm_step, warm_delay;
+static int warm_told0;
+
+static int body_warm_restart(pg_group *g, int rank)
+{
+    uint32_t step = 1, k;
+    int rc, asked = 0;
+    if (rank == 1 && fw_boots1 != warm_boots0) { /* restarted: the step is what CPU0 tells */
+        step = 0x7FFFFFFF;
+        CHECK_RC(restart_resync(g, &step, 1), 0);
+    }
+    while (step <= RESTART_STEPS) {
+        if (rank == 0 && step == warm_step && !asked) {
+            asked = 1;
+            for (k = 0; k < warm_delay; k++) __asm__ volatile("nop");
+            fw_reset_cpu1 = 1u;
+            fw_notify(1);
+        }
+        rc = lc_step(g, rank, step);
+        if (rc == PG_ERR_PEER_RESET) {
+            warm_told0 += rank == 0;
+            CHECK_RC(restart_resync(g, &step, 0), 0);
+            continue;
+        }
+        CHECK_RC(rc, 0);
+        step++;
+    }
+    CHECK(rank != 1 || fw_boots1 == warm_boots0 + 1u);
+    CHECK_RC(pg_barrier(g), 0);
+    return 0;
+}
+
+static void test_cpu1_warm_restart(void **state)
+{
+    uint32_t run, seed = 777u;
+    (void)state;
+    for (run = 0; run < RESTART_RUNS; run++) {
+        seed = mix(seed + run);
+        warm_step = 2u + (seed >> 8) % (RESTART_STEPS - 4u);
+        warm_delay = (seed >> 16) % 4096u;
+        warm_boots0 = fw_boots1;
+        warm_told0 = 0;
+        run_all(body_warm_restart);
+        assert_int_equal(fw_boots1, warm_boots0 + 1u); /* CPU1 restarted once */
+        assert_true(warm_told0 >= 1);                  /* and CPU0 was told */
+    }
+    print_message("CPU1 warm restart: %d runs, CPU1 restarted mid-run through its reset path, CPU0 got "
+                  "PG_ERR_PEER_RESET, both recovered and finished with every step checked\n",
+                  RESTART_RUNS);
+}
+
 static int board_main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_clock_never_steps_back),
         cmocka_unit_test(test_doorbell_latched_and_consumed),
     };
+    const struct CMUnitTest restart[] = {
+        cmocka_unit_test(test_cpu1_warm_restart),
+    };
     int failed = cmocka_run_group_tests_name("sse200.h hooks (2 Cortex-M33 cores)", tests, NULL, NULL);
-    return failed + suite_main();
+    failed += suite_main();
+    return failed + cmocka_run_group_tests_name("a core's restart on the SSE-200", restart, NULL, NULL);
 }
 #define SUITE_MAIN board_main
 #endif

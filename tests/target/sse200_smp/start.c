@@ -12,6 +12,7 @@
    with status 0xEE at once, instead of leaving QEMU spinning until the run's timeout. */
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 #include "fw_board.h"
 
 #define FW_REG(a)     (*(volatile uint32_t *)(uintptr_t)(a))
@@ -77,13 +78,17 @@ static uint32_t fw__probe(uint32_t addr)
     return r0;
 }
 
+/* An exception entry that hands the interrupted code's frame to `handler`. */
+#define FW_FRAME_ENTRY(handler)          \
+    __asm__ volatile("tst lr, #4\n\t"    \
+                     "ite eq\n\t"        \
+                     "mrseq r0, msp\n\t" \
+                     "mrsne r0, psp\n\t" \
+                     "b " #handler "\n\t")
+
 __attribute__((naked)) void fw_fault_entry(void)
 {
-    __asm__ volatile("tst lr, #4\n\t"
-                     "ite eq\n\t"
-                     "mrseq r0, msp\n\t"
-                     "mrsne r0, psp\n\t"
-                     "b fw_fault\n\t");
+    FW_FRAME_ENTRY(fw_fault);
 }
 
 /* frame: r0-r3, r12, lr, pc, xpsr of the interrupted code. */
@@ -109,9 +114,45 @@ void fw_systick(void)
     pg_shm_sse200_systick_isr(&fw_sse);
 }
 
-void fw_mhu0(void)
+volatile uint32_t fw_reset_cpu1, fw_boots1;
+void fw_mhu(uint32_t *frame);
+void fw_warm1(void);
+void fw_restart1(void);
+
+__attribute__((naked)) void fw_mhu0(void)
+{
+    FW_FRAME_ENTRY(fw_mhu);
+}
+
+/* The doorbell; on CPU1 with fw_reset_cpu1 set, the interrupt returns into CPU1's reset
+   path instead of the code it interrupted. */
+void fw_mhu(uint32_t *frame)
 {
     pg_shm_sse200_mhu_isr(&fw_sse);
+    if (fw_reset_cpu1 && pg_shm_sse200_cpu() == 1u) {
+        fw_reset_cpu1 = 0;
+        frame[6] = (uint32_t)(uintptr_t)fw_warm1 & ~1u; /* return address */
+        frame[7] = 1u << 24;                            /* xPSR: Thumb only */
+    }
+}
+
+/* CPU1's reset as a watchdog would do it: the stack from its vector table, not the old one */
+__attribute__((naked)) void fw_warm1(void)
+{
+    __asm__ volatile("movw r0, #:lower16:__stack1_top\n\t"
+                     "movt r0, #:upper16:__stack1_top\n\t"
+                     "msr msp, r0\n\t"
+                     "b fw_restart1\n\t");
+}
+
+/* ... and what a reset clears of the core's own state (SysTick, the hook set's latch and
+   clock), then the same start-up as at power-on. RAM, the region with it, is kept. */
+void fw_restart1(void)
+{
+    PG_SHM_SSE200__SYST_CSR = 0;
+    memset(&fw_sse.core[1], 0, sizeof fw_sse.core[1]);
+    fw_boots1++;
+    fw_reset1();
 }
 
 void fw_hooks(pg_shm_hooks *h)

@@ -1,0 +1,3 @@
+/* <splitcore/pipeline_model.h> in a vendored tree (-I<repository>/include), as an installed tree
+   names it. Written by `scons includes`. */
+#include "../../pipeline_model.h"

@@ -96,7 +96,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     while (fz_left(&in) && fz_u8(&in) < 128) {
         mb_value *c = &chunks[(int)(fz_u8(&in) % (uint32_t)n) * nvals + (int)(fz_u8(&in) % (uint32_t)nvals)];
         switch (fz_u8(&in) % 4u) {
-        case 0: c->tensor.dtype = (mb_dtype)fz_int(&in, MB_DTYPE_COUNT + 1); break;
+        case 0: /* another dtype; its storage stays aligned for it (the caller's contract) */
+            c->tensor.dtype = (mb_dtype)fz_int(&in, MB_DTYPE_COUNT + 1);
+            if (mb_dtype_size(c->tensor.dtype) && (uintptr_t)c->tensor.data % mb_dtype_size(c->tensor.dtype))
+                c->tensor.dtype = MB_U8;
+            break;
         case 1: c->tensor.ndim = fz_int(&in, MB_MAX_DIMS + 2); break;
         case 2: c->tensor.shape[fz_u8(&in) % MB_MAX_DIMS] = -(int32_t)fz_u8(&in) - 1; break;
         default: c->kind = fz_int(&in, 3); break;

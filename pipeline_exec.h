@@ -213,22 +213,23 @@ extern "C" {
    are their gradients in the same order, and the input, loss and output callbacks get the
    model input's and the last position's tuples the same way. A batched tensor has rows(m)
    rows (torch.chunk's split of cfg.batch, or cfg.rows each). Each stage boundary carries
-   every tensor of its tuple (gradients: the floating ones), each skip route its tensor
-   straight from the stashing stage's rank to the popping stage's (SEND_S / RECV_S, the
-   gradient back by SEND_SB / RECV_SB). The slot of a stage holds its input, each position's
-   outputs and stashes, and the skips it pops from other stages (received, or copied from
-   this rank's stashing stage at its F), and in training their gradients: an inference slot
-   is released once its last use on this rank is done (its sends, the next stage's F, a
-   popping stage's F), the receiver's pops with the popping stage's slot after its F; the
-   gradient of a skip popped by another stage of this rank is written into the stashing
-   stage's slot. t->slots counts the held activations (pp_peak_inflight). A layer at several
-   positions runs at each (its backward_weight accumulates from every one) and lives on one
-   rank; pp_exec_build calls pp_layer.init for the layers this rank holds (pp_exec_builds),
-   with their param_bytes in its storage, and no other rank's. A checkpointed microbatch's
-   forward runs again through pp_layer.recompute where set. Ranks past the table's
-   (pp_plan_table of a rank >= nranks: an empty table) return at once; a world larger than
-   the table is fine for the others, but after an error their recover (pg_recover: every rank
-   of the world) cannot meet the ranks that returned, so they return their own errors. */
+   every tensor of its tuple (gradients: the floating ones; a chain's, of cfg.dtype: all),
+   each skip route its tensor straight from the stashing stage's rank to the popping stage's
+   (SEND_S / RECV_S, the gradient back by SEND_SB / RECV_SB). The slot of a stage holds its
+   input, each position's outputs and stashes, and the skips it pops from other stages
+   (received, or copied from this rank's stashing stage at its F), and in training their
+   gradients: an inference slot is released once its last use on this rank is done (its
+   sends, the next stage's F, a popping stage's F), the receiver's pops with the popping
+   stage's slot after its F; the gradient of a skip popped by another stage of this rank is
+   written into the stashing stage's slot. t->slots counts the held activations
+   (pp_peak_inflight). A layer at several positions runs at each (its backward_weight
+   accumulates from every one) and lives on one rank; pp_exec_build calls pp_layer.init for
+   the layers this rank holds (pp_exec_builds), with their param_bytes in its storage, and no
+   other rank's. A checkpointed microbatch's forward runs again through pp_layer.recompute
+   where set. Ranks past the table's (pp_plan_table of a rank >= nranks: an empty table)
+   return at once; a world larger than the table is fine for the others, but after an error
+   their recover (pg_recover: every rank of the world) cannot meet the ranks that returned, so
+   they return their own errors. */
 typedef struct pp_exec_cfg {
     const pp_layer *layers;
     int32_t nlayers;
@@ -827,7 +828,10 @@ static int pp__alloc(pp_exec *e, int s, int m)
 #define PP__SEND(g, r, tag, p, n, tmo)      ((void)(tmo), pg_send(g, r, tag, p, n))
 #define PP__RECV(g, r, tag, p, n, got, tmo) ((void)(tmo), pg_recv(g, r, tag, p, n, got))
 #endif
-#define PP__NOGRAD(t, grad) ((grad) && (t).dtype != MB_F32 && (t).dtype != MB_F64)
+/* A gradient that does not travel: of an integer tensor given by a spec (a tuple's, a skip's:
+   fairscale's, where it has none). A chain's tensors (cfg.dtype, no spec) all carry theirs,
+   as in the chain layout: the stage map must not change what a layer gets. */
+#define PP__NOGRAD(t, grad, typed) ((grad) && (typed) && (t).dtype != MB_F32 && (t).dtype != MB_F64)
 /* Send or receive len bytes at `at` in pieces of the port's max_msg (tag, peer), each
    waiting at most tmo ms; *done counts what moved. */
 static int pp__pieces(pp_exec *e, int send, int peer, int tag, unsigned char *at, uint32_t len, uint32_t tmo,
@@ -990,12 +994,14 @@ static int pp__xspec(const pp_exec *e, int s, int m, int part, int r, int *p, in
 
 /* Move transfer `part` (route r) of slot k (stage s, microbatch m), tensor after tensor, in
    pieces of the port's max_msg, each waiting at most tmo ms; *done counts the bytes moved
-   (a timed-out move resumes there). Gradients of integer tensors do not travel (PP_SKIPS: as
-   fairscale's). k < 0: only probe whether the first piece arrived. */
+   (a timed-out move resumes there). Gradients of integer tensors with a spec do not travel
+   (PP__NOGRAD). k < 0: only probe whether the first piece arrived. */
 static int pp__xfer(pp_exec *e, int k, int s, int m, int part, int r, uint32_t tmo, uint32_t *done)
 {
     int send = part & 1, grad = part >> 1 & 1, p, i0, peer, tag, i, rc = PP_OK;
     int n = pp__xspec(e, s, m, part, r, &p, &i0, &peer, &tag);
+    /* a skip's tensor has its stash's spec; a boundary's the position's out (or cfg.in) */
+    int typed = (part & 4) || (p < 0 ? e->cfg->in != NULL : PP__LAYER(e->cfg, p)->out != NULL);
     uint32_t skip, len;
     pp_tspec sp;
 #if !PP_NO_TAKEIN
@@ -1008,14 +1014,14 @@ static int pp__xfer(pp_exec *e, int k, int s, int m, int part, int r, uint32_t t
     for (i = i0, len = 0; i < i0 + n; i++) {
         size_t max = e->g->max_msg;
         pp__eoff(e, s, p, i, &sp);
-        len += PP__NOGRAD(sp, grad) ? 0 : (uint32_t)((pp__tbytes(&sp, pp__rows(e->cfg, m)) + max - 1u) / max);
+        len += PP__NOGRAD(sp, grad, typed) ? 0 : (uint32_t)((pp__tbytes(&sp, pp__rows(e->cfg, m)) + max - 1u) / max);
     }
     if ((e->t->mailbox - 1u) * len > PP_MAILBOX_SLOTS) return PP_ERR_MAILBOX;
 #endif
     for (i = i0; i < i0 + n && rc >= 0; i++) {
         unsigned char *at = e->mem + (size_t)k * e->slot_bytes + pp__eoff(e, s, p, i, &sp);
         len = pp__tbytes(&sp, pp__rows(e->cfg, m));
-        if (PP__NOGRAD(sp, grad)) continue;
+        if (PP__NOGRAD(sp, grad, typed)) continue;
         if (skip >= len) { /* moved before a timeout */
             skip -= len;
             continue;

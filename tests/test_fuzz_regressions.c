@@ -352,6 +352,46 @@ static void test_validate_checks_sends(void **state)
    of the agreed PP_ERR_LAYER of the root. Here rank 1's receive of the answer waits until the
    root's next step has failed (or 300 ms: the root cannot get there once it waits for rank
    1's acknowledgement); then both ranks must report step 1 as the root's layer error. */
+/* Two stages of one layer each (`kind`, self: the layer's index), one microbatch of `bytes`
+   (rows 1), planned with `sched` (V stages per rank) on g's ranks and initialised on g. */
+typedef struct chain2 {
+    pp_action st[2][64], lst[2][64];
+    pp_plan plan, low; /* the table points into them */
+    uint64_t mem[512];
+    pp_layer layers[2];
+    pp_exec_cfg c;
+    pp_table t;
+    pp_exec e;
+} chain2;
+static int chain2_init(chain2 *x, pg_group *g, const pp_layer *kind, int (*input)(void *, int, mb_tensor *),
+                       int (*loss)(void *, int, const mb_tensor *, mb_tensor *, double *), uint32_t bytes, mb_dtype dt,
+                       int sched, int V)
+{
+    static const int32_t balance[2] = {1, 1};
+    static const int index[2] = {0, 1};
+    int l;
+    for (l = 0; l < 2; l++) {
+        x->layers[l] = *kind;
+        x->layers[l].self = (void *)&index[l];
+        x->layers[l].act_bytes = bytes;
+    }
+    memset(&x->c, 0, sizeof x->c);
+    x->c.input = input;
+    x->c.loss = loss;
+    x->c.layers = x->layers;
+    x->c.balance = balance;
+    x->c.nlayers = 2;
+    x->c.in_bytes = bytes;
+    x->c.rows = 1;
+    x->c.dtype = dt;
+    memset(x->mem, 0xa5, sizeof x->mem); /* what a slot holds before the first step */
+    pg_set_timeout(g, 5000);
+    if (pp_schedule_build(&x->plan, sched, pg_size(g), V, 1, x->st, sizeof x->st, NULL) ||
+        pp_lower(&x->plan, &x->low, x->lst, sizeof x->lst, NULL) || pp_plan_table(&x->low, pg_rank(g), &x->t))
+        return -1;
+    return pp_exec_init(&x->e, &x->c, &x->t, g, x->mem, sizeof x->mem);
+}
+
 static pg_pthread_world race_world;
 static const pg_ops *race_real_ops;
 static pg_ops race_slow_ops;
@@ -405,37 +445,16 @@ static int race_recv(void *port, int src, uint32_t tag, void *buf, size_t cap, s
 }
 static int race_rank(pg_group *g, void *arg)
 {
-    static const int32_t balance[2] = {1, 1};
-    static const int ranks[2] = {0, 1};
-    static uint64_t mem[2][512];
-    static pp_action st[2][64], lst[2][64];
+    static chain2 x[2];
+    pp_layer kind;
     int32_t *out = (int32_t *)arg;
     int r = pg_rank(g), step, rc;
-    pp_plan p, low;
-    pp_table t;
-    pp_layer layers[2];
-    pp_exec_cfg c;
-    pp_exec e;
-    memset(layers, 0, sizeof layers);
-    layers[0].forward = layers[1].forward = race_fwd;
-    layers[0].backward_input = layers[1].backward_input = race_bi;
-    layers[0].self = (void *)&ranks[0];
-    layers[1].self = (void *)&ranks[1];
-    layers[0].act_bytes = layers[1].act_bytes = sizeof race_x;
-    memset(&c, 0, sizeof c);
-    c.input = race_input; /* GPipe on 2 ranks, one layer each, one microbatch of 4 floats */
-    c.loss = race_loss;
-    c.layers = layers;
-    c.balance = balance;
-    c.nlayers = 2;
-    c.in_bytes = sizeof race_x;
-    c.rows = 1;
-    c.dtype = MB_F32;
-    pg_set_timeout(g, 5000);
-    if (pp_schedule_build(&p, PP_SCHED_GPIPE, 2, 1, 1, st, sizeof st, NULL) ||
-        pp_lower(&p, &low, lst, sizeof lst, NULL) || pp_plan_table(&low, r, &t) ||
-        pp_exec_init(&e, &c, &t, g, mem[r], sizeof mem[r]))
-        return -1;
+    pp_exec *e = &x[r].e;
+    memset(&kind, 0, sizeof kind);
+    kind.forward = race_fwd;
+    kind.backward_input = race_bi;
+    /* GPipe on 2 ranks, one layer each, one microbatch of 4 floats */
+    if (chain2_init(&x[r], g, &kind, race_input, race_loss, sizeof race_x, MB_F32, PP_SCHED_GPIPE, 1)) return -1;
     if (r == 1) { /* rank 1 takes its answers late */
         race_real_ops = g->ops;
         race_slow_ops = *g->ops;
@@ -444,11 +463,11 @@ static int race_rank(pg_group *g, void *arg)
     }
     for (step = 1; step <= 2; step++) {
         race_step[r] = step;
-        rc = pp_exec_run(&e);
+        rc = pp_exec_run(e);
         if (step == 1) {
             out[3 * r] = rc;
-            out[3 * r + 1] = e.err;
-            out[3 * r + 2] = e.err_rank;
+            out[3 * r + 1] = e->err;
+            out[3 * r + 2] = e->err_rank;
         }
     }
     if (r == 1) g->ops = race_real_ops;
@@ -486,6 +505,78 @@ static void test_qmm_refuses_no_multipliers_before_messages(void **state)
     assert_int_equal(rc[0], DT_ERR_SHAPE);
     assert_int_equal(rc[1], 0);
     assert_int_equal(rc[2], DT_OK);
+}
+
+/* fuzz_exec: under PP_SKIPS (the host default) the executor sent no gradient of an integer
+   tensor between ranks (fairscale's tuples have none), a chain's of cfg.dtype included: a
+   2-rank int32 chain's stage 0 ran its backward on whatever its slot held (the 1-rank run
+   and the PP_SKIPS 0 build got the gradient stage 1 computed). */
+static int32_t int_dy[2];
+static int int_fwd(void *self, const mb_tensor *x, mb_tensor *y)
+{
+    (void)self;
+    *(int32_t *)y->data = *(const int32_t *)x->data + 1;
+    return 0;
+}
+static int int_bi(void *self, const mb_tensor *x, const mb_tensor *dy, mb_tensor *dx)
+{
+    (void)self;
+    *(int32_t *)dx->data = 3 * *(const int32_t *)dy->data + *(const int32_t *)x->data;
+    return 0;
+}
+static int int_bw(void *self, const mb_tensor *x, const mb_tensor *dy)
+{
+    (void)x;
+    int_dy[*(const int *)self] = *(const int32_t *)dy->data;
+    return 0;
+}
+static int int_input(void *user, int mb, mb_tensor *x)
+{
+    (void)user;
+    *(int32_t *)x->data = 10 + mb;
+    return 0;
+}
+static int int_loss(void *user, int mb, const mb_tensor *y, mb_tensor *dy, double *loss)
+{
+    (void)user;
+    (void)mb;
+    *(int32_t *)dy->data = 2 * *(const int32_t *)y->data;
+    *loss = *(const int32_t *)y->data;
+    return 0;
+}
+static int int_rank(pg_group *g, void *arg)
+{
+    static chain2 x[2];
+    pp_layer kind;
+    int P = pg_size(g);
+    memset(&kind, 0, sizeof kind);
+    kind.forward = int_fwd;
+    kind.backward_input = int_bi;
+    kind.backward_weight = int_bw;
+    /* one int32; 2 ranks: GPipe, 1 rank: both stages on it */
+    if (chain2_init(&x[pg_rank(g)], g, &kind, int_input, int_loss, sizeof(int32_t), MB_I32,
+                    P == 2 ? PP_SCHED_GPIPE : PP_SCHED_INTERLEAVED_1F1B, 3 - P))
+        return -1;
+    *(int *)arg = pp_exec_run(&x[pg_rank(g)].e);
+    return 0;
+}
+static void test_exec_integer_chain_gradient_crosses_ranks(void **state)
+{
+    static pg_pthread_world w;
+    int rc[2] = {1, 1};
+    int32_t one_rank[2];
+    (void)state;
+    /* x 10 -> 11 -> 12, loss dy 24; layer 1: dy 24, dx 3 * 24 + 11 = 83; layer 0: dy 83 */
+    assert_int_equal(pg_pthread_run(&w, 1, int_rank, rc), 0);
+    assert_int_equal(rc[0], PP_OK);
+    memcpy(one_rank, int_dy, sizeof one_rank);
+    assert_int_equal(one_rank[1], 24);
+    assert_int_equal(one_rank[0], 83);
+    memset(int_dy, 0, sizeof int_dy);
+    assert_int_equal(pg_pthread_run(&w, 2, int_rank, rc), 0);
+    assert_int_equal(rc[0], PP_OK);
+    assert_int_equal(int_dy[1], one_rank[1]);
+    assert_int_equal(int_dy[0], one_rank[0]);
 }
 
 static void test_exec_agreement_outlives_next_step_abort(void **state)
@@ -802,6 +893,7 @@ int main(void)
 #ifdef FUZZ_REGRESSIONS_THREADS
         cmocka_unit_test(test_exec_agreement_outlives_next_step_abort),
         cmocka_unit_test(test_qmm_refuses_no_multipliers_before_messages),
+        cmocka_unit_test(test_exec_integer_chain_gradient_crosses_ranks),
 #endif
         cmocka_unit_test(test_avg_partial_of_ints_refused_by_the_plan),
         cmocka_unit_test(test_tp_redistribute_off_the_mesh),

@@ -624,8 +624,12 @@ static void run_plan(fz_in *in)
                 FUZZ_REQUIRE(out_calls[step][m] == 1 && out_hash[step][m] == ref_hash[step][m]);
             }
         }
-        for (l = 0; l < cfg.nlayers; l++) /* (a damaged plan may have lost every backward: no gradient) */
+        for (l = 0; l < cfg.nlayers; l++) { /* (a damaged plan may have lost every backward: no gradient) */
+            if (train && getenv("FUZZ_EXEC_DEBUG"))
+                fprintf(stderr, "step %d layer %d: gradient %u, reference %u\n", step, l, lays[l].grad[step],
+                        backward ? ref_grad[step][l] : 0u);
             FUZZ_REQUIRE(!train || lays[l].grad[step] == (backward ? ref_grad[step][l] : 0u));
+        }
         for (r = 0; r < P; r++) {
             const result *o = &res[step][r];
             int has_last = comp.stage_rank[S - 1] == r;

@@ -315,6 +315,26 @@ static void test_exec_loss_after_failed_step(void **state)
     assert_true(loss == 3.5);
 }
 
+/* fuzz_exec: a rank without stages returns from pp_exec_run at once, outside the agreement;
+   it kept the err and err_rank of its previous step (pp_exec_run reset them after that
+   return), so after a failed step it still reported the failure. */
+static void test_exec_stageless_rank_clears_its_error(void **state)
+{
+    pp_table t;
+    pp_exec e;
+    (void)state;
+    memset(&t, 0, sizeof t); /* pp_plan_table's table of a rank without stages */
+    memset(&e, 0, sizeof e);
+    e.t = &t;
+    e.err = -5; /* the previous step's */
+    e.err_rank = 1;
+    e.nevents = 3;
+    assert_int_equal(pp_exec_run(&e), PP_OK);
+    assert_int_equal(e.err, 0);
+    assert_int_equal(e.err_rank, -1);
+    assert_int_equal(e.nevents, 0);
+}
+
 /* fuzz_exec: pp_validate skipped sends and receives (torch's rules ignore them), so a lowered
    plan with a SEND_B of stage 0 (or a send twice, a send before its computation, a send
    between stages on one rank) validated and simulated, and the executor then failed with
@@ -890,6 +910,7 @@ int main(void)
         cmocka_unit_test(test_peak_inflight_of_stage_major_inference),
         cmocka_unit_test(test_exec_loss_after_failed_step),
         cmocka_unit_test(test_validate_checks_sends),
+        cmocka_unit_test(test_exec_stageless_rank_clears_its_error),
 #ifdef FUZZ_REGRESSIONS_THREADS
         cmocka_unit_test(test_exec_agreement_outlives_next_step_abort),
         cmocka_unit_test(test_qmm_refuses_no_multipliers_before_messages),

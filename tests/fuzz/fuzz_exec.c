@@ -21,6 +21,8 @@
      gradients the layers accumulate; byte arithmetic, so exact); with a failing callback
      every rank returns PP_ERR_LAYER with its code and rank, and the next step is right;
      with fewer slots every rank returns the same error; events list the table's actions;
+     a rank without stages returns PP_OK at once, and with one in the world the others'
+     recover after an error cannot meet it (each returns an error of its own);
    - any other plan (run with short timeouts, also when it deadlocks): pipeline codes only,
      err_rank a rank or -1.
    Mode "hostile": one field of a rank's pp_table or of the pp_exec_cfg (or one of its
@@ -583,22 +585,35 @@ static void run_plan(fz_in *in)
         }
     if (!assert_ok) return;
     for (step = 0; step < nsteps; step++) {
-        int fired = step == 0 && F.fired;
-        for (r = 0; r < P; r++) { /* every rank returns the same */
-            const result *o = &res[step][r], *o0 = &res[step][0];
+        int fired = step == 0 && F.fired, k = comp.stage_rank[0], idle = 0; /* k: a rank in the agreement */
+        for (r = 0; r < P; r++)
+            if (!tab[r].len) { /* a rank without stages returns at once, outside the agreement */
+                FUZZ_REQUIRE(res[step][r].rc == PP_OK && res[step][r].err == 0 && res[step][r].err_rank == -1 &&
+                             res[step][r].nevents == 0);
+                idle = 1;
+            }
+        if (idle && (fired || !slots_ok)) {
+            /* after an error the others' recover (every rank of the world) cannot meet the
+               ranks that returned: each returns an error of its own, not an agreed one */
+            for (r = 0; r < P; r++) FUZZ_REQUIRE(!tab[r].len || res[step][r].rc < 0);
+            continue;
+        }
+        for (r = 0; r < P; r++) { /* every rank with a stage returns the same */
+            const result *o = &res[step][r], *o0 = &res[step][k];
+            if (!tab[r].len) continue;
             if (o->rc != o0->rc || o->err != o0->err || o->err_rank != o0->err_rank) {
-                fprintf(stderr, "step %d: rank %d: %d (err %d, rank %d), rank 0: %d (err %d, rank %d)\n", step, r,
-                        o->rc, o->err, o->err_rank, o0->rc, o0->err, o0->err_rank);
+                fprintf(stderr, "step %d: rank %d: %d (err %d, rank %d), rank %d: %d (err %d, rank %d)\n", step, r,
+                        o->rc, o->err, o->err_rank, k, o0->rc, o0->err, o0->err_rank);
                 FUZZ_REQUIRE(0);
             }
         }
         if (!slots_ok) { /* a slot short: an error, agreed (above); it may come before a
                             failing callback's */
-            FUZZ_REQUIRE(res[step][0].rc < 0);
+            FUZZ_REQUIRE(res[step][k].rc < 0);
             continue;
         }
         if (fired) {
-            const result *o = &res[step][0];
+            const result *o = &res[step][k];
             /* a callback that aborted the world (PG_ERR_ABORTED): no rank has its own error */
             int aborted = F.code == PG_ERR_ABORTED;
             if (o->rc != (aborted ? PP_ERR_COMM : PP_ERR_LAYER) || o->err != F.code ||
@@ -609,9 +624,9 @@ static void run_plan(fz_in *in)
             }
             continue;
         }
-        if (res[step][0].rc != PP_OK) {
-            fprintf(stderr, "step %d: a valid plan failed: %d (%s, err %d, rank %d)\n", step, res[step][0].rc,
-                    pp_strerror(res[step][0].rc), res[step][0].err, res[step][0].err_rank);
+        if (res[step][k].rc != PP_OK) {
+            fprintf(stderr, "step %d: a valid plan failed: %d (%s, err %d, rank %d)\n", step, res[step][k].rc,
+                    pp_strerror(res[step][k].rc), res[step][k].err, res[step][k].err_rank);
             FUZZ_REQUIRE(0);
         }
         /* equal to the single-rank reference */

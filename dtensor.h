@@ -345,7 +345,10 @@ DT_API int dt_plan_cache_init(dt_plan_cache *c, dt_cache_entry *storage, int cap
 /* Empty the cache (counters kept). */
 DT_API int dt_plan_cache_clear(dt_plan_cache *c);
 /* The cached plan for (src, dst, flags), planned on a miss. *plan points into the cache
-   and stays valid until that entry is evicted. A failing plan changes nothing. */
+   and stays valid until that entry is evicted. A failing plan changes nothing. A cache
+   whose counters no init or use could leave (capacity < 1, count outside 0..capacity,
+   last outside 0..count - 1, or not 0 when empty) is DT_ERR_VALUE, nothing read: every
+   call taking a cache (dt_redistribute, dtensor_ops.h's dispatcher) returns it. */
 DT_API int dt_plan_cached(dt_plan_cache *c, const dt_spec *src, const dt_spec *dst, int flags, const dt_plan **plan);
 
 /* ---- 8. Execution over ports/pg.h ---------------------------------------------------
@@ -502,6 +505,10 @@ typedef struct dt__psteps {
     unsigned char md[DT_MAX_STEPS], from[DT_MAX_STEPS], to[DT_MAX_STEPS];
 } dt__psteps;
 DT__INTERNAL int dt__plan_steps(const dt_spec *src, const dt_spec *dst, int flags, dt__psteps *steps);
+/* A cache's counters as no init or use leaves them: entries[count] would be read or
+   written past the caller's storage (dt_plan_cached; the strategy cache's last is 0). */
+#define DT__CACHE_BAD(count, capacity, last) \
+    ((capacity) < 1 || (count) < 0 || (count) > (capacity) || (last) < 0 || (last) >= ((count) ? (count) : 1))
 /* The least-recently-used lookup of the plan cache and dtensor_ops.h's strategy cache:
    among entries[0..count) (`stride` bytes each, starting with a key of key_bytes, its
    uint32_t stamp of last use at offset stamp_at), looked at from `first` on, the one whose
@@ -1283,6 +1290,7 @@ static DT__HOT int dt__cached(dt_plan_cache *c, const dt_spec *src, const dt_spe
     int32_t i;
     int rc;
     if (!c || !c->entries || !plan || !src || !dst || !src->mesh || !dst->mesh) return DT_ERR_NULL;
+    if (DT__CACHE_BAD(c->count, c->capacity, c->last)) return DT_ERR_VALUE;
     /* a stored key came from valid specs on one mesh, so an equal key on one mesh is a valid,
        equal request; specs on two meshes go to the planner, which refuses them */
     if (!dt__mesh_same(src->mesh, dst->mesh)) return dt__plan(src, dst, flags, 0, 0);

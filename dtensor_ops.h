@@ -328,8 +328,9 @@ DT_OPS_API const char *dt_op_name(int op);
    when no candidate is possible; DT_ERR_SHAPE when the shapes or attrs do not fit the op
    (normalized_shape, weight or bias shape, gelu mode); DT_ERR_DIM for attrs.dim out of range;
    DT_ERR_DTYPE unless f32 (index operands: MB_I32); DT_ERR_UNSUPPORTED for an op this
-   build has no rule for yet. Pure computation, no communication; not thread-safe on one
-   cache. */
+   build has no rule for yet; DT_ERR_VALUE for a cache with entries whose count is not in
+   0..capacity (or capacity < 1). Pure computation, no communication; not thread-safe on
+   one cache. */
 DT_OPS_API int dt_propagate(dt_op_cache *cache, int op, const dt_op_attrs *attrs, const dt_spec *const *args, int nargs,
                             dt_op_strategy *s);
 
@@ -1352,6 +1353,7 @@ DT_OPS__DEF int dt_propagate(dt_op_cache *c, int op, const dt_op_attrs *attrs, c
     DT_MEMCPY(k.mesh, args[0]->mesh, sizeof k.mesh);
     for (i = 0; i < nargs; i++) DT_MEMCPY(k.arg[i], args[i]->placements, sizeof k.arg[i]);
     if (c && c->entries) {
+        if (DT__CACHE_BAD(c->count, c->capacity, 0)) return DT_ERR_VALUE;
         i = dt__lru(c->entries, sizeof *e, sizeof k, offsetof(dt_op_entry, stamp), c->count, c->capacity, 0, &k);
         if (i >= 0) {
             e = &c->entries[i];

@@ -277,7 +277,10 @@ typedef struct dt_plan {
    pass over mesh dims that first replicates misaligned nested sharding, then a forward
    pass. Both specs need the same mesh (shape and this rank's coordinate), global shape
    and dtype. Reducing a Partial(avg) of an integer dtype is DT_ERR_DTYPE (the ports
-   average floats only). Nothing is written on error. */
+   average floats only); a Replicate -> Partial(sum) partition while another mesh dim
+   (of size > 1) still holds a Partial(prod) is DT_ERR_UNSUPPORTED (each piece divided
+   before the product: torch's order gives the value divided n^k times). Nothing is
+   written on error. */
 DT_API int dt_plan_redistribute(const dt_spec *src, const dt_spec *dst, int flags, dt_plan *plan);
 /* Scratch bytes dt_redistribute needs for the plan with contiguous local tensors: per
    step the staging of what the collective cannot read or write in place (blocks that do
@@ -1171,7 +1174,7 @@ static int dt__plan(const dt_spec *src, const dt_spec *dst, int flags, dt_plan *
 {
     const dt_mesh *m;
     dt_placement cur[DT_MAX_MESH_DIMS], to;
-    int i, j, md, nd, rc = dt_spec_check(src);
+    int i, j, k, md, nd, rc = dt_spec_check(src);
     if (!rc) rc = dt_spec_check(dst);
     if (rc) return rc;
     m = src->mesh;
@@ -1183,23 +1186,36 @@ static int dt__plan(const dt_spec *src, const dt_spec *dst, int flags, dt_plan *
     for (i = 0; i < nd; i++) {
         rc = dt__pair_check(src->placements[i], dst->placements[i], flags, src->dtype);
         if (rc) return rc;
-        cur[i] = src->placements[i];
     }
-    if (!plan) {
-        if (!cw) return DT_OK;
-        DT_MEMSET(cw, 0, sizeof *cw);
-    } else {
-        DT_MEMSET(plan, 0, sizeof *plan);
-    }
-    /* two passes: inner to outer (when sharded at all), a Shard target whose tensor dim is
-       sharded differently on an earlier mesh dim (nested sharding) is first replicated;
-       then outer to inner, whatever is left */
-    for (j = dt__num_shards(m, cur) > 1 ? 0 : nd; j < 2 * nd; j++) {
-        md = j < nd ? nd - 1 - j : j - nd;
-        to = dst->placements[md];
-        for (i = 0; j < nd && to.kind == DT_KIND_SHARD && i < md; i++)
-            if (dt__is_shard(cur[i], to.arg) != dt__is_shard(dst->placements[i], to.arg)) to.kind = to.arg = 0;
-        if (!dt__same(cur[md], to)) dt__emit(src, plan, cw, cur, md, to, -1);
+    for (k = 0; k < 2; k++) { /* the step order checked (nothing written), then planned */
+        DT_MEMCPY(cur, src->placements, sizeof(dt_placement) * (size_t)nd);
+        if (k && !plan) {
+            if (!cw) return DT_OK;
+            DT_MEMSET(cw, 0, sizeof *cw);
+        } else if (k) {
+            DT_MEMSET(plan, 0, sizeof *plan);
+        }
+        /* two passes: inner to outer (when sharded at all), a Shard target whose tensor dim
+           is sharded differently on an earlier mesh dim (nested sharding) is first
+           replicated; then outer to inner, whatever is left */
+        for (j = dt__num_shards(m, cur) > 1 ? 0 : nd; j < 2 * nd; j++) {
+            md = j < nd ? nd - 1 - j : j - nd;
+            to = dst->placements[md];
+            for (i = 0; j < nd && to.kind == DT_KIND_SHARD && i < md; i++)
+                if (dt__is_shard(cur[i], to.arg) != dt__is_shard(dst->placements[i], to.arg)) to.kind = to.arg = 0;
+            if (dt__same(cur[md], to)) continue;
+            if (k) {
+                dt__emit(src, plan, cw, cur, md, to, -1);
+                continue;
+            }
+            /* a Partial(sum) partition divides each piece while another mesh dim's Partial(prod)
+               is still to be multiplied: the value would come out divided n^k times (torch's
+               order computes that) */
+            for (i = 0; to.kind == DT_KIND_PARTIAL && to.arg == DT_SUM && m->shape[md] > 1 && i < nd; i++)
+                if (cur[i].kind == DT_KIND_PARTIAL && cur[i].arg == DT_PROD && m->shape[i] > 1)
+                    return DT_ERR_UNSUPPORTED;
+            cur[md] = to;
+        }
     }
     if (plan) dt__finish(plan, src, cur);
     return DT_OK;

@@ -386,7 +386,9 @@ PP_API int pp_lower_mode(const pp_plan *in, pp_plan *out, void *storage, size_t 
    plans run with any stage map (several stages per rank, uneven ones included), as the
    executor runs them. Sends and receives (torch's rules ignore them) must be ones the
    executor runs: with the neighbouring stage they name on another rank, once each, a send
-   after the F (SEND_F) or I / B (SEND_B) it sends the result of. */
+   after the F (SEND_F) or I / B (SEND_B) it sends the result of; a skip's (SEND_S ..
+   RECV_SB) only at a stage with a skip route to or from another rank (pp_plan_skips), a
+   SEND_S after its F, a SEND_SB after its I / B. */
 PP_API int pp_validate(const pp_plan *plan, pp_diag *diag);
 
 typedef struct pp_costs {
@@ -1470,6 +1472,16 @@ static int pp__comm_check(const pp_plan *p, const pp_action *row, int i, pp_acti
 {
     int fwd = a.type == PP_SEND_F || a.type == PP_RECV_F, send = a.type == PP_SEND_F || a.type == PP_SEND_B;
     int peer = a.stage + (fwd == send ? 1 : -1); /* SEND_F, RECV_B: the next stage */
+    if (a.type >= PP_SEND_S) { /* a skip route between ranks stashed (SEND_S, RECV_SB) or popped here */
+        int stash = a.type == PP_SEND_S || a.type == PP_RECV_SB;
+        if (!pp__skip_at(p, a.stage, !stash)) return PP_ERR_ACTION;
+        if (pp__in_row(row, i, a)) return PP_ERR_DUPLICATE;
+        if (a.type == PP_SEND_S) return pp__in_row(row, i, pp__act(PP_F, a.stage, a.mb)) ? PP_OK : PP_ERR_ACTION;
+        if (a.type == PP_SEND_SB && !pp__in_row(row, i, pp__act(PP_I, a.stage, a.mb)) &&
+            !pp__in_row(row, i, pp__act(PP_B, a.stage, a.mb)))
+            return PP_ERR_ACTION;
+        return PP_OK;
+    }
     if (peer < 0 || peer >= p->nstages) return PP_ERR_ACTION;
     if (p->stage_rank[peer] == r) return PP_ERR_STAGE_RANK;
     if (pp__in_row(row, i, a)) return PP_ERR_DUPLICATE;
@@ -1507,7 +1519,8 @@ PP__DEF int pp_validate(const pp_plan *p, pp_diag *diag)
                 pp__diag(diag, r, i, a);
                 return PP_ERR_STAGE_RANK;
             }
-            if (a.type >= PP_SEND_F && a.type <= PP_RECV_B && (rc = pp__comm_check(p, row, i, a, r)) != PP_OK) {
+            if (((a.type >= PP_SEND_F && a.type <= PP_RECV_B) || a.type >= PP_SEND_S) &&
+                (rc = pp__comm_check(p, row, i, a, r)) != PP_OK) {
                 pp__diag(diag, r, i, a);
                 return rc;
             }

@@ -365,13 +365,30 @@ static void test_validate_checks_sends(void **state)
     assert_int_equal(pp_validate(&low, NULL), PP_ERR_ACTION);
 }
 
+/* fuzz_exec: pp_validate let skip sends and receives (SEND_S .. RECV_SB) through unchecked:
+   a SEND_S in a plan without skip routes validated and simulated, and the executor failed
+   with PP_ERR_ACTION on it. */
+static void test_validate_checks_skip_sends(void **state)
+{
+    static pp_action st[2][64], lst[2][128];
+    pp_plan p, low;
+    pp_action *row;
+    int t;
+    (void)state;
+    assert_int_equal(pp_schedule_build(&p, PP_SCHED_1F1B, 2, 1, 2, st, sizeof st, NULL), PP_OK);
+    assert_int_equal(pp_lower(&p, &low, lst, sizeof lst, NULL), PP_OK);
+    row = lst[0];
+    for (t = PP_SEND_S; t <= PP_RECV_SB; t++) { /* after F(0, 0) and B(0, 0): only the route is missing */
+        row[low.len[0]].type = (uint8_t)t;
+        row[low.len[0]].stage = 0;
+        row[low.len[0]++].mb = 0;
+        assert_int_equal(pp_validate(&low, NULL), PP_ERR_ACTION);
+        low.len[0]--;
+    }
+    assert_int_equal(pp_validate(&low, NULL), PP_OK);
+}
+
 #ifdef FUZZ_REGRESSIONS_THREADS
-/* fuzz_exec: the end-of-step agreement let the root return as soon as it had answered; its
-   next step could fail at once and abort the world before a peer had taken the answer, and
-   that peer (with no error of its own) returned PP_ERR_COMM / PG_ERR_ABORTED / rank -1 instead
-   of the agreed PP_ERR_LAYER of the root. Here rank 1's receive of the answer waits until the
-   root's next step has failed (or 300 ms: the root cannot get there once it waits for rank
-   1's acknowledgement); then both ranks must report step 1 as the root's layer error. */
 /* Two stages of one layer each (`kind`, self: the layer's index), one microbatch of `bytes`
    (rows 1), planned with `sched` (V stages per rank) on g's ranks and initialised on g. */
 typedef struct chain2 {
@@ -412,6 +429,12 @@ static int chain2_init(chain2 *x, pg_group *g, const pp_layer *kind, int (*input
     return pp_exec_init(&x->e, &x->c, &x->t, g, x->mem, sizeof x->mem);
 }
 
+/* fuzz_exec: the end-of-step agreement let the root return as soon as it had answered; its
+   next step could fail at once and abort the world before a peer had taken the answer, and
+   that peer (with no error of its own) returned PP_ERR_COMM / PG_ERR_ABORTED / rank -1 instead
+   of the agreed PP_ERR_LAYER of the root. Here rank 1's receive of the answer waits until the
+   root's next step has failed (or 300 ms: the root cannot get there once it waits for rank
+   1's acknowledgement); then both ranks must report step 1 as the root's layer error. */
 static pg_pthread_world race_world;
 static const pg_ops *race_real_ops;
 static pg_ops race_slow_ops;
@@ -630,6 +653,32 @@ static void test_avg_partial_of_ints_refused_by_the_plan(void **state)
     assert_int_equal(dt_spec_init(&a, &m, avg, 1, MB_F32, 1, shape, NULL), DT_OK);
     assert_int_equal(dt_spec_init(&r, &m, rep, 1, MB_F32, 1, shape, NULL), DT_OK);
     assert_int_equal(dt_plan_redistribute(&a, &r, 0, &plan), DT_OK);
+}
+
+/* fuzz_dist: Replicate -> Partial(sum) on one mesh dim while another still held a
+   Partial(prod) divided every piece before the product: [R, P(prod)] -> [P(sum), R] on a 2x2
+   mesh gave v / 4 on each rank, a value of v / 2 (torch's step order does the same). The
+   planner refuses that order; the product taken first (the other mesh dim order) is fine. */
+static void test_partition_before_pending_product_refused(void **state)
+{
+    static const int32_t shape[2] = {2, 2}, gs[1] = {3};
+    const dt_placement rp[2] = {DT_REPLICATE(), DT_PARTIAL(DT_PROD)}, sr[2] = {DT_PARTIAL(DT_SUM), DT_REPLICATE()},
+                       pr[2] = {DT_PARTIAL(DT_PROD), DT_REPLICATE()}, rs[2] = {DT_REPLICATE(), DT_PARTIAL(DT_SUM)};
+    dt_mesh m;
+    dt_spec a, b;
+    dt_plan plan;
+    (void)state;
+    assert_int_equal(dt_mesh_init(&m, 2, shape, NULL, 0), DT_OK);
+    assert_int_equal(dt_spec_init(&a, &m, rp, 2, MB_F32, 1, gs, NULL), DT_OK);
+    assert_int_equal(dt_spec_init(&b, &m, sr, 2, MB_F32, 1, gs, NULL), DT_OK);
+    memset(&plan, 0x5a, sizeof plan);
+    assert_int_equal(dt_plan_redistribute(&a, &b, DT_PLAN_ALLOW_PARTIAL, &plan), DT_ERR_UNSUPPORTED);
+    assert_int_equal(((unsigned char *)&plan)[0], 0x5a); /* nothing written */
+    assert_int_equal(dt_spec_init(&a, &m, pr, 2, MB_F32, 1, gs, NULL), DT_OK);
+    assert_int_equal(dt_spec_init(&b, &m, rs, 2, MB_F32, 1, gs, NULL), DT_OK);
+    assert_int_equal(dt_plan_redistribute(&a, &b, DT_PLAN_ALLOW_PARTIAL, &plan), DT_OK);
+    assert_int_equal(plan.steps[0].op, DT_OP_ALL_REDUCE); /* the product first */
+    assert_int_equal(plan.steps[1].op, DT_OP_PARTITION);
 }
 
 /* fuzz_dist: dt_tp_redistribute on a rank outside the mesh sized the output by a coordinate
@@ -910,6 +959,7 @@ int main(void)
         cmocka_unit_test(test_peak_inflight_of_stage_major_inference),
         cmocka_unit_test(test_exec_loss_after_failed_step),
         cmocka_unit_test(test_validate_checks_sends),
+        cmocka_unit_test(test_validate_checks_skip_sends),
         cmocka_unit_test(test_exec_stageless_rank_clears_its_error),
 #ifdef FUZZ_REGRESSIONS_THREADS
         cmocka_unit_test(test_exec_agreement_outlives_next_step_abort),
@@ -918,6 +968,7 @@ int main(void)
 #endif
         cmocka_unit_test(test_avg_partial_of_ints_refused_by_the_plan),
         cmocka_unit_test(test_tp_redistribute_off_the_mesh),
+        cmocka_unit_test(test_partition_before_pending_product_refused),
         cmocka_unit_test(test_normalize_dim_extremes),
         cmocka_unit_test(test_qmul_extreme_shift),
         cmocka_unit_test(test_qmm_max_k_sum_fits_int32),

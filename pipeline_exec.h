@@ -933,21 +933,22 @@ static void pp__view(const pp_exec *e, mb_tensor *v, int k, int p, int i, int gr
     for (d = n; d-- > 0;) v->stride[d] = d == n - 1 ? 1 : v->stride[d + 1] * v->shape[d + 1];
 }
 
-/* Position p's call in slot k: x its inputs (the previous position's outputs: the stage's
-   input at its first position) and then its pops, y (may be NULL) its outputs and then its
-   stashes; grad = 1: their gradients (dx, dy). A stage's input gradient goes into the
-   previous stage's slot when that stage is on this rank, as does the gradient of a skip
-   popped from another stage of this rank into the stashing stage's slot. */
+/* Position p's call in slot k: x (may be NULL) its inputs (the previous position's outputs:
+   the stage's input at its first position) and then its pops, y (may be NULL) its outputs
+   and then its stashes; grad = 1: their gradients (dx, dy). A stage's input gradient goes
+   into the previous stage's slot when that stage is on this rank, as does the gradient of a
+   skip popped from another stage of this rank into the stashing stage's slot; only dx needs
+   those slots (W runs on dy after the previous stage may have released its slot). */
 static int pp__args(pp_exec *e, int k, int p, int grad, mb_tensor *x, mb_tensor *y)
 {
     const pp_table *t = e->t;
     int s = PP__SLOT_STAGE(e->slot[k]), m = (int)PP__SLOT_MB(e->slot[k]), i, n = pp__nvals(e->cfg, p - 1, 0), j = k;
-    if (grad && p == e->first[s] && s && t->stage_rank[s - 1] == t->rank) { /* the previous stage's slot */
+    if (grad && x && p == e->first[s] && s && t->stage_rank[s - 1] == t->rank) { /* the previous stage's slot */
         j = pp__find(e, s - 1, m);
         if (j < 0) return j;
     }
-    for (i = 0; i < n; i++) pp__view(e, &x[i], j, p - 1, i, grad);
-    for (i = 0; p < PP__NPOS(e->cfg) && i < PP__LAYER(e->cfg, p)->npop; i++) {
+    for (i = 0; x && i < n; i++) pp__view(e, &x[i], j, p - 1, i, grad);
+    for (i = 0; x && p < PP__NPOS(e->cfg) && i < PP__LAYER(e->cfg, p)->npop; i++) {
         const pp_route *r = pp__route_of(e->cfg, p, i);
         int blk = PP__END(e, s), at = pp__pop_route(e, s, -1, (int)(r - e->cfg->skips)), q = k;
         if (r->src != s && grad && t->stage_rank[r->src] == t->rank) {
@@ -1428,8 +1429,7 @@ static int pp__action(pp_exec *e, pp_action a)
             const pp_layer *L = PP__LAYER(c, l);
             if (!L->backward_weight) continue;
 #if PP_SKIPS
-            if ((rc = pp__args(e, k, l, 0, v, NULL)) < 0 || (rc = pp__args(e, k, l, 1, v + 2 * T, v + T)) < 0)
-                return rc;
+            if ((rc = pp__args(e, k, l, 0, v, NULL)) < 0 || (rc = pp__args(e, k, l, 1, NULL, v + T)) < 0) return rc;
 #else
             pp__lt(e, &v[0], k, 0, l);
             pp__lt(e, &v[1], k, 2, l);

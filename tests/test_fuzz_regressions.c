@@ -390,7 +390,8 @@ static void test_validate_checks_skip_sends(void **state)
 
 #ifdef FUZZ_REGRESSIONS_THREADS
 /* Two stages of one layer each (`kind`, self: the layer's index), one microbatch of `bytes`
-   (rows 1), planned with `sched` (V stages per rank) on g's ranks and initialised on g. */
+   (rows 1), planned with `sched` (V stages per rank) on g's ranks, or PP_SCHED_CUSTOM: the V
+   actions in x->st[0] on one rank; validated, lowered and initialised on g. */
 typedef struct chain2 {
     pp_action st[2][64], lst[2][64];
     pp_plan plan, low; /* the table points into them */
@@ -423,8 +424,15 @@ static int chain2_init(chain2 *x, pg_group *g, const pp_layer *kind, int (*input
     x->c.dtype = dt;
     memset(x->mem, 0xa5, sizeof x->mem); /* what a slot holds before the first step */
     pg_set_timeout(g, 5000);
-    if (pp_schedule_build(&x->plan, sched, pg_size(g), V, 1, x->st, sizeof x->st, NULL) ||
-        pp_lower(&x->plan, &x->low, x->lst, sizeof x->lst, NULL) || pp_plan_table(&x->low, pg_rank(g), &x->t))
+    if (sched == PP_SCHED_CUSTOM) { /* V: x->st[0]'s first V actions, both stages on one rank */
+        if (pp_plan_init(&x->plan, x->st, sizeof x->st, 1, 2, 1)) return -1;
+        x->plan.len[0] = V;
+        x->plan.stage_rank[1] = 0;
+    } else if (pp_schedule_build(&x->plan, sched, pg_size(g), V, 1, x->st, sizeof x->st, NULL)) {
+        return -1;
+    }
+    if (pp_validate(&x->plan, NULL) || pp_lower(&x->plan, &x->low, x->lst, sizeof x->lst, NULL) ||
+        pp_plan_table(&x->low, pg_rank(g), &x->t))
         return -1;
     return pp_exec_init(&x->e, &x->c, &x->t, g, x->mem, sizeof x->mem);
 }
@@ -620,6 +628,37 @@ static void test_exec_integer_chain_gradient_crosses_ranks(void **state)
     assert_int_equal(rc[0], PP_OK);
     assert_int_equal(int_dy[1], one_rank[1]);
     assert_int_equal(int_dy[0], one_rank[0]);
+}
+
+/* fuzz_exec: under PP_SKIPS, W of a stage whose previous stage is on the same rank looked up
+   that stage's slot (where the input gradient dx goes, which W does not use) and failed with
+   PP_ERR_ACTION once the previous stage's W had released it: F0 F1 I1 I0 W0 W1 on one rank, a
+   plan pp_validate accepts, stopped at W1. */
+static int wafter_rank(pg_group *g, void *arg)
+{
+    static chain2 x;
+    static const pp_action order[6] = {PP_ACTION(PP_F, 0, 0), PP_ACTION(PP_F, 1, 0), PP_ACTION(PP_I, 1, 0),
+                                       PP_ACTION(PP_I, 0, 0), PP_ACTION(PP_W, 0, 0), PP_ACTION(PP_W, 1, 0)};
+    pp_layer kind;
+    memset(&kind, 0, sizeof kind);
+    kind.forward = int_fwd;
+    kind.backward_input = int_bi;
+    kind.backward_weight = int_bw;
+    memcpy(x.st[0], order, sizeof order);
+    if (chain2_init(&x, g, &kind, int_input, int_loss, sizeof(int32_t), MB_I32, PP_SCHED_CUSTOM, 6)) return -1;
+    *(int *)arg = pp_exec_run(&x.e);
+    return 0;
+}
+static void test_exec_weight_after_previous_stage_released(void **state)
+{
+    static pg_pthread_world w;
+    int rc = 1;
+    (void)state;
+    memset(int_dy, 0, sizeof int_dy);
+    assert_int_equal(pg_pthread_run(&w, 1, wafter_rank, &rc), 0);
+    assert_int_equal(rc, PP_OK);
+    assert_int_equal(int_dy[1], 24); /* as in test_exec_integer_chain_gradient_crosses_ranks */
+    assert_int_equal(int_dy[0], 83);
 }
 
 static void test_exec_agreement_outlives_next_step_abort(void **state)
@@ -965,6 +1004,7 @@ int main(void)
         cmocka_unit_test(test_exec_agreement_outlives_next_step_abort),
         cmocka_unit_test(test_qmm_refuses_no_multipliers_before_messages),
         cmocka_unit_test(test_exec_integer_chain_gradient_crosses_ranks),
+        cmocka_unit_test(test_exec_weight_after_previous_stage_released),
 #endif
         cmocka_unit_test(test_avg_partial_of_ints_refused_by_the_plan),
         cmocka_unit_test(test_tp_redistribute_off_the_mesh),

@@ -81,7 +81,8 @@ static mb_value noloss[8];
 static pp_action lower_work[2], send_f = PP_ACTION(PP_SEND_F, 1, 10);
 static size_t needed;
 
-static dt_mesh mesh2, mesh3;
+static dt_mesh mesh2, mesh3, mesh22;
+static dt_spec sp_rprod, sp_psumr; /* 2x2 mesh: [R, Partial(prod)] and [Partial(sum), R] of a 4x4 f32 */
 static dt_spec sp_shard0, sp_shard1, sp_repl, sp_partial, sp_other_shape, sp_other_mesh;
 static dt_placement pl_shard0[1] = {DT_SHARD(0)}, pl_shard1[1] = {DT_SHARD(1)}, pl_repl[1] = {DT_REPLICATE()},
                     pl_partial[1] = {DT_PARTIAL(DT_SUM)};
@@ -756,6 +757,8 @@ static dt_mesh hs_mesh;
         pp_validate(bad_comm(2), NULL))                                                                                \
     ROW(pp40e, "pipeline.h", "pp_validate", "a send or receive between stages on the same rank", PP_ERR_STAGE_RANK,    \
         pp_validate(bad_comm(3), NULL))                                                                                \
+    ROW(pp40f, "pipeline.h", "pp_validate", "a skip send or receive without a skip route to or from another rank",     \
+        PP_ERR_ACTION, pp_validate(bad_comm(4), NULL))                                                                 \
     ROW(pp41, "pipeline.h", "pp_sim_bytes", "NULL (returns 0)", 0, (int)pp_sim_bytes(NULL))                            \
     ROW(pp42, "pipeline.h", "pp_simulate", "work too small", PP_ERR_TOO_SMALL,                                         \
         pp_simulate(&lowered, &costs, work, 8, OUT(pp_sim), OUT_AT(pp_event, 4096), 16, OUT_AT(int, 8192), NULL))      \
@@ -899,6 +902,9 @@ static dt_mesh hs_mesh;
         dt_plan_redistribute(&sp_repl, &sp_partial, 0, OUT(dt_plan)))                                                  \
     ROW(dt31, "dtensor.h", "dt_plan_redistribute", "NULL plan", DT_ERR_NULL,                                           \
         dt_plan_redistribute(&sp_repl, &sp_shard0, 0, NULL))                                                           \
+    ROW(dt31b, "dtensor.h", "dt_plan_redistribute",                                                                    \
+        "Replicate -> Partial(sum) while another mesh dim holds a Partial(prod) (2x2 mesh)", DT_ERR_UNSUPPORTED,       \
+        dt_plan_redistribute(&sp_rprod, &sp_psumr, DT_PLAN_ALLOW_PARTIAL, OUT(dt_plan)))                               \
     ROW(dt32, "dtensor.h", "dt_plan_scratch_bytes", "NULL (returns 0)", 0, (int)dt_plan_scratch_bytes(NULL))           \
     ROW(dt33, "dtensor.h", "dt_plan_cost_ns", "NULL ns", DT_ERR_NULL, dt_plan_cost_ns(&dplan, NULL, NULL))             \
     ROW(dt34, "dtensor.h", "dt_plan_cache_init", "capacity <= 0", DT_ERR_TOO_SMALL,                                    \
@@ -1649,8 +1655,9 @@ static mb_tensor *i8_local(int32_t rows, int32_t cols) /* two per row: alternate
     return &t[k];
 }
 /* `lowered` (1F1B on 2 ranks, M 4) with one send the executor cannot run: 0 SEND_F(0,0)
-   twice, 1 a SEND_B of stage 0 (no stage before it), 2 SEND_F(0,0) before its F; 3: one rank,
-   2 stages (F0 SEND_F0 F1 B1 B0): a send between stages on the same rank. */
+   twice, 1 a SEND_B of stage 0 (no stage before it), 2 SEND_F(0,0) before its F, 4 a SEND_S
+   of stage 0 at the end (the plan has no skip routes); 3: one rank, 2 stages (F0 SEND_F0 F1
+   B1 B0): a send between stages on the same rank. */
 static pp_plan *bad_comm(int k)
 {
     static pp_plan p;
@@ -1675,8 +1682,8 @@ static pp_plan *bad_comm(int k)
     if (k == 0) {
         memmove(row + i + 1, row + i, (size_t)(p.len[0] - i) * sizeof *row);
         p.len[0]++;
-    } else if (k == 1) {
-        row[p.len[0]].type = PP_SEND_B;
+    } else if (k == 1 || k == 4) {
+        row[p.len[0]].type = k == 1 ? PP_SEND_B : PP_SEND_S;
         row[p.len[0]].stage = 0;
         row[p.len[0]++].mb = 0;
     } else {
@@ -1976,6 +1983,14 @@ static void fixtures(void)
     assert_int_equal(dt_mesh_init(&mesh2, 1, shape_m2, NULL, 0), 0);
     assert_int_equal(dt_mesh_init(&mesh3, 1, shape_m2, ranks3, 0), 0);
     assert_int_equal(dt_spec_init(&sp_shard0, &mesh2, pl_shard0, 1, MB_F32, 2, shape44, NULL), 0);
+    {
+        static const int32_t two2[2] = {2, 2};
+        const dt_placement rprod[2] = {DT_REPLICATE(), DT_PARTIAL(DT_PROD)},
+                           psumr[2] = {DT_PARTIAL(DT_SUM), DT_REPLICATE()};
+        assert_int_equal(dt_mesh_init(&mesh22, 2, two2, NULL, 0), 0);
+        assert_int_equal(dt_spec_init(&sp_rprod, &mesh22, rprod, 2, MB_F32, 2, shape44, NULL), 0);
+        assert_int_equal(dt_spec_init(&sp_psumr, &mesh22, psumr, 2, MB_F32, 2, shape44, NULL), 0);
+    }
     {
         int k;
         for (k = 0; k < HS_COUNT; k++) hs[k] = sp_shard0;

@@ -1174,7 +1174,7 @@ static int dt__plan(const dt_spec *src, const dt_spec *dst, int flags, dt_plan *
 {
     const dt_mesh *m;
     dt_placement cur[DT_MAX_MESH_DIMS], to;
-    int i, j, k, md, nd, rc = dt_spec_check(src);
+    int i, j, md, nd, rev, rc = dt_spec_check(src);
     if (!rc) rc = dt_spec_check(dst);
     if (rc) return rc;
     m = src->mesh;
@@ -1183,39 +1183,37 @@ static int dt__plan(const dt_spec *src, const dt_spec *dst, int flags, dt_plan *
         memcmp(src->shape, dst->shape, sizeof(int32_t) * (size_t)src->ndim))
         return DT_ERR_MISMATCH;
     if (m->index < 0) return DT_ERR_NOT_MEMBER;
+    rev = dt__num_shards(m, src->placements) > 1; /* the first pass below: inner to outer */
     for (i = 0; i < nd; i++) {
         rc = dt__pair_check(src->placements[i], dst->placements[i], flags, src->dtype);
         if (rc) return rc;
+        cur[i] = src->placements[i];
     }
-    for (k = 0; k < 2; k++) { /* the step order checked (nothing written), then planned */
-        DT_MEMCPY(cur, src->placements, sizeof(dt_placement) * (size_t)nd);
-        if (k && !plan) {
-            if (!cw) return DT_OK;
-            DT_MEMSET(cw, 0, sizeof *cw);
-        } else if (k) {
-            DT_MEMSET(plan, 0, sizeof *plan);
-        }
-        /* two passes: inner to outer (when sharded at all), a Shard target whose tensor dim
-           is sharded differently on an earlier mesh dim (nested sharding) is first
-           replicated; then outer to inner, whatever is left */
-        for (j = dt__num_shards(m, cur) > 1 ? 0 : nd; j < 2 * nd; j++) {
-            md = j < nd ? nd - 1 - j : j - nd;
-            to = dst->placements[md];
-            for (i = 0; j < nd && to.kind == DT_KIND_SHARD && i < md; i++)
-                if (dt__is_shard(cur[i], to.arg) != dt__is_shard(dst->placements[i], to.arg)) to.kind = to.arg = 0;
-            if (dt__same(cur[md], to)) continue;
-            if (k) {
-                dt__emit(src, plan, cw, cur, md, to, -1);
-                continue;
-            }
-            /* a Partial(sum) partition divides each piece while another mesh dim's Partial(prod)
-               is still to be multiplied: the value would come out divided n^k times (torch's
-               order computes that) */
-            for (i = 0; to.kind == DT_KIND_PARTIAL && to.arg == DT_SUM && m->shape[md] > 1 && i < nd; i++)
-                if (cur[i].kind == DT_KIND_PARTIAL && cur[i].arg == DT_PROD && m->shape[i] > 1)
-                    return DT_ERR_UNSUPPORTED;
-            cur[md] = to;
-        }
+    /* a Replicate -> Partial(sum) partition divides each piece: refused while another mesh dim's
+       Partial(prod) is still to be multiplied (kept, or reduced later in the step order below):
+       the value would come out divided (torch's order computes that) */
+    for (i = 0; i < nd; i++)
+        for (j = 0; cur[i].kind == DT_KIND_REPLICATE && dst->placements[i].kind == DT_KIND_PARTIAL &&
+                    dst->placements[i].arg == DT_SUM && m->shape[i] > 1 && j < nd;
+             j++)
+            if (cur[j].kind == DT_KIND_PARTIAL && cur[j].arg == DT_PROD && m->shape[j] > 1 &&
+                (dt__same(cur[j], dst->placements[j]) || (rev ? j < i : j > i)))
+                return DT_ERR_UNSUPPORTED;
+    if (!plan) {
+        if (!cw) return DT_OK;
+        DT_MEMSET(cw, 0, sizeof *cw);
+    } else {
+        DT_MEMSET(plan, 0, sizeof *plan);
+    }
+    /* two passes: inner to outer (when sharded at all), a Shard target whose tensor dim is
+       sharded differently on an earlier mesh dim (nested sharding) is first replicated;
+       then outer to inner, whatever is left */
+    for (j = rev ? 0 : nd; j < 2 * nd; j++) {
+        md = j < nd ? nd - 1 - j : j - nd;
+        to = dst->placements[md];
+        for (i = 0; j < nd && to.kind == DT_KIND_SHARD && i < md; i++)
+            if (dt__is_shard(cur[i], to.arg) != dt__is_shard(dst->placements[i], to.arg)) to.kind = to.arg = 0;
+        if (!dt__same(cur[md], to)) dt__emit(src, plan, cw, cur, md, to, -1);
     }
     if (plan) dt__finish(plan, src, cur);
     return DT_OK;
@@ -1284,6 +1282,7 @@ DT__DEF int32_t dt__lru(const void *entries, size_t stride, size_t key_bytes, si
     const unsigned char *e;
     uint32_t stamp, oldest = 0;
     int32_t i, j, victim = count;
+    if (DT__CACHE_BAD(count, capacity, first)) return INT32_MIN;
     for (j = 0; j < count; j++) {
         i = first + j; /* first < count (or both 0), so i < 2 * count */
         i -= i < count ? 0 : count;
@@ -1306,7 +1305,6 @@ static DT__HOT int dt__cached(dt_plan_cache *c, const dt_spec *src, const dt_spe
     int32_t i;
     int rc;
     if (!c || !c->entries || !plan || !src || !dst || !src->mesh || !dst->mesh) return DT_ERR_NULL;
-    if (DT__CACHE_BAD(c->count, c->capacity, c->last)) return DT_ERR_VALUE;
     /* a stored key came from valid specs on one mesh, so an equal key on one mesh is a valid,
        equal request; specs on two meshes go to the planner, which refuses them */
     if (!dt__mesh_same(src->mesh, dst->mesh)) return dt__plan(src, dst, flags, 0, 0);
@@ -1316,6 +1314,7 @@ static DT__HOT int dt__cached(dt_plan_cache *c, const dt_spec *src, const dt_spe
     DT_MEMCPY(k.dst, dst->placements, sizeof k.dst);
     /* from the entry used last: a loop redistributing one way hits at the first compare */
     i = dt__lru(c->entries, sizeof *e, sizeof k, offsetof(dt_cache_entry, stamp), c->count, c->capacity, c->last, &k);
+    if (i == INT32_MIN) return DT_ERR_VALUE;
     if (i >= 0) {
         c->hits++;
         c->last = i;

@@ -1353,8 +1353,8 @@ DT_OPS__DEF int dt_propagate(dt_op_cache *c, int op, const dt_op_attrs *attrs, c
     DT_MEMCPY(k.mesh, args[0]->mesh, sizeof k.mesh);
     for (i = 0; i < nargs; i++) DT_MEMCPY(k.arg[i], args[i]->placements, sizeof k.arg[i]);
     if (c && c->entries) {
-        if (DT__CACHE_BAD(c->count, c->capacity, 0)) return DT_ERR_VALUE;
         i = dt__lru(c->entries, sizeof *e, sizeof k, offsetof(dt_op_entry, stamp), c->count, c->capacity, 0, &k);
+        if (i == INT32_MIN) return DT_ERR_VALUE;
         if (i >= 0) {
             e = &c->entries[i];
             c->hits++;

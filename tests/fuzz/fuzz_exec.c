@@ -22,7 +22,8 @@
      every rank returns PP_ERR_LAYER with its code and rank, and the next step is right;
      with fewer slots every rank returns the same error; events list the table's actions;
      a rank without stages returns PP_OK at once, and with one in the world the others'
-     recover after an error cannot meet it (each returns an error of its own);
+     recover after an error cannot meet it (each returns an error of its own, and the world
+     stays aborted);
    - any other plan (run with short timeouts, also when it deadlocks): pipeline codes only,
      err_rank a rank or -1.
    Mode "hostile": one field of a rank's pp_table or of the pp_exec_cfg (or one of its
@@ -594,9 +595,10 @@ static void run_plan(fz_in *in)
             }
         if (idle && (fired || !slots_ok)) {
             /* after an error the others' recover (every rank of the world) cannot meet the
-               ranks that returned: each returns an error of its own, not an agreed one */
+               ranks that returned: each returns an error of its own, not an agreed one, and
+               the world stays aborted for the steps after it (checked: pipeline codes) */
             for (r = 0; r < P; r++) FUZZ_REQUIRE(!tab[r].len || res[step][r].rc < 0);
-            continue;
+            break;
         }
         for (r = 0; r < P; r++) { /* every rank with a stage returns the same */
             const result *o = &res[step][r], *o0 = &res[step][k];

@@ -37,7 +37,6 @@ from splitcore_onnx import build, emit, graph, plan, quant  # noqa: E402
 from splitcore_onnx.graph import ExportError  # noqa: E402
 
 TARGETS = sorted(build.PROBE)
-NODE_BYTES, TENSOR_BYTES = 80, 112  # sizeof(mr_node), sizeof(mr_tensor) on 64-bit hosts (tables)
 
 
 def _default_mb(batch, ranks):
@@ -107,18 +106,23 @@ def _run_plan_tool(pl, tmp, name, cache):
     return res
 
 
-def _code(args):
-    """The code bytes per core for the target (build.code_bytes), measured once per cache."""
-    if getattr(args, "code", None) is None:
+def _sizes(args):
+    """The target's code bytes per core and its sizes of the runner's state and tables
+    (build.target_sizes), measured once per cache."""
+    if getattr(args, "sizes", None) is None:
         try:
-            args.code = build.code_bytes(args.target, args.cache)
+            args.sizes = build.target_sizes(args.target, args.cache)
         except build.BuildError as e:
             raise ExportError("the code size for --target %s could not be measured (%s)" % (
                 args.target, str(e).splitlines()[0]))
-    return args.code
+    return args.sizes
 
 
-def _figures(pl, res, target, code):
+def _code(args):
+    return _sizes(args)["code"]
+
+
+def _figures(pl, res, target, sizes):
     """Per-core flash and RAM, the predicted step time (ns)."""
     P = pl.ranks
     cores = []
@@ -138,15 +142,16 @@ def _figures(pl, res, target, code):
                     if pt.const is not None and t not in seen:
                         seen.add(t)
                         weights += pt.nbytes(r)
-        tables = len(pl.nodes) * NODE_BYTES + len(pl.t) * TENSOR_BYTES + sum(
+        code = sizes["code"]
+        tables = len(pl.nodes) * sizes["node"] + len(pl.t) * sizes["tensor"] + sum(
             np.asarray(n.tab[0] if n.tabkind == "qmul" else n.tab).size * (8 if n.tabkind == "qmul" else 4)
             for n in nodes if n.tabkind is not None)
         rr = res["ranks"][r]
-        ram = rr["arena"] + rr["scratch"] + rr["exec"] + res["rank_state"]
+        ram = rr["arena"] + rr["scratch"] + rr["exec"] + sizes["state"]
         busy = sum(n.cost + n.comm for n in nodes)
         cores.append(dict(rank=r, weights=weights, tables=tables, code=code,
                           flash=weights + tables + code, arena=rr["arena"],
-                          scratch=rr["scratch"], exec=rr["exec"], state=res["rank_state"], ram=ram,
+                          scratch=rr["scratch"], exec=rr["exec"], state=sizes["state"], ram=ram,
                           busy_ns=busy, nodes=len(nodes), skip_bytes=skip_bytes))
     if pl.mode == "pipeline":
         step_ns = res["makespan"] * 100.0  # plan.c simulated in cost units of 100 ns
@@ -191,7 +196,8 @@ def _describe(pl, res, cores, step_ns, args):
         L.append("  placements: " + ", ".join("%d %s" % (v, k) for k, v in sorted(kinds.items())))
     L.append("  per core (bytes): flash = weights + tables + code, RAM = arena + scratch + executor + state")
     L.append("    code: the runner and the library code it calls, linked for %s (-Os, unused sections dropped; "
-             "tools/model/code_probe.c, measured), the port and the C library not counted" % args.target)
+             "tools/model/code_probe.c, measured), the port and the C library not counted; tables and state "
+             "with the target's struct sizes" % args.target)
     for c in cores:
         L.append("    rank %d: flash %8d = %7d + %6d + %6d   RAM %8d = %7d + %6d + %6d + %5d   est. %.2f ms busy" % (
             c["rank"], c["flash"], c["weights"], c["tables"], c["code"], c["ram"], c["arena"], c["scratch"],
@@ -223,7 +229,7 @@ def _suggest(data, args, parent):
                 continue
             tmp = tempfile.mkdtemp(prefix=".onnx2c-", dir=parent)
             try:
-                cores, _ = _figures(pl, _run_plan_tool(pl, tmp, args.name, args.cache), args.target, _code(args))
+                cores, _ = _figures(pl, _run_plan_tool(pl, tmp, args.name, args.cache), args.target, _sizes(args))
             except ExportError:
                 continue
             finally:
@@ -278,7 +284,7 @@ def export(args):
             tmp = tempfile.mkdtemp(prefix=".onnx2c-", dir=parent)
             tmps.append(tmp)
             res = _run_plan_tool(pl, tmp, args.name, args.cache)
-            cores, step_ns = _figures(pl, res, args.target, _code(args))
+            cores, step_ns = _figures(pl, res, args.target, _sizes(args))
             cands.append((step_ns / (pl.rows * pl.nmb), mode, pl, res, cores, step_ns, tmp))
         lines = []
         if len(cands) > 1:

@@ -3,6 +3,7 @@ compiled once per set of sources and compiler into a cache, then each model's ow
 translation unit (its tables and tools/model/host.c or plan.c) linked against it."""
 import glob
 import hashlib
+import json
 import os
 import subprocess
 import tempfile
@@ -107,14 +108,20 @@ def code_bytes(target, cache=None):
     """Flash bytes of the code every core runs (the runner and the library code it calls:
     text + data of tools/model/code_probe.c linked for `target` with -Os and unused sections
     dropped; the port and the C library not counted), measured once per sources and compiler."""
+    return target_sizes(target, cache)["code"]
+
+
+def target_sizes(target, cache=None):
+    """{code: as code_bytes, state: sizeof(mr_rank), node: sizeof(mr_node), tensor:
+    sizeof(mr_tensor)} on `target`, from tools/model/code_probe.c linked for it."""
     cache = cache or default_cache()
     compiler, flags, size = PROBE[target]
     compiler = compiler or cc()
     key = _sources_hash(compiler, PROBE_FLAGS + flags, "code_probe.c")
-    memo = os.path.join(cache, "code-%s-%s.txt" % (target, key))
+    memo = os.path.join(cache, "code-%s-%s.json" % (target, key))
     if os.path.exists(memo):
         with open(memo) as f:
-            return int(f.read())
+            return json.load(f)
     os.makedirs(cache, exist_ok=True)
     fd, elf = tempfile.mkstemp(dir=cache)
     os.close(fd)
@@ -124,11 +131,21 @@ def code_bytes(target, cache=None):
         if p.returncode:
             raise BuildError("%s %s: %s" % (size, elf, p.stdout))
         text, data = [int(v) for v in p.stdout.splitlines()[1].split()[:2]]
+        res = dict(code=text + data)
+        p = subprocess.run([size.replace("size", "nm"), "-S", elf], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           universal_newlines=True)
+        for ln in p.stdout.splitlines():
+            f = ln.split()
+            for key, sym in (("state", "mr_probe_rank"), ("node", "mr_probe_node"), ("tensor", "mr_probe_tensor")):
+                if len(f) == 4 and f[3].split(".")[0] == sym:
+                    res[key] = int(f[1], 16)
+        if len(res) != 4:
+            raise BuildError("nm -S %s: the probe's sizes are missing: %s" % (elf, p.stdout[-500:]))
     except OSError as e:
         raise BuildError("%s: %s" % (compiler, e))
     finally:
         os.remove(elf)
     with open(memo + ".tmp", "w") as f:
-        f.write(str(text + data))
+        json.dump(res, f)
     os.replace(memo + ".tmp", memo)
-    return text + data
+    return res

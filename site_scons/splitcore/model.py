@@ -3,10 +3,10 @@
 
   scons model ONNX=<file> INPUT=<.npy> [RANKS=<n>] [PARALLEL=pipeline|tensor|auto] [QUANT=int8]
               [CALIB=<.npy>] [BATCH=<b>] [MICROBATCHES=<m>] [RAM=<bytes>] [FLASH=<bytes>]
-              [TARGET=host|rv64imac|m33]
+              [TARGET=host|rv64imac|sse200]
       exports the model (build/model/gen/, with report.txt), builds the runner for the target
       (host threads: pg_pthread; rv64imac: RANKS bare-metal harts of QEMU virt over pg_shm;
-      m33: both Cortex-M33 cores of the SSE-200, QEMU mps2-an521, over pg_shm, RANKS 1 or 2),
+      sse200: both Cortex-M33 cores of the SSE-200, QEMU mps2-an521, over pg_shm, RANKS 1 or 2),
       runs INPUT through it and writes build/model/out.npy.
   scons models
       trains the two worked examples with Debian's torch on Debian's Fashion-MNIST (cached in
@@ -309,7 +309,7 @@ def _model_alias(sc, m, args):
     onnx, npy = args.get("ONNX"), args.get("INPUT")
     if not onnx or not npy:
         print("ERROR: scons model needs ONNX=<model.onnx> INPUT=<samples.npy> "
-              "[RANKS=n] [PARALLEL=pipeline|tensor|auto] [QUANT=int8 CALIB=<.npy>] [BATCH=b] [TARGET=host|rv64imac|m33]")
+              "[RANKS=n] [PARALLEL=pipeline|tensor|auto] [QUANT=int8 CALIB=<.npy>] [BATCH=b] [TARGET=host|rv64imac|sse200]")
         Exit(2)
     for f in (onnx, npy):
         if not os.path.exists(f):
@@ -327,16 +327,17 @@ def _model_alias(sc, m, args):
     for k, opt in (("MICROBATCHES", "--microbatches"), ("RAM", "--ram"), ("FLASH", "--flash")):
         if args.get(k):
             extra += [opt, args[k]]
-    if target not in ("host", "rv64imac", "m33"):
+    if target not in ("host", "rv64imac", "sse200"):
         print("ERROR: scons model TARGET=%s: the runner's boards are host (pg_pthread threads), rv64imac (the "
-              "bare-metal harts of QEMU virt) and m33 (both Cortex-M33 cores of the SSE-200, QEMU mps2-an521)" % target)
+              "bare-metal harts of QEMU virt) and sse200 (both Cortex-M33 cores of the SSE-200, QEMU "
+              "mps2-an521)" % target)
         Exit(2)
-    if target == "m33" and ranks > 2:
-        print("ERROR: scons model TARGET=m33: the SSE-200 has 2 cores (RANKS=1 or 2)")
+    if target == "sse200" and ranks > 2:
+        print("ERROR: scons model TARGET=sse200: the SSE-200 has 2 cores (RANKS=1 or 2)")
         Exit(2)
     gen = "build/model/gen"
     exp = m.export("model", onnx, gen, ranks, mode, batch, quant, calib,
-                   extra=extra + ["--target", "cortex-m33" if target == "m33" else target, "--name",
+                   extra=extra + ["--target", "cortex-m33" if target == "sse200" else target, "--name",
                                   os.path.splitext(os.path.basename(onnx))[0]])
     Alias("model", exp)
     if target == "host":
@@ -344,12 +345,11 @@ def _model_alias(sc, m, args):
         m.host_run("model", "model on %d host thread%s" % (ranks, "s" if ranks > 1 else ""), exe, npy,
                    "build/model/out.npy")
         return
-    board = "sse200" if target == "m33" else "rv64imac"
-    t = sc["TARGETS"][board]
+    t = sc["TARGETS"][target]
     if not (tools.have(t.cc, "scons model TARGET=" + target, "model") and
             tools.have(t.qemu[0], "scons model TARGET=" + target, "model")):
         return
-    if target == "m33":
+    if target == "sse200":
         img = m.m33(gen, exp, npy, 1 << 30, "build/sse200/firmware/model/model")
         frun = m.qemu("model", "model on %d Cortex-M33 core%s (QEMU mps2-an521)" % (ranks, "s" if ranks > 1 else ""),
                       img, ranks, "sse200")

@@ -1,5 +1,5 @@
 /* sse200_smp/main.c — an exported model on both Cortex-M33 cores of Arm's SSE-200 (QEMU
-   mps2-an521 -smp 2; `scons model TARGET=m33`, `scons onnx`).
+   mps2-an521 -smp 2; `scons model TARGET=sse200`, `scons onnx`).
 
    Built by site_scons/splitcore/model.py with the start-up, stdio and linker script of
    tests/target/sse200_smp/, the headers tools/onnx2c.py wrote (model.h, model_weights.h,

@@ -165,6 +165,7 @@ def quick(work, cache):
     torch.save(m.state_dict(), os.path.join(work, "zoo.pt"))
     matrix("zoo", zp, os.path.join(work, "zoo.pt"), x, calib, work, cache, 4,
            configs=[(1, "tensor"), (2, "tensor"), (2, "pipeline")])
+    input_skip(work, cache)
     refusals(work, os.path.join(work, "m13", "resnet8.onnx"), zp, cache)
 
 
@@ -185,6 +186,47 @@ def cut_inside(work, kind):
             line(len(sk) > 0 and rep["plan"].get("routes") == len(sk) and len(rep["segments"]) == ranks,
                  "%s %s %d ranks pipeline: cut inside a residual block (after nodes %s), %d skip connection(s) "
                  "between stages %s" % (kind, dtype, ranks, cuts, len(sk), [(x["src"], x["dst"]) for x in sk]))
+
+
+def input_skip(work, cache):
+    """A residual from the model's input: stage 0 stashes its own input for the stage that
+    adds it (on 3 ranks past the middle one); the output equals torch's."""
+    import torch
+
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b, self.c = torch.nn.Linear(16, 16), torch.nn.Linear(16, 16), torch.nn.Linear(16, 4)
+
+        def forward(self, x):
+            return self.c(torch.relu(self.b(torch.relu(self.a(x)))) + x)
+
+    torch.manual_seed(24)
+    m = M().eval()
+    x = torch.randn(8, 16)
+    d = os.path.join(work, "input_skip")
+    os.makedirs(d, exist_ok=True)
+    onnx_path, xp = os.path.join(d, "m.onnx"), os.path.join(d, "x.npy")
+    torch.onnx.export(m, x[:4], onnx_path, opset_version=13)
+    np.save(xp, x.numpy())
+    with torch.no_grad():
+        t = m(x).numpy()
+    for ranks in (2, 3):
+        gen = os.path.join(d, "p%d" % ranks)
+        p = export(onnx_path, gen, ranks, "pipeline", 4, extra=["--microbatches", "1"], cache=cache)
+        if not line(p.returncode == 0, "input skip %d ranks: export%s" % (ranks, "" if not p.returncode else
+                                                                         ": " + p.stderr[-600:])):
+            continue
+        sk = json.load(open(os.path.join(gen, "report.json")))["skips"]
+        try:
+            run(gen, xp, os.path.join(gen, "out.npy"), cache)
+            e = rel(np.load(os.path.join(gen, "out.npy")), t)
+        except (RuntimeError, build.BuildError) as err:
+            line(False, "input skip %d ranks: run: %s" % (ranks, err))
+            continue
+        line(e <= F32_TOL and [(x["src"], x["dst"]) for x in sk] == [(0, ranks - 1)],
+             "input skip %d ranks: the model input stashed by stage 0 for stage %d (%s), equal to torch within "
+             "%.1e relative (%.2e)" % (ranks, ranks - 1, [(x["tensor"], x["src"], x["dst"]) for x in sk], F32_TOL, e))
 
 
 # ---- refusals ----------------------------------------------------------------------------------

@@ -474,7 +474,9 @@ static int body_small_collectives(pg_group *g, int rank)
 {
     enum { L = PG_SHM_INLINE / 4 > 2 ? PG_SHM_INLINE / 4 : 2, MAXE = L + 16 }; /* L floats: the inline limit */
     static float x[CORES][MAXE * CORES], y[CORES][MAXE * CORES];
-    static const size_t lens[] = {0, 1, 2, 7, 16, L - 1, L, L + 1};
+    /* 14 floats fill a buffer's epoch line, 15 start on the next; 28 gives gatherv blocks
+       of 14..17: cores whose payloads sit in either place in the same meeting */
+    static const size_t lens[] = {0, 1, 2, 7, 14, 15, 16, 28, L - 1, L, L + 1};
     size_t counts[CORES], li, i, total, at;
     int r, round, op, root;
     for (round = 0; round < 2; round++)

@@ -826,6 +826,7 @@ static int pg_shm__meet(pg_shm *s, uint32_t hash, const void *data, size_t bytes
 {
     uint32_t e = s->epoch + 1u;
     volatile uint32_t *b = pg_shm__buf(s, s->rank, e);
+    size_t at = pg_shm__at(bytes);
     int c, rc = pg_shm__aborted(s);
     if (rc) return rc;        /* never arrive when aborted */
     if (s->met != s->epoch) { /* STEP wait_reuse: every core done with this buffer's last epoch */
@@ -834,10 +835,10 @@ static int pg_shm__meet(pg_shm *s, uint32_t hash, const void *data, size_t bytes
         if (rc) return rc;
         s->met = s->epoch;
     }
-    if (bytes) memcpy((void *)(b + pg_shm__at(bytes)), data, bytes); /* STEP write_data */
+    if (bytes) memcpy((void *)(b + at), data, bytes); /* STEP write_data */
     s->epoch = e;
     s->hash = b[PG_SHM__HASH] = hash;
-    pg_shm__clean(s, b, pg_shm__at(bytes) * 4u + bytes);
+    pg_shm__clean(s, b, at * 4u + bytes);
     pg_shm__store(s, b + PG_SHM__SEQ, e); /* STEP publish_epoch */
     if (s->hooks.notify) {                /* ring the cores that announced that they wait */
         if (s->hooks.fence_others)

@@ -315,7 +315,7 @@ extern "C" {
 #else
 #define PG_SHM__HOT
 #endif
-#define PG_SHM__MAGIC     0x53484D31u /* "SHM1": the region header */
+#define PG_SHM__MAGIC     0x53484D32u /* "SHM2": the region header (2: native payloads start a line) */
 #define PG_SHM__CHECK     0x5A5A5A5Au /* folded into every slot header's check word */
 #define PG_SHM__LW        (PG_SHM_LINE / 4)
 #define PG_SHM__MIX       0x9E3779B1u /* odd multiplier of the header check and the collectives' hash */
@@ -767,18 +767,18 @@ static int pg_shm__recover(void *port)
    can: a fast rank leaves while a slow one still waits for its last message). */
 #if PG_SHM_NATIVE_COLLECTIVES
 /* Native world collectives and barrier. Every meeting of the cores is one epoch e: a core
-   writes what it brings (the arguments' hash, and a payload of up to PG_SHM_INLINE bytes)
-   into its buffer e & 1, publishes e at the head of that buffer (release) and rings the
-   cores that announced that they wait; then it waits until every core's buffer e & 1 holds
-   e and compares every core's hash (all cores read the same hashes, so all see a mismatch),
-   or, in a broadcast, until the root's does (the root waits for nobody). One line transfer
-   each way per meeting when the payload fits beside the epoch and the hash (56 B with
-   64-byte lines); a larger one fills lines of its own before the epoch is published. Buffers alternate, and a core writes buffer e & 1 only once every core
-   published e - 1 (s->met: a core that met every core at e - 1 knows it already), which
-   each did after reading epoch e - 2's payloads: a core that runs ahead never overwrites
-   what a slower core still reads. So a core's published epoch is e, e - 1 or e - 2 when
-   another waits for e (another value is corrupt); the recover round sets both buffers' to
-   0 with the epoch count. */
+   writes what it brings (the arguments' hash, and a payload of up to PG_SHM_INLINE bytes) into
+   its buffer e & 1, publishes e at the head of that buffer (release) and rings the cores that
+   announced that they wait; then it waits until every core's buffer e & 1 holds e and compares
+   every core's hash (all cores read the same hashes, so all see a mismatch), or, in a
+   broadcast, until the root's does (the root waits for nobody). One line transfer each way per
+   meeting when the payload fits beside the epoch and the hash (56 B with 64-byte lines); a
+   larger one fills lines of its own before the epoch is published. Buffers alternate, and a
+   core writes buffer e & 1 only once every core published e - 1 (s->met: a core that met every
+   core at e - 1 knows it already), which each did after reading epoch e - 2's payloads: a core
+   that runs ahead never overwrites what a slower core still reads. So a core's published epoch
+   is e, e - 1 or e - 2 when another waits for e (another value is corrupt); the recover round
+   sets both buffers' to 0 with the epoch count. */
 enum { PG_SHM__SEQ = 0, PG_SHM__HASH = 1, PG_SHM__DATA = 2 }; /* words of a buffer */
 
 /* Word of a buffer where a payload of `bytes` starts: up to a line's worth it travels in the

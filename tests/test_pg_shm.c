@@ -709,7 +709,7 @@ static void test_stale_region_never_trusted(void **state)
         if (kind == 1)                         /* random memory (power-on) */
             for (i = 0; i < REGION_BYTES / 4; i++) region[i] = mix(i * 2654435761u + 17u);
         if (kind == 2) { /* random memory with the magic word in place */
-            region[0] = 0x53484D31u;
+            region[0] = PG_SHM__MAGIC;
             for (i = 1; i < REGION_BYTES / 4; i++) region[i] = mix(i + 99u);
         }
         if (kind == 3) { /* an old generation, then scribbled control lines */

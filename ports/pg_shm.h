@@ -55,6 +55,11 @@
                                   (default 200)
        PG_SHM_NATIVE_COLLECTIVES  0 or 1: the native world collectives (default 0: pg.h's over
                                   the rings; the barrier is native either way)
+       PG_SHM_SPLIT_REDUCE        native collectives: a floating-point all_reduce of at least this
+                                  many bytes (and within PG_SHM_INLINE) is a reduce_scatter and an
+                                  all_gather in the buffers, each core reducing its share only (two
+                                  meetings instead of one; 0: never; default 256 B where floats are
+                                  emulated in software (__SOFTFP__, RISC-V without F), else 0)
        PG_SHM_INLINE              native collectives: bytes a core brings that still travel in
                                   its collective buffers (multiple of 8; default 1024; the region
                                   grows by cores x 2 x (a line + PG_SHM_INLINE rounded up to
@@ -152,6 +157,16 @@
 #endif
 #if PG_SHM_INLINE < 0 || PG_SHM_INLINE % 8
 #error "PG_SHM_INLINE must be a multiple of 8, >= 0"
+#endif
+#ifndef PG_SHM_SPLIT_REDUCE /* soft-float cores: an f32/f64 add costs tens of instructions */
+#if defined(__SOFTFP__) || (defined(__riscv) && !defined(__riscv_flen))
+#define PG_SHM_SPLIT_REDUCE 256
+#else
+#define PG_SHM_SPLIT_REDUCE 0
+#endif
+#endif
+#if PG_SHM_SPLIT_REDUCE < 0
+#error "PG_SHM_SPLIT_REDUCE must be >= 0"
 #endif
 #ifndef PG_SHM_FENCE_ACQ /* acquire / release / full barrier: GCC/clang atomics by default */
 #if defined(PG_SHM_FENCE_REL) || defined(PG_SHM_FENCE)
@@ -982,6 +997,20 @@ static int pg_shm__coll(pg_group *g, const void *send, void *recv, size_t count,
 
 static int pg_shm__all_reduce(pg_group *g, const void *send, void *recv, size_t count, mb_dtype dt, pg_red op)
 {
+#if PG_SHM_SPLIT_REDUCE
+    /* Where a float add costs tens of instructions, every core reducing the whole vector costs
+       more than a second meeting: each reduces its share (reduce_scatter) and the shares travel
+       back (all_gather in place), both through the buffers. */
+    size_t bytes = count * pg_dtype_size(dt), counts[PG_SHM_MAX_CORES], at = 0;
+    int c, n = g->size, rc;
+    if ((dt == MB_F32 || dt == MB_F64) && n > 1 && bytes >= PG_SHM_SPLIT_REDUCE && bytes <= PG_SHM_INLINE) {
+        for (c = 0; c < n; c++) at += counts[c] = count * (size_t)(c + 1) / (size_t)n - at;
+        for (c = 0, at = 0; c < g->rank; c++) at += counts[c];
+        at *= pg_dtype_size(dt);
+        rc = pg_shm__coll(g, send, (unsigned char *)recv + at, 0, counts, dt, PG_SHM__K_SCATTER, (int)op);
+        return rc ? rc : pg_shm__coll(g, (unsigned char *)recv + at, recv, 0, counts, dt, PG_SHM__K_GATHER, 0);
+    }
+#endif
     return pg_shm__coll(g, send, recv, count, 0, dt, PG_SHM__K_REDUCE, (int)op);
 }
 

@@ -809,14 +809,12 @@ static int pp__alloc(pp_exec *e, int s, int m)
     return k;
 }
 
-#if !PP_NO_TAKEIN /* each wait its own timeout (pp__move's slices) */
+/* Each wait its own timeout (pp__move's slices; without take-in the group's): every
+   transfer, the agreement's too, goes through the two calls with a timeout, so a firmware
+   links those and not pg_send / pg_recv beside them. */
 #define PP__SEND(g, r, tag, p, n, tmo)      pg_send_timeout(g, r, tag, p, n, tmo)
 #define PP__RECV(g, r, tag, p, n, got, tmo) pg_recv_timeout(g, r, tag, p, n, got, tmo)
-#else /* tmo is the group's timeout */
-#define PP__SEND(g, r, tag, p, n, tmo)      ((void)(tmo), pg_send(g, r, tag, p, n))
-#define PP__RECV(g, r, tag, p, n, got, tmo) ((void)(tmo), pg_recv(g, r, tag, p, n, got))
-#endif
-#define PP__NOGRAD(t, grad) ((grad) && (t).dtype != MB_F32 && (t).dtype != MB_F64)
+#define PP__NOGRAD(t, grad)                 ((grad) && (t).dtype != MB_F32 && (t).dtype != MB_F64)
 /* Send or receive len bytes at `at` in pieces of the port's max_msg (tag, peer), each
    waiting at most tmo ms; *done counts what moved. */
 static int pp__pieces(pp_exec *e, int send, int peer, int tag, unsigned char *at, uint32_t len, uint32_t tmo,
@@ -1487,10 +1485,10 @@ static int pp__report(pp_exec *e, int root, int32_t *v, size_t n)
         for (r = 0; r < t->nranks && x >= 0; r++) {
             if (r == me || (me != root && r != root) || !PP__MEMBER(t, r)) continue;
             if (pass == (me == root)) { /* a report to the root, or its answer */
-                x = pg_send(e->g, r, PP_AGREE_TAG, v, n);
+                x = PP__SEND(e->g, r, PP_AGREE_TAG, v, n, e->g->timeout_ms);
                 continue;
             }
-            x = pg_recv(e->g, r, PP_AGREE_TAG, me == root ? in : v, n, &got);
+            x = PP__RECV(e->g, r, PP_AGREE_TAG, me == root ? in : v, n, &got, e->g->timeout_ms);
             if (x >= 0 && got != n) x = PG_ERR_MISMATCH;
             if (x >= 0 && me == root && n && in[0] && (!v[0] || r < v[2])) {
                 v[0] = in[0];

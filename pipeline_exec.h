@@ -642,19 +642,23 @@ static int pp__xcheck(const pp_exec_cfg *c, const pp_table *t, pp_exec *x)
         first[s + 1] = (int16_t)(first[s] + c->balance[s]);
     }
     if (first[t->nstages] != npos) return PP_ERR_BALANCE_SUM;
+    for (l = -1; l < npos; l++) { /* the model input's bytes (l = -1), then each layer's */
+        const pp_layer *y = l < 0 ? NULL : PP__LAYER(c, l);
+        uint32_t n = c->in_bytes;
+        if (y) {
+            if (!y->forward || (train && l && !y->backward_input)) return PP_ERR_NULL;
 #if PP_SKIPS
-    if (!c->in)
-#endif
-        if (!c->in_bytes || c->in_bytes % unit || c->in_bytes > PP__ACT_MAX) return PP_ERR_ARG;
-    for (l = 0; l < npos; l++) {
-        const pp_layer *y = PP__LAYER(c, l);
-        if (!y->forward || (train && l && !y->backward_input)) return PP_ERR_NULL;
-#if PP_SKIPS
-        if (y->out) continue; /* pp__xcheck_model checks its specs */
+            if (y->out) continue; /* pp__xcheck_model checks its specs */
 #else
-        if ((y->nout | y->nstash | y->npop) || y->init || y->recompute) return PP_ERR_ARG; /* PP_SKIPS's */
+            if ((y->nout | y->nstash | y->npop) || y->init || y->recompute) return PP_ERR_ARG; /* PP_SKIPS's */
 #endif
-        if (!y->act_bytes || y->act_bytes % unit || y->act_bytes > PP__ACT_MAX) return PP_ERR_ARG;
+            n = y->act_bytes;
+        }
+#if PP_SKIPS
+        else if (c->in)
+            continue; /* tuple inputs: pp__xcheck_model checks their specs */
+#endif
+        if (!n || n % unit || n > PP__ACT_MAX) return PP_ERR_ARG;
     }
     for (l = 0; l < t->len; l++) {
         pp_action a = t->actions[l];

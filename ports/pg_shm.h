@@ -55,10 +55,6 @@
                                   (default 200)
        PG_SHM_NATIVE_COLLECTIVES  0 or 1: the native world collectives (default 0: pg.h's over
                                   the rings; the barrier is native either way)
-       PG_SHM_ZERO_COPY           0 or 1: the zero-copy slot ops (default 1; 0 leaves them out of
-                                  the port: pg_slot_* then copy through the group's scratch, as
-                                  on a port without them; for a firmware that only sends and
-                                  receives)
        PG_SHM_INLINE              native collectives: bytes a core brings that still travel in
                                   its collective buffers (multiple of 8; default 1024; the region
                                   grows by cores x 2 x (PG_SHM_INLINE + 8, rounded up to lines))
@@ -148,12 +144,6 @@
 #endif
 #if PG_SHM_NATIVE_COLLECTIVES != 0 && PG_SHM_NATIVE_COLLECTIVES != 1
 #error "PG_SHM_NATIVE_COLLECTIVES must be 0 or 1"
-#endif
-#ifndef PG_SHM_ZERO_COPY
-#define PG_SHM_ZERO_COPY 1 /* 0: no zero-copy slot ops (pg.h copies through its scratch) */
-#endif
-#if PG_SHM_ZERO_COPY != 0 && PG_SHM_ZERO_COPY != 1
-#error "PG_SHM_ZERO_COPY must be 0 or 1"
 #endif
 #ifndef PG_SHM_INLINE
 #define PG_SHM_INLINE 1024 /* native collectives: bytes a core brings in its buffers */
@@ -366,6 +356,12 @@ static PG_SHM__HOT volatile uint32_t *pg_shm__slot(const pg_shm *s, volatile uin
 static PG_SHM__HOT void *pg_shm__pay(const pg_shm *s, volatile uint32_t *ring, uint32_t index)
 {
     return (void *)(ring + 2 * PG_SHM__LW + (index & (s->slots - 1u)) * s->slot_words);
+}
+
+/* Payload of the message `bit` places after the read index of ring[src][rank]. */
+static PG_SHM__HOT void *pg_shm__msg(const pg_shm *s, int src, uint32_t bit)
+{
+    return pg_shm__pay(s, s->in[src], s->tail[src] + bit);
 }
 
 static PG_SHM__HOT void pg_shm__inval(const pg_shm *s, const volatile void *p, size_t n)
@@ -670,7 +666,6 @@ static int pg_shm__probe(void *port, int src, uint32_t tag, size_t *bytes)
     return 1;
 }
 
-#if PG_SHM_ZERO_COPY
 static int pg_shm__peek(void *port, int src, uint32_t tag, const void **ptr, size_t *bytes, uint32_t timeout_ms)
 {
     pg_shm *s = (pg_shm *)port;
@@ -687,13 +682,12 @@ static int pg_shm__release(void *port, int src, const void *ptr)
     uint32_t i;
     if ((unsigned)src >= (unsigned)s->cores) return PG_ERR_RANK;
     for (i = 0; i < s->slots; i++)
-        if ((s->busy[src] >> i & 1u) && ptr == pg_shm__pay(s, s->in[src], s->tail[src] + i)) {
+        if ((s->busy[src] >> i & 1u) && ptr == pg_shm__msg(s, src, i)) {
             pg_shm__consume(s, src, i);
             return PG_OK;
         }
     return PG_ERR_NO_SLOT;
 }
-#endif
 
 /* ---- abort, world syncs, recover, barrier ---- */
 static int pg_shm__abort(void *port, int err)
@@ -1006,17 +1000,10 @@ static int pg_shm__barrier(pg_group *g)
 static const pg_ops pg_shm__ops = {pg_shm__send,
                                    pg_shm__recv,
                                    pg_shm__probe,
-#if PG_SHM_ZERO_COPY
                                    pg_shm__acquire,
                                    pg_shm__commit,
                                    pg_shm__peek,
                                    pg_shm__release,
-#else
-                                   0,
-                                   0,
-                                   0,
-                                   0,
-#endif
                                    pg_shm__abort,
                                    pg_shm__recover,
                                    pg_shm__barrier,

@@ -819,18 +819,25 @@ static int pp__alloc(pp_exec *e, int s, int m)
 #define PP__SEND(g, r, tag, p, n, tmo)      pg_send_timeout(g, r, tag, p, n, tmo)
 #define PP__RECV(g, r, tag, p, n, got, tmo) pg_recv_timeout(g, r, tag, p, n, got, tmo)
 #define PP__NOGRAD(t, grad)                 ((grad) && (t).dtype != MB_F32 && (t).dtype != MB_F64)
+/* One message of n bytes at p to (send) or from peer, waiting at most tmo ms; a message of
+   another size is PG_ERR_MISMATCH. */
+static int pp__msg(pp_exec *e, int send, int peer, int tag, void *p, size_t n, uint32_t tmo)
+{
+    size_t got = 0;
+    int rc = send ? PP__SEND(e->g, peer, tag, p, n, tmo) : PP__RECV(e->g, peer, tag, p, n, &got, tmo);
+    return rc >= 0 && !send && got != n ? PG_ERR_MISMATCH : rc;
+}
+
 /* Send or receive len bytes at `at` in pieces of the port's max_msg (tag, peer), each
    waiting at most tmo ms; *done counts what moved. */
 static int pp__pieces(pp_exec *e, int send, int peer, int tag, unsigned char *at, uint32_t len, uint32_t tmo,
                       uint32_t *done)
 {
-    size_t max = e->g->max_msg, c, got = 0;
+    size_t max = e->g->max_msg, c;
     int rc = PP_OK;
     while (len) {
         c = len < max ? len : max;
-        rc = send ? PP__SEND(e->g, peer, tag, at, c, tmo) : PP__RECV(e->g, peer, tag, at, c, &got, tmo);
-        if (rc >= 0 && !send && got != c) rc = PG_ERR_MISMATCH;
-        if (rc < 0) break;
+        if ((rc = pp__msg(e, send, peer, tag, at, c, tmo)) < 0) break;
         at += c;
         len -= (uint32_t)c;
         *done += (uint32_t)c;
@@ -1482,19 +1489,15 @@ static int pp__member(const pp_table *t, int r)
 static int pp__report(pp_exec *e, int root, int32_t *v, size_t n)
 {
     const pp_table *t = e->t;
-    int me = t->rank, pass, r, x = PP_OK;
-    int32_t in[3] = {0, 0, 0};
-    size_t got = 0;
+    int me = t->rank, pass, r, send, x = PP_OK;
+    int32_t in[3], *p; /* in: a peer's report (the root), read once a receive of all n bytes succeeded */
     for (pass = 0; pass < 2; pass++)
         for (r = 0; r < t->nranks && x >= 0; r++) {
             if (r == me || (me != root && r != root) || !PP__MEMBER(t, r)) continue;
-            if (pass == (me == root)) { /* a report to the root, or its answer */
-                x = PP__SEND(e->g, r, PP_AGREE_TAG, v, n, e->g->timeout_ms);
-                continue;
-            }
-            x = PP__RECV(e->g, r, PP_AGREE_TAG, me == root ? in : v, n, &got, e->g->timeout_ms);
-            if (x >= 0 && got != n) x = PG_ERR_MISMATCH;
-            if (x >= 0 && me == root && n && in[0] && (!v[0] || r < v[2])) {
+            send = pass == (me == root); /* a report to the root, or its answer */
+            p = send || me != root ? v : in;
+            x = pp__msg(e, send, r, PP_AGREE_TAG, p, n, e->g->timeout_ms);
+            if (x >= 0 && p == in && n && in[0] && (!v[0] || r < v[2])) { /* the root: a report */
                 v[0] = in[0];
                 v[1] = in[1];
                 v[2] = r;

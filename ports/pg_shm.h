@@ -722,6 +722,7 @@ static int pg_shm__reached(pg_shm *s, int word, uint32_t e)
 static int pg_shm__recover(void *port)
 {
     pg_shm *s = (pg_shm *)port;
+    volatile uint32_t *me = pg_shm__ctl(s, s->rank); /* its control line */
     uint32_t v = s->recovers;
     int c, d;
     if (!(v & 3u) && pg_shm__reached(s, PG_SHM__RECOVER, v)) v++; /* STEP arrive (between rounds) */
@@ -751,9 +752,9 @@ static int pg_shm__recover(void *port)
             pg_shm__store(s, s->area + (size_t)(2 * s->rank) * (PG_SHM__BUF_BYTES / 4), 0);
             pg_shm__store(s, s->area + (size_t)(2 * s->rank + 1) * (PG_SHM__BUF_BYTES / 4), 0);
 #else
-            pg_shm__store(s, pg_shm__ctl(s, s->rank) + PG_SHM__EPOCH, 0);
+            pg_shm__store(s, me + PG_SHM__EPOCH, 0);
 #endif
-            pg_shm__store(s, pg_shm__ctl(s, s->rank) + PG_SHM__ABORT, 0);
+            pg_shm__store(s, me + PG_SHM__ABORT, 0);
         }
         v += 1u + (v >> 1 & 1u); /* arrived -> committed -> done */
     }
@@ -1106,6 +1107,7 @@ PG_SHM_API int pg_shm_init(pg_shm *s, void *region, size_t bytes, int rank, cons
 {
     volatile uint32_t *w = (volatile uint32_t *)region, *r, *me;
     size_t need, rw;
+    uint32_t v;
     int c, rc;
     if (!s || !region || !hooks) return PG_ERR_NULL;
     if ((uintptr_t)region % PG_SHM_LINE || bytes < PG_SHM_LINE) return PG_ERR_SIZE; /* s untouched */
@@ -1133,11 +1135,12 @@ PG_SHM_API int pg_shm_init(pg_shm *s, void *region, size_t bytes, int rank, cons
             s->seen[c] = s->tail[c] = PG_SHM__GET(s->in[c] + PG_SHM__LW);
         }
         me = pg_shm__ctl(s, rank);
-        s->recovers = s->gen << PG_SHM__GEN_SHIFT;   /* the first attach to this generation */
+        v = s->gen << PG_SHM__GEN_SHIFT;             /* the first attach to this generation */
         if (PG_SHM__GET(me + PG_SHM__GEN) == s->gen) /* again: past the round it was in */
-            s->recovers = (PG_SHM__GET(me + PG_SHM__RECOVER) + 4u) & ~3u;
-        s->join = s->recovers + 4u;
-        pg_shm__store(s, me + PG_SHM__RECOVER, s->recovers);
+            v = (PG_SHM__GET(me + PG_SHM__RECOVER) + 4u) & ~3u;
+        s->recovers = v;
+        s->join = v + 4u;
+        pg_shm__store(s, me + PG_SHM__RECOVER, v);
         pg_shm__store(s, me + PG_SHM__GEN, s->gen);
         pg_shm__announce(s, PG_SHM__ABORT, PG_SHM__RESET); /* STEP announce_reset */
         rc = pg_shm__recover(s);

@@ -450,7 +450,7 @@ static int pg_shm__same_region(const pg_shm *s)
 {
     const volatile uint32_t *w = s->region;
     if (!s->cores) return PG_OK; /* not attached yet: pg_shm_init waits for a header */
-    return pg_shm__load(s, w) != PG_SHM__MAGIC || PG_SHM__GET(w + PG_SHM__GEN_W) != s->gen ? PG_ERR_CORRUPT : PG_OK;
+    return (pg_shm__load(s, w) ^ PG_SHM__MAGIC) | (PG_SHM__GET(w + PG_SHM__GEN_W) ^ s->gen) ? PG_ERR_CORRUPT : PG_OK;
 }
 
 /* The one wait loop: poll(s, a, b) until it returns non-zero (> 0 done, < 0 an error);
@@ -632,10 +632,14 @@ static PG_SHM__HOT int pg_shm__find(pg_shm *s, int src, uint32_t tag)
     }
 }
 
-static PG_SHM__HOT int pg_shm__take(pg_shm *s, int src, uint32_t tag, int ok, uint32_t timeout_ms)
+/* The wait of recv, peek and probe: the arguments, then the message (src, tag); its bytes
+   into *bytes (may be NULL) once found. */
+static PG_SHM__HOT int pg_shm__take(pg_shm *s, int src, uint32_t tag, int ok, uint32_t timeout_ms, size_t *bytes)
 {
     int rc = pg_shm__args(s, src, tag, 0, ok);
-    return rc ? rc : pg_shm__wait(s, pg_shm__find, src, tag, timeout_ms, 1);
+    if (rc == PG_OK) rc = pg_shm__wait(s, pg_shm__find, src, tag, timeout_ms, 1);
+    if (rc == PG_OK && bytes) *bytes = s->len;
+    return rc;
 }
 
 /* Publish ring[src][rank]'s read index t. */
@@ -663,9 +667,8 @@ static PG_SHM__HOT void pg_shm__consume(pg_shm *s, int src, uint32_t bit)
 static int pg_shm__recv(void *port, int src, uint32_t tag, void *buf, size_t cap, size_t *got, uint32_t timeout_ms)
 {
     pg_shm *s = (pg_shm *)port;
-    int rc = pg_shm__take(s, src, tag, buf || !cap, timeout_ms);
+    int rc = pg_shm__take(s, src, tag, buf || !cap, timeout_ms, got);
     if (rc) return rc;
-    if (got) *got = s->len;
     if (s->len > cap)
         rc = PG_ERR_TOO_BIG; /* consumed and reported */
     else if (s->len)
@@ -677,20 +680,18 @@ static int pg_shm__recv(void *port, int src, uint32_t tag, void *buf, size_t cap
 static int pg_shm__probe(void *port, int src, uint32_t tag, size_t *bytes)
 {
     pg_shm *s = (pg_shm *)port;
-    int rc = pg_shm__take(s, src, tag, 1, 0);
+    int rc = pg_shm__take(s, src, tag, 1, 0, bytes);
     if (rc) return rc == PG_ERR_TIMEOUT ? 0 : rc;
-    if (bytes) *bytes = s->len;
     return 1;
 }
 
 static int pg_shm__peek(void *port, int src, uint32_t tag, const void **ptr, size_t *bytes, uint32_t timeout_ms)
 {
     pg_shm *s = (pg_shm *)port;
-    int rc = pg_shm__take(s, src, tag, ptr != 0, timeout_ms);
+    int rc = pg_shm__take(s, src, tag, ptr != 0, timeout_ms, bytes);
     if (rc) return rc;
     s->busy[src] |= 1u << s->bit;
     *ptr = s->msg;
-    if (bytes) *bytes = s->len;
     return PG_OK;
 }
 
@@ -740,6 +741,7 @@ static int pg_shm__reached(pg_shm *s, int word, uint32_t e)
 static int pg_shm__recover(void *port)
 {
     pg_shm *s = (pg_shm *)port;
+    volatile uint32_t *me = pg_shm__ctl(s, s->rank); /* its control line */
     uint32_t v = s->recovers;
     int c, d;
     if (!(v & 3u) && pg_shm__reached(s, PG_SHM__RECOVER, v)) v++; /* STEP arrive (between rounds) */
@@ -769,9 +771,9 @@ static int pg_shm__recover(void *port)
             pg_shm__store(s, s->area + (size_t)(2 * s->rank) * (PG_SHM__BUF_BYTES / 4), 0);
             pg_shm__store(s, s->area + (size_t)(2 * s->rank + 1) * (PG_SHM__BUF_BYTES / 4), 0);
 #else
-            pg_shm__store(s, pg_shm__ctl(s, s->rank) + PG_SHM__EPOCH, 0);
+            pg_shm__store(s, me + PG_SHM__EPOCH, 0);
 #endif
-            pg_shm__store(s, pg_shm__ctl(s, s->rank) + PG_SHM__ABORT, 0);
+            pg_shm__store(s, me + PG_SHM__ABORT, 0);
         }
         v += 1u + (v >> 1 & 1u); /* arrived -> committed -> done */
     }
@@ -1151,6 +1153,7 @@ PG_SHM_API int pg_shm_init(pg_shm *s, void *region, size_t bytes, int rank, cons
 {
     volatile uint32_t *w = (volatile uint32_t *)region, *r, *me;
     size_t need, rw;
+    uint32_t v;
     int c, rc;
     if (!s || !region || !hooks) return PG_ERR_NULL;
     if ((uintptr_t)region % PG_SHM_LINE || bytes < PG_SHM_LINE) return PG_ERR_SIZE; /* s untouched */
@@ -1163,7 +1166,8 @@ PG_SHM_API int pg_shm_init(pg_shm *s, void *region, size_t bytes, int rank, cons
         if (rc) return rc;
         need = pg_shm__bytes((uint32_t)s->cores, s->slots, s->payload); /* STEP attach */
         if (!need || need > bytes) return PG_ERR_CORRUPT;
-        if ((uint32_t)rank >= (uint32_t)s->cores) return PG_ERR_RANK;
+        /* the world group; PG_ERR_RANK for a rank the header has no core for */
+        if ((rc = pg_group_init(&s->group, &pg_shm__ops, s, rank, s->cores, s->payload)) != 0) return rc;
         s->slot_words = (uint32_t)(PG_SHM_SLOT_BYTES(s->payload) / 4);
         rw = PG_SHM_RING_BYTES(s->slots, s->payload) / 4;
         s->area = w + PG_SHM__LW * (1 + s->cores);
@@ -1177,14 +1181,14 @@ PG_SHM_API int pg_shm_init(pg_shm *s, void *region, size_t bytes, int rank, cons
             s->seen[c] = s->tail[c] = PG_SHM__GET(s->in[c] + PG_SHM__LW);
         }
         me = pg_shm__ctl(s, rank);
-        s->recovers = s->gen << PG_SHM__GEN_SHIFT;   /* the first attach to this generation */
+        v = s->gen << PG_SHM__GEN_SHIFT;             /* the first attach to this generation */
         if (PG_SHM__GET(me + PG_SHM__GEN) == s->gen) /* again: past the round it was in */
-            s->recovers = (PG_SHM__GET(me + PG_SHM__RECOVER) + 4u) & ~3u;
-        s->join = s->recovers + 4u;
-        pg_shm__store(s, me + PG_SHM__RECOVER, s->recovers);
+            v = (PG_SHM__GET(me + PG_SHM__RECOVER) + 4u) & ~3u;
+        s->recovers = v;
+        s->join = v + 4u;
+        pg_shm__store(s, me + PG_SHM__RECOVER, v);
         pg_shm__store(s, me + PG_SHM__GEN, s->gen);
         pg_shm__announce(s, PG_SHM__ABORT, PG_SHM__RESET); /* STEP announce_reset */
-        pg_group_init(&s->group, &pg_shm__ops, s, rank, s->cores, s->payload);
         rc = pg_shm__recover(s);
     } while (rc == PG_ERR_CORRUPT && pg_shm__same_region(s)); /* re-formatted, or being formatted */
     return rc;

@@ -93,8 +93,9 @@ int main(int argc, char **argv)
         }
         costs.stage_f = stage_f;
         costs.f = 1;
-        /* a transfer: one message per pg_max_msg piece, ns per byte copied */
-        costs.comm = (uint32_t)(msg_ns + byte_ns * (double)m.seg[0].act_bytes);
+        /* a transfer: one message per pg_max_msg piece, ns per byte copied; in the stage
+           costs' unit (100 ns, tools/splitcore_onnx/plan.py's cost_units), as pp_simulate adds them */
+        costs.comm = (uint32_t)((msg_ns + byte_ns * (double)m.seg[0].act_bytes) / 100.0 + 0.5);
         if ((rc = pp_simulate(&plan, &costs, sim_work, sizeof sim_work, &sim, NULL, 0, NULL, NULL)))
             return fail("pp_simulate", rc);
         for (r = 0; r < MODEL_RANKS; r++)

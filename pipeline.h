@@ -1762,6 +1762,10 @@ static int pp__simulate(const pp_plan *p, const pp_costs *c, void *work, size_t 
         }
         r = best;
         a = pp__row(p, r)[cur[r]];
+        if (a.type >= PP_SEND_S && !p->nskips) { /* a skip transfer without routes: no planes for it */
+            pp__diag(diag, r, cur[r], a);
+            return PP_ERR_ACTION;
+        }
         /* RECV is posted like torch's irecv: it does not wait, its consumer does */
         arrive = best_dep;
         start = best_start;

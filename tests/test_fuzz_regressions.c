@@ -694,6 +694,29 @@ static void test_avg_partial_of_ints_refused_by_the_plan(void **state)
     assert_int_equal(dt_plan_redistribute(&a, &r, 0, &plan), DT_OK);
 }
 
+/* fuzz_exec: pp_simulate on a plan without skip routes holding a skip transfer (SEND_S ..
+   RECV_SB) wrote its time into a skip plane that pp_sim_bytes leaves out: past the caller's
+   work (ASan: global-buffer-overflow). Now PP_ERR_ACTION. */
+static void test_simulate_skip_transfer_without_routes(void **state)
+{
+    static pp_action st[2][64], lst[2][128];
+    static uint32_t work[6 * 2 * 2]; /* pp_sim_bytes: 6 planes of 2 stages x 2 microbatches */
+    pp_plan p, low;
+    pp_costs c;
+    pp_sim sim;
+    (void)state;
+    assert_int_equal(pp_schedule_build(&p, PP_SCHED_1F1B, 2, 1, 2, st, sizeof st, NULL), PP_OK);
+    assert_int_equal(pp_lower(&p, &low, lst, sizeof lst, NULL), PP_OK);
+    assert_int_equal(pp_sim_bytes(&low), sizeof work);
+    memset(&c, 0, sizeof c);
+    c.f = c.b = c.comm = 1;
+    assert_int_equal(pp_simulate(&low, &c, work, sizeof work, &sim, NULL, 0, NULL, NULL), PP_OK);
+    lst[1][low.len[1]].type = PP_RECV_SB; /* stage 1's rank, after everything */
+    lst[1][low.len[1]].stage = 1;
+    lst[1][low.len[1]++].mb = 1;
+    assert_int_equal(pp_simulate(&low, &c, work, sizeof work, &sim, NULL, 0, NULL, NULL), PP_ERR_ACTION);
+}
+
 /* fuzz_dist: Replicate -> Partial(sum) on one mesh dim while another still held a
    Partial(prod) divided every piece before the product: [R, P(prod)] -> [P(sum), R] on a 2x2
    mesh gave v / 4 on each rank, a value of v / 2 (torch's step order does the same). The
@@ -999,6 +1022,7 @@ int main(void)
         cmocka_unit_test(test_exec_loss_after_failed_step),
         cmocka_unit_test(test_validate_checks_sends),
         cmocka_unit_test(test_validate_checks_skip_sends),
+        cmocka_unit_test(test_simulate_skip_transfer_without_routes),
         cmocka_unit_test(test_exec_stageless_rank_clears_its_error),
 #ifdef FUZZ_REGRESSIONS_THREADS
         cmocka_unit_test(test_exec_agreement_outlives_next_step_abort),

@@ -276,7 +276,11 @@ typedef struct dt_plan {
 /* Plan src -> dst for this rank (the mesh's `rank`) with torch's greedy order: a reverse
    pass over mesh dims that first replicates misaligned nested sharding, then a forward
    pass. Both specs need the same mesh (shape and this rank's coordinate), global shape
-   and dtype. Nothing is written on error. */
+   and dtype. Reducing a Partial(avg) of an integer dtype is DT_ERR_DTYPE (the ports
+   average floats only); a Replicate -> Partial(sum) partition while another mesh dim
+   (of size > 1) still holds a Partial(prod) is DT_ERR_UNSUPPORTED (each piece divided
+   before the product: torch's order gives the value divided n^k times). Nothing is
+   written on error. */
 DT_API int dt_plan_redistribute(const dt_spec *src, const dt_spec *dst, int flags, dt_plan *plan);
 /* Scratch bytes dt_redistribute needs for the plan with contiguous local tensors: per
    step the staging of what the collective cannot read or write in place (blocks that do
@@ -344,7 +348,10 @@ DT_API int dt_plan_cache_init(dt_plan_cache *c, dt_cache_entry *storage, int cap
 /* Empty the cache (counters kept). */
 DT_API int dt_plan_cache_clear(dt_plan_cache *c);
 /* The cached plan for (src, dst, flags), planned on a miss. *plan points into the cache
-   and stays valid until that entry is evicted. A failing plan changes nothing. */
+   and stays valid until that entry is evicted. A failing plan changes nothing. A cache
+   whose counters no init or use could leave (capacity < 1, count outside 0..capacity,
+   last outside 0..count - 1, or not 0 when empty) is DT_ERR_VALUE, nothing read: every
+   call taking a cache (dt_redistribute, dtensor_ops.h's dispatcher) returns it. */
 DT_API int dt_plan_cached(dt_plan_cache *c, const dt_spec *src, const dt_spec *dst, int flags, const dt_plan **plan);
 
 /* ---- 8. Execution over ports/pg.h ---------------------------------------------------
@@ -501,6 +508,10 @@ typedef struct dt__psteps {
     unsigned char md[DT_MAX_STEPS], from[DT_MAX_STEPS], to[DT_MAX_STEPS];
 } dt__psteps;
 DT__INTERNAL int dt__plan_steps(const dt_spec *src, const dt_spec *dst, int flags, dt__psteps *steps);
+/* A cache's counters as no init or use leaves them: entries[count] would be read or
+   written past the caller's storage (dt_plan_cached; the strategy cache's last is 0). */
+#define DT__CACHE_BAD(count, capacity, last) \
+    ((capacity) < 1 || (count) < 0 || (count) > (capacity) || (last) < 0 || (last) >= ((count) ? (count) : 1))
 /* The least-recently-used lookup of the plan cache and dtensor_ops.h's strategy cache:
    among entries[0..count) (`stride` bytes each, starting with a key of key_bytes, its
    uint32_t stamp of last use at offset stamp_at), looked at from `first` on, the one whose
@@ -961,6 +972,12 @@ static DT__HOT int64_t dt__step(dt_comm *c, const dt_step *st, const mb_tensor *
     return (int64_t)need;
 }
 
+/* p + off, where a NULL p (no scratch, so off is 0) stays NULL: C has no NULL + 0 */
+static unsigned char *dt__scratch_at(unsigned char *p, uint64_t off)
+{
+    return p ? p + off : p;
+}
+
 /* Run the plan in -> out (c NULL: only measure). Local steps that only select (narrow,
    size-1 mesh dims, partitions that keep the value) are views: no copy. A communicating
    step writes the caller's `out` when it is the last, else an intermediate result; those
@@ -994,10 +1011,10 @@ static int64_t dt__run(dt_comm *c, const dt_plan *pl, const mb_tensor *in, mb_te
             ob = DT__R8(dt__bytes(st->out_shape, pl->ndim, (mb_dtype)pl->dtype));
             y = &t[flip];
             /* measuring: any valid address stands for scratch */
-            mb_tensor_init(y, c ? scratch + (flip ? end - ob : 0) : (void *)pl, (mb_dtype)pl->dtype, pl->ndim,
-                           st->out_shape);
+            mb_tensor_init(y, c ? (void *)dt__scratch_at(scratch, flip ? end - ob : 0) : (void *)pl,
+                           (mb_dtype)pl->dtype, pl->ndim, st->out_shape);
         }
-        rc = dt__step(c, st, x, y, c ? scratch + (flip ? xres : ob) : 0, fast);
+        rc = dt__step(c, st, x, y, c ? dt__scratch_at(scratch, flip ? xres : ob) : 0, fast);
         if (rc < 0) return c->err = (int32_t)rc, DT_ERR_COMM;
         if (xres + (uint64_t)rc + ob > need) need = xres + (uint64_t)rc + ob;
         if (c && st->op >= DT_OP_ALL_GATHER) c->collectives++;
@@ -1019,7 +1036,9 @@ static int dt__same(dt_placement a, dt_placement b)
 /* One (src -> dst) pair on a mesh dim: 0 when allowed, else the error. */
 static int dt__pair_check(dt_placement a, dt_placement b, int flags, mb_dtype dt)
 {
-    if (b.kind != DT_KIND_PARTIAL || dt__same(a, b)) return DT_OK;
+    if (dt__same(a, b)) return DT_OK;
+    if (a.kind == DT_KIND_PARTIAL && a.arg == DT_AVG && dt >= MB_I8) return DT_ERR_DTYPE; /* the port averages floats */
+    if (b.kind != DT_KIND_PARTIAL) return DT_OK;
     if (a.kind == DT_KIND_PARTIAL) return DT_ERR_PARTIAL_OP;
     if (a.kind == DT_KIND_SHARD || !(flags & DT_PLAN_ALLOW_PARTIAL)) return DT_ERR_PARTIAL;
     if (b.arg == DT_PROD) return DT_ERR_UNSUPPORTED;         /* torch: no exact n-th root */
@@ -1155,7 +1174,7 @@ static int dt__plan(const dt_spec *src, const dt_spec *dst, int flags, dt_plan *
 {
     const dt_mesh *m;
     dt_placement cur[DT_MAX_MESH_DIMS], to;
-    int i, j, md, nd, rc = dt_spec_check(src);
+    int i, j, md, nd, rev, rc = dt_spec_check(src);
     if (!rc) rc = dt_spec_check(dst);
     if (rc) return rc;
     m = src->mesh;
@@ -1164,11 +1183,22 @@ static int dt__plan(const dt_spec *src, const dt_spec *dst, int flags, dt_plan *
         memcmp(src->shape, dst->shape, sizeof(int32_t) * (size_t)src->ndim))
         return DT_ERR_MISMATCH;
     if (m->index < 0) return DT_ERR_NOT_MEMBER;
+    rev = dt__num_shards(m, src->placements) > 1; /* the first pass below: inner to outer */
     for (i = 0; i < nd; i++) {
         rc = dt__pair_check(src->placements[i], dst->placements[i], flags, src->dtype);
         if (rc) return rc;
         cur[i] = src->placements[i];
     }
+    /* a Replicate -> Partial(sum) partition divides each piece: refused while another mesh dim's
+       Partial(prod) is still to be multiplied (kept, or reduced later in the step order below):
+       the value would come out divided (torch's order computes that) */
+    for (i = 0; i < nd; i++)
+        for (j = 0; cur[i].kind == DT_KIND_REPLICATE && dst->placements[i].kind == DT_KIND_PARTIAL &&
+                    dst->placements[i].arg == DT_SUM && m->shape[i] > 1 && j < nd;
+             j++)
+            if (cur[j].kind == DT_KIND_PARTIAL && cur[j].arg == DT_PROD && m->shape[j] > 1 &&
+                (dt__same(cur[j], dst->placements[j]) || (rev ? j < i : j > i)))
+                return DT_ERR_UNSUPPORTED;
     if (!plan) {
         if (!cw) return DT_OK;
         DT_MEMSET(cw, 0, sizeof *cw);
@@ -1178,7 +1208,7 @@ static int dt__plan(const dt_spec *src, const dt_spec *dst, int flags, dt_plan *
     /* two passes: inner to outer (when sharded at all), a Shard target whose tensor dim is
        sharded differently on an earlier mesh dim (nested sharding) is first replicated;
        then outer to inner, whatever is left */
-    for (j = dt__num_shards(m, cur) > 1 ? 0 : nd; j < 2 * nd; j++) {
+    for (j = rev ? 0 : nd; j < 2 * nd; j++) {
         md = j < nd ? nd - 1 - j : j - nd;
         to = dst->placements[md];
         for (i = 0; j < nd && to.kind == DT_KIND_SHARD && i < md; i++)
@@ -1252,6 +1282,7 @@ DT__DEF int32_t dt__lru(const void *entries, size_t stride, size_t key_bytes, si
     const unsigned char *e;
     uint32_t stamp, oldest = 0;
     int32_t i, j, victim = count;
+    if (DT__CACHE_BAD(count, capacity, first)) return INT32_MIN;
     for (j = 0; j < count; j++) {
         i = first + j; /* first < count (or both 0), so i < 2 * count */
         i -= i < count ? 0 : count;
@@ -1283,6 +1314,7 @@ static DT__HOT int dt__cached(dt_plan_cache *c, const dt_spec *src, const dt_spe
     DT_MEMCPY(k.dst, dst->placements, sizeof k.dst);
     /* from the entry used last: a loop redistributing one way hits at the first compare */
     i = dt__lru(c->entries, sizeof *e, sizeof k, offsetof(dt_cache_entry, stamp), c->count, c->capacity, c->last, &k);
+    if (i == INT32_MIN) return DT_ERR_VALUE;
     if (i >= 0) {
         c->hits++;
         c->last = i;

@@ -328,8 +328,9 @@ DT_OPS_API const char *dt_op_name(int op);
    when no candidate is possible; DT_ERR_SHAPE when the shapes or attrs do not fit the op
    (normalized_shape, weight or bias shape, gelu mode); DT_ERR_DIM for attrs.dim out of range;
    DT_ERR_DTYPE unless f32 (index operands: MB_I32); DT_ERR_UNSUPPORTED for an op this
-   build has no rule for yet. Pure computation, no communication; not thread-safe on one
-   cache. */
+   build has no rule for yet; DT_ERR_VALUE for a cache with entries whose count is not in
+   0..capacity (or capacity < 1). Pure computation, no communication; not thread-safe on
+   one cache. */
 DT_OPS_API int dt_propagate(dt_op_cache *cache, int op, const dt_op_attrs *attrs, const dt_spec *const *args, int nargs,
                             dt_op_strategy *s);
 
@@ -462,7 +463,7 @@ DT_OPS_API int dt_tp_sequence(dt_tp_style *s, int sequence_dim);
 /* out = x with placement p (Shard(-1) resolved on x's rank) on mesh dim md, moved there
    with dt_redistribute (d's comm, plan cache and scratch) into data (bytes), or a view of
    x itself when it already lies so. Errors as dt_redistribute's; DT_ERR_MESH_DIM for md,
-   DT_ERR_PARTIAL for a Partial target. */
+   DT_ERR_PARTIAL for a Partial target, DT_ERR_NOT_MEMBER off the mesh (even for a view). */
 DT_OPS_API int dt_tp_redistribute(dt_dispatch *d, const dt_tensor *x, int md, dt_placement p, dt_tensor *out,
                                   void *data, size_t bytes);
 
@@ -1353,6 +1354,7 @@ DT_OPS__DEF int dt_propagate(dt_op_cache *c, int op, const dt_op_attrs *attrs, c
     for (i = 0; i < nargs; i++) DT_MEMCPY(k.arg[i], args[i]->placements, sizeof k.arg[i]);
     if (c && c->entries) {
         i = dt__lru(c->entries, sizeof *e, sizeof k, offsetof(dt_op_entry, stamp), c->count, c->capacity, 0, &k);
+        if (i == INT32_MIN) return DT_ERR_VALUE;
         if (i >= 0) {
             e = &c->entries[i];
             c->hits++;
@@ -2455,6 +2457,7 @@ DT_OPS__DEF int dt_tp_redistribute(dt_dispatch *d, const dt_tensor *x, int md, d
     t.placements[md] = p;
     rc = dt_spec_check(&t);
     if (rc) return rc;
+    if (t.mesh->index < 0) return DT_ERR_NOT_MEMBER; /* no local shape to size the output by */
     if (!memcmp(t.placements, x->spec.placements, sizeof t.placements)) {
         *out = *x;
         return DT_OK;

@@ -175,7 +175,7 @@ DT_QUANT_API int dt_qmm_propagate(const dt_spec *a, const dt_spec *b, dt_spec *o
 /* Scratch of dt_qmm on world rank `rank`: its local M*N int32 accumulator. */
 DT_QUANT_API int dt_qmm_scratch_bytes(const dt_spec *a, const dt_spec *b, int rank, size_t *bytes);
 /* Distributed: out = requant(a @ b) with a, b MB_I8 dt_tensors on c's mesh, q[nq] (1, or
-   N = the global columns: every rank passes all of them). out's local tensor is
+   N >= 1 = the global columns: every rank passes all of them). out's local tensor is
    contiguous in out_data (out_bytes >= its bytes); scratch as dt_qmm_scratch_bytes (4-byte
    aligned). Validates everything before communicating. */
 DT_QUANT_API int dt_qmm(dt_comm *c, const dt_tensor *a, const dt_tensor *b, const dt_qmul *q, int nq, dt_tensor *out,
@@ -761,7 +761,8 @@ DT_QUANT__DEF int dt_qmm(dt_comm *c, const dt_tensor *a, const dt_tensor *b, con
     if (!c || !a || !b || !out || !q) return DT_ERR_NULL;
     rc = dt_qmm_propagate(&a->spec, &b->spec, &o, &mask);
     if (!rc) rc = dt__comm_check(c, a->spec.mesh); /* c serves a's mesh, this rank a member, not a copy */
-    if (!rc && nq != 1 && nq != o.shape[1]) rc = DT_ERR_SHAPE;
+    if (!rc && (nq < 1 || (nq != 1 && nq != o.shape[1])))
+        rc = DT_ERR_SHAPE; /* dt_requant_tensor's rule, before any message */
     if (!rc) rc = dt_local_shape(&a->spec, c->mesh->rank, ash, NULL);
     if (!rc) rc = dt_local_shape(&b->spec, c->mesh->rank, bsh, boff);
     if (!rc) rc = dt_local_shape(&o, c->mesh->rank, osh, NULL);

@@ -350,10 +350,13 @@ PP_API int pp_plan_skips(pp_plan *plan, const pp_route *routes, int n);
    (len 0, slots 0): its executor returns at once. PP_ERR_NULL, PP_ERR_ARG (rank out of
    range: negative or >= PP_MAX_RANKS). */
 PP_API int pp_plan_table(const pp_plan *plan, int rank, pp_table *out);
-/* Peak number of activations held at once on `rank` (F .. its B or W), in table order.
-   A plan without any backward action holds one at a time; with skip routes, a stage's
-   activation until its last use on the rank (its sends, the next stage's F, the F of a
-   stage on the rank that pops one of its skips), counted as the executor holds them. */
+/* Peak number of activations held at once on `rank`, in table order: each from its F until
+   the action after which the executor frees its slot. Training: its B or W, or its SEND_B
+   when that comes later. Without any backward action in the plan: the next stage's F when
+   that stage is on the rank (its copy in; the executor adds the one slot this takes), else
+   its SEND_F (at once on the last stage, or when the row has no SEND_F); with skip routes, a
+   stage's activation until its last use on the rank (its sends, the next stage's F, the F
+   of a stage on the rank that pops one of its skips), counted as the executor holds them. */
 PP_API int pp_peak_inflight(const pp_plan *plan, int rank);
 
 /* ---- 5. Lowering --------------------------------------------------------------------- */
@@ -381,7 +384,11 @@ PP_API int pp_lower_mode(const pp_plan *in, pp_plan *out, void *storage, size_t 
    (no backward at all), as is any plan marked PP_SCHED_FORWARD_ONLY. Plans marked with
    another built-in schedule also get its constructor checks (pp_schedule_check); inference
    plans run with any stage map (several stages per rank, uneven ones included), as the
-   executor runs them. */
+   executor runs them. Sends and receives (torch's rules ignore them) must be ones the
+   executor runs: with the neighbouring stage they name on another rank, once each, a send
+   after the F (SEND_F) or I / B (SEND_B) it sends the result of; a skip's (SEND_S ..
+   RECV_SB) only at a stage with a skip route to or from another rank (pp_plan_skips), a
+   SEND_S after its F, a SEND_SB after its I / B. */
 PP_API int pp_validate(const pp_plan *plan, pp_diag *diag);
 
 typedef struct pp_costs {
@@ -1191,9 +1198,30 @@ static int pp__last_use(const pp_plan *p, int r, int i)
     return last;
 }
 
+/* Where the executor frees the slot of the F at row[j] (see pp_peak_inflight); j: at once,
+   len: never. */
+static int pp__release_at(const pp_plan *p, const pp_action *row, int len, int j, int rank, int train)
+{
+    int s = row[j].stage, m = row[j].mb, i, w = len, same;
+    if (!train) {
+        if (s == p->nstages - 1) return j;
+        same = p->stage_rank[s + 1] == rank;
+        for (i = j + 1; i < len; i++)
+            if (pp__eq(row[i], same ? pp__act(PP_F, s + 1, m) : pp__act(PP_SEND_F, s, m))) return i;
+        return same ? len : j;
+    }
+    for (i = j + 1; i < len && w == len; i++)
+        if ((row[i].type == PP_B || row[i].type == PP_W) && row[i].stage == s && row[i].mb == m) w = i;
+    if (s > 0 && p->stage_rank[s - 1] != rank) /* the input gradient still to send */
+        for (i = w + 1; i < len; i++)
+            if (pp__eq(row[i], pp__act(PP_SEND_B, s, m))) return i;
+    return w;
+}
+
 PP__DEF int pp_peak_inflight(const pp_plan *p, int rank)
 {
-    int i, r, cur = 0, peak = 0, bwd = 0;
+    int i, j, r, cur = 0, peak = 0, bwd = 0, len;
+    const pp_action *row;
     if (!p) return PP_ERR_NULL;
     if ((r = pp__plan_rows_check(p, NULL)) != PP_OK) return r;
     if (rank < 0 || rank >= p->nranks) return PP_ERR_ARG;
@@ -1213,13 +1241,21 @@ PP__DEF int pp_peak_inflight(const pp_plan *p, int rank)
         }
         return peak;
     }
-    for (i = 0; i < p->len[rank]; i++) {
-        int t = pp__row(p, rank)[i].type;
-        if (t == PP_F) {
+    row = pp__row(p, rank);
+    len = p->len[rank];
+    for (i = 0; i < len; i++) {
+        pp_action a = row[i];
+        int frees = bwd ? a.type == PP_B || a.type == PP_W || a.type == PP_SEND_B
+                        : a.type == PP_SEND_F || (a.type == PP_F && a.stage > 0 && p->stage_rank[a.stage - 1] == rank);
+        if (frees) { /* the slot of the nearest F before it of that stage and microbatch, if it ends here */
+            pp_action f = pp__act(PP_F, a.type == PP_F ? a.stage - 1 : a.stage, a.mb);
+            for (j = i - 1; j >= 0 && !pp__eq(row[j], f); j--) {}
+            if (j >= 0 && pp__release_at(p, row, len, j, rank, bwd) == i) cur--;
+        }
+        if (a.type == PP_F) {
             if (++cur > peak) peak = cur;
-            if (!bwd) cur--;
-        } else if ((t == PP_B || t == PP_W) && cur > 0)
-            cur--;
+            if (pp__release_at(p, row, len, i, rank, bwd) == i) cur--;
+        }
     }
     return peak;
 }
@@ -1429,6 +1465,33 @@ PP__DEF int pp_lower_mode(const pp_plan *in, pp_plan *out, void *storage, size_t
 #undef PP__LOWER_NEXT
 
 /* ---- validation: torch's _validate_schedule ---- */
+/* A send or receive the executor can run: with the neighbouring stage it names (none:
+   PP_ERR_ACTION) on another rank (PP_ERR_STAGE_RANK), once (PP_ERR_DUPLICATE), a send after
+   the F, or the I or B, whose result it sends (PP_ERR_ACTION). */
+static int pp__comm_check(const pp_plan *p, const pp_action *row, int i, pp_action a, int r)
+{
+    int fwd = a.type == PP_SEND_F || a.type == PP_RECV_F, send = a.type == PP_SEND_F || a.type == PP_SEND_B;
+    int peer = a.stage + (fwd == send ? 1 : -1); /* SEND_F, RECV_B: the next stage */
+    if (a.type >= PP_SEND_S) { /* a skip route between ranks stashed (SEND_S, RECV_SB) or popped here */
+        int stash = a.type == PP_SEND_S || a.type == PP_RECV_SB;
+        if (!pp__skip_at(p, a.stage, !stash)) return PP_ERR_ACTION;
+        if (pp__in_row(row, i, a)) return PP_ERR_DUPLICATE;
+        if (a.type == PP_SEND_S) return pp__in_row(row, i, pp__act(PP_F, a.stage, a.mb)) ? PP_OK : PP_ERR_ACTION;
+        if (a.type == PP_SEND_SB && !pp__in_row(row, i, pp__act(PP_I, a.stage, a.mb)) &&
+            !pp__in_row(row, i, pp__act(PP_B, a.stage, a.mb)))
+            return PP_ERR_ACTION;
+        return PP_OK;
+    }
+    if (peer < 0 || peer >= p->nstages) return PP_ERR_ACTION;
+    if (p->stage_rank[peer] == r) return PP_ERR_STAGE_RANK;
+    if (pp__in_row(row, i, a)) return PP_ERR_DUPLICATE;
+    if (send &&
+        !(fwd ? pp__in_row(row, i, pp__act(PP_F, a.stage, a.mb))
+              : pp__in_row(row, i, pp__act(PP_I, a.stage, a.mb)) || pp__in_row(row, i, pp__act(PP_B, a.stage, a.mb))))
+        return PP_ERR_ACTION;
+    return PP_OK;
+}
+
 PP__DEF int pp_validate(const pp_plan *p, pp_diag *diag)
 {
     int r, i, s, rc, train = 0;
@@ -1455,6 +1518,11 @@ PP__DEF int pp_validate(const pp_plan *p, pp_diag *diag)
             if (p->stage_rank[a.stage] != r) {
                 pp__diag(diag, r, i, a);
                 return PP_ERR_STAGE_RANK;
+            }
+            if (((a.type >= PP_SEND_F && a.type <= PP_RECV_B) || a.type >= PP_SEND_S) &&
+                (rc = pp__comm_check(p, row, i, a, r)) != PP_OK) {
+                pp__diag(diag, r, i, a);
+                return rc;
             }
             if (a.type > PP_W) continue;
             train |= a.type != PP_F && p->schedule != PP_SCHED_FORWARD_ONLY;
@@ -1694,6 +1762,10 @@ static int pp__simulate(const pp_plan *p, const pp_costs *c, void *work, size_t 
         }
         r = best;
         a = pp__row(p, r)[cur[r]];
+        if (a.type >= PP_SEND_S && !p->nskips) { /* a skip transfer without routes: no planes for it */
+            pp__diag(diag, r, cur[r], a);
+            return PP_ERR_ACTION;
+        }
         /* RECV is posted like torch's irecv: it does not wait, its consumer does */
         arrive = best_dep;
         start = best_start;

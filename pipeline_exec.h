@@ -165,7 +165,14 @@ extern "C" {
    one stay within the slot count, so no F runs short; a gradient into its microbatch's
    slot). So a table where two ranks each send more than a mailbox holds before receiving
    (LoopedBFS on 2 ranks with M = 16 over pg_pthread's 4-slot mailboxes) runs as pp_simulate,
-   whose sends are buffered, predicts. PP_NO_TAKEIN leaves that out (about 500 B on
+   whose sends are buffered, predicts. Take-in stops at the slot count, though: when ranks
+   wait on each other in a cycle in which one waits to send into a mailbox full of
+   activations its peer has no free slot for (an order that forwards every microbatch through
+   a rank before the backward its peer waits on; or transfers above the port's max_msg, which
+   travel in pieces and fill a mailbox sooner), they wait until the timeout (PP_ERR_COMM)
+   where pp_simulate finishes. A table that pp_mailbox_depth (pipeline.h) proves for depth d
+   runs, with or without take-in, on a port whose mailboxes hold d x pieces messages per pair
+   (any port when d is 0). PP_NO_TAKEIN leaves take-in out (about 500 B on
    Cortex-M4; the firmware build with an emitted plan): a send then waits for room in the
    mailbox, so the plan must carry the deadlock freedom instead. pp_mailbox_depth (pipeline.h)
    proves on the host the mailbox depth d (transfers per ordered pair of ranks) the plan
@@ -183,7 +190,9 @@ extern "C" {
    ends every peer's wait at once; then every rank recovers the group (pg_recover, waiting at
    most half the group's timeout T), and the ranks agree over point-to-point messages (each
    sends its error to one rank, which answers with the error of the lowest rank that had
-   one), so every rank returns the same code, err and err_rank. A rank that only saw the abort
+   one; every rank acknowledges its answer and that rank then releases them, so no rank's next
+   step can abort the world before every rank has its answer), so every rank returns the same
+   code, err and err_rank. A rank that only saw the abort
    has no error of its own; when no rank has one (something outside the executor aborted the
    world, e.g. a layer's own pg_abort), every rank returns PP_ERR_COMM, err PG_ERR_ABORTED,
    err_rank -1. A rank that stalls: the first rank waiting on it times out after T and aborts,
@@ -204,22 +213,23 @@ extern "C" {
    are their gradients in the same order, and the input, loss and output callbacks get the
    model input's and the last position's tuples the same way. A batched tensor has rows(m)
    rows (torch.chunk's split of cfg.batch, or cfg.rows each). Each stage boundary carries
-   every tensor of its tuple (gradients: the floating ones), each skip route its tensor
-   straight from the stashing stage's rank to the popping stage's (SEND_S / RECV_S, the
-   gradient back by SEND_SB / RECV_SB). The slot of a stage holds its input, each position's
-   outputs and stashes, and the skips it pops from other stages (received, or copied from
-   this rank's stashing stage at its F), and in training their gradients: an inference slot
-   is released once its last use on this rank is done (its sends, the next stage's F, a
-   popping stage's F), the receiver's pops with the popping stage's slot after its F; the
-   gradient of a skip popped by another stage of this rank is written into the stashing
-   stage's slot. t->slots counts the held activations (pp_peak_inflight). A layer at several
-   positions runs at each (its backward_weight accumulates from every one) and lives on one
-   rank; pp_exec_build calls pp_layer.init for the layers this rank holds (pp_exec_builds),
-   with their param_bytes in its storage, and no other rank's. A checkpointed microbatch's
-   forward runs again through pp_layer.recompute where set. Ranks past the table's
-   (pp_plan_table of a rank >= nranks: an empty table) return at once; a world larger than
-   the table is fine for the others, but after an error their recover (pg_recover: every rank
-   of the world) cannot meet the ranks that returned, so they return their own errors. */
+   every tensor of its tuple (gradients: the floating ones; a chain's, of cfg.dtype: all),
+   each skip route its tensor straight from the stashing stage's rank to the popping stage's
+   (SEND_S / RECV_S, the gradient back by SEND_SB / RECV_SB). The slot of a stage holds its
+   input, each position's outputs and stashes, and the skips it pops from other stages
+   (received, or copied from this rank's stashing stage at its F), and in training their
+   gradients: an inference slot is released once its last use on this rank is done (its
+   sends, the next stage's F, a popping stage's F), the receiver's pops with the popping
+   stage's slot after its F; the gradient of a skip popped by another stage of this rank is
+   written into the stashing stage's slot. t->slots counts the held activations
+   (pp_peak_inflight). A layer at several positions runs at each (its backward_weight
+   accumulates from every one) and lives on one rank; pp_exec_build calls pp_layer.init for
+   the layers this rank holds (pp_exec_builds), with their param_bytes in its storage, and no
+   other rank's. A checkpointed microbatch's forward runs again through pp_layer.recompute
+   where set. Ranks past the table's (pp_plan_table of a rank >= nranks: an empty table)
+   return at once; a world larger than the table is fine for the others, but after an error
+   their recover (pg_recover: every rank of the world) cannot meet the ranks that returned, so
+   they return their own errors. */
 typedef struct pp_exec_cfg {
     const pp_layer *layers;
     int32_t nlayers;
@@ -296,7 +306,9 @@ PP_EXEC_API int pp_exec_build(pp_exec *e);
 #endif
 /* Last stage, after a training step: the per-microbatch losses merged with `spec`
    (NULL: sum; MB_REDUCE_CUSTOM(r) for a custom reducer). Needs microbatch.h's
-   implementation. PP_ERR_ARG on ranks without the last stage. */
+   implementation. PP_ERR_ARG on ranks without the last stage, after a step that failed before
+   every microbatch's loss, and for a spec mb_merge refuses (a custom reducer's own error is
+   not kept: the reducer records it). */
 PP_EXEC_API int pp_exec_loss(const pp_exec *e, const mb_spec *spec, double *loss);
 
 #ifdef __cplusplus
@@ -818,7 +830,10 @@ static int pp__alloc(pp_exec *e, int s, int m)
    links those and not pg_send / pg_recv beside them. */
 #define PP__SEND(g, r, tag, p, n, tmo)      pg_send_timeout(g, r, tag, p, n, tmo)
 #define PP__RECV(g, r, tag, p, n, got, tmo) pg_recv_timeout(g, r, tag, p, n, got, tmo)
-#define PP__NOGRAD(t, grad)                 ((grad) && (t).dtype != MB_F32 && (t).dtype != MB_F64)
+/* A gradient that does not travel: of an integer tensor given by a spec (a tuple's, a skip's:
+   fairscale's, where it has none). A chain's tensors (cfg.dtype, no spec) all carry theirs,
+   as in the chain layout: the stage map must not change what a layer gets. */
+#define PP__NOGRAD(t, grad, typed)          ((grad) && (typed) && (t).dtype != MB_F32 && (t).dtype != MB_F64)
 /* One message of n bytes at p to (send) or from peer, waiting at most tmo ms; a message of
    another size is PG_ERR_MISMATCH. */
 static int pp__msg(pp_exec *e, int send, int peer, int tag, void *p, size_t n, uint32_t tmo)
@@ -927,21 +942,22 @@ static void pp__view(const pp_exec *e, mb_tensor *v, int k, int p, int i, int gr
     for (d = n; d-- > 0;) v->stride[d] = d == n - 1 ? 1 : v->stride[d + 1] * v->shape[d + 1];
 }
 
-/* Position p's call in slot k: x its inputs (the previous position's outputs: the stage's
-   input at its first position) and then its pops, y (may be NULL) its outputs and then its
-   stashes; grad = 1: their gradients (dx, dy). A stage's input gradient goes into the
-   previous stage's slot when that stage is on this rank, as does the gradient of a skip
-   popped from another stage of this rank into the stashing stage's slot. */
+/* Position p's call in slot k: x (may be NULL) its inputs (the previous position's outputs:
+   the stage's input at its first position) and then its pops, y (may be NULL) its outputs
+   and then its stashes; grad = 1: their gradients (dx, dy). A stage's input gradient goes
+   into the previous stage's slot when that stage is on this rank, as does the gradient of a
+   skip popped from another stage of this rank into the stashing stage's slot; only dx needs
+   those slots (W runs on dy after the previous stage may have released its slot). */
 static int pp__args(pp_exec *e, int k, int p, int grad, mb_tensor *x, mb_tensor *y)
 {
     const pp_table *t = e->t;
     int s = PP__SLOT_STAGE(e->slot[k]), m = (int)PP__SLOT_MB(e->slot[k]), i, n = pp__nvals(e->cfg, p - 1, 0), j = k;
-    if (grad && p == e->first[s] && s && t->stage_rank[s - 1] == t->rank) { /* the previous stage's slot */
+    if (grad && x && p == e->first[s] && s && t->stage_rank[s - 1] == t->rank) { /* the previous stage's slot */
         j = pp__find(e, s - 1, m);
         if (j < 0) return j;
     }
-    for (i = 0; i < n; i++) pp__view(e, &x[i], j, p - 1, i, grad);
-    for (i = 0; p < PP__NPOS(e->cfg) && i < PP__LAYER(e->cfg, p)->npop; i++) {
+    for (i = 0; x && i < n; i++) pp__view(e, &x[i], j, p - 1, i, grad);
+    for (i = 0; x && p < PP__NPOS(e->cfg) && i < PP__LAYER(e->cfg, p)->npop; i++) {
         const pp_route *r = pp__route_of(e->cfg, p, i);
         int blk = PP__END(e, s), at = pp__pop_route(e, s, -1, (int)(r - e->cfg->skips)), q = k;
         if (r->src != s && grad && t->stage_rank[r->src] == t->rank) {
@@ -988,12 +1004,14 @@ static int pp__xspec(const pp_exec *e, int s, int m, int part, int r, int *p, in
 
 /* Move transfer `part` (route r) of slot k (stage s, microbatch m), tensor after tensor, in
    pieces of the port's max_msg, each waiting at most tmo ms; *done counts the bytes moved
-   (a timed-out move resumes there). Gradients of integer tensors do not travel (PP_SKIPS: as
-   fairscale's). k < 0: only probe whether the first piece arrived. */
+   (a timed-out move resumes there). Gradients of integer tensors with a spec do not travel
+   (PP__NOGRAD). k < 0: only probe whether the first piece arrived. */
 static int pp__xfer(pp_exec *e, int k, int s, int m, int part, int r, uint32_t tmo, uint32_t *done)
 {
     int send = part & 1, grad = part >> 1 & 1, p, i0, peer, tag, i, rc = PP_OK;
     int n = pp__xspec(e, s, m, part, r, &p, &i0, &peer, &tag);
+    /* a skip's tensor has its stash's spec; a boundary's the position's out (or cfg.in) */
+    int typed = (part & 4) || (p < 0 ? e->cfg->in != NULL : PP__LAYER(e->cfg, p)->out != NULL);
     uint32_t skip, len;
     pp_tspec sp;
 #if !PP_NO_TAKEIN
@@ -1006,14 +1024,14 @@ static int pp__xfer(pp_exec *e, int k, int s, int m, int part, int r, uint32_t t
     for (i = i0, len = 0; i < i0 + n; i++) {
         size_t max = e->g->max_msg;
         pp__eoff(e, s, p, i, &sp);
-        len += PP__NOGRAD(sp, grad) ? 0 : (uint32_t)((pp__tbytes(&sp, pp__rows(e->cfg, m)) + max - 1u) / max);
+        len += PP__NOGRAD(sp, grad, typed) ? 0 : (uint32_t)((pp__tbytes(&sp, pp__rows(e->cfg, m)) + max - 1u) / max);
     }
     if ((e->t->mailbox - 1u) * len > PP_MAILBOX_SLOTS) return PP_ERR_MAILBOX;
 #endif
     for (i = i0; i < i0 + n && rc >= 0; i++) {
         unsigned char *at = e->mem + (size_t)k * e->slot_bytes + pp__eoff(e, s, p, i, &sp);
         len = pp__tbytes(&sp, pp__rows(e->cfg, m));
-        if (PP__NOGRAD(sp, grad)) continue;
+        if (PP__NOGRAD(sp, grad, typed)) continue;
         if (skip >= len) { /* moved before a timeout */
             skip -= len;
             continue;
@@ -1420,8 +1438,7 @@ static int pp__action(pp_exec *e, pp_action a)
             const pp_layer *L = PP__LAYER(c, l);
             if (!L->backward_weight) continue;
 #if PP_SKIPS
-            if ((rc = pp__args(e, k, l, 0, v, NULL)) < 0 || (rc = pp__args(e, k, l, 1, v + 2 * T, v + T)) < 0)
-                return rc;
+            if ((rc = pp__args(e, k, l, 0, v, NULL)) < 0 || (rc = pp__args(e, k, l, 1, NULL, v + T)) < 0) return rc;
 #else
             pp__lt(e, &v[0], k, 0, l);
             pp__lt(e, &v[1], k, 2, l);
@@ -1486,15 +1503,22 @@ static int pp__member(const pp_table *t, int r)
 #define PP__MEMBER(t, r) 1
 #endif
 
+/* Every rank sends v (n bytes: code, err, rank; n 0: an empty message) to root, which keeps
+   the report of the lowest rank with a code and answers every rank with it; then each
+   acknowledges its answer and the root releases them (empty messages). So no rank leaves
+   before every rank has its answer: a rank's next step may fail at once and abort the world,
+   which would end a peer's wait for its answer. Once a rank is released every rank has its
+   answer, so an abort while waiting for (or sending) a release is that next step's. */
 static int pp__report(pp_exec *e, int root, int32_t *v, size_t n)
 {
     const pp_table *t = e->t;
     int me = t->rank, pass, r, send, x = PP_OK;
     int32_t in[3], *p; /* in: a peer's report (the root), read once a receive of all n bytes succeeded */
-    for (pass = 0; pass < 2; pass++)
+    for (pass = 0; pass < 4 && x >= 0; pass++) {
+        if (pass == 2) n = 0; /* the acknowledgements and releases are empty */
         for (r = 0; r < t->nranks && x >= 0; r++) {
             if (r == me || (me != root && r != root) || !PP__MEMBER(t, r)) continue;
-            send = pass == (me == root); /* a report to the root, or its answer */
+            send = (pass & 1) == (me == root); /* to the root (report, ack), or from it (answer, release) */
             p = send || me != root ? v : in;
             x = pp__msg(e, send, r, PP_AGREE_TAG, p, n, e->g->timeout_ms);
             if (x >= 0 && p == in && n && in[0] && (!v[0] || r < v[2])) { /* the root: a report */
@@ -1503,13 +1527,15 @@ static int pp__report(pp_exec *e, int root, int32_t *v, size_t n)
                 v[2] = r;
             }
         }
-    return x;
+    }
+    return pass == 4 && x == PG_ERR_ABORTED ? PG_OK : x; /* aborted in the release: the next step's */
 }
 
 /* Every rank agrees on the outcome, over point-to-point messages only (no collective: a
    firmware links nothing but send and receive). No abort when the step went well: each rank
    reports to a root (the rank of stage 0 in training, of the last stage when streaming: the
-   one that finishes last), which answers once every rank did (a failed rank never reports).
+   one that finishes last), which answers once every rank did (a failed rank never reports),
+   and releases them once every rank acknowledged its answer (pp__report).
    An error instead aborts the world, so every rank's wait ends in PG_ERR_ABORTED; then all
    recover and report again, now with their error (none from a rank that only saw the
    abort), and every rank takes the root's answer: the error of the lowest rank. The recover
@@ -1557,13 +1583,13 @@ PP__EXEC_DEF int pp_exec_run(pp_exec *e)
     int i, rc = 0;
     uint32_t t0;
     if (!e || !e->t) return PP_ERR_NULL;
+    e->nevents = 0;
+    e->err = 0;
+    e->err_rank = -1;
 #if PP_SKIPS
     if (!e->t->len) return PP_OK; /* a rank without stages (fairscale's extra ranks) */
 #endif
     PP_MEMSET(e->slot, 0, (size_t)(e->mem - (unsigned char *)e->slot)); /* slot states, losses */
-    e->nevents = 0;
-    e->err = 0;
-    e->err_rank = -1;
     for (i = 0; i < e->t->len && rc >= 0; i++) {
         pp_action a = e->t->actions[i];
 #if !PP_NO_TAKEIN
@@ -1591,8 +1617,10 @@ PP__EXEC_DEF int pp_exec_loss(const pp_exec *e, const mb_spec *spec, double *los
     if (!e->losses) return PP_ERR_ARG;
     PP_MEMSET(&out, 0, sizeof out);
     out.kind = MB_VALUE_SCALAR;
+    /* refused too: the losses of a step that failed before all of them (pp_exec_run zeroes
+       them: a tensor without data) */
     rc = mb_merge(e->losses, e->t->nmb, 1, spec ? spec : &sum, 0, &out);
-    if (rc < 0) return rc;
+    if (rc < 0) return PP_ERR_ARG;
     *loss = out.scalar;
     return PP_OK;
 }

@@ -848,6 +848,12 @@ static void pg__copy(void *d, const void *s, size_t n)
     if (n && d != s) PG_MEMCPY(d, s, n);
 }
 
+/* p + off bytes; a NULL p (a buffer of 0 bytes, so off is 0) stays NULL: C has no NULL + 0 */
+static unsigned char *pg__at(const void *p, size_t off)
+{
+    return p ? (unsigned char *)p + off : (unsigned char *)0;
+}
+
 static int pg__barrier_generic(pg_group *g)
 {
     uint32_t tag = pg__coll_tag(g, PG__K_BARRIER);
@@ -894,7 +900,7 @@ PG__DEF int pg_broadcast(pg_group *g, void *buf, size_t count, mb_dtype dt, int 
     np = bytes ? pg__npieces(bytes, piece) : 1;
     vr = (g->rank - root + n) % n;
     for (k = 0; k < np; k++) {
-        unsigned char *p = (unsigned char *)buf + k * piece;
+        unsigned char *p = pg__at(buf, k * piece);
         size_t len = bytes ? pg__piece_len(bytes, piece, k) : 0;
         /* binomial tree: receive from the parent, then send to children */
         mask = 1;
@@ -1092,9 +1098,9 @@ PG__DEF int pg_all_reduce(pg_group *g, const void *send, void *recv, size_t coun
     rc = pg__ring_check(g, tag, PG__K_ALLREDUCE, dt, (int)op, counts);
     if (rc < 0) return rc;
     off = pg__offset(counts, g->rank) * es;
-    rc = pg__rs_ring(g, tag, send, (unsigned char *)recv + off, counts, dt, op == PG_AVG ? PG_SUM : op);
+    rc = pg__rs_ring(g, tag, send, pg__at(recv, off), counts, dt, op == PG_AVG ? PG_SUM : op);
     if (rc < 0) return rc;
-    if (op == PG_AVG) pg_scale_local((unsigned char *)recv + off, counts[g->rank], dt, g->size);
+    if (op == PG_AVG) pg_scale_local(pg__at(recv, off), counts[g->rank], dt, g->size);
     return pg__ag_ring(g, tag, recv, counts, es);
 }
 
@@ -1115,7 +1121,7 @@ PG__DEF int pg_all_gatherv(pg_group *g, const void *send, void *recv, const size
     tag = pg__coll_tag(g, PG__K_ALLGATHER);
     rc = pg__ring_check(g, tag, PG__K_ALLGATHER, dt, 0, counts);
     if (rc < 0) return rc;
-    pg__copy((unsigned char *)recv + pg__offset(counts, g->rank) * es, send, counts[g->rank] * es);
+    pg__copy(pg__at(recv, pg__offset(counts, g->rank) * es), send, counts[g->rank] * es);
     return pg__ag_ring(g, tag, recv, counts, es);
 }
 
@@ -1179,11 +1185,11 @@ static int pg__sendrecv(pg_group *g, uint32_t tag, int dst, const unsigned char 
     size_t ns = sbytes ? pg__npieces(sbytes, piece) : 1, nr = rbytes ? pg__npieces(rbytes, piece) : 1;
     for (k = 0; k < ns || k < nr; k++) {
         if (dst >= 0 && k < ns) {
-            rc = pg__send(g, dst, tag, sbuf + k * piece, sbytes ? pg__piece_len(sbytes, piece, k) : 0);
+            rc = pg__send(g, dst, tag, pg__at(sbuf, k * piece), sbytes ? pg__piece_len(sbytes, piece, k) : 0);
             if (rc < 0) return rc;
         }
         if (src >= 0 && k < nr) {
-            rc = pg__recv_exact(g, src, tag, rbuf + k * piece, rbytes ? pg__piece_len(rbytes, piece, k) : 0);
+            rc = pg__recv_exact(g, src, tag, pg__at(rbuf, k * piece), rbytes ? pg__piece_len(rbytes, piece, k) : 0);
             if (rc < 0) return rc;
         }
     }
@@ -1213,13 +1219,12 @@ PG__DEF int pg_all_to_allv(pg_group *g, const void *send, const size_t *send_cou
     tag = pg__coll_tag(g, PG__K_ALLTOALL);
     piece = pg__piece(g, es);
     if (recv_counts[r] != send_counts[r]) return PG_ERR_MISMATCH;
-    pg__copy((unsigned char *)recv + pg__offset(recv_counts, r) * es,
-             (const unsigned char *)send + pg__offset(send_counts, r) * es, send_counts[r] * es);
+    pg__copy(pg__at(recv, pg__offset(recv_counts, r) * es), pg__at(send, pg__offset(send_counts, r) * es),
+             send_counts[r] * es);
     for (s = 1; s < n; s++) {
         int dst = (r + s) % n, src = (r - s + n) % n;
-        rc = pg__sendrecv(g, tag, dst, (const unsigned char *)send + pg__offset(send_counts, dst) * es,
-                          send_counts[dst] * es, src, (unsigned char *)recv + pg__offset(recv_counts, src) * es,
-                          recv_counts[src] * es, piece);
+        rc = pg__sendrecv(g, tag, dst, pg__at(send, pg__offset(send_counts, dst) * es), send_counts[dst] * es, src,
+                          pg__at(recv, pg__offset(recv_counts, src) * es), recv_counts[src] * es, piece);
         if (rc < 0) return rc;
     }
     return PG_OK;
@@ -1259,7 +1264,7 @@ static int pg__rootedv(pg_group *g, int gather, const void *send, void *recv, co
         return gather ? pg__sendrecv(g, tag, root, (const unsigned char *)send, counts[g->rank] * es, -1, 0, 0, piece)
                       : pg__sendrecv(g, tag, -1, 0, 0, root, (unsigned char *)recv, counts[g->rank] * es, piece);
     for (i = 0; i < g->size; i++) {
-        unsigned char *blk = (unsigned char *)root_buf + pg__offset(counts, i) * es;
+        unsigned char *blk = pg__at(root_buf, pg__offset(counts, i) * es);
         size_t n = counts[i] * es;
         if (i == root)
             rc = gather ? (pg__copy(blk, send, n), PG_OK) : (pg__copy(recv, blk, n), PG_OK);

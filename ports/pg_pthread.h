@@ -639,6 +639,7 @@ static void pg_pthread__reduce_range(int n, const unsigned char *const *src, siz
     size_t es = pg_dtype_size(dt), blk = sizeof tmp / es, i, len, bytes = (hi - lo) * es;
     int r, k, direct = 1;
     pg_red rop = op == PG_AVG ? PG_SUM : op;
+    if (hi <= lo) return; /* nothing: the buffers may be NULL */
     /* accumulate straight into out[0] unless it overlaps an input */
     for (r = 0; r < n; r++) {
         const unsigned char *in = src[r] + lo * es;
@@ -659,9 +660,10 @@ static void pg_pthread__sources(const pg_pthread_world *w, int s, int staged, si
                                 const unsigned char **src)
 {
     int r;
-    for (r = 0; r < w->size; r++)
-        src[r] =
-            (staged ? (const unsigned char *)w->small[s][r] : (const unsigned char *)w->pub[r].h[s].a.send) + off_bytes;
+    for (r = 0; r < w->size; r++) {
+        src[r] = staged ? (const unsigned char *)w->small[s][r] : (const unsigned char *)w->pub[r].h[s].a.send;
+        if (src[r]) src[r] += off_bytes; /* NULL: an empty buffer */
+    }
 }
 
 static size_t pg_pthread__share(size_t count, int n, int r)

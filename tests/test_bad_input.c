@@ -76,11 +76,13 @@ static pp_costs costs;
 static uint64_t work[4096];
 static pp_event events1[1];
 static pp_exec_cfg xcfg;
-static pp_exec xexec_unset;
+static pp_exec xexec_unset, xexec_noloss; /* xexec_noloss: a failed step (no loss computed) */
+static mb_value noloss[8];
 static pp_action lower_work[2], send_f = PP_ACTION(PP_SEND_F, 1, 10);
 static size_t needed;
 
-static dt_mesh mesh2, mesh3;
+static dt_mesh mesh2, mesh3, mesh22;
+static dt_spec sp_rprod, sp_psumr; /* 2x2 mesh: [R, Partial(prod)] and [Partial(sum), R] of a 4x4 f32 */
 static dt_spec sp_shard0, sp_shard1, sp_repl, sp_partial, sp_other_shape, sp_other_mesh;
 static dt_placement pl_shard0[1] = {DT_SHARD(0)}, pl_shard1[1] = {DT_SHARD(1)}, pl_repl[1] = {DT_REPLICATE()},
                     pl_partial[1] = {DT_PARTIAL(DT_SUM)};
@@ -350,6 +352,85 @@ static dt_conv2d_params hk[HK_COUNT];
     HK_ROWS(ROW, hk_ospec, "dt_conv2d_out_spec", HK_OSPEC)    \
     HK_ROWS(ROW, hk_scr, "dt_conv2d_scratch_bytes", HK_SCR)   \
     HK_ROWS(ROW, hk_run, "dt_conv2d", HK_RUN)
+
+/* Caller-filled max pool params with one hostile field (the rest hq_base's: NCHW, window 1,
+   stride 1, padding 0, so the outputs have the input's shape) against each max pool
+   function taking them. */
+enum { HQ_LAYOUT, HQ_STRIDE, HQ_PAD, HQ_DIL, HQ_WINDOW, HQ_HALF, HQ_COUNT };
+static dt_conv2d_params hq[HQ_COUNT], hq_base = DT_POOL2D(DT_NCHW, 1, 1, 0);
+#define HQ_OSHAPE(P) dt_conv2d_out_shape(P, cxs, NULL, OUT(int32_t))
+#define HQ_REF(P)    dt_maxpool2d_ref(P, &cx, out4(MB_F32, 2, 4))
+#define HQ_BWD(P)    dt_maxpool2d_backward(P, &cx, &cx, out4(MB_F32, 2, 4))
+#define HQ_RUN(P)    dt_maxpool2d(&dcomm, P, &dcx_h, OUT_AT(dt_spec, 8192), out4(MB_F32, 2, 2), OUT(void), 8192)
+#define HQ_ROWS(ROW, id, f, C)                                                                            \
+    ROW(id##_layout, "dtensor_conv.h", f, "params: layout 9 (max pool)", DT_ERR_SHAPE, C(&hq[HQ_LAYOUT])) \
+    ROW(id##_stride, "dtensor_conv.h", f, "params: stride 0 (max pool)", DT_ERR_SHAPE, C(&hq[HQ_STRIDE])) \
+    ROW(id##_pad, "dtensor_conv.h", f, "params: padding -1 (max pool)", DT_ERR_SHAPE, C(&hq[HQ_PAD]))     \
+    ROW(id##_dil, "dtensor_conv.h", f, "params: dilation 0 (max pool)", DT_ERR_SHAPE, C(&hq[HQ_DIL]))     \
+    ROW(id##_window, "dtensor_conv.h", f, "params: window 0 (max pool)", DT_ERR_SHAPE, C(&hq[HQ_WINDOW])) \
+    ROW(id##_half, "dtensor_conv.h", f, "params: padding > half the window (max pool)", DT_ERR_SHAPE, C(&hq[HQ_HALF]))
+#define PO_HOSTILE_ROWS(ROW)                                  \
+    HQ_ROWS(ROW, hq_oshape, "dt_conv2d_out_shape", HQ_OSHAPE) \
+    HQ_ROWS(ROW, hq_ref, "dt_maxpool2d_ref", HQ_REF)          \
+    HQ_ROWS(ROW, hq_bwd, "dt_maxpool2d_backward", HQ_BWD)     \
+    HQ_ROWS(ROW, hq_run, "dt_maxpool2d", HQ_RUN)
+
+/* Caller-filled dt_op_attrs with one hostile field, each with an op that reads it, on the
+   4x4 Shard(0) input (dtt; its spec for dt_propagate). */
+enum { HA_DIM, HA_DIM_MIN, HA_DIM2, HA_MODE, HA_NDIM_BIG, HA_NDIM_NEG, HA_SIZE_NEG, HA_PERM, HA_EXPAND, HA_COUNT };
+static dt_op_attrs ha[HA_COUNT];
+static int ha_op[HA_COUNT];
+#define HA_PROP(K)  dt_propagate(NULL, ha_op[K], &ha[K], op_x, 1, OUT(dt_op_strategy))
+#define HA_OP(K)    dt_op(&ddisp, ha_op[K], &ha[K], &dtt, 1, OUT(dt_tensor), OUT_AT(void, 8192), 4096)
+#define HA_QUERY(K) dt_op_query(&ddisp, ha_op[K], &ha[K], &dtt, 1, DT_OP_RESULT, OUT(size_t), OUT_AT(size_t, 8192))
+#define HA_ROWS(ROW, id, f, C)                                                                              \
+    ROW(id##_dim, "dtensor_ops.h", f, "attrs: dim 2 (sum of a 2-d input)", DT_ERR_DIM, C(HA_DIM))           \
+    ROW(id##_dimmin, "dtensor_ops.h", f, "attrs: dim INT32_MIN (softmax)", DT_ERR_DIM, C(HA_DIM_MIN))       \
+    ROW(id##_dim2, "dtensor_ops.h", f, "attrs: dim2 2 (transpose of a 2-d input)", DT_ERR_DIM, C(HA_DIM2))  \
+    ROW(id##_mode, "dtensor_ops.h", f, "attrs: mode 2 (gelu approximate)", DT_ERR_SHAPE, C(HA_MODE))        \
+    ROW(id##_ndimbig, "dtensor_ops.h", f, "attrs: ndim 9 (view)", DT_ERR_SHAPE, C(HA_NDIM_BIG))             \
+    ROW(id##_ndimneg, "dtensor_ops.h", f, "attrs: ndim -1 (view)", DT_ERR_SHAPE, C(HA_NDIM_NEG))            \
+    ROW(id##_sizeneg, "dtensor_ops.h", f, "attrs: a size -2 in shape (view)", DT_ERR_SHAPE, C(HA_SIZE_NEG)) \
+    ROW(id##_perm, "dtensor_ops.h", f, "attrs: a dim twice in shape (permute)", DT_ERR_DIM, C(HA_PERM))     \
+    ROW(id##_expand, "dtensor_ops.h", f, "attrs: ndim 1, fewer than the input's (expand)", DT_ERR_SHAPE, C(HA_EXPAND))
+
+/* Caller-filled dt_dispatchers with one hostile field (the rest: dcomm, 4 KB of scratch, no
+   caches; the caches as dt_*_cache_init leaves them, two entries) for S(0) += R in place (a
+   redistribute of the R operand, the result through scratch). */
+enum { HD_COMM, HD_COPY, HD_SCRATCH, HD_SMALL, HD_PLANS, HD_PLANS_LAST, HD_STRATS, HD_STRATS_NEG, HD_COUNT };
+static dt_dispatch hd[HD_COUNT];
+static dt_plan_cache hd_plans[2];
+static dt_cache_entry hd_pentries[2];
+static dt_op_cache hd_strats[2];
+static dt_op_entry hd_oentries[2];
+static dt_tensor hd_args[2]; /* S(0) 4x4 (dtt), R 4x4 */
+#define HD_OP(D)    dt_op(D, DT_ATEN_ADD, NULL, hd_args, 2, OUT(dt_tensor), hd_args[0].local.data, 0)
+#define HD_QUERY(D) dt_op_query(D, DT_ATEN_ADD, NULL, hd_args, 2, DT_OP_IN_PLACE, OUT(size_t), OUT_AT(size_t, 8192))
+#define HD_TP(D)    dt_tp_redistribute(D, &dtt, 0, pl_repl[0], OUT(dt_tensor), OUT_AT(void, 8192), 4096)
+#define HD_CACHE_ROWS(ROW, id, f, C)                                                                                 \
+    ROW(id##_comm, "dtensor_ops.h", f, "dispatch: comm NULL", DT_ERR_NULL, C(&hd[HD_COMM]))                          \
+    ROW(id##_copy, "dtensor_ops.h", f, "dispatch: comm a copy of its dt_comm", DT_ERR_COPIED, C(&hd[HD_COPY]))       \
+    ROW(id##_plans, "dtensor_ops.h", f, "dispatch: plans with count 3 > capacity 2", DT_ERR_VALUE, C(&hd[HD_PLANS])) \
+    ROW(id##_plast, "dtensor_ops.h", f, "dispatch: plans with last 5 >= count 1", DT_ERR_VALUE, C(&hd[HD_PLANS_LAST]))
+#define HD_STRAT_ROWS(ROW, id, f, C)                                                                     \
+    ROW(id##_strats, "dtensor_ops.h", f, "dispatch: strategies with count 3 > capacity 2", DT_ERR_VALUE, \
+        C(&hd[HD_STRATS]))                                                                               \
+    ROW(id##_sneg, "dtensor_ops.h", f, "dispatch: strategies with count -1", DT_ERR_VALUE, C(&hd[HD_STRATS_NEG]))
+#define HD_SCRATCH_ROWS(ROW, id, f, C)                                                                       \
+    ROW(id##_scr, "dtensor_ops.h", f, "dispatch: scratch NULL, scratch_bytes 4096", DT_ERR_TOO_SMALL,        \
+        C(&hd[HD_SCRATCH]))                                                                                  \
+    ROW(id##_small, "dtensor_ops.h", f, "dispatch: scratch_bytes 8 (the result needs 64)", DT_ERR_TOO_SMALL, \
+        C(&hd[HD_SMALL]))
+#define OPS_HOSTILE_ROWS(ROW)                             \
+    HA_ROWS(ROW, ha_prop, "dt_propagate", HA_PROP)        \
+    HA_ROWS(ROW, ha_op, "dt_op", HA_OP)                   \
+    HA_ROWS(ROW, ha_query, "dt_op_query", HA_QUERY)       \
+    HD_CACHE_ROWS(ROW, hd_op, "dt_op", HD_OP)             \
+    HD_STRAT_ROWS(ROW, hd_op, "dt_op", HD_OP)             \
+    HD_SCRATCH_ROWS(ROW, hd_op, "dt_op", HD_OP)           \
+    HD_CACHE_ROWS(ROW, hd_query, "dt_op_query", HD_QUERY) \
+    HD_STRAT_ROWS(ROW, hd_query, "dt_op_query", HD_QUERY) \
+    HD_CACHE_ROWS(ROW, hd_tp, "dt_tp_redistribute", HD_TP)
 
 /* Caller-filled pp_exec_cfgs with one hostile field (the rest xcfg's: 2 layers of 32 B, one a
    stage, 2 rows of f32, training) with table0, rank 0's 1F1B table. */
@@ -669,6 +750,15 @@ static dt_mesh hs_mesh;
     ROW(pp70, "pipeline.h", "pp_lower_mode", "PP_LOWER_TORCH, storage too small (working memory; `out` untouched)",    \
         PP_ERR_TOO_SMALL, pp_lower_mode(&sched, OUT_AT(pp_plan, 4096), lower_work, 8, PP_LOWER_TORCH, NULL))           \
     ROW(pp40, "pipeline.h", "pp_validate", "NULL", PP_ERR_NULL, pp_validate(NULL, NULL))                               \
+    ROW(pp40b, "pipeline.h", "pp_validate", "a send twice (SEND_F)", PP_ERR_DUPLICATE, pp_validate(bad_comm(0), NULL)) \
+    ROW(pp40c, "pipeline.h", "pp_validate", "a send or receive with no such stage (SEND_B of stage 0)", PP_ERR_ACTION, \
+        pp_validate(bad_comm(1), NULL))                                                                                \
+    ROW(pp40d, "pipeline.h", "pp_validate", "a send before its F (SEND_F) or I / B (SEND_B)", PP_ERR_ACTION,           \
+        pp_validate(bad_comm(2), NULL))                                                                                \
+    ROW(pp40e, "pipeline.h", "pp_validate", "a send or receive between stages on the same rank", PP_ERR_STAGE_RANK,    \
+        pp_validate(bad_comm(3), NULL))                                                                                \
+    ROW(pp40f, "pipeline.h", "pp_validate", "a skip send or receive without a skip route to or from another rank",     \
+        PP_ERR_ACTION, pp_validate(bad_comm(4), NULL))                                                                 \
     ROW(pp41, "pipeline.h", "pp_sim_bytes", "NULL (returns 0)", 0, (int)pp_sim_bytes(NULL))                            \
     ROW(pp42, "pipeline.h", "pp_simulate", "work too small", PP_ERR_TOO_SMALL,                                         \
         pp_simulate(&lowered, &costs, work, 8, OUT(pp_sim), OUT_AT(pp_event, 4096), 16, OUT_AT(int, 8192), NULL))      \
@@ -709,6 +799,8 @@ static dt_mesh hs_mesh;
     ROW(pp63, "pipeline_exec.h", "pp_exec_loss", "NULL loss", PP_ERR_NULL, pp_exec_loss(&xexec_unset, NULL, NULL))     \
     ROW(pp64, "pipeline_exec.h", "pp_exec_loss", "not the last stage's rank", PP_ERR_ARG,                              \
         pp_exec_loss(&xexec_unset, NULL, OUT(double)))                                                                 \
+    ROW(pp64b, "pipeline_exec.h", "pp_exec_loss", "after a step that failed before every loss", PP_ERR_ARG,            \
+        pp_exec_loss(&xexec_noloss, NULL, OUT(double)))                                                                \
     ROW(pp65, "pipeline.h", "pp_mailbox_depth", "NULL plan", PP_ERR_NULL,                                              \
         pp_mailbox_depth(NULL, 4, work, sizeof work, NULL))                                                            \
     ROW(pp66, "pipeline.h", "pp_mailbox_depth", "max_depth above 254", PP_ERR_ARG,                                     \
@@ -810,6 +902,9 @@ static dt_mesh hs_mesh;
         dt_plan_redistribute(&sp_repl, &sp_partial, 0, OUT(dt_plan)))                                                  \
     ROW(dt31, "dtensor.h", "dt_plan_redistribute", "NULL plan", DT_ERR_NULL,                                           \
         dt_plan_redistribute(&sp_repl, &sp_shard0, 0, NULL))                                                           \
+    ROW(dt31b, "dtensor.h", "dt_plan_redistribute",                                                                    \
+        "Replicate -> Partial(sum) while another mesh dim holds a Partial(prod) (2x2 mesh)", DT_ERR_UNSUPPORTED,       \
+        dt_plan_redistribute(&sp_rprod, &sp_psumr, DT_PLAN_ALLOW_PARTIAL, OUT(dt_plan)))                               \
     ROW(dt32, "dtensor.h", "dt_plan_scratch_bytes", "NULL (returns 0)", 0, (int)dt_plan_scratch_bytes(NULL))           \
     ROW(dt33, "dtensor.h", "dt_plan_cost_ns", "NULL ns", DT_ERR_NULL, dt_plan_cost_ns(&dplan, NULL, NULL))             \
     ROW(dt34, "dtensor.h", "dt_plan_cache_init", "capacity <= 0", DT_ERR_TOO_SMALL,                                    \
@@ -1040,6 +1135,7 @@ static dt_mesh hs_mesh;
     ROW(tp12, "dtensor_ops.h", "dt_tp_redistribute", "NULL out", DT_ERR_NULL,                                          \
         dt_tp_redistribute(&ddisp, &dtt, 0, pl_repl[0], NULL, OUT_AT(void, 8192), 4096))                               \
                                                                                                                        \
+    OPS_HOSTILE_ROWS(ROW)                                                                                              \
     ROW(op1, "dtensor_ops.h", "dt_propagate", "reduction dim out of range", DT_ERR_DIM,                                \
         dt_propagate(NULL, DT_ATEN_SUM, &at_dim2, op_x, 1, OUT(dt_op_strategy)))                                       \
     ROW(op2, "dtensor_ops.h", "dt_propagate", "softmax dim out of range (negative)", DT_ERR_DIM,                       \
@@ -1076,6 +1172,7 @@ static dt_mesh hs_mesh;
     ROW(cv1, "dtensor_conv.h", "dt_conv2d_ref", "NULL params", DT_ERR_NULL,                                            \
         dt_conv2d_ref(NULL, &cx, &cwt, NULL, out4(MB_F32, 2, 4)))                                                      \
     CV_HOSTILE_ROWS(ROW)                                                                                               \
+    PO_HOSTILE_ROWS(ROW)                                                                                               \
     ROW(cv2, "dtensor_conv.h", "dt_conv2d_ref", "stride 0", DT_ERR_SHAPE,                                              \
         dt_conv2d_ref(&cp_stride0, &cx, &cwt, NULL, out4(MB_F32, 2, 4)))                                               \
     ROW(cv3, "dtensor_conv.h", "dt_conv2d_ref", "groups do not divide the channels", DT_ERR_SHAPE,                     \
@@ -1557,6 +1654,45 @@ static mb_tensor *i8_local(int32_t rows, int32_t cols) /* two per row: alternate
     mb_tensor_init(&t[k], i8buf, MB_I8, 2, sh);
     return &t[k];
 }
+/* `lowered` (1F1B on 2 ranks, M 4) with one send the executor cannot run: 0 SEND_F(0,0)
+   twice, 1 a SEND_B of stage 0 (no stage before it), 2 SEND_F(0,0) before its F, 4 a SEND_S
+   of stage 0 at the end (the plan has no skip routes); 3: one rank, 2 stages (F0 SEND_F0 F1
+   B1 B0): a send between stages on the same rank. */
+static pp_plan *bad_comm(int k)
+{
+    static pp_plan p;
+    static pp_action st[2][512];
+    pp_action *row = st[0], a;
+    int i;
+    if (k == 3) {
+        static const pp_action one[5] = {PP_ACTION(PP_F, 0, 0), PP_ACTION(PP_SEND_F, 0, 0), PP_ACTION(PP_F, 1, 0),
+                                         PP_ACTION(PP_B, 1, 0), PP_ACTION(PP_B, 0, 0)};
+        pp_plan_init(&p, st, sizeof st, 1, 2, 1);
+        memcpy(row, one, sizeof one);
+        p.len[0] = 5;
+        p.lowered = 1;
+        return &p;
+    }
+    p = lowered;
+    p.actions = row;
+    p.cap = 512;
+    for (i = 0; i < 2; i++)
+        memcpy(st[i], lowered.actions + (size_t)i * (size_t)lowered.cap, (size_t)lowered.len[i] * sizeof(pp_action));
+    for (i = 0; row[i].type != PP_SEND_F; i++) {} /* row[i - 1] is F(0,0) */
+    if (k == 0) {
+        memmove(row + i + 1, row + i, (size_t)(p.len[0] - i) * sizeof *row);
+        p.len[0]++;
+    } else if (k == 1 || k == 4) {
+        row[p.len[0]].type = k == 1 ? PP_SEND_B : PP_SEND_S;
+        row[p.len[0]].stage = 0;
+        row[p.len[0]++].mb = 0;
+    } else {
+        a = row[i];
+        row[i] = row[i - 1];
+        row[i - 1] = a;
+    }
+    return &p;
+}
 static pp_plan *out_plan(void)
 {
     /* an initialised, empty 2-rank custom plan to import into */
@@ -1578,6 +1714,56 @@ static void hostile_fixtures(void)
     static pp_action fo_store[2][256];
     static pp_plan fo, fo_low;
     int k;
+    for (k = 0; k < HQ_COUNT; k++) hq[k] = hq_base;
+    hq[HQ_LAYOUT].layout = 9;
+    hq[HQ_STRIDE].stride[0] = 0;
+    hq[HQ_PAD].padding[1] = -1;
+    hq[HQ_DIL].dilation[0] = 0;
+    hq[HQ_WINDOW].kernel[1] = 0;
+    hq[HQ_HALF].padding[0] = 1; /* window 1 */
+    memset(ha, 0, sizeof ha);
+    ha_op[HA_DIM] = DT_ATEN_SUM;
+    ha[HA_DIM].dim = 2;
+    ha_op[HA_DIM_MIN] = DT_ATEN_SOFTMAX;
+    ha[HA_DIM_MIN].dim = INT32_MIN;
+    ha_op[HA_DIM2] = DT_ATEN_TRANSPOSE;
+    ha[HA_DIM2].dim2 = 2;
+    ha_op[HA_MODE] = DT_ATEN_GELU;
+    ha[HA_MODE].mode = 2;
+    ha_op[HA_NDIM_BIG] = ha_op[HA_NDIM_NEG] = ha_op[HA_SIZE_NEG] = DT_ATEN_VIEW;
+    ha[HA_NDIM_BIG].ndim = MB_MAX_DIMS + 1;
+    ha[HA_NDIM_NEG].ndim = -1;
+    ha[HA_SIZE_NEG].ndim = 2;
+    ha[HA_SIZE_NEG].shape[0] = -2;
+    ha[HA_SIZE_NEG].shape[1] = -8;
+    ha_op[HA_PERM] = DT_ATEN_PERMUTE;
+    ha[HA_PERM].ndim = 2;
+    ha_op[HA_EXPAND] = DT_ATEN_EXPAND;
+    ha[HA_EXPAND].ndim = 1;
+    ha[HA_EXPAND].shape[0] = 4;
+    memset(hd, 0, sizeof hd);
+    for (k = 0; k < HD_COUNT; k++) {
+        hd[k].comm = &dcomm;
+        hd[k].scratch = OUT_AT(void, 24576);
+        hd[k].scratch_bytes = 4096;
+    }
+    hd[HD_COMM].comm = NULL;
+    hd[HD_COPY].comm = &dcomm_copy;
+    hd[HD_SCRATCH].scratch = NULL;
+    hd[HD_SMALL].scratch_bytes = 8;
+    for (k = 0; k < 2; k++) {
+        assert_int_equal(dt_plan_cache_init(&hd_plans[k], hd_pentries, 2), DT_OK);
+        assert_int_equal(dt_op_cache_init(&hd_strats[k], hd_oentries, 2), DT_OK);
+    }
+    hd_plans[0].count = 3;
+    hd_plans[1].count = 1;
+    hd_plans[1].last = 5;
+    hd[HD_PLANS].plans = &hd_plans[0];
+    hd[HD_PLANS_LAST].plans = &hd_plans[1];
+    hd_strats[0].count = 3;
+    hd_strats[1].count = -1;
+    hd[HD_STRATS].strategies = &hd_strats[0];
+    hd[HD_STRATS_NEG].strategies = &hd_strats[1];
     for (k = 0; k < HK_COUNT; k++) hk[k] = cp;
     hk[HK_LAYOUT].layout = 9;
     hk[HK_STRIDE].stride[1] = 0;
@@ -1758,6 +1944,10 @@ static void fixtures(void)
     xcfg.input = dummy_input;
     xcfg.loss = dummy_loss;
     memset(&xexec_unset, 0, sizeof xexec_unset);
+    xexec_noloss = xexec_unset;
+    xexec_noloss.t = &table0;
+    xexec_noloss.losses = noloss; /* zeroed, as pp_exec_run leaves those it did not reach */
+    assert_true(table0.nmb <= (int)(sizeof noloss / sizeof noloss[0]));
     /* skips: [pass, pop], [pop, stash], [stash, stash, pop], [stash, pass], [stash, pop] */
     memset(&sk_pass, 0, sizeof sk_pass);
     sk_pass.act_bytes = 16;
@@ -1793,6 +1983,14 @@ static void fixtures(void)
     assert_int_equal(dt_mesh_init(&mesh2, 1, shape_m2, NULL, 0), 0);
     assert_int_equal(dt_mesh_init(&mesh3, 1, shape_m2, ranks3, 0), 0);
     assert_int_equal(dt_spec_init(&sp_shard0, &mesh2, pl_shard0, 1, MB_F32, 2, shape44, NULL), 0);
+    {
+        static const int32_t two2[2] = {2, 2};
+        const dt_placement rprod[2] = {DT_REPLICATE(), DT_PARTIAL(DT_PROD)},
+                           psumr[2] = {DT_PARTIAL(DT_SUM), DT_REPLICATE()};
+        assert_int_equal(dt_mesh_init(&mesh22, 2, two2, NULL, 0), 0);
+        assert_int_equal(dt_spec_init(&sp_rprod, &mesh22, rprod, 2, MB_F32, 2, shape44, NULL), 0);
+        assert_int_equal(dt_spec_init(&sp_psumr, &mesh22, psumr, 2, MB_F32, 2, shape44, NULL), 0);
+    }
     {
         int k;
         for (k = 0; k < HS_COUNT; k++) hs[k] = sp_shard0;
@@ -1851,6 +2049,8 @@ static void fixtures(void)
         ops_inplace[0].spec = sp_repl;
         ops_inplace[0].local = t_x44;
         ops_inplace[1] = dtt;
+        hd_args[0] = dtt;
+        hd_args[1] = ops_inplace[0]; /* R */
     }
     {
         static const int32_t sh11[2] = {1, DT_QMM_MAX_K + 1}, sh11t[2] = {DT_QMM_MAX_K + 1, 1};
@@ -2043,10 +2243,12 @@ static int markdown(char *buf, size_t cap)
         "afterwards no message is in any mailbox and the peer's group is unchanged: **bad input never "
         "reaches a peer**. The port rows (`pg_pthread.h`, `pg_shm.h`) fail before a thread starts or the "
         "region is read. Functions returning a size or a pointer report bad input as 0 / NULL (stated in "
-        "the case). Rows whose case starts with `plan:`, `table:`, `cfg:`, `mesh:`, `spec:`, `params:` or `graph:` "
-        "pass a caller-filled `pp_plan`, `pp_table`, `pp_exec_cfg`, `dt_mesh`, `mb_spec`, `dt_spec`, "
-        "`dt_conv2d_params` or `dt_graph` with one hostile field (the rest valid): "
+        "the case). Rows whose case starts with `plan:`, `table:`, `cfg:`, `mesh:`, `spec:`, `params:`, `graph:`, "
+        "`attrs:` or `dispatch:` pass a caller-filled `pp_plan`, `pp_table`, `pp_exec_cfg`, `dt_mesh`, `mb_spec`, "
+        "`dt_spec`, `dt_conv2d_params` (conv2d and max pool), `dt_graph`, `dt_op_attrs` or `dt_dispatch` (its comm, "
+        "scratch and plan / strategy caches) with one hostile field (the rest valid): "
         "every function taking one validates it before any field is used as an index or a count. "
+        "`dt_op_attrs.keepdim`, `ignore_index`, `scalar` and `scalar2` have no invalid value (as torch's). "
         "Faults at run time (timeouts, aborts, corrupt shared memory) are covered by "
         "`tests/test_faults.c`.\n");
     for (h = 0; h < NROWS; h++) { /* one section per header, in the order headers first appear */

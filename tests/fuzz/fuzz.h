@@ -79,4 +79,14 @@ static inline size_t fz_left(const fz_in *in)
         }                                                                                \
     } while (0)
 
+/* A heap block of exactly `bytes` (one byte when 0: ASan sees any access), every byte
+   `fill`: a canary that shows whether a call wrote its output. */
+static inline void *fz_block(size_t bytes, int fill)
+{
+    void *p = malloc(bytes ? bytes : 1);
+    FUZZ_REQUIRE(p);
+    memset(p, fill, bytes);
+    return p;
+}
+
 #endif /* SPLITCORE_FUZZ_H */

@@ -147,6 +147,10 @@ def quick(work, cache):
         matrix(kind, os.path.join(d, kind + ".onnx"), os.path.join(d, kind + ".pt"), x, calib, work, cache, 4)
     # tensor mode splits these batches over the ranks (the cheaper estimate); --shard spatial
     # takes the other plan, the rows with halo exchanges, which a batch too small to split gets
+    rep = open(os.path.join(work, "resnet8-f32-2-tensor", "report.txt")).read()
+    line("9 conv batch (Shard(N))" in rep and "batch chosen" in rep,
+         "resnet8 2 ranks tensor: the batch split over the ranks, every conv local (%s)" % [
+             x.strip() for x in rep.splitlines() if "placements" in x or "shard:" in x])
     d = os.path.join(work, "m13")
     matrix("resnet8", os.path.join(d, "resnet8.onnx"), os.path.join(d, "resnet8.pt"), x, calib, work, cache, 4,
            configs=[(2, "tensor"), (4, "tensor")], label="-spatial", extra=["--shard", "spatial"])

@@ -216,7 +216,9 @@ def _riscv_checks(sc, m, aliases, root, cases, untrained):
         calib = (root + "/data/" if untrained else "build/models/") + "calib.npy"
         tag = "%s-%s-%s-4" % (name, dtype, mode)
         gen = "%s/%s/gen" % (root, tag)
-        exp = m.export(aliases[0], onnx, gen, 4, mode, 4, dtype, calib, deps=(model or []) + data)
+        # tensor mode over rows, the halo exchanges between harts: what a batch of one gets
+        exp = m.export(aliases[0], onnx, gen, 4, mode, 4, dtype, calib, deps=(model or []) + data,
+                       extra=["--shard", "spatial"] if mode == "tensor" else [])
         xin = root + "/" + tag + "/x.npy"
         sub = env.Command(xin, data[0], Action(lambda target, source, env, n=n: subprocess.run(
             [PY, "-c", "import numpy as np, sys; np.save(sys.argv[2], np.load(sys.argv[1])[:%d])" % n,

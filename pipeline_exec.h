@@ -642,19 +642,23 @@ static int pp__xcheck(const pp_exec_cfg *c, const pp_table *t, pp_exec *x)
         first[s + 1] = (int16_t)(first[s] + c->balance[s]);
     }
     if (first[t->nstages] != npos) return PP_ERR_BALANCE_SUM;
+    for (l = -1; l < npos; l++) { /* the model input's bytes (l = -1), then each layer's */
+        const pp_layer *y = l < 0 ? NULL : PP__LAYER(c, l);
+        uint32_t n = c->in_bytes;
+        if (y) {
+            if (!y->forward || (train && l && !y->backward_input)) return PP_ERR_NULL;
 #if PP_SKIPS
-    if (!c->in)
-#endif
-        if (!c->in_bytes || c->in_bytes % unit || c->in_bytes > PP__ACT_MAX) return PP_ERR_ARG;
-    for (l = 0; l < npos; l++) {
-        const pp_layer *y = PP__LAYER(c, l);
-        if (!y->forward || (train && l && !y->backward_input)) return PP_ERR_NULL;
-#if PP_SKIPS
-        if (y->out) continue; /* pp__xcheck_model checks its specs */
+            if (y->out) continue; /* pp__xcheck_model checks its specs */
 #else
-        if ((y->nout | y->nstash | y->npop) || y->init || y->recompute) return PP_ERR_ARG; /* PP_SKIPS's */
+            if ((y->nout | y->nstash | y->npop) || y->init || y->recompute) return PP_ERR_ARG; /* PP_SKIPS's */
 #endif
-        if (!y->act_bytes || y->act_bytes % unit || y->act_bytes > PP__ACT_MAX) return PP_ERR_ARG;
+            n = y->act_bytes;
+        }
+#if PP_SKIPS
+        else if (c->in)
+            continue; /* tuple inputs: pp__xcheck_model checks their specs */
+#endif
+        if (!n || n % unit || n > PP__ACT_MAX) return PP_ERR_ARG;
     }
     for (l = 0; l < t->len; l++) {
         pp_action a = t->actions[l];
@@ -809,26 +813,31 @@ static int pp__alloc(pp_exec *e, int s, int m)
     return k;
 }
 
-#if !PP_NO_TAKEIN /* each wait its own timeout (pp__move's slices) */
+/* Each wait its own timeout (pp__move's slices; without take-in the group's): every
+   transfer, the agreement's too, goes through the two calls with a timeout, so a firmware
+   links those and not pg_send / pg_recv beside them. */
 #define PP__SEND(g, r, tag, p, n, tmo)      pg_send_timeout(g, r, tag, p, n, tmo)
 #define PP__RECV(g, r, tag, p, n, got, tmo) pg_recv_timeout(g, r, tag, p, n, got, tmo)
-#else /* tmo is the group's timeout */
-#define PP__SEND(g, r, tag, p, n, tmo)      ((void)(tmo), pg_send(g, r, tag, p, n))
-#define PP__RECV(g, r, tag, p, n, got, tmo) ((void)(tmo), pg_recv(g, r, tag, p, n, got))
-#endif
-#define PP__NOGRAD(t, grad) ((grad) && (t).dtype != MB_F32 && (t).dtype != MB_F64)
+#define PP__NOGRAD(t, grad)                 ((grad) && (t).dtype != MB_F32 && (t).dtype != MB_F64)
+/* One message of n bytes at p to (send) or from peer, waiting at most tmo ms; a message of
+   another size is PG_ERR_MISMATCH. */
+static int pp__msg(pp_exec *e, int send, int peer, int tag, void *p, size_t n, uint32_t tmo)
+{
+    size_t got = 0;
+    int rc = send ? PP__SEND(e->g, peer, tag, p, n, tmo) : PP__RECV(e->g, peer, tag, p, n, &got, tmo);
+    return rc >= 0 && !send && got != n ? PG_ERR_MISMATCH : rc;
+}
+
 /* Send or receive len bytes at `at` in pieces of the port's max_msg (tag, peer), each
    waiting at most tmo ms; *done counts what moved. */
 static int pp__pieces(pp_exec *e, int send, int peer, int tag, unsigned char *at, uint32_t len, uint32_t tmo,
                       uint32_t *done)
 {
-    size_t max = e->g->max_msg, c, got = 0;
+    size_t max = e->g->max_msg, c;
     int rc = PP_OK;
     while (len) {
         c = len < max ? len : max;
-        rc = send ? PP__SEND(e->g, peer, tag, at, c, tmo) : PP__RECV(e->g, peer, tag, at, c, &got, tmo);
-        if (rc >= 0 && !send && got != c) rc = PG_ERR_MISMATCH;
-        if (rc < 0) break;
+        if ((rc = pp__msg(e, send, peer, tag, at, c, tmo)) < 0) break;
         at += c;
         len -= (uint32_t)c;
         *done += (uint32_t)c;
@@ -1480,19 +1489,15 @@ static int pp__member(const pp_table *t, int r)
 static int pp__report(pp_exec *e, int root, int32_t *v, size_t n)
 {
     const pp_table *t = e->t;
-    int me = t->rank, pass, r, x = PP_OK;
-    int32_t in[3] = {0, 0, 0};
-    size_t got = 0;
+    int me = t->rank, pass, r, send, x = PP_OK;
+    int32_t in[3], *p; /* in: a peer's report (the root), read once a receive of all n bytes succeeded */
     for (pass = 0; pass < 2; pass++)
         for (r = 0; r < t->nranks && x >= 0; r++) {
             if (r == me || (me != root && r != root) || !PP__MEMBER(t, r)) continue;
-            if (pass == (me == root)) { /* a report to the root, or its answer */
-                x = pg_send(e->g, r, PP_AGREE_TAG, v, n);
-                continue;
-            }
-            x = pg_recv(e->g, r, PP_AGREE_TAG, me == root ? in : v, n, &got);
-            if (x >= 0 && got != n) x = PG_ERR_MISMATCH;
-            if (x >= 0 && me == root && n && in[0] && (!v[0] || r < v[2])) {
+            send = pass == (me == root); /* a report to the root, or its answer */
+            p = send || me != root ? v : in;
+            x = pp__msg(e, send, r, PP_AGREE_TAG, p, n, e->g->timeout_ms);
+            if (x >= 0 && p == in && n && in[0] && (!v[0] || r < v[2])) { /* the root: a report */
                 v[0] = in[0];
                 v[1] = in[1];
                 v[2] = r;

@@ -679,7 +679,7 @@ static size_t pg_pthread__share(size_t count, int n, int r)
 static int pg_pthread__all_reduce(pg_group *g, const void *send, void *recv, size_t count, mb_dtype dt, pg_red op)
 {
     pg_pthread_world *w = pg_pthread__native(g);
-    const unsigned char *src[PG_PTHREAD_MAX_RANKS];
+    const unsigned char *src[PG_PTHREAD_MAX_RANKS] = {0}; /* (gcc -O3 cannot see sources() fill it) */
     unsigned char *outs[PG_PTHREAD_MAX_RANKS];
     size_t es = pg_dtype_size(dt), lo, hi, bytes = count * es;
     int r, k, n, s, small = bytes <= PG_PTHREAD_SMALL;
@@ -707,7 +707,7 @@ static int pg_pthread__all_reduce(pg_group *g, const void *send, void *recv, siz
 static int pg_pthread__all_gatherv(pg_group *g, const void *send, void *recv, const size_t *counts, mb_dtype dt)
 {
     pg_pthread_world *w = pg_pthread__native(g);
-    const unsigned char *src[PG_PTHREAD_MAX_RANKS];
+    const unsigned char *src[PG_PTHREAD_MAX_RANKS] = {0}; /* (gcc -O3 cannot see sources() fill it) */
     size_t es = pg_dtype_size(dt), off = 0, own = 0, mine = counts[g->rank] * es;
     int r, s, small = 1;
     if (!w) return PG_ERR_UNSUPPORTED;
@@ -740,7 +740,7 @@ static int pg_pthread__reduce_scatterv(pg_group *g, const void *send, void *recv
                                        pg_red op)
 {
     pg_pthread_world *w = pg_pthread__native(g);
-    const unsigned char *src[PG_PTHREAD_MAX_RANKS];
+    const unsigned char *src[PG_PTHREAD_MAX_RANKS] = {0}; /* (gcc -O3 cannot see sources() fill it) */
     unsigned char *out;
     size_t es = pg_dtype_size(dt), off = 0, total = 0;
     int r, s, small;
@@ -770,7 +770,7 @@ static int pg_pthread__reduce_scatter(pg_group *g, const void *send, void *recv,
 static int pg_pthread__broadcast(pg_group *g, void *buf, size_t count, mb_dtype dt, int root)
 {
     pg_pthread_world *w = pg_pthread__native(g);
-    const unsigned char *src[PG_PTHREAD_MAX_RANKS];
+    const unsigned char *src[PG_PTHREAD_MAX_RANKS] = {0}; /* (gcc -O3 cannot see sources() fill it) */
     size_t bytes = count * pg_dtype_size(dt);
     int s, small = bytes <= PG_PTHREAD_SMALL;
     if (!w) return PG_ERR_UNSUPPORTED;

@@ -55,9 +55,15 @@
                                   (default 200)
        PG_SHM_NATIVE_COLLECTIVES  0 or 1: the native world collectives (default 0: pg.h's over
                                   the rings; the barrier is native either way)
+       PG_SHM_SPLIT_REDUCE        native collectives: a floating-point all_reduce of at least this
+                                  many bytes (and within PG_SHM_INLINE) is a reduce_scatter and an
+                                  all_gather in the buffers, each core reducing its share only (two
+                                  meetings instead of one; 0: never; default 256 B where floats are
+                                  emulated in software (__SOFTFP__, RISC-V without F), else 0)
        PG_SHM_INLINE              native collectives: bytes a core brings that still travel in
                                   its collective buffers (multiple of 8; default 1024; the region
-                                  grows by cores x 2 x (PG_SHM_INLINE + 8, rounded up to lines))
+                                  grows by cores x 2 x (a line + PG_SHM_INLINE rounded up to
+                                  lines; one line when PG_SHM_INLINE <= line - 8))
        PG_SHM_FENCE_ACQ(), PG_SHM_FENCE_REL(), PG_SHM_FENCE()   acquire / release / full
                                   barrier (default: GCC/clang __atomic_thread_fence; define all
                                   three for other compilers)
@@ -66,8 +72,9 @@
    payload, generation, check word), one control line per core (its abort word, barrier
    epoch, the large collectives' buffer pointers, recover counter, its announcement that it
    waits, the generation it attached to; written only by that core), with
-   PG_SHM_NATIVE_COLLECTIVES two collective buffers per core (an epoch, a hash, then
-   PG_SHM_INLINE bytes; written only by that core), then rings[src][dst]: a line with the
+   PG_SHM_NATIVE_COLLECTIVES two collective buffers per core (an epoch, a hash, then up to
+   PG_SHM_INLINE bytes: in that line up to line - 8 bytes, else from the next line on;
+   written only by that core), then rings[src][dst]: a line with the
    write index (written by src), a line with the read index (written by dst), the `slots`
    payloads, each rounded up to whole lines, then the `slots` 16-byte slot headers (index,
    tag, bytes, check) packed in whole lines (a payload starts on a line: a 64-byte message
@@ -151,6 +158,16 @@
 #if PG_SHM_INLINE < 0 || PG_SHM_INLINE % 8
 #error "PG_SHM_INLINE must be a multiple of 8, >= 0"
 #endif
+#ifndef PG_SHM_SPLIT_REDUCE /* soft-float cores: an f32/f64 add costs tens of instructions */
+#if defined(__SOFTFP__) || (defined(__riscv) && !defined(__riscv_flen))
+#define PG_SHM_SPLIT_REDUCE 256
+#else
+#define PG_SHM_SPLIT_REDUCE 0
+#endif
+#endif
+#if PG_SHM_SPLIT_REDUCE < 0
+#error "PG_SHM_SPLIT_REDUCE must be >= 0"
+#endif
 #ifndef PG_SHM_FENCE_ACQ /* acquire / release / full barrier: GCC/clang atomics by default */
 #if defined(PG_SHM_FENCE_REL) || defined(PG_SHM_FENCE)
 #error "define all three of PG_SHM_FENCE_ACQ, PG_SHM_FENCE_REL and PG_SHM_FENCE, or none"
@@ -210,9 +227,11 @@ typedef struct pg_shm_hooks {
 #define PG_SHM_RING_BYTES(slots, payload) \
     (2u * PG_SHM_LINE + PG_SHM__UP(PG_SHM__HDR * (size_t)(slots)) + (size_t)(slots)*PG_SHM_SLOT_BYTES(payload))
 /* Native collectives: two buffers per core (epochs alternate), each the epoch and the
-   arguments' hash (PG_SHM__BUF_HEAD bytes), then PG_SHM_INLINE bytes of data. */
-#define PG_SHM__BUF_HEAD   8u
-#define PG_SHM__BUF_BYTES  PG_SHM__UP(PG_SHM__BUF_HEAD + PG_SHM_INLINE)
+   arguments' hash (PG_SHM__BUF_HEAD bytes), then up to PG_SHM_INLINE bytes of data: in the
+   same line when they fit it, else from the next line on (pg_shm__at). */
+#define PG_SHM__BUF_HEAD 8u
+#define PG_SHM__BUF_BYTES \
+    (PG_SHM_INLINE <= PG_SHM_LINE - PG_SHM__BUF_HEAD ? (size_t)PG_SHM_LINE : PG_SHM_LINE + PG_SHM__UP(PG_SHM_INLINE))
 #define PG_SHM__AREA_BYTES (PG_SHM_NATIVE_COLLECTIVES ? 2u * PG_SHM__BUF_BYTES : 0u)
 #define PG_SHM_REGION_BYTES(cores, slots, payload)                               \
     ((1u + (size_t)(cores)) * PG_SHM_LINE + (size_t)(cores)*PG_SHM__AREA_BYTES + \
@@ -311,7 +330,7 @@ extern "C" {
 #else
 #define PG_SHM__HOT
 #endif
-#define PG_SHM__MAGIC     0x53484D31u /* "SHM1": the region header */
+#define PG_SHM__MAGIC     0x53484D32u /* "SHM2": the region header (2: native payloads start a line) */
 #define PG_SHM__CHECK     0x5A5A5A5Au /* folded into every slot header's check word */
 #define PG_SHM__LW        (PG_SHM_LINE / 4)
 #define PG_SHM__MIX       0x9E3779B1u /* odd multiplier of the header check and the collectives' hash */
@@ -431,7 +450,7 @@ static int pg_shm__same_region(const pg_shm *s)
 {
     const volatile uint32_t *w = s->region;
     if (!s->cores) return PG_OK; /* not attached yet: pg_shm_init waits for a header */
-    return pg_shm__load(s, w) != PG_SHM__MAGIC || PG_SHM__GET(w + PG_SHM__GEN_W) != s->gen ? PG_ERR_CORRUPT : PG_OK;
+    return (pg_shm__load(s, w) ^ PG_SHM__MAGIC) | (PG_SHM__GET(w + PG_SHM__GEN_W) ^ s->gen) ? PG_ERR_CORRUPT : PG_OK;
 }
 
 /* The one wait loop: poll(s, a, b) until it returns non-zero (> 0 done, < 0 an error);
@@ -613,10 +632,14 @@ static PG_SHM__HOT int pg_shm__find(pg_shm *s, int src, uint32_t tag)
     }
 }
 
-static PG_SHM__HOT int pg_shm__take(pg_shm *s, int src, uint32_t tag, int ok, uint32_t timeout_ms)
+/* The wait of recv, peek and probe: the arguments, then the message (src, tag); its bytes
+   into *bytes (may be NULL) once found. */
+static PG_SHM__HOT int pg_shm__take(pg_shm *s, int src, uint32_t tag, int ok, uint32_t timeout_ms, size_t *bytes)
 {
     int rc = pg_shm__args(s, src, tag, 0, ok);
-    return rc ? rc : pg_shm__wait(s, pg_shm__find, src, tag, timeout_ms, 1);
+    if (rc == PG_OK) rc = pg_shm__wait(s, pg_shm__find, src, tag, timeout_ms, 1);
+    if (rc == PG_OK && bytes) *bytes = s->len;
+    return rc;
 }
 
 /* Publish ring[src][rank]'s read index t. */
@@ -644,9 +667,8 @@ static PG_SHM__HOT void pg_shm__consume(pg_shm *s, int src, uint32_t bit)
 static int pg_shm__recv(void *port, int src, uint32_t tag, void *buf, size_t cap, size_t *got, uint32_t timeout_ms)
 {
     pg_shm *s = (pg_shm *)port;
-    int rc = pg_shm__take(s, src, tag, buf || !cap, timeout_ms);
+    int rc = pg_shm__take(s, src, tag, buf || !cap, timeout_ms, got);
     if (rc) return rc;
-    if (got) *got = s->len;
     if (s->len > cap)
         rc = PG_ERR_TOO_BIG; /* consumed and reported */
     else if (s->len)
@@ -658,20 +680,18 @@ static int pg_shm__recv(void *port, int src, uint32_t tag, void *buf, size_t cap
 static int pg_shm__probe(void *port, int src, uint32_t tag, size_t *bytes)
 {
     pg_shm *s = (pg_shm *)port;
-    int rc = pg_shm__take(s, src, tag, 1, 0);
+    int rc = pg_shm__take(s, src, tag, 1, 0, bytes);
     if (rc) return rc == PG_ERR_TIMEOUT ? 0 : rc;
-    if (bytes) *bytes = s->len;
     return 1;
 }
 
 static int pg_shm__peek(void *port, int src, uint32_t tag, const void **ptr, size_t *bytes, uint32_t timeout_ms)
 {
     pg_shm *s = (pg_shm *)port;
-    int rc = pg_shm__take(s, src, tag, ptr != 0, timeout_ms);
+    int rc = pg_shm__take(s, src, tag, ptr != 0, timeout_ms, bytes);
     if (rc) return rc;
     s->busy[src] |= 1u << s->bit;
     *ptr = s->msg;
-    if (bytes) *bytes = s->len;
     return PG_OK;
 }
 
@@ -721,6 +741,7 @@ static int pg_shm__reached(pg_shm *s, int word, uint32_t e)
 static int pg_shm__recover(void *port)
 {
     pg_shm *s = (pg_shm *)port;
+    volatile uint32_t *me = pg_shm__ctl(s, s->rank); /* its control line */
     uint32_t v = s->recovers;
     int c, d;
     if (!(v & 3u) && pg_shm__reached(s, PG_SHM__RECOVER, v)) v++; /* STEP arrive (between rounds) */
@@ -750,9 +771,9 @@ static int pg_shm__recover(void *port)
             pg_shm__store(s, s->area + (size_t)(2 * s->rank) * (PG_SHM__BUF_BYTES / 4), 0);
             pg_shm__store(s, s->area + (size_t)(2 * s->rank + 1) * (PG_SHM__BUF_BYTES / 4), 0);
 #else
-            pg_shm__store(s, pg_shm__ctl(s, s->rank) + PG_SHM__EPOCH, 0);
+            pg_shm__store(s, me + PG_SHM__EPOCH, 0);
 #endif
-            pg_shm__store(s, pg_shm__ctl(s, s->rank) + PG_SHM__ABORT, 0);
+            pg_shm__store(s, me + PG_SHM__ABORT, 0);
         }
         v += 1u + (v >> 1 & 1u); /* arrived -> committed -> done */
     }
@@ -763,19 +784,29 @@ static int pg_shm__recover(void *port)
    can: a fast rank leaves while a slow one still waits for its last message). */
 #if PG_SHM_NATIVE_COLLECTIVES
 /* Native world collectives and barrier. Every meeting of the cores is one epoch e: a core
-   writes what it brings (the arguments' hash, and a payload of up to PG_SHM_INLINE bytes)
-   into its buffer e & 1, publishes e at the head of that buffer (release) and rings the
-   cores that announced that they wait; then it waits until every core's buffer e & 1 holds
-   e and compares every core's hash (all cores read the same hashes, so all see a mismatch),
-   or, in a broadcast, until the root's does (the root waits for nobody). One line transfer
-   each way per meeting when the payload is small: the epoch, the hash and the data travel
-   together. Buffers alternate, and a core writes buffer e & 1 only once every core
-   published e - 1 (s->met: a core that met every core at e - 1 knows it already), which
-   each did after reading epoch e - 2's payloads: a core that runs ahead never overwrites
-   what a slower core still reads. So a core's published epoch is e, e - 1 or e - 2 when
-   another waits for e (another value is corrupt); the recover round sets both buffers' to
-   0 with the epoch count. */
+   writes what it brings (the arguments' hash, and a payload of up to PG_SHM_INLINE bytes) into
+   its buffer e & 1, publishes e at the head of that buffer (release) and rings the cores that
+   announced that they wait; then it waits until every core's buffer e & 1 holds e and compares
+   every core's hash (all cores read the same hashes, so all see a mismatch), or, in a
+   broadcast, until the root's does (the root waits for nobody). One line transfer each way per
+   meeting when the payload fits beside the epoch and the hash (56 B with 64-byte lines); a
+   larger one fills lines of its own before the epoch is published. Buffers alternate, and a
+   core writes buffer e & 1 only once every core published e - 1 (s->met: a core that met every
+   core at e - 1 knows it already), which each did after reading epoch e - 2's payloads: a core
+   that runs ahead never overwrites what a slower core still reads. So a core's published epoch
+   is e, e - 1 or e - 2 when another waits for e (another value is corrupt); the recover round
+   sets both buffers' to 0 with the epoch count. */
 enum { PG_SHM__SEQ = 0, PG_SHM__HASH = 1, PG_SHM__DATA = 2 }; /* words of a buffer */
+
+/* Word of a buffer where a payload of `bytes` starts: up to a line's worth it travels in the
+   epoch's line; a larger one starts on the next line, so a core filling it never writes the
+   line its peers poll (on the host that contention cost more than the extra line: 64 B 0.138
+   -> 0.113 us, 1 KB 0.366 -> 0.298 us per 2-core all_reduce). Writer and readers size it
+   from the same figure: what the writing core brought. */
+static PG_SHM__HOT size_t pg_shm__at(size_t bytes)
+{
+    return bytes <= PG_SHM_LINE - PG_SHM__BUF_HEAD ? (size_t)PG_SHM__DATA : (size_t)PG_SHM__LW;
+}
 enum { PG_SHM__K_BARRIER = 1, PG_SHM__K_REDUCE, PG_SHM__K_GATHER, PG_SHM__K_SCATTER, PG_SHM__K_BCAST };
 
 /* The hash every core compares: the collective, its dtype, op (broadcast: root) and count. */
@@ -812,6 +843,7 @@ static int pg_shm__meet(pg_shm *s, uint32_t hash, const void *data, size_t bytes
 {
     uint32_t e = s->epoch + 1u;
     volatile uint32_t *b = pg_shm__buf(s, s->rank, e);
+    size_t at = pg_shm__at(bytes);
     int c, rc = pg_shm__aborted(s);
     if (rc) return rc;        /* never arrive when aborted */
     if (s->met != s->epoch) { /* STEP wait_reuse: every core done with this buffer's last epoch */
@@ -820,10 +852,10 @@ static int pg_shm__meet(pg_shm *s, uint32_t hash, const void *data, size_t bytes
         if (rc) return rc;
         s->met = s->epoch;
     }
-    if (bytes) memcpy((void *)(b + PG_SHM__DATA), data, bytes); /* STEP write_data */
+    if (bytes) memcpy((void *)(b + at), data, bytes); /* STEP write_data */
     s->epoch = e;
     s->hash = b[PG_SHM__HASH] = hash;
-    pg_shm__clean(s, b, PG_SHM__BUF_HEAD + bytes);
+    pg_shm__clean(s, b, at * 4u + bytes);
     pg_shm__store(s, b + PG_SHM__SEQ, e); /* STEP publish_epoch */
     if (s->hooks.notify) {                /* ring the cores that announced that they wait */
         if (s->hooks.fence_others)
@@ -846,25 +878,27 @@ static int pg_shm__barrier(pg_group *g)
                       : pg_shm__meet((pg_shm *)g->port, PG_SHM__K_BARRIER, 0, 0, -1, g->timeout_ms);
 }
 
-/* Core c's payload of the epoch this core just met at (read after the meeting). */
+/* Core c's payload (`bytes`, what it brought) of the epoch this core just met at (read after
+   the meeting). */
 static const unsigned char *pg_shm__data(const pg_shm *s, int c, size_t bytes)
 {
-    const volatile uint32_t *b = pg_shm__buf(s, c, s->epoch) + PG_SHM__DATA;
+    const volatile uint32_t *b = pg_shm__buf(s, c, s->epoch) + pg_shm__at(bytes);
     pg_shm__inval(s, b, bytes);
     return (const unsigned char *)b; /* STEP read_data */
 }
 
 /* out[0..n) = op over cores in rank order of the n elements (`bytes`) at `at` bytes into
-   each core's payload: the same order on every core, so the same bits. */
-static void pg_shm__reduce_data(const pg_shm *s, void *out, size_t at, size_t n, size_t bytes, mb_dtype dt, int op)
+   each core's payload of `total` bytes: the same order on every core, so the same bits. */
+static void pg_shm__reduce_data(const pg_shm *s, void *out, size_t at, size_t n, size_t bytes, size_t total,
+                                mb_dtype dt, int op)
 {
     pg_red rop = op == PG_AVG ? PG_SUM : (pg_red)op;
     int c;
     if (s->cores == 1)
-        memcpy(out, pg_shm__data(s, 0, at + bytes) + at, bytes);
+        memcpy(out, pg_shm__data(s, 0, total) + at, bytes);
     else
-        pg_reduce_into(out, pg_shm__data(s, 0, at + bytes) + at, pg_shm__data(s, 1, at + bytes) + at, n, dt, rop);
-    for (c = 2; c < s->cores; c++) pg_reduce_local(out, pg_shm__data(s, c, at + bytes) + at, n, dt, rop);
+        pg_reduce_into(out, pg_shm__data(s, 0, total) + at, pg_shm__data(s, 1, total) + at, n, dt, rop);
+    for (c = 2; c < s->cores; c++) pg_reduce_local(out, pg_shm__data(s, c, total) + at, n, dt, rop);
     if (op == PG_AVG) pg_scale_local(out, n, dt, s->cores);
 }
 
@@ -917,8 +951,8 @@ static int pg_shm__coll(pg_group *g, const void *send, void *recv, size_t count,
                                                     : bring,
                           root, g->timeout_ms);
         if (rc) return rc;
-        if (kind == PG_SHM__K_REDUCE) pg_shm__reduce_data(s, recv, 0, count, bring, dt, op);
-        if (kind == PG_SHM__K_SCATTER) pg_shm__reduce_data(s, recv, off[me] * es, len[me], len[me] * es, dt, op);
+        if (kind == PG_SHM__K_REDUCE) pg_shm__reduce_data(s, recv, 0, count, bring, bring, dt, op);
+        if (kind == PG_SHM__K_SCATTER) pg_shm__reduce_data(s, recv, off[me] * es, len[me], len[me] * es, bring, dt, op);
         if (root >= 0 && me != root) memcpy(recv, pg_shm__data(s, root, bring), bring);
         for (c = 0; kind == PG_SHM__K_GATHER && c < n; c++)
             if (len[c]) memmove(out + off[c] * es, c == me ? send : pg_shm__data(s, c, len[c] * es), len[c] * es);
@@ -965,6 +999,20 @@ static int pg_shm__coll(pg_group *g, const void *send, void *recv, size_t count,
 
 static int pg_shm__all_reduce(pg_group *g, const void *send, void *recv, size_t count, mb_dtype dt, pg_red op)
 {
+#if PG_SHM_SPLIT_REDUCE
+    /* Where a float add costs tens of instructions, every core reducing the whole vector costs
+       more than a second meeting: each reduces its share (reduce_scatter) and the shares travel
+       back (all_gather in place), both through the buffers. */
+    size_t bytes = count * pg_dtype_size(dt), counts[PG_SHM_MAX_CORES], at = 0;
+    int c, n = g->size, rc;
+    if ((dt == MB_F32 || dt == MB_F64) && n > 1 && bytes >= PG_SHM_SPLIT_REDUCE && bytes <= PG_SHM_INLINE) {
+        for (c = 0; c < n; c++) at += counts[c] = count * (size_t)(c + 1) / (size_t)n - at;
+        for (c = 0, at = 0; c < g->rank; c++) at += counts[c];
+        at *= pg_dtype_size(dt);
+        rc = pg_shm__coll(g, send, (unsigned char *)recv + at, 0, counts, dt, PG_SHM__K_SCATTER, (int)op);
+        return rc ? rc : pg_shm__coll(g, (unsigned char *)recv + at, recv, 0, counts, dt, PG_SHM__K_GATHER, 0);
+    }
+#endif
     return pg_shm__coll(g, send, recv, count, 0, dt, PG_SHM__K_REDUCE, (int)op);
 }
 
@@ -1105,6 +1153,7 @@ PG_SHM_API int pg_shm_init(pg_shm *s, void *region, size_t bytes, int rank, cons
 {
     volatile uint32_t *w = (volatile uint32_t *)region, *r, *me;
     size_t need, rw;
+    uint32_t v;
     int c, rc;
     if (!s || !region || !hooks) return PG_ERR_NULL;
     if ((uintptr_t)region % PG_SHM_LINE || bytes < PG_SHM_LINE) return PG_ERR_SIZE; /* s untouched */
@@ -1117,7 +1166,8 @@ PG_SHM_API int pg_shm_init(pg_shm *s, void *region, size_t bytes, int rank, cons
         if (rc) return rc;
         need = pg_shm__bytes((uint32_t)s->cores, s->slots, s->payload); /* STEP attach */
         if (!need || need > bytes) return PG_ERR_CORRUPT;
-        if ((uint32_t)rank >= (uint32_t)s->cores) return PG_ERR_RANK;
+        /* the world group; PG_ERR_RANK for a rank the header has no core for */
+        if ((rc = pg_group_init(&s->group, &pg_shm__ops, s, rank, s->cores, s->payload)) != 0) return rc;
         s->slot_words = (uint32_t)(PG_SHM_SLOT_BYTES(s->payload) / 4);
         rw = PG_SHM_RING_BYTES(s->slots, s->payload) / 4;
         s->area = w + PG_SHM__LW * (1 + s->cores);
@@ -1131,14 +1181,14 @@ PG_SHM_API int pg_shm_init(pg_shm *s, void *region, size_t bytes, int rank, cons
             s->seen[c] = s->tail[c] = PG_SHM__GET(s->in[c] + PG_SHM__LW);
         }
         me = pg_shm__ctl(s, rank);
-        s->recovers = s->gen << PG_SHM__GEN_SHIFT;   /* the first attach to this generation */
+        v = s->gen << PG_SHM__GEN_SHIFT;             /* the first attach to this generation */
         if (PG_SHM__GET(me + PG_SHM__GEN) == s->gen) /* again: past the round it was in */
-            s->recovers = (PG_SHM__GET(me + PG_SHM__RECOVER) + 4u) & ~3u;
-        s->join = s->recovers + 4u;
-        pg_shm__store(s, me + PG_SHM__RECOVER, s->recovers);
+            v = (PG_SHM__GET(me + PG_SHM__RECOVER) + 4u) & ~3u;
+        s->recovers = v;
+        s->join = v + 4u;
+        pg_shm__store(s, me + PG_SHM__RECOVER, v);
         pg_shm__store(s, me + PG_SHM__GEN, s->gen);
         pg_shm__announce(s, PG_SHM__ABORT, PG_SHM__RESET); /* STEP announce_reset */
-        pg_group_init(&s->group, &pg_shm__ops, s, rank, s->cores, s->payload);
         rc = pg_shm__recover(s);
     } while (rc == PG_ERR_CORRUPT && pg_shm__same_region(s)); /* re-formatted, or being formatted */
     return rc;

@@ -474,7 +474,9 @@ static int body_small_collectives(pg_group *g, int rank)
 {
     enum { L = PG_SHM_INLINE / 4 > 2 ? PG_SHM_INLINE / 4 : 2, MAXE = L + 16 }; /* L floats: the inline limit */
     static float x[CORES][MAXE * CORES], y[CORES][MAXE * CORES];
-    static const size_t lens[] = {0, 1, 2, 7, 16, L - 1, L, L + 1};
+    /* 14 floats fill a buffer's epoch line, 15 start on the next; 28 gives gatherv blocks
+       of 14..17: cores whose payloads sit in either place in the same meeting */
+    static const size_t lens[] = {0, 1, 2, 7, 14, 15, 16, 28, L - 1, L, L + 1};
     size_t counts[CORES], li, i, total, at;
     int r, round, op, root;
     for (round = 0; round < 2; round++)
@@ -707,7 +709,7 @@ static void test_stale_region_never_trusted(void **state)
         if (kind == 1)                         /* random memory (power-on) */
             for (i = 0; i < REGION_BYTES / 4; i++) region[i] = mix(i * 2654435761u + 17u);
         if (kind == 2) { /* random memory with the magic word in place */
-            region[0] = 0x53484D31u;
+            region[0] = PG_SHM__MAGIC;
             for (i = 1; i < REGION_BYTES / 4; i++) region[i] = mix(i + 99u);
         }
         if (kind == 3) { /* an old generation, then scribbled control lines */

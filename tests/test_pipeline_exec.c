@@ -348,6 +348,7 @@ static int rank_body(pg_group *g, void *arg)
     pp_exec e;
     int r = pg_rank(g), rc;
     (void)arg;
+    if (r < 0) return r; /* a bad group: pg_rank's error */
     rank_has_loss[r] = 0;
     pg_set_timeout(g, 3000);
     rc = pp_exec_init(&e, &cfg, &tables[r], g, exec_mem[r], sizeof exec_mem[r]);

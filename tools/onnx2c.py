@@ -40,10 +40,7 @@ sys.path.insert(0, HERE)
 from splitcore_onnx import build, emit, graph, plan, quant  # noqa: E402
 from splitcore_onnx.graph import ExportError  # noqa: E402
 
-# .text of the runner and the library code it links (splitcore + libgcc/libc helpers), per
-# target, measured on tools/model's firmware builds (README, "Bring your own model").
-CODE_BYTES = {"host": 0, "rv64imac": 60000, "cortex-m33": 40000}
-NODE_BYTES, TENSOR_BYTES = 80, 112  # sizeof(mr_node), sizeof(mr_tensor) on 64-bit hosts (tables)
+TARGETS = sorted(build.PROBE)
 
 
 def _default_mb(batch, ranks):
@@ -51,6 +48,19 @@ def _default_mb(batch, ranks):
         if batch % m == 0:
             return m
     return 1
+
+
+def _balance(costs, parts, cache):
+    """pp_balance_by_cost of the nodes' costs into parts (tools/model/balance.c): node counts."""
+    try:
+        exe = build.tool("balance.c", cache)
+    except build.BuildError as e:
+        raise ExportError("the balancing step did not build: %s" % e)
+    p = subprocess.run([exe, str(parts)] + [str(c) for c in costs], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       universal_newlines=True)
+    if p.returncode:
+        raise ExportError("pp_balance_by_cost failed: %s" % p.stdout.strip())
+    return [int(v) for v in p.stdout.split("\n")[0].split()]
 
 
 def _build(data, args, mode):
@@ -68,9 +78,7 @@ def _build(data, args, mode):
     else:
         gw, dtype = g, "f32"
     if mode == "pipeline":
-        pl = plan.plan_pipeline(gw, args.ranks, nmb, dtype)
-        for s in pl.segments:
-            s["cost_units"] = int(min(2 ** 32 - 1, max(1, round(s["cost"] / 100.0))))
+        pl = plan.plan_pipeline(gw, args.ranks, nmb, dtype, lambda costs, parts: _balance(costs, parts, args.cache))
     else:
         pl = plan.plan_tensor(gw, args.ranks, dtype, getattr(args, "shard", "auto"))
     return pl
@@ -102,7 +110,23 @@ def _run_plan_tool(pl, tmp, name, cache):
     return res
 
 
-def _figures(pl, res, target):
+def _sizes(args):
+    """The target's code bytes per core and its sizes of the runner's state and tables
+    (build.target_sizes), measured once per cache."""
+    if getattr(args, "sizes", None) is None:
+        try:
+            args.sizes = build.target_sizes(args.target, args.cache)
+        except build.BuildError as e:
+            raise ExportError("the code size for --target %s could not be measured (%s)" % (
+                args.target, str(e).splitlines()[0]))
+    return args.sizes
+
+
+def _code(args):
+    return _sizes(args)["code"]
+
+
+def _figures(pl, res, target, sizes):
     """Per-core flash and RAM, the predicted step time (ns)."""
     P = pl.ranks
     cores = []
@@ -110,10 +134,11 @@ def _figures(pl, res, target):
         if pl.mode == "pipeline":
             first = sum(res["ranks"][k]["balance"] for k in range(r))
             segs = pl.segments[first:first + res["ranks"][r]["balance"]]
+            skip_bytes = sum(x["bytes"] for x in pl.skips if x["src"] == r or x["dst"] == r)
             nodes = [n for s in segs for n in pl.nodes[s["first"]:s["end"]]]
             weights = sum(s["param_bytes"] for s in segs)
         else:
-            nodes = pl.nodes
+            nodes, skip_bytes = pl.nodes, 0
             seen, weights = set(), 0
             for n in nodes:
                 for t in n.ins:
@@ -121,16 +146,17 @@ def _figures(pl, res, target):
                     if pt.const is not None and t not in seen:
                         seen.add(t)
                         weights += pt.nbytes(r)
-        tables = len(pl.nodes) * NODE_BYTES + len(pl.t) * TENSOR_BYTES + sum(
+        code = sizes["code"]
+        tables = len(pl.nodes) * sizes["node"] + len(pl.t) * sizes["tensor"] + sum(
             np.asarray(n.tab[0] if n.tabkind == "qmul" else n.tab).size * (8 if n.tabkind == "qmul" else 4)
             for n in nodes if n.tabkind is not None)
         rr = res["ranks"][r]
-        ram = rr["arena"] + rr["scratch"] + rr["exec"] + res["rank_state"]
+        ram = rr["arena"] + rr["scratch"] + rr["exec"] + sizes["state"]
         busy = sum(n.cost + n.comm for n in nodes)
-        cores.append(dict(rank=r, weights=weights, tables=tables, code=CODE_BYTES.get(target, 0),
-                          flash=weights + tables + CODE_BYTES.get(target, 0), arena=rr["arena"],
-                          scratch=rr["scratch"], exec=rr["exec"], state=res["rank_state"], ram=ram,
-                          busy_ns=busy, nodes=len(nodes)))
+        cores.append(dict(rank=r, weights=weights, tables=tables, code=code,
+                          flash=weights + tables + code, arena=rr["arena"],
+                          scratch=rr["scratch"], exec=rr["exec"], state=sizes["state"], ram=ram,
+                          busy_ns=busy, nodes=len(nodes), skip_bytes=skip_bytes))
     if pl.mode == "pipeline":
         step_ns = res["makespan"] * 100.0  # plan.c simulated in cost units of 100 ns
     else:
@@ -144,8 +170,15 @@ def _describe(pl, res, cores, step_ns, args):
         args.name, os.path.basename(args.model), "int8" if pl.dtype == "i8" else "f32", P, "" if P == 1 else "s",
         pl.mode, pl.rows * pl.nmb)]
     if pl.mode == "pipeline":
-        L.append("  %d segments (cut where one tensor is live), balanced by pp_balance_by_cost: %s segments per "
-                 "rank" % (len(pl.segments), [c["balance"] for c in res["ranks"]]))
+        L.append("  %d segments, one per rank, cut after nodes %s (pp_balance_by_cost over every node boundary)" % (
+            len(pl.segments), [s["end"] - 1 for s in pl.segments[:-1]]))
+        for x in pl.skips:
+            L.append("  skip connection %s: rank %d -> rank %d, %d B per microbatch" % (
+                x["tensor"], x["src"], x["dst"], x["bytes"]))
+        if pl.skips:
+            L.append("  the skips cost: their bytes in the executor's slots (in RAM's executor figure) on the "
+                     "stashing and the popping rank, one copy into the stash per microbatch, %d route%s (of %d)" % (
+                         res.get("routes", 0), "" if res.get("routes", 0) == 1 else "s", 16))
         L.append("  forward-only schedule, %d microbatches of %d; pp_mailbox_depth: %d (runs without take-in); "
                  "pp_simulate: bubble %.1f %%" % (pl.nmb, pl.rows, res["mailbox_depth"], res["bubble_ppm"] / 1e4))
         for n in pl.notes:
@@ -169,8 +202,10 @@ def _describe(pl, res, cores, step_ns, args):
         L.append("  placements: " + ", ".join("%d %s" % (v, k) for k, v in sorted(kinds.items())))
         for n in pl.notes:
             L.append("  note: " + n)
-    L.append("  per core (bytes): flash = weights + tables + code (%s), RAM = arena + scratch + executor + state"
-             % args.target)
+    L.append("  per core (bytes): flash = weights + tables + code, RAM = arena + scratch + executor + state")
+    L.append("    code: the runner and the library code it calls, linked for %s (-Os, unused sections dropped; "
+             "tools/model/code_probe.c, measured), the port and the C library not counted; tables and state "
+             "with the target's struct sizes" % args.target)
     for c in cores:
         L.append("    rank %d: flash %8d = %7d + %6d + %6d   RAM %8d = %7d + %6d + %6d + %5d   est. %.2f ms busy" % (
             c["rank"], c["flash"], c["weights"], c["tables"], c["code"], c["ram"], c["arena"], c["scratch"],
@@ -185,8 +220,9 @@ def _fits(cores, args):
                for c in cores)
 
 
-def _suggest(data, args):
-    """Plans that fit the budgets: other modes and rank counts (estimates from the plans)."""
+def _suggest(data, args, parent):
+    """Plans that fit the budgets: per mode, the fewest ranks (1-8) whose planned figures
+    (the planning step's, as an export reports them) fit; a quick estimate skips the rest."""
     out = []
     for mode in ("tensor", "pipeline"):
         for ranks in (1, 2, 3, 4, 6, 8):
@@ -196,21 +232,31 @@ def _suggest(data, args):
                 pl = _build(data, a, mode)
             except ExportError:
                 continue
-            worst_ram = max(_est_ram(pl, r) for r in range(ranks))
-            worst_flash = max(_est_flash(pl, r) for r in range(ranks)) + CODE_BYTES.get(args.target, 0)
-            if (not args.ram or worst_ram <= args.ram) and (not args.flash or worst_flash <= args.flash):
-                out.append("--parallel %s --ranks %d (about %d B RAM and %d B flash per core)" % (
-                    mode, ranks, worst_ram, worst_flash))
+            if (args.ram and max(_est_ram(pl, r) for r in range(ranks)) > args.ram) or (
+                    args.flash and max(_est_flash(pl, r) for r in range(ranks)) + _code(args) > args.flash):
+                continue
+            tmp = tempfile.mkdtemp(prefix=".onnx2c-", dir=parent)
+            try:
+                cores, _ = _figures(pl, _run_plan_tool(pl, tmp, args.name, args.cache), args.target, _sizes(args))
+            except ExportError:
+                continue
+            finally:
+                shutil.rmtree(tmp, ignore_errors=True)
+            if _fits(cores, a):
+                out.append("--parallel %s --ranks %d (%d B RAM and %d B flash on its largest core)" % (
+                    mode, ranks, max(c["ram"] for c in cores), max(c["flash"] for c in cores)))
                 break
     return out
 
 
 def _est_ram(pl, r):
+    """Below the planned RAM (arena and activations only): a plan over budget by this is
+    not planned in full."""
     if pl.mode == "pipeline":
         per = -(-len(pl.segments) // pl.ranks)
         segs = pl.segments[r * per:(r + 1) * per] or pl.segments[-1:]
-        return max(s["arena"] for s in segs) + sum(s["act_bytes"] for s in segs) * 2 + 4096
-    return pl.arena[r] + 4096
+        return max(s["arena"] for s in segs) + sum(s["act_bytes"] for s in segs)
+    return pl.arena[r]
 
 
 def _est_flash(pl, r):
@@ -246,7 +292,7 @@ def export(args):
             tmp = tempfile.mkdtemp(prefix=".onnx2c-", dir=parent)
             tmps.append(tmp)
             res = _run_plan_tool(pl, tmp, args.name, args.cache)
-            cores, step_ns = _figures(pl, res, args.target)
+            cores, step_ns = _figures(pl, res, args.target, _sizes(args))
             cands.append((step_ns / (pl.rows * pl.nmb), mode, pl, res, cores, step_ns, tmp))
         lines = []
         if len(cands) > 1:
@@ -256,7 +302,7 @@ def export(args):
         if not fitting:
             c = min(cands, key=lambda c: c[0])
             desc = _describe(c[2], c[3], c[4], c[5], args)
-            sug = _suggest(data, args)
+            sug = _suggest(data, args, parent)
             raise ExportError("the plan does not fit the budget (%s%s per core):\n%s\n%s" % (
                 "RAM %d B" % args.ram if args.ram else "", (", " if args.ram and args.flash else "") +
                 ("flash %d B" % args.flash if args.flash else ""), "\n".join(desc),
@@ -270,7 +316,7 @@ def export(args):
                       dtype="int8" if pl.dtype == "i8" else "f32", rows=pl.rows, microbatches=pl.nmb,
                       step_samples=pl.rows * pl.nmb, predicted_step_ns=step_ns, cores=cores,
                       plan=res, segments=[dict((k, v) for k, v in s.items()) for s in pl.segments],
-                      alternatives={c[1]: c[0] for c in cands}, notes=pl.notes,
+                      alternatives={c[1]: c[0] for c in cands}, notes=pl.notes, skips=pl.skips,
                       nodes=[dict(op=n.op, src=n.src, fn=n.fn, cost_ns=n.cost, comm_ns=n.comm) for n in pl.nodes])
         with open(os.path.join(tmp, "report.txt"), "w") as f:
             f.write("\n".join(lines) + "\n")
@@ -309,7 +355,7 @@ def main(argv=None):
     ap.add_argument("--calib")
     ap.add_argument("--ram", type=int, default=0)
     ap.add_argument("--flash", type=int, default=0)
-    ap.add_argument("--target", choices=sorted(CODE_BYTES), default="host")
+    ap.add_argument("--target", choices=TARGETS, default="host")
     ap.add_argument("--name", default="model")
     ap.add_argument("--cache", help="where the compiled runner implementation is kept (default %s)" %
                     build.default_cache())

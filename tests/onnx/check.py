@@ -145,6 +145,7 @@ def quick(work, cache):
         subprocess.run([PY, os.path.join(ROOT, "examples", "onnx_models", "train.py"), kind, "--untrained", "--out",
                         d], check=True, stdout=subprocess.DEVNULL)
         matrix(kind, os.path.join(d, kind + ".onnx"), os.path.join(d, kind + ".pt"), x, calib, work, cache, 4)
+    cut_inside(work, "resnet8")
     # tensor mode splits these batches over the ranks (the cheaper estimate); --shard spatial
     # takes the other plan, the rows with halo exchanges, which a batch too small to split gets
     rep = open(os.path.join(work, "resnet8-f32-2-tensor", "report.txt")).read()
@@ -175,7 +176,68 @@ def quick(work, cache):
     torch.save(m.state_dict(), os.path.join(work, "zoo.pt"))
     matrix("zoo", zp, os.path.join(work, "zoo.pt"), x, calib, work, cache, 4,
            configs=[(1, "tensor"), (2, "tensor"), (2, "pipeline")])
+    input_skip(work, cache)
     refusals(work, os.path.join(work, "m13", "resnet8.onnx"), zp, cache)
+
+
+def cut_inside(work, kind):
+    """The pipeline exports of the matrix above cut inside a residual block: a tensor other
+    than the chain crosses a stage (a skip connection), and the runs that matched torch and
+    the int8 reference carried it."""
+    for dtype in ("f32", "int8"):
+        for ranks in (2, 4):
+            gen = os.path.join(work, "%s-%s-%d-pipeline" % (kind, dtype, ranks))
+            try:
+                rep = json.load(open(os.path.join(gen, "report.json")))
+            except (OSError, ValueError) as e:
+                line(False, "%s %s %d ranks pipeline: report: %s" % (kind, dtype, ranks, e))
+                continue
+            sk = rep.get("skips", [])
+            cuts = [s["end"] - 1 for s in rep["segments"][:-1]]
+            line(len(sk) > 0 and rep["plan"].get("routes") == len(sk) and len(rep["segments"]) == ranks,
+                 "%s %s %d ranks pipeline: cut inside a residual block (after nodes %s), %d skip connection(s) "
+                 "between stages %s" % (kind, dtype, ranks, cuts, len(sk), [(x["src"], x["dst"]) for x in sk]))
+
+
+def input_skip(work, cache):
+    """A residual from the model's input: stage 0 stashes its own input for the stage that
+    adds it (on 3 ranks past the middle one); the output equals torch's."""
+    import torch
+
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b, self.c = torch.nn.Linear(16, 16), torch.nn.Linear(16, 16), torch.nn.Linear(16, 4)
+
+        def forward(self, x):
+            return self.c(torch.relu(self.b(torch.relu(self.a(x)))) + x)
+
+    torch.manual_seed(24)
+    m = M().eval()
+    x = torch.randn(8, 16)
+    d = os.path.join(work, "input_skip")
+    os.makedirs(d, exist_ok=True)
+    onnx_path, xp = os.path.join(d, "m.onnx"), os.path.join(d, "x.npy")
+    torch.onnx.export(m, x[:4], onnx_path, opset_version=13)
+    np.save(xp, x.numpy())
+    with torch.no_grad():
+        t = m(x).numpy()
+    for ranks in (2, 3):
+        gen = os.path.join(d, "p%d" % ranks)
+        p = export(onnx_path, gen, ranks, "pipeline", 4, extra=["--microbatches", "1"], cache=cache)
+        if not line(p.returncode == 0, "input skip %d ranks: export%s" % (ranks, "" if not p.returncode else
+                                                                         ": " + p.stderr[-600:])):
+            continue
+        sk = json.load(open(os.path.join(gen, "report.json")))["skips"]
+        try:
+            run(gen, xp, os.path.join(gen, "out.npy"), cache)
+            e = rel(np.load(os.path.join(gen, "out.npy")), t)
+        except (RuntimeError, build.BuildError) as err:
+            line(False, "input skip %d ranks: run: %s" % (ranks, err))
+            continue
+        line(e <= F32_TOL and [(x["src"], x["dst"]) for x in sk] == [(0, ranks - 1)],
+             "input skip %d ranks: the model input stashed by stage 0 for stage %d (%s), equal to torch within "
+             "%.1e relative (%.2e)" % (ranks, ranks - 1, [(x["tensor"], x["src"], x["dst"]) for x in sk], F32_TOL, e))
 
 
 # ---- refusals ----------------------------------------------------------------------------------
@@ -237,13 +299,34 @@ def refusals(work, resnet, zoo_path, cache):
     m2.graph.input.append(helper.make_tensor_value_info(conv.input[1], onnx.TensorProto.FLOAT, [16, 16, 3, 3]))
     m2.graph.initializer.remove([i for i in m2.graph.initializer if i.name == conv.input[1]][0])
     refused("weight-as-input", m2.SerializeToString(), ["2 inputs"])
-    # a plan over the per-core flash budget: refused with the plan that would fit (the search
-    # plans every rank count 1-8 in both modes), nothing written
-    p = export(resnet, out, 4, "tensor", 1, extra=["--flash", "50000"], cache=cache)
-    ok = p.returncode == 2 and "does not fit the budget" in p.stderr and "would fit: --parallel" in p.stderr and \
-        "Traceback" not in p.stderr and untouched()
-    line(ok, "refused over budget (--flash 50000 on 4 ranks): %s" % (
-        [x for x in p.stderr.splitlines() if x.startswith("would fit")] if ok else p.stderr[-600:]))
+    # plans over a per-core flash or RAM budget: refused with the plan that would fit (the
+    # search plans every rank count 1-8 in both modes), nothing written; flash counts the
+    # code every core runs (measured for the target), so the budget is that plus 50,000 B
+    code = build.code_bytes("host", cache)
+    for what, budget, ranks in (("--flash", code + 50000, 4), ("--ram", 100000, 1)):
+        p = export(resnet, out, ranks, "tensor", 1, extra=[what, str(budget)], cache=cache)
+        fit = [x for x in p.stderr.splitlines() if x.startswith("would fit")]
+        ok = p.returncode == 2 and "does not fit the budget" in p.stderr and "would fit: --parallel" in p.stderr and \
+            "Traceback" not in p.stderr and untouched()
+        line(ok, "refused over budget (%s %d on %d rank%s, code %d B): %s" % (
+            what, budget, ranks, "s" if ranks > 1 else "", code, fit if ok else p.stderr[-600:]))
+        if not ok or not fit:
+            continue
+        # the plan it names fits: exported with that budget, its report within it
+        arg = fit[0].split("would fit: ")[1].split(" (")[0].split()
+        mode, nr = arg[1], int(arg[3])
+        dst = os.path.join(bad, "fits")
+        p = export(resnet, dst, nr, mode, 1, extra=[what, str(budget)], cache=cache)
+        ok = p.returncode == 0
+        if ok:
+            rep = json.load(open(os.path.join(dst, "report.json")))
+            key = "flash" if what == "--flash" else "ram"
+            worst = max(c[key] for c in rep["cores"])
+            ok = worst <= budget
+        line(ok, "the suggested plan (%s, %d ranks) exports within %s %d%s" % (
+            mode, nr, what, budget, " (worst core %d B)" % worst if ok else ": " + p.stderr[-400:]))
+        import shutil
+        shutil.rmtree(dst, ignore_errors=True)
     # fuzzed protobufs: bytes of the node section of a small model flipped (seeded); each is
     # refused with a clear error and nothing written, or (where the flip is harmless) exported
     zraw = open(zoo_path, "rb").read()

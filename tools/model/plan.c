@@ -5,9 +5,10 @@
 
      plan <model_plan.h> <link ns per message> <ns per byte>
 
-   Pipeline mode: the segments' costs balanced over the ranks (pp_balance_by_cost, an exact
-   min-max contiguous partition), a forward-only schedule of the model's microbatches
-   (pp_schedule_build, pp_validate, pp_lower), proven to need no mailbox depth beyond
+   Pipeline mode: the segments (one per rank: the exporter cut the nodes with
+   tools/model/balance.c) over the ranks (pp_balance_by_cost), the routes of the skip
+   connections between them (pp_skip_layout, pp_plan_skips), a forward-only schedule of the
+   model's microbatches (pp_schedule_build, pp_validate, pp_lower), proven to need no mailbox depth beyond
    PP_MAILBOX_SLOTS without take-in (pp_mailbox_depth), simulated with the stage costs and
    the activation transfers (pp_simulate: the predicted step time), emitted with pp_emit_c.
    Both modes: mr_query per rank (arena, scratch, executor storage from the library's size
@@ -27,6 +28,8 @@ static uint32_t sim_work[1 << 20];
 static char text[1 << 20];
 static int32_t balance[PP_MAX_RANKS];
 static pp_table tables[PP_MAX_RANKS];
+static pp_layer layers[MR_MAX_SEGMENTS];
+static pp_route routes[PP_MAX_SKIPS];
 
 static int fail(const char *what, int rc)
 {
@@ -40,7 +43,8 @@ int main(int argc, char **argv)
     pp_sim sim;
     pp_costs costs;
     mr_sizes sz[MODEL_RANKS];
-    mr_model m = MODEL_MODEL(NULL, NULL);
+    mr_model m = MODEL_MODEL(NULL, NULL, NULL, 0);
+    int nroutes = 0;
     size_t need = 0, amax = 0, smax = 0, emax = 0;
     uint32_t stage_f[PP_MAX_STAGES];
     uint64_t maxpart = 0;
@@ -59,8 +63,24 @@ int main(int argc, char **argv)
             return fail("pp_balance_by_cost", rc);
         if ((rc = pp_schedule_build(&sched, PP_SCHED_FORWARD_ONLY, MODEL_RANKS, 1, MODEL_NMB, sched_store,
                                     sizeof sched_store, NULL)) ||
-            (rc = pp_validate(&sched, NULL)) || (rc = pp_lower(&sched, &plan, plan_store, sizeof plan_store, NULL)))
+            (rc = pp_validate(&sched, NULL)))
             return fail("schedule", rc);
+        if (MODEL_NSKIPS) { /* the skip connections' routes between the stages (fairscale's SkipLayout) */
+            for (s = 0; s < MODEL_NSEG; s++) {
+                layers[s].act_bytes = m.seg[s].act_bytes;
+                layers[s].stash = m.seg[s].nstash ? m.stash + m.seg[s].stash0 : NULL;
+                layers[s].nstash = m.seg[s].nstash;
+                layers[s].pop = m.seg[s].npop ? m.pop + m.seg[s].pop0 : NULL;
+                layers[s].npop = m.seg[s].npop;
+            }
+            if ((rc = pp_skip_layout(layers, MODEL_NSEG, NULL, MODEL_NSEG, balance, MODEL_RANKS, routes, PP_MAX_SKIPS,
+                                     &nroutes, NULL)))
+                return fail("pp_skip_layout", rc);
+            if ((rc = pp_plan_skips(&sched, routes, nroutes))) return fail("pp_plan_skips", rc);
+            m.routes = routes;
+            m.nroutes = nroutes;
+        }
+        if ((rc = pp_lower(&sched, &plan, plan_store, sizeof plan_store, NULL))) return fail("pp_lower", rc);
         if (pp_sim_bytes(&plan) > sizeof sim_work) return fail("pp_sim_bytes", PP_ERR_TOO_SMALL);
         if ((rc = pp_mailbox_depth(&plan, PP_MAILBOX_SLOTS, sim_work, sizeof sim_work, NULL)) < 0)
             return fail("pp_mailbox_depth", rc);
@@ -73,8 +93,9 @@ int main(int argc, char **argv)
         }
         costs.stage_f = stage_f;
         costs.f = 1;
-        /* a transfer: one message per pg_max_msg piece, ns per byte copied */
-        costs.comm = (uint32_t)(msg_ns + byte_ns * (double)m.seg[0].act_bytes);
+        /* a transfer: one message per pg_max_msg piece, ns per byte copied; in the stage
+           costs' unit (100 ns, tools/splitcore_onnx/plan.py's cost_units), as pp_simulate adds them */
+        costs.comm = (uint32_t)((msg_ns + byte_ns * (double)m.seg[0].act_bytes) / 100.0 + 0.5);
         if ((rc = pp_simulate(&plan, &costs, sim_work, sizeof sim_work, &sim, NULL, 0, NULL, NULL)))
             return fail("pp_simulate", rc);
         for (r = 0; r < MODEL_RANKS; r++)
@@ -108,15 +129,16 @@ int main(int argc, char **argv)
     ROW("model_exec_bytes", exec);
     fprintf(f, "#define MODEL_ARENA_MAX %u\n#define MODEL_SCRATCH_MAX %u\n#define MODEL_EXEC_MAX %u\n",
             (unsigned)(amax ? amax : 8), (unsigned)(smax ? smax : 8), (unsigned)(emax ? emax : 8));
-    fprintf(f, "static const mr_model model = MODEL_MODEL(%s, %s);\n#endif\n",
-            MODEL_PIPELINE ? "model_balance" : "NULL", MODEL_PIPELINE ? "model_pp" : "NULL");
+    fprintf(f, "static const mr_model model = MODEL_MODEL(%s, %s, %s, %d);\n#endif\n",
+            MODEL_PIPELINE ? "model_balance" : "NULL", MODEL_PIPELINE ? "model_pp" : "NULL",
+            nroutes ? "model_pp_skips" : "NULL", nroutes);
     fclose(f);
     printf("{\"rank_state\": %u, \"ranks\": [", (unsigned)sizeof(mr_rank));
     for (r = 0; r < MODEL_RANKS; r++)
         printf("%s{\"arena\": %u, \"scratch\": %u, \"exec\": %u, \"balance\": %d, \"stage_cost\": %u}", r ? ", " : "",
                (unsigned)sz[r].arena, (unsigned)sz[r].scratch, (unsigned)sz[r].exec,
                MODEL_PIPELINE ? (int)balance[r] : 0, MODEL_PIPELINE ? (unsigned)stage_f[r] : 0u);
-    printf("], \"makespan\": %u, \"bubble_ppm\": %u, \"mailbox_depth\": %d, \"max_stage\": %llu}\n",
-           (unsigned)sim.makespan, (unsigned)sim.bubble_ppm, depth, (unsigned long long)maxpart);
+    printf("], \"routes\": %d, \"makespan\": %u, \"bubble_ppm\": %u, \"mailbox_depth\": %d, \"max_stage\": %llu}\n",
+           nroutes, (unsigned)sim.makespan, (unsigned)sim.bubble_ppm, depth, (unsigned long long)maxpart);
     return 0;
 }

@@ -11,10 +11,12 @@
                     output Shard(-1)) or rowwise (weight Shard(1), a Partial sum all-reduced);
                     attention on each rank's heads or rows; redistributions (dt_redistribute)
                     where a node needs another placement.
-     pipeline mode  the model cut where one tensor is live into segments, the segments
-                    balanced over the ranks (pp_balance_by_cost), a forward-only schedule
-                    proven by pp_mailbox_depth, run by pipeline.h's executor with one
-                    pp_layer per segment.
+     pipeline mode  the model cut at any node boundary into one segment per rank, the
+                    nodes' costs balanced by pp_balance_by_cost; a segment hands its last
+                    node's output to the next and every other tensor live across a cut
+                    travels as a skip connection (pp_layer stash / pop, pp_skip_layout's
+                    routes); a forward-only schedule proven by pp_mailbox_depth, run by
+                    pipeline.h's executor (PP_SKIPS) with one pp_layer per segment.
    f32 nodes run dtensor_ops.h's and dtensor_conv.h's kernels; int8 nodes dtensor_quant.h's
    and dtensor_qconv.h's (symmetric int8, TFLite's fixed-point requantization), the model's
    input quantized and its output dequantized at the edges. No heap: the arena, scratch and
@@ -41,8 +43,9 @@
 #include "dtensor_qconv.h"
 #include "pipeline.h"
 
-#define MR_MAX_IN       8  /* inputs of one node (a Concat's parts) */
-#define MR_MAX_SEGMENTS 64 /* pipeline segments of one model */
+#define MR_MAX_IN       8                      /* inputs of one node (a Concat's parts) */
+#define MR_MAX_SEGMENTS 64                     /* pipeline segments of one model */
+#define MR_MAX_BIND     (2 + 2 * PP_MAX_SKIPS) /* tensors a segment's call binds */
 
 #ifdef __cplusplus
 extern "C" {
@@ -102,12 +105,16 @@ typedef struct mr_node {
     int32_t ntab;    /* its entries */
 } mr_node;
 
-/* A pipeline segment: nodes [first, end) from tensor `in` to tensor `out` (one live tensor
-   at each cut), its estimated cost, its output bytes per microbatch, its weights' bytes and
-   its intermediate tensors' bytes (a rank's segments run one at a time). */
+/* A pipeline segment: nodes [first, end) from tensor `in` to tensor `out` (the chain the
+   stages hand on), its estimated cost, its output bytes per microbatch, its weights' bytes
+   and its intermediate tensors' bytes (a rank's segments run one at a time). Every other
+   tensor live across a cut (a residual's or a concat's other input) is a skip connection
+   (fairscale's stash / pop): the segment that computes it stashes it, each later segment
+   that reads it pops it. */
 typedef struct mr_segment {
     int32_t first, end, in, out;
     uint32_t cost, act_bytes, param_bytes, arena;
+    int32_t stash0, nstash, pop0, npop; /* its skips: mr_model.stash[stash0..), pop[pop0..) */
 } mr_segment;
 
 typedef struct mr_model {
@@ -123,8 +130,12 @@ typedef struct mr_model {
     float in_scale, out_scale;   /* int8 */
     int32_t nseg;
     const mr_segment *seg;
-    const int32_t *balance; /* segments per stage (rank) */
-    const pp_table *plan;   /* [ranks] */
+    const int32_t *balance;         /* segments per stage (rank) */
+    const pp_table *plan;           /* [ranks] */
+    const pp_skip *stash, *pop;     /* the segments' skips: by stashing, by popping segment */
+    const int32_t *stash_t, *pop_t; /* their tensors */
+    const pp_route *routes;         /* pp_skip_layout's routes (emitted with the plan) */
+    int32_t nroutes;
 } mr_model;
 
 /* Exact storage one rank needs (mr_query). */
@@ -147,8 +158,9 @@ struct mr_rank {
     dt_comm comm;
     unsigned char *arena, *scratch;
     size_t arena_bytes, scratch_bytes;
-    int32_t bind_t[2];
-    void *bind_p[2];
+    int32_t bind_t[MR_MAX_BIND]; /* pipeline: the call's tensors (input, output, pops) */
+    void *bind_p[MR_MAX_BIND];
+    int32_t nbind;
     int32_t err_node; /* the node that failed, -1: none */
     const float *in;  /* the step's input and output */
     float *out;
@@ -233,8 +245,9 @@ static void *mr__ptr(const mr_rank *r, int32_t id)
     int hops;
     for (hops = 0; hops < 64 && id >= 0 && id < r->m->ntensors; hops++) {
         const mr_tensor *t = &r->t[id];
-        if (id == r->bind_t[0]) return r->bind_p[0];
-        if (id == r->bind_t[1]) return r->bind_p[1];
+        int32_t b;
+        for (b = 0; b < r->nbind; b++)
+            if (id == r->bind_t[b]) return r->bind_p[b];
         if (t->kind == MR_ARENA) return r->arena + t->ref;
         if (t->kind == MR_CONST) return (unsigned char *)(uintptr_t)t->data + (size_t)t->ref * mr__esize(t->dtype);
         if (t->kind != MR_ALIAS) return NULL;
@@ -698,9 +711,22 @@ static int mr__seg_forward(void *self, const mb_tensor *x, mb_tensor *y)
     mr__segctx *c = (mr__segctx *)self;
     mr_rank *r = c->r;
     const mr_segment *s = &r->m->seg[c->seg];
-    r->bind_t[0] = s->in, r->bind_p[0] = x->data;
-    r->bind_t[1] = s->out, r->bind_p[1] = y->data;
-    return mr__nodes(r, s->first, s->end);
+    int32_t i;
+    int rc;
+    r->nbind = 0;
+    r->bind_t[r->nbind] = s->in, r->bind_p[r->nbind++] = x[0].data;
+    r->bind_t[r->nbind] = s->out, r->bind_p[r->nbind++] = y[0].data;
+    for (i = 0; i < s->npop; i++) r->bind_t[r->nbind] = r->m->pop_t[s->pop0 + i], r->bind_p[r->nbind++] = x[1 + i].data;
+    rc = mr__nodes(r, s->first, s->end);
+    for (i = 0; !rc && i < s->nstash; i++) { /* a stash: the tensor, alive to the segment's end, into its slot */
+        int32_t id = r->m->stash_t[s->stash0 + i];
+        const mr_tensor *t = &r->t[id];
+        const void *p = mr__ptr(r, id);
+        if (!p) return DT_ERR_NULL;
+        memcpy(y[1 + i].data, p, (size_t)mr__numel(t->local, t->ndim) * mr__esize(t->dtype));
+    }
+    r->nbind = 0;
+    return rc;
 }
 
 static int mr__pp_input(void *user, int mb, mb_tensor *x)
@@ -726,6 +752,10 @@ static void mr__pp_cfg(const mr_model *m, pp_layer *layers, mr__segctx *ctx, mr_
         layers[i].act_bytes = m->seg[i].act_bytes;
         layers[i].param_bytes = m->seg[i].param_bytes;
         layers[i].cost = m->seg[i].cost;
+        layers[i].stash = m->seg[i].nstash ? m->stash + m->seg[i].stash0 : NULL;
+        layers[i].nstash = m->seg[i].nstash;
+        layers[i].pop = m->seg[i].npop ? m->pop + m->seg[i].pop0 : NULL;
+        layers[i].npop = m->seg[i].npop;
         if (ctx) ctx[i].r = r, ctx[i].seg = i;
     }
     memset(cfg, 0, sizeof *cfg);
@@ -738,6 +768,8 @@ static void mr__pp_cfg(const mr_model *m, pp_layer *layers, mr__segctx *ctx, mr_
     cfg->input = mr__pp_input;
     cfg->output = mr__pp_output;
     cfg->user = r;
+    cfg->skips = m->routes;
+    cfg->nskips = m->nroutes;
 }
 
 /* The scratch node n needs on this rank, from the library's queries. */
@@ -783,7 +815,6 @@ static int mr__bind(mr_rank *r, const mr_model *m, int rank)
     r->m = m;
     r->rank = rank;
     r->t = m->tensors[rank];
-    r->bind_t[0] = r->bind_t[1] = -1;
     r->err_node = -1;
     ms[0] = m->ranks;
     return dt_mesh_init(&r->mesh, 1, ms, NULL, rank);
@@ -834,6 +865,10 @@ int mr_init(mr_rank *r, const mr_model *m, int rank, pg_group *g, void *arena, s
     int rc;
     if (!r || !m || !g || rank < 0 || rank >= m->ranks) return DT_ERR_NULL;
     if (m->nseg > MR_MAX_SEGMENTS) return DT_ERR_TOO_SMALL;
+    for (rc = 0; m->pipeline && rc < m->nseg; rc++)
+        if (m->seg[rc].npop < 0 || m->seg[rc].npop > PP_MAX_SKIPS || m->seg[rc].nstash < 0 ||
+            m->seg[rc].nstash > PP_MAX_SKIPS)
+            return DT_ERR_TOO_SMALL;
     if ((rc = mr__bind(r, m, rank))) return rc;
     r->g = g;
     r->arena = (unsigned char *)arena, r->arena_bytes = arena_bytes;

@@ -1,5 +1,5 @@
 """C source of a plan: model_weights.h (the weights as const arrays), model.h (the tensor and
-node tables tools/model/runner.h runs, and MODEL_MODEL(balance, plan), the mr_model
+node tables tools/model/runner.h runs, and MODEL_MODEL(balance, plan, routes, nroutes), the mr_model
 initializer); tools/model/plan.c then writes model_plan.h (the pipeline's schedule and the
 exact sizes)."""
 import struct
@@ -118,12 +118,31 @@ def model(pl, wnames, title):
         L.append("};")
     L.append("static const mr_tensor *const %s_tensors[%d] = {%s};" % (name, P, ", ".join(
         "%s_t%d" % (name, r if pl.mode == "tensor" else 0) for r in range(P))))
+    nskip = 0
     if pl.mode == "pipeline":
+        stash = [(t, k, d) for k, s in enumerate(pl.segments) for t, d in s["stash"]]
+        pop = [(t, src, k) for k, s in enumerate(pl.segments) for t, src in s["pop"]]
+        nskip = len(stash)
+        for arr, rows in (("stash", stash), ("pop", pop)):
+            if not rows:
+                continue
+            L.append("static const pp_skip %s_%s[%d] = { /* name, namespace, spec: the whole tensor */" % (
+                name, arr, len(rows)))
+            for t, a, b in rows:
+                pt = pl.t[t]
+                L.append('    {"t%d>%d", 0, {%s, 1, {%d, 0, 0, 0, 0}, 1}}, /* %s: segment %d to %d */' % (
+                    t, b, MB[pt.dtype], int(np.prod(pt.shape, dtype=np.int64)), pt.name.replace("*/", "*_"), a, b))
+            L.append("};")
+            L.append("static const int32_t %s_%s_t[%d] = %s;" % (name, arr, len(rows), _ints([r[0] for r in rows],
+                                                                                        len(rows))))
         L.append("static const mr_segment %s_seg[%d] = {" % (name, len(pl.segments)))
+        s0 = p0 = 0
         for s in pl.segments:
-            L.append("    {%d, %d, %d, %d, %du, %du, %du, %du}," % (
+            L.append("    {%d, %d, %d, %d, %du, %du, %du, %du, %d, %d, %d, %d}," % (
                 s["first"], s["end"], s["inp"], s["out"], s["cost_units"], s["act_bytes"], s["param_bytes"],
-                s["arena"]))
+                s["arena"], s0, len(s["stash"]), p0, len(s["pop"])))
+            s0 += len(s["stash"])
+            p0 += len(s["pop"])
         L.append("};")
     g = pl.g
     in_numel = int(np.prod(g.t[g.input].shape[1:]))
@@ -143,13 +162,15 @@ def model(pl, wnames, title):
           "#define MODEL_OUT_NDIM %d" % (len(g.t[g.output].shape) - 1),
           "#define MODEL_NSEG %d" % len(pl.segments),
           "#define MODEL_DTYPE %s" % MB[pl.dtype],
-          "/* the mr_model of these tables with a pipeline balance and plan (NULL, NULL: tensor mode) */",
-          "#define MODEL_MODEL(balance, plan) {MODEL_NAME, %d, %d, %s, %d, %d, %d, %d, %s_nodes, %s_names, "
-          "%s_tensors, %d, %d, %d, %d, %s, %s, %d, %s, balance, plan}" % (
+          "#define MODEL_NSKIPS %d /* tensors stashed for a later segment */" % nskip,
+          "/* the mr_model of these tables with a pipeline balance, plan and skip routes (NULL: tensor mode) */",
+          "#define MODEL_MODEL(balance, plan, routes, nroutes) {MODEL_NAME, %d, %d, %s, %d, %d, %d, %d, %s_nodes, "
+          "%s_names, %s_tensors, %d, %d, %d, %d, %s, %s, %d, %s, balance, plan, %s, routes, nroutes}" % (
               P, pl.mode == "pipeline", MB[pl.dtype], pl.rows, pl.nmb, len(pl.t), len(pl.nodes), name, name, name,
               pl.input, pl.output, in_numel, out_numel, _f(getattr(g, "in_scale", 0.0) or 0.0),
               _f(getattr(g, "out_scale", 0.0) or 0.0), len(pl.segments),
-              "%s_seg" % name if pl.mode == "pipeline" else "NULL"),
+              "%s_seg" % name if pl.mode == "pipeline" else "NULL",
+              "%s_stash, %s_pop, %s_stash_t, %s_pop_t" % ((name,) * 4) if nskip else "NULL, NULL, NULL, NULL"),
           "#endif", ""]
     return L
 

@@ -1,6 +1,7 @@
 """Plans for N cores: where every tensor lies (tensor mode: DTensor placements on a 1-D mesh,
 redistributions inserted where a node needs another), or where the model is cut (pipeline
-mode: segments between points where one tensor is live); then every rank's tensor table
+mode: one segment per rank, cut at any node boundary, skip connections for the tensors
+live across a cut but the chain); then every rank's tensor table
 (local shapes, views of the weights, arena offsets) and the cost estimates.
 
 Tensor mode rules, per node (torch.chunk pieces, no rank ever empty); the input starts
@@ -73,7 +74,8 @@ class Plan:
     def __init__(self, g, mode, ranks, rows, nmb, dtype):
         self.g, self.mode, self.ranks, self.rows, self.nmb, self.dtype = g, mode, ranks, rows, nmb, dtype
         self.t, self.ids, self.nodes = [], {}, []
-        self.segments = []  # pipeline: dicts first, end, in, out, cost, act_bytes, param_bytes, arena
+        self.segments = []  # pipeline: dicts first, end, in, out, cost, act_bytes, param_bytes, arena, stash, pop
+        self.skips = []  # pipeline: the tensors live across a cut but the chain
         self.notes = []
 
     def tensor(self, name, shape=None, dtype=None, const=None, scale=None):
@@ -511,9 +513,10 @@ def _const_views(pl):
             pt.stride[r], pt.kind[r] = gs, "const"
 
 
-def _arena(pl, order, r, bound=()):
+def _arena(pl, order, r, bound=(), keep=()):
     """First-fit offsets for the activations of nodes `order` (indices into pl.nodes) on rank
-    r; bound tensors live elsewhere. Returns the arena bytes."""
+    r; bound tensors live elsewhere, kept ones stay to the end (a pipeline segment's
+    stashes). Returns the arena bytes."""
     P = pl.ranks
     nodes = [pl.nodes[k] for k in order]
     root = {}
@@ -532,6 +535,10 @@ def _arena(pl, order, r, bound=()):
             b = rt(t)
             lo, hi = span.get(b, (step, step))
             span[b] = (min(lo, step), max(hi, step))
+    for t in keep:
+        b = rt(t)
+        if b in span:
+            span[b] = (span[b][0], len(nodes))
     if pl.mode == "tensor":
         span[rt(pl.input)] = (-1, span.get(rt(pl.input), (-1, -1))[1])
         b = rt(pl.output)
@@ -574,58 +581,84 @@ def _layout_tensor(pl):
 # ---- pipeline mode -----------------------------------------------------------------------------
 
 
-def plan_pipeline(g, ranks, nmb, dtype):
+def cost_units(ns):
+    """A cost in the plan's units (100 ns), at least 1, as pipeline.h's uint32 costs."""
+    return int(min(2 ** 32 - 1, max(1, round(ns / 100.0))))
+
+
+def plan_pipeline(g, ranks, nmb, dtype, balance):
+    """One segment per rank, cut at any node boundary: `balance(costs, parts)` partitions the
+    nodes' costs (pp_balance_by_cost). A segment hands its last node's output to the next;
+    every other activation live across a cut is a skip connection, stashed by the segment
+    that computes it (the model input: by segment 0) and popped by each later segment that
+    reads it (fairscale's stash / pop, one name per popping segment)."""
     pl = Plan(g, "pipeline", ranks, g.batch, nmb, dtype)
     tp = plan_tensor(g, 1, dtype)  # the same nodes and rules on one rank
     pl.t, pl.ids, pl.nodes, pl.input, pl.output = tp.t, tp.ids, tp.nodes, tp.input, tp.output
     for pt in pl.t:
         pt.kind, pt.ref, pt.alias = {}, {}, None
-    # cut points: after node k exactly one non-constant tensor is live (and it is a node's output)
-    uses = {}
-    for k, n in enumerate(pl.nodes):
-        for t in n.ins:
-            if pl.t[t].const is None:
-                uses[t] = max(uses.get(t, -1), k)
-    uses[pl.output] = len(pl.nodes)
-    cuts, defined = [], {pl.input: -1}
-    for k, n in enumerate(pl.nodes):
-        defined[n.out] = k
-        live = [t for t, d in defined.items() if d <= k and uses.get(t, -1) > k]
-        if k < len(pl.nodes) - 1 and len(live) == 1 and live[0] == n.out:
-            cuts.append(k + 1)
-    bounds = [0] + cuts + [len(pl.nodes)]
-    for s in range(len(bounds) - 1):
+    N = len(pl.nodes)
+    if ranks > N:
+        raise ExportError("a pipeline of %d ranks needs %d nodes to cut between; the model has %d: use --ranks %d "
+                          "or --parallel tensor" % (ranks, ranks, N, N))
+    if pl.nodes[-1].out != pl.output:
+        raise ExportError("the model's output is not its last node's: the pipeline cannot end there")
+    sizes = balance([cost_units(n.cost + n.comm) for n in pl.nodes], ranks)
+    bounds = [0]
+    for k in sizes:
+        bounds.append(bounds[-1] + k)
+    seg_of = {pl.input: 0}
+    for s in range(ranks):
+        for k in range(bounds[s], bounds[s + 1]):
+            seg_of[pl.nodes[k].out] = s
+    skips = []  # (tensor, stashing segment, popping segment)
+    for s in range(ranks):
         first, end = bounds[s], bounds[s + 1]
-        tin = pl.input if first == 0 else pl.nodes[first - 1].out
-        tout = pl.nodes[end - 1].out
-        last = pl.nodes[end - 1]
-        if last.op == "reshape":
-            last.i[0] = 1  # the segment's output is the executor's slot: written, not aliased
-        seg = dict(first=first, end=end, inp=tin, out=tout,
-                   cost=sum(n.cost for n in pl.nodes[first:end]),
-                   act_bytes=pl.t[tout].nbytes(), param_bytes=0)
-        params = set()
+        tin = pl.input if s == 0 else pl.nodes[first - 1].out
         for n in pl.nodes[first:end]:
             for t in n.ins:
-                if pl.t[t].const is not None:
-                    params.add(t)
-        seg["param_bytes"] = sum(pl.t[t].nbytes() for t in params)
-        pl.segments.append(seg)
-    if len(pl.segments) < ranks:
-        raise ExportError("the model has %d segments between points where one tensor is live (cut points: %d): "
-                          "a pipeline of %d ranks needs %d; use --ranks %d or --parallel tensor" % (
-                              len(pl.segments), len(cuts), ranks, ranks, len(pl.segments)))
-    pl.notes.append("cut points only where one tensor is live (residual blocks stay whole: no skip "
-                    "connection crosses a stage)")
+                if pl.t[t].const is None and seg_of[t] < s and t != tin and (t, seg_of[t], s) not in skips:
+                    skips.append((t, seg_of[t], s))
+    if len(skips) > 16:
+        raise ExportError("the cuts %s leave %d tensors live across stages (the executor carries 16 skip "
+                          "connections): use --parallel tensor or fewer ranks" % (bounds[1:-1], len(skips)))
+    crossing = set(t for t, _, _ in skips)
+    for s in range(ranks):
+        crossing.add(pl.nodes[bounds[s + 1] - 1].out)
+    for n in pl.nodes:
+        if n.op == "reshape" and n.out in crossing:
+            n.i[0] = 1  # the executor's slot or a stash: written, not an alias
     _const_views(pl)
     for pt in pl.t:
         if pt.const is None:
             pt.local[0] = list(pt.shape)
             pt.stride[0] = _strides(pt.shape)
             pt.kind[0], pt.ref[0] = "none", 0
-    for seg in pl.segments:
-        seg["arena"] = _arena(pl, list(range(seg["first"], seg["end"])), 0, bound=(seg["inp"], seg["out"]))
-        for t in (seg["inp"], seg["out"]):
+    for s in range(ranks):
+        first, end = bounds[s], bounds[s + 1]
+        tin = pl.input if s == 0 else pl.nodes[first - 1].out
+        tout = pl.nodes[end - 1].out
+        seg = dict(first=first, end=end, inp=tin, out=tout,
+                   cost=sum(n.cost + n.comm for n in pl.nodes[first:end]),
+                   act_bytes=pl.t[tout].nbytes(), param_bytes=0,
+                   stash=[(t, d) for t, src, d in sorted(skips, key=lambda x: (x[2], x[0])) if src == s],
+                   pop=[(t, src) for t, src, d in skips if d == s])
+        params = set()
+        for n in pl.nodes[first:end]:
+            for t in n.ins:
+                if pl.t[t].const is not None:
+                    params.add(t)
+        seg["param_bytes"] = sum(pl.t[t].nbytes() for t in params)
+        seg["cost_units"] = cost_units(seg["cost"])
+        seg["arena"] = _arena(pl, list(range(first, end)), 0, bound=[tin, tout] + [t for t, _ in seg["pop"]],
+                              keep=[t for t, _ in seg["stash"]])
+        for t in [tin, tout] + [t for t, _ in seg["pop"]]:
             if pl.t[t].kind.get(0) in (None, "none"):
                 pl.t[t].kind[0], pl.t[t].ref[0] = "none", 0
+        pl.segments.append(seg)
+    pl.skips = [dict(tensor=pl.t[t].name, src=a, dst=b, bytes=pl.t[t].nbytes()) for t, a, b in skips]
+    pl.notes.append("cut at any node boundary (nodes balanced by pp_balance_by_cost: %s per rank); %s" % (
+        list(sizes), "%d skip connection%s cross stages, %d B per microbatch" % (
+            len(skips), "" if len(skips) == 1 else "s", sum(x["bytes"] for x in pl.skips)) if skips else
+        "no tensor but the chain crosses a cut"))
     return pl

@@ -28,6 +28,10 @@
 #define OUT     8
 #define NMB     4
 
+/* sized for this board's two cores, as a firmware for it is: pg_group and pg_shm keep
+   per-rank arrays of PG_MAX_RANKS / PG_SHM_MAX_CORES entries (default 64 and 8) */
+#define PG_MAX_RANKS     CORES
+#define PG_SHM_MAX_CORES CORES
 #define MICROBATCH_IMPLEMENTATION
 #include "microbatch.h"
 #define PG_IMPLEMENTATION

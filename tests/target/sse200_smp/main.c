@@ -63,6 +63,90 @@ static int conv_run(int nranks, int (*body)(pg_group *g, void *arg))
 {
     return nranks == FW_CORES ? world_run(body, NULL) : __LINE__;
 }
+#elif defined(FW_COLL_COST)
+/* `scons bench-pg`: what pg_shm's small world all_reduce costs on the two cores, run under
+   -icount shift=0 (one instruction is 1 ns of guest time, and QEMU runs the cores in turn, a
+   waiting core asleep in WFI), so the guest time of a call is the instructions both cores
+   executed for it: the copies, the reduction, the polls before a core sleeps, the doorbell
+   and its interrupt. Built once with PG_SHM_NATIVE_COLLECTIVES and once without (pg.h's
+   collectives over the rings); the one-way latency of an 8-byte message (ping-pong / 2) is
+   measured the same way. Prints `cost: <build> <case> <guest ns per call>` lines for
+   bench/pg/m33.c, after checking every all_reduce's result. */
+#define MICROBATCH_IMPLEMENTATION
+#include "microbatch.h"
+#define PG_IMPLEMENTATION
+#include "ports/pg.h"
+#define PG_SHM_IMPLEMENTATION
+#include "ports/pg_shm.h"
+#define COST_CALLS 2000
+#define COST_MAXN  256 /* floats: 1 KB */
+#define COST_BYTES PG_SHM_REGION_BYTES(FW_CORES, 4, 256)
+#if PG_SHM_NATIVE_COLLECTIVES
+#define SUITE "pg_shm native collectives' cost"
+#else
+#define SUITE "pg_shm collectives' cost"
+#endif
+static uint32_t cost_region[COST_BYTES / 4] __attribute__((aligned(64), section(".splitcore_shm")));
+static pg_shm cost_shm[FW_CORES];
+static float cost_x[FW_CORES][COST_MAXN], cost_y[FW_CORES][COST_MAXN];
+static const uint32_t cost_sizes[] = {8, 64, 256, 1024};
+static const char *const cost_names[] = {"8B", "64B", "256B", "1KB"};
+#define COST_NS (sizeof cost_sizes / sizeof cost_sizes[0])
+static uint32_t cost_us[COST_NS + 1]; /* CPU0's guest µs per COST_CALLS calls; the last: ping-pongs */
+
+static int cost_job(int core, void *arg)
+{
+    pg_shm_hooks h;
+    pg_group *g;
+    uint32_t t0, k, i, n;
+    uint64_t v = 0;
+    size_t got;
+    int rc;
+    (void)arg;
+    fw_hooks(&h);
+    if ((rc = pg_shm_init(&cost_shm[core], cost_region, sizeof cost_region, core, &h)) != 0) return rc;
+    g = pg_shm_group(&cost_shm[core]);
+    for (i = 0; i < COST_MAXN; i++) cost_x[core][i] = (float)((i + (uint32_t)core) % 7u);
+    for (k = 0; k < COST_NS; k++) {
+        n = cost_sizes[k] / 4u;
+        for (i = 0; i < 20; i++) /* warm: both cores past their first polls */
+            if ((rc = pg_all_reduce(g, cost_x[core], cost_y[core], n, MB_F32, PG_SUM)) != 0) return rc;
+        if ((rc = pg_barrier(g)) != 0) return rc;
+        t0 = h.now_us(h.ctx);
+        for (i = 0; i < COST_CALLS; i++)
+            if ((rc = pg_all_reduce(g, cost_x[core], cost_y[core], n, MB_F32, PG_SUM)) != 0) return rc;
+        if (core == 0) cost_us[k] = h.now_us(h.ctx) - t0;
+        for (i = 0; i < n; i++) /* every core's sum: (i % 7) + ((i + 1) % 7) */
+            if (cost_y[core][i] != (float)(i % 7u + (i + 1u) % 7u)) return __LINE__;
+    }
+    if ((rc = pg_barrier(g)) != 0) return rc;
+    t0 = h.now_us(h.ctx);
+    for (i = 0; i < COST_CALLS; i++) { /* 8 bytes there and back */
+        if (core == 0 && (rc = pg_send(g, 1, 1, &v, 8)) != 0) return rc;
+        if ((rc = pg_recv(g, 1 - core, 1, cost_x[core], 8, &got)) != 0) return rc;
+        if (core == 1 && (rc = pg_send(g, 0, 1, &v, 8)) != 0) return rc;
+    }
+    if (core == 0) cost_us[COST_NS] = h.now_us(h.ctx) - t0;
+    return pg_barrier(g);
+}
+
+static int suite_main(void)
+{
+    int rcs[FW_CORES], c, rc = pg_shm_format(cost_region, sizeof cost_region, FW_CORES, 4, 256);
+    uint32_t k;
+    const char *build = PG_SHM_NATIVE_COLLECTIVES ? "pg_shm_native" : "pg_shm";
+    if (rc) return rc;
+    fw_jobs_run(&board_hooks, FW_CORES, cost_job, NULL, rcs);
+    for (c = 0; c < FW_CORES; c++)
+        if (rcs[c]) {
+            printf("core %d failed: %d\n", c, rcs[c]);
+            return 1;
+        }
+    for (k = 0; k < COST_NS; k++) /* guest µs per COST_CALLS calls -> ns per call */
+        printf("cost: %s all_reduce_%s %lu\n", build, cost_names[k], (unsigned long)cost_us[k] * 1000ul / COST_CALLS);
+    printf("cost: %s one_way_8B %lu\n", build, (unsigned long)cost_us[COST_NS] * 1000ul / COST_CALLS / 2ul);
+    return 0;
+}
 #elif defined(FW_SUITE_PIPELINE)
 #define PIPELINE_EXEC_SUITE_CORES FW_CORES
 #define main                      suite_main

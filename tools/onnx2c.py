@@ -2,14 +2,18 @@
 """onnx2c: an ONNX model (opset 13-17) in, splitcore C tables out, planned for N cores.
 
     tools/onnx2c.py MODEL.onnx -o OUTDIR --ranks N --parallel pipeline|tensor|auto
-                    [--batch B] [--microbatches M] [--quant int8 --calib CALIB.npy]
+                    [--batch B] [--microbatches M] [--shard auto|batch|spatial]
+                    [--quant int8 --calib CALIB.npy]
                     [--ram BYTES] [--flash BYTES] [--target host|rv64imac|cortex-m33]
 
 writes OUTDIR/model_weights.h (the weights as const arrays), model.h (tensor and node tables
 for tools/model/runner.h), model_plan.h (the pipeline schedule proven by pp_mailbox_depth and
 every core's exact storage, from tools/model/plan.c), report.txt and report.json (per-core
 flash and RAM, the predicted step time), graph.pkl (the exported graph, for the numpy
-reference). --batch is the samples of one step: in pipeline mode M microbatches of B / M.
+reference). --batch is the samples of one step: in pipeline mode M microbatches of B / M. --shard (tensor
+mode): the samples split over the ranks (batch: no halo exchange, each rank's convs on the whole
+image) or the first conv's rows (spatial: halo exchanges; the only split of a batch smaller than
+the ranks); auto takes the smaller estimate.
 --quant int8 quantizes as dtensor_quant.h's int8 ops do (symmetric per-channel weights,
 per-tensor activations calibrated on CALIB.npy, TFLite's requantization). --ram / --flash:
 per-core budgets in bytes; a plan over budget is refused, naming what would fit.
@@ -76,7 +80,7 @@ def _build(data, args, mode):
     if mode == "pipeline":
         pl = plan.plan_pipeline(gw, args.ranks, nmb, dtype, lambda costs, parts: _balance(costs, parts, args.cache))
     else:
-        pl = plan.plan_tensor(gw, args.ranks, dtype)
+        pl = plan.plan_tensor(gw, args.ranks, dtype, getattr(args, "shard", "auto"))
     return pl
 
 
@@ -184,6 +188,8 @@ def _describe(pl, res, cores, step_ns, args):
         for n in pl.nodes:
             if n.op == "conv":
                 k = ["conv replicated", "conv spatial (Shard(H), halo)", "conv output channels (Shard(C))"][n.fn]
+                if n.fn == 0 and pl.t[n.ins[0]].place == ("S", 0):
+                    k = "conv batch (Shard(N))"
             elif n.op == "linear":
                 k = ["linear local", "linear colwise", "linear rowwise (all-reduce)"][n.fn]
             elif n.op == "redist":
@@ -194,6 +200,8 @@ def _describe(pl, res, cores, step_ns, args):
                 continue
             kinds[k] = kinds.get(k, 0) + 1
         L.append("  placements: " + ", ".join("%d %s" % (v, k) for k, v in sorted(kinds.items())))
+        for n in pl.notes:
+            L.append("  note: " + n)
     L.append("  per core (bytes): flash = weights + tables + code, RAM = arena + scratch + executor + state")
     L.append("    code: the runner and the library code it calls, linked for %s (-Os, unused sections dropped; "
              "tools/model/code_probe.c, measured), the port and the C library not counted; tables and state "
@@ -341,6 +349,8 @@ def main(argv=None):
     ap.add_argument("--parallel", choices=["pipeline", "tensor", "auto"], default="auto")
     ap.add_argument("--batch", type=int, default=1)
     ap.add_argument("--microbatches", type=int)
+    ap.add_argument("--shard", choices=["auto", "batch", "spatial"], default="auto",
+                    help="tensor mode: split the batch or the first conv's rows (auto: the cheaper estimate)")
     ap.add_argument("--quant", choices=["none", "int8"], default="none")
     ap.add_argument("--calib")
     ap.add_argument("--ram", type=int, default=0)

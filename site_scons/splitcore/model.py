@@ -269,8 +269,10 @@ def _fw_checks(sc, m, aliases, root, cases, untrained, board="rv64imac"):
         calib = (root + "/data/" if untrained else "build/models/") + "calib.npy"
         tag = "%s-%s-%s%s" % (name, dtype, mode, suffix)
         gen = "%s/%s/gen" % (root, tag)
+        # tensor mode over rows, the halo exchanges between cores: what a batch of one gets
         exp = m.export(aliases[0], onnx, gen, ranks, mode, 4, dtype, calib, deps=(model or []) + data,
-                       extra=["--target", "cortex-m33"] if board == "m33" else ["--target", "rv64imac"])
+                       extra=["--target", "cortex-m33" if board == "m33" else "rv64imac"] +
+                       (["--shard", "spatial"] if mode == "tensor" else []))
         xin = root + "/" + tag + "/x.npy"
         sub = env.Command(xin, data[0], Action(lambda target, source, env, n=n: subprocess.run(
             [PY, "-c", "import numpy as np, sys; np.save(sys.argv[2], np.load(sys.argv[1])[:%d])" % n,

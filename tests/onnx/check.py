@@ -92,7 +92,8 @@ def q8_ref(gen, x):
     return np.concatenate(outs)
 
 
-def matrix(kind, onnx, pt, x, calib, work, cache, batch, configs=CONFIGS, dtypes=("f32", "int8"), label=""):
+def matrix(kind, onnx, pt, x, calib, work, cache, batch, configs=CONFIGS, dtypes=("f32", "int8"), label="",
+           extra=()):
     """Every config on x: f32 within F32_TOL of torch, int8 equal to numpy's int8 run and to
     each other bit for bit. Returns {(dtype, ranks, mode): out}."""
     t = torch_out(kind, pt, x)
@@ -103,7 +104,8 @@ def matrix(kind, onnx, pt, x, calib, work, cache, batch, configs=CONFIGS, dtypes
         for ranks, mode in configs:
             tag = "%s%s %s %d rank%s %s" % (kind, label, dtype, ranks, "s" if ranks > 1 else "", mode)
             gen = os.path.join(work, "%s%s-%s-%d-%s" % (kind, label, dtype, ranks, mode))
-            p = export(onnx, gen, ranks, mode, batch, "int8" if dtype == "int8" else "none", calib, cache=cache)
+            p = export(onnx, gen, ranks, mode, batch, "int8" if dtype == "int8" else "none", calib, extra=extra,
+                       cache=cache)
             if not line(p.returncode == 0, "%s: export%s" % (tag, "" if not p.returncode else ": " + p.stderr[-800:])):
                 continue
             o = os.path.join(gen, "out.npy")
@@ -144,6 +146,15 @@ def quick(work, cache):
                         d], check=True, stdout=subprocess.DEVNULL)
         matrix(kind, os.path.join(d, kind + ".onnx"), os.path.join(d, kind + ".pt"), x, calib, work, cache, 4)
     cut_inside(work, "resnet8")
+    # tensor mode splits these batches over the ranks (the cheaper estimate); --shard spatial
+    # takes the other plan, the rows with halo exchanges, which a batch too small to split gets
+    rep = open(os.path.join(work, "resnet8-f32-2-tensor", "report.txt")).read()
+    line("9 conv batch (Shard(N))" in rep and "batch chosen" in rep,
+         "resnet8 2 ranks tensor: the batch split over the ranks, every conv local (%s)" % [
+             x.strip() for x in rep.splitlines() if "placements" in x or "shard:" in x])
+    d = os.path.join(work, "m13")
+    matrix("resnet8", os.path.join(d, "resnet8.onnx"), os.path.join(d, "resnet8.pt"), x, calib, work, cache, 4,
+           configs=[(2, "tensor"), (4, "tensor")], label="-spatial", extra=["--shard", "spatial"])
     # ResNet-8 trained briefly here (60 batches of Fashion-MNIST): weights and folded BatchNorm
     # as training leaves them, on the test images
     d = os.path.join(work, "brief")

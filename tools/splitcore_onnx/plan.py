@@ -4,8 +4,10 @@ mode: one segment per rank, cut at any node boundary, skip connections for the t
 live across a cut but the chain); then every rank's tensor table
 (local shapes, views of the weights, arena offsets) and the cost estimates.
 
-Tensor mode rules, per node (torch.chunk pieces, no rank ever empty):
-  conv      input Shard(H) -> spatial (halo exchange), output Shard(H); a replicated input
+Tensor mode rules, per node (torch.chunk pieces, no rank ever empty); the input starts
+Shard(0) (the batch, --shard batch) or as the first conv wants it (spatial), auto: the plan of
+the two with the smaller estimated busy time (the largest rank's piece of every node):
+  conv      input Shard(N) -> local on each rank's samples, output Shard(N); input Shard(H) -> spatial (halo exchange), output Shard(H); a replicated input
             with enough output rows (>= 2 per rank) is narrowed to Shard(H) first; else
             output channels: weight Shard(0), output Shard(C); else replicated
   pools     follow Shard(H) (halo) or Shard(C); mean over a sharded dim: local sums
@@ -185,9 +187,33 @@ def _reshape_shard(a, b, d, p):
     return None
 
 
-def plan_tensor(g, ranks, dtype):
+def _busy(pl):
+    return sum(n.cost + n.comm for n in pl.nodes)
+
+
+def plan_tensor(g, ranks, dtype, shard="auto"):
+    """The tensor-mode plan. shard: where the input's split starts, "batch" (Shard(0): every
+    sample's work on one rank, no halos; the batch must split over the ranks), "spatial"
+    (the first conv's rows, Shard(H), halo exchanges), or "auto": the one with the smaller
+    estimated busy time."""
+    if shard == "auto":
+        cands = [_plan_tensor(g, ranks, dtype, "spatial")]
+        if ranks > 1 and splits(g.batch, ranks) and g.batch >= ranks:
+            cands.append(_plan_tensor(g, ranks, dtype, "batch"))
+        best = min(cands, key=_busy)
+        if len(cands) > 1:
+            best.notes.append("shard: predicted busy %s; %s chosen" % (
+                ", ".join("%s %.2f ms" % (c.shard, _busy(c) / 1e6) for c in cands), best.shard))
+        return best
+    if shard == "batch" and not (splits(g.batch, ranks) and g.batch >= ranks):
+        raise ExportError("--shard batch: a batch of %d does not split over %d ranks" % (g.batch, ranks))
+    return _plan_tensor(g, ranks, dtype, shard)
+
+
+def _plan_tensor(g, ranks, dtype, shard):
     P = ranks
     pl = Plan(g, "tensor", ranks, g.batch, 1, dtype)
+    pl.shard = shard
     place = {}
     memo = {}
     base = {}  # a redistributed copy's graph tensor (same shape)
@@ -224,9 +250,19 @@ def plan_tensor(g, ranks, dtype):
     def sh(name):
         return place[name][1] if place[name][0] == "S" else None
 
+    def share(name, shape=None):
+        """The largest rank's part of tensor name's work (rank 0's torch.chunk piece)."""
+        d = sh(name)
+        if d is None:
+            return 1.0
+        n = (shape or T(name).shape)[d]
+        return chunk(n, P, 0)[0] / n
+
     first = [n for n in g.nodes if g.input in n.ins]
     place[g.input] = ("R",)
-    if len(first) == 1 and first[0].op == "conv" and P > 1:
+    if shard == "batch" and P > 1:
+        place[g.input] = ("S", 0)
+    elif len(first) == 1 and first[0].op == "conv" and P > 1:
         oh = g.t[first[0].out].shape[2]
         if oh >= 2 * P and splits(g.t[g.input].shape[2], P) and splits(oh, P):
             place[g.input] = ("S", 2)
@@ -241,11 +277,13 @@ def plan_tensor(g, ranks, dtype):
         if op == "conv":
             oh, cout = out.shape[2], out.shape[1]
             mode = 0
-            if sh(x) is not None and sh(x) != 2:
+            if sh(x) is not None and sh(x) not in (0, 2):
                 x = gather(x, n.name)
             if sh(x) == 2 and not (splits(oh, P)):
                 x = gather(x, n.name)
-            if sh(x) == 2:
+            if sh(x) == 0:
+                mode = 0  # each rank's samples, the whole weight: no communication
+            elif sh(x) == 2:
                 mode = 1
             elif P > 1 and oh >= 2 * P and splits(T(x).shape[2], P) and splits(oh, P):
                 x = redist(x, ("S", 2), n.name)
@@ -256,13 +294,13 @@ def plan_tensor(g, ranks, dtype):
             ins = [pid(x), wid]
             if len(n.ins) > 2:
                 ins.append(pl.use_const(n.ins[2], 0 if mode == 2 else None))
-            place[n.out] = ("S", 2) if mode == 1 else ("S", 1) if mode == 2 else ("R",)
+            place[n.out] = ("S", 2) if mode == 1 else ("S", 1) if mode == 2 else ("S", 0) if sh(x) == 0 else ("R",)
             node = PN("conv", n.name, ins, pid(n.out), fn=mode, i=list(a["stride"]) + list(a["pad"]) + list(
                 a["dil"]) + [a["groups"], mode], relu=a.get("relu", 0))
             node.tab = a.get("mult"), a.get("shift")
             node.tabkind = "qmul" if dtype == "i8" else None
             macs = _macs(g, n)
-            node.cost = _node_cost(dtype, "conv", macs / (P if mode else 1), 0)
+            node.cost = _node_cost(dtype, "conv", macs * (share(n.out, out.shape) if mode != 2 else 1.0 / P), 0)
             if mode == 1:
                 kh = g.t[n.ins[1]].shape[2]
                 halo = (kh - 1) * a["dil"][0] * T(x).shape[0] * T(x).shape[1] * T(x).shape[3] * pl.t[
@@ -272,12 +310,12 @@ def plan_tensor(g, ranks, dtype):
             oh = out.shape[2]
             if sh(x) == 2 and not splits(oh, P):
                 x = gather(x, n.name)
-            if sh(x) not in (None, 1, 2):
+            if sh(x) not in (None, 0, 1, 2):
                 x = gather(x, n.name)
             place[n.out] = place[x]
             node = PN("pool", n.name, [pid(x)], pid(n.out), fn=0 if op == "maxpool" else 1,
                       i=list(a["kernel"]) + list(a["stride"]) + list(a["pad"]) + list(a["dil"]) + [a["count_pad"]])
-            node.cost = _node_cost(dtype, op, 0, out.numel * a["kernel"][0] * a["kernel"][1]) / (P if sh(x) else 1)
+            node.cost = _node_cost(dtype, op, 0, out.numel * a["kernel"][0] * a["kernel"][1]) * share(x)
             if sh(x) == 2:
                 node.comm = _comm_ns(T(x).shape[0] * T(x).shape[1] * T(x).shape[3] * a["kernel"][0], 2)
         elif op == "mean":
@@ -289,7 +327,7 @@ def plan_tensor(g, ranks, dtype):
             reduced = d is not None and d in axes
             place[n.out] = ("R",) if d is None or reduced else ("S", d)
             node = PN("mean", n.name, [pid(x)], pid(n.out), i=[axes[0], axes[-1], 1 if reduced else 0])
-            node.cost = _node_cost(dtype, "mean", 0, T(x).numel) / (P if d is not None else 1)
+            node.cost = _node_cost(dtype, "mean", 0, T(x).numel) * share(x)
             if reduced:
                 node.comm = _comm_ns(out.numel * 4 * 2, 2 * (P - 1))
         elif op == "linear":

@@ -450,7 +450,8 @@ static int pg_shm__same_region(const pg_shm *s)
 {
     const volatile uint32_t *w = s->region;
     if (!s->cores) return PG_OK; /* not attached yet: pg_shm_init waits for a header */
-    return (pg_shm__load(s, w) ^ PG_SHM__MAGIC) | (PG_SHM__GET(w + PG_SHM__GEN_W) ^ s->gen) ? PG_ERR_CORRUPT : PG_OK;
+    return ((pg_shm__load(s, w) ^ PG_SHM__MAGIC) | (PG_SHM__GET(w + PG_SHM__GEN_W) ^ s->gen)) != 0u ? PG_ERR_CORRUPT
+                                                                                                    : PG_OK;
 }
 
 /* The one wait loop: poll(s, a, b) until it returns non-zero (> 0 done, < 0 an error);

@@ -1235,7 +1235,7 @@ PP__DEF int pp_peak_inflight(const pp_plan *p, int rank)
         }
     if (!bwd && p->nskips) { /* each F's activation from its F to its last use, both ends counted */
         for (i = 0; i < p->len[rank]; i++) {
-            int j, live = 0;
+            int live = 0;
             for (j = 0; j <= i; j++) live += pp__row(p, rank)[j].type == PP_F && pp__last_use(p, rank, j) >= i;
             if (live > peak) peak = live;
         }

@@ -30,7 +30,14 @@
      shared data is coherent: no cache hooks.
    - CPU1 starts held (TRM, "System control", CPUWAIT reset value 0x2). CPU0 releases it
      with pg_shm_sse200_release_cpu1(vectors): INITSVTOR1 = CPU1's vector table (without it
-     CPU1 boots CPU0's table), then CPUWAIT bit 1 cleared.
+     CPU1 boots CPU0's table), then CPUWAIT bit 1 cleared. To restart CPU1 alone, CPU0
+     holds it with pg_shm_sse200_hold_cpu1() (CPUWAIT bit 1 set: it takes effect at CPU1's
+     next reset, e.g. one through its PPU or a watchdog; a running core goes on running),
+     resets it, and releases it again: CPU1 then boots from the table in INITSVTOR1 (its
+     initial MSP and reset vector) and its start-up calls pg_shm_init() to re-attach.
+     QEMU 7.2 models CPUWAIT and INITSVTOR1 but resets no running core alone (a CPUWAIT
+     1 -> 0 only powers on a core that is off; the PPUs are not modelled), so its tests
+     emulate the reset pulse itself (tests/target/sse200_smp/start.c).
    - Region placement: the SSE-200's internal SRAM, 4 banks of 32 KB at 0x20000000 (Secure
      alias 0x30000000) on both AN521 and AN524 (AN521, "Memory map"), every core maps at
      the same address. Put the region in an output section of its own marked NOLOAD and
@@ -181,7 +188,18 @@ static inline void pg_shm_sse200_hooks(pg_shm_hooks *h, pg_shm_sse200 *s, uint32
     h->ctx = s;
 }
 
-/* CPU0: start CPU1 at the vector table `vectors` (aligned to 128 bytes at least: VTOR). */
+/* CPU0: hold CPU1 (CPUWAIT bit 1). It takes effect at CPU1's next reset (through its PPU,
+   a watchdog): CPU1 then waits there until pg_shm_sse200_release_cpu1(). A running CPU1
+   is not stopped by it. */
+static inline void pg_shm_sse200_hold_cpu1(void)
+{
+    PG_SHM_SSE200__CPUWAIT |= 2u;
+    __asm__ volatile("dsb" ::: "memory");
+}
+
+/* CPU0: start CPU1 (at power-on, or after a reset under pg_shm_sse200_hold_cpu1()) at the
+   vector table `vectors` (aligned to 128 bytes at least: VTOR), its initial MSP and reset
+   vector. */
 static inline void pg_shm_sse200_release_cpu1(const void *vectors)
 {
     PG_SHM_SSE200__INITSVTOR1 = (uint32_t)(uintptr_t)vectors;

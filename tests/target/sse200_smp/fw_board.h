@@ -27,12 +27,19 @@ void fw_notify(unsigned cpu);
 /* A semihosting call (operation, its argument block); returns r0. */
 uint32_t fw_semihost(uint32_t op, const void *arg);
 
-/* CPU1's warm restart (start.c), what a watchdog or debugger reset of that core does: CPU0
-   sets fw_reset_cpu1 and rings CPU1 (fw_notify(1)); CPU1's doorbell handler then returns
-   into its reset path (fresh stack, its SysTick and hook state cleared, fw_boots1 + 1, then
-   the power-on start-up: fw_core_main(1) again). QEMU 7.2 resets no running core by itself:
-   CPUWAIT only releases a held one. */
-extern volatile uint32_t fw_reset_cpu1, fw_boots1;
+/* CPU0: restart CPU1 as a reset of that core alone (its PPU, a watchdog) does on silicon.
+   The hold and the release go through the real registers: CPUWAIT bit 1 set
+   (pg_shm_sse200_hold_cpu1), then, once CPU1 is in its reset and `hold_loops` loops later,
+   pg_shm_sse200_release_cpu1(CPU1's vector table: INITSVTOR1, CPUWAIT bit 1 cleared) and a
+   doorbell that wakes CPU1 where it is held. Only the reset pulse is emulated, because
+   QEMU 7.2 resets no running core alone: a flag set and CPU1's doorbell rung, whose
+   handler returns into CPU1's reset path (start.c: SysTick and hook state cleared,
+   fw_boots1 + 1, held by check-then-WFI while the bit is set, then MSP and reset vector
+   from INITSVTOR1's table: the power-on start-up, fw_core_main(1) again). CPU0 calls it
+   with interrupts enabled. Returns 1 when CPU1, at the release, was in its reset having
+   found CPUWAIT bit 1 set (held, as it must be), else 0. */
+int fw_restart_cpu1(uint32_t hold_loops);
+extern volatile uint32_t fw_boots1; /* CPU1's resets since power-on */
 
 /* Every core calls it with its number: CPU1 runs f and sleeps for good; CPU0 runs f, waits
    for CPU1 and returns the first non-zero result (0 when both returned 0). */

@@ -259,14 +259,17 @@ static void test_doorbell_latched_and_consumed(void **state)
     for (c = 0; c < FW_CORES; c++) assert_int_equal(rcs[c], 0);
 }
 
-/* CPU0 restarts CPU1 mid-run (fw_board.h: CPU1's warm restart), at a step and a delay picked
-   per run, so CPU1 is caught anywhere: inside one of pg_shm's waits, between calls, with a
-   message sent and not received. CPU1's start-up runs the current job again, whose
-   pg_shm_init re-attaches to the region it kept; CPU0 gets PG_ERR_PEER_RESET for what it had
-   in flight, recovers, both agree on the step to resume from and finish the run with every
-   step's results checked against the single-core sums (lc_step). RESTART_RUNS in a row. */
-static uint32_t warm_boots0, warm_step, warm_delay;
-static int warm_told0;
+/* CPU0 restarts CPU1 mid-run (fw_board.h: fw_restart_cpu1, held through CPUWAIT, released
+   with INITSVTOR1, only the reset pulse emulated), at a step and a delay picked per run, so
+   CPU1 is caught anywhere: inside one of pg_shm's waits, between calls, with a message sent
+   and not received; it stays held for a time picked per run. CPU1 boots from the table CPU0
+   released it with and its start-up runs the current job again, whose pg_shm_init
+   re-attaches to the region it kept; CPU0 gets PG_ERR_PEER_RESET for what it had in flight,
+   recovers, both agree on the step to resume from and finish the run with every step's
+   results checked against the single-core sums (lc_step). RESTART_RUNS in a row, each with
+   exactly one reset of CPU1 that found it held. */
+static uint32_t warm_boots0, warm_step, warm_delay, warm_hold;
+static int warm_told0, warm_held;
 
 static int body_warm_restart(pg_group *g, int rank)
 {
@@ -280,8 +283,7 @@ static int body_warm_restart(pg_group *g, int rank)
         if (rank == 0 && step == warm_step && !asked) {
             asked = 1;
             for (k = 0; k < warm_delay; k++) __asm__ volatile("nop");
-            fw_reset_cpu1 = 1u;
-            fw_notify(1);
+            warm_held += fw_restart_cpu1(warm_hold);
         }
         rc = lc_step(g, rank, step);
         if (rc == PG_ERR_PEER_RESET) {
@@ -305,14 +307,16 @@ static void test_cpu1_warm_restart(void **state)
         seed = mix(seed + run);
         warm_step = 2u + (seed >> 8) % (RESTART_STEPS - 4u);
         warm_delay = (seed >> 16) % 4096u;
+        warm_hold = mix(seed) % 4096u;
         warm_boots0 = fw_boots1;
-        warm_told0 = 0;
+        warm_told0 = warm_held = 0;
         run_all(body_warm_restart);
         assert_int_equal(fw_boots1, warm_boots0 + 1u); /* CPU1 restarted once */
+        assert_int_equal(warm_held, 1);                /* held by CPUWAIT in that reset */
         assert_true(warm_told0 >= 1);                  /* and CPU0 was told */
     }
-    print_message("CPU1 warm restart: %d runs, CPU1 restarted mid-run through its reset path, CPU0 got "
-                  "PG_ERR_PEER_RESET, both recovered and finished with every step checked\n",
+    print_message("CPU1 warm restart: %d runs, CPU1 reset mid-run, held by CPUWAIT, booted from INITSVTOR1's "
+                  "table, CPU0 got PG_ERR_PEER_RESET, both recovered and finished with every step checked\n",
                   RESTART_RUNS);
 }
 

@@ -7,20 +7,25 @@
    address is a bus fault, which the fault handler skips while a probe is under way) and
    so the SysTick clock, starts its own SysTick and doorbell (ports/platform/sse200.h),
    releases CPU1 at fw_vectors1 (own stack) and calls fw_core_main(0). CPU1 starts its
-   SysTick and doorbell and calls fw_core_main(1). Output and exit go through semihosting
-   (fwlibc.c). Any other fault prints the core, pc, lr and fault status and ends the run
-   with status 0xEE at once, instead of leaving QEMU spinning until the run's timeout. */
+   SysTick and doorbell and calls fw_core_main(1); fw_restart_cpu1() restarts it the same
+   way (CPUWAIT, INITSVTOR1), with only the reset pulse emulated (fw_board.h). Output and
+   exit go through semihosting (fwlibc.c). Any other fault prints the core, pc, lr and
+   fault status and ends the run with status 0xEE at once, instead of leaving QEMU
+   spinning until the run's timeout. */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include "fw_board.h"
 
-#define FW_REG(a)     (*(volatile uint32_t *)(uintptr_t)(a))
-#define FW_SCB_CFSR   0xE000ED28u
-#define FW_SCB_HFSR   0xE000ED2Cu
-#define FW_SCB_BFAR   0xE000ED38u
-#define FW_SYS_WRITE0 0x04u
-#define FW_SYS_EXIT   0x20u /* SYS_EXIT_EXTENDED: the block {reason, code} */
+#define FW_REG(a)         (*(volatile uint32_t *)(uintptr_t)(a))
+#define FW_SCB_CFSR       0xE000ED28u
+#define FW_SCB_HFSR       0xE000ED2Cu
+#define FW_SCB_BFAR       0xE000ED38u
+#define FW_SCB_VTOR       0xE000ED08u
+#define FW_NVIC_ICPR      (0xE000E280u + 4u * (PG_SHM_SSE200_MHU_IRQ >> 5))
+#define FW_ICSR_PENDSTCLR (1u << 25)
+#define FW_SYS_WRITE0     0x04u
+#define FW_SYS_EXIT       0x20u /* SYS_EXIT_EXTENDED: the block {reason, code} */
 
 pg_shm_sse200 fw_sse;
 uint32_t fw_cpu_hz;
@@ -114,45 +119,75 @@ void fw_systick(void)
     pg_shm_sse200_systick_isr(&fw_sse);
 }
 
-volatile uint32_t fw_reset_cpu1, fw_boots1;
+volatile uint32_t fw_boots1;
+static volatile uint32_t fw__reset_cpu1; /* the emulated reset pulse: CPU1's next doorbell is one */
+static volatile uint32_t fw__waiting1;   /* CPU1 is in its reset, held by CPUWAIT */
 void fw_mhu(uint32_t *frame);
-void fw_warm1(void);
-void fw_restart1(void);
+void fw_warm1(void) __attribute__((noreturn));
 
 __attribute__((naked)) void fw_mhu0(void)
 {
     FW_FRAME_ENTRY(fw_mhu);
 }
 
-/* The doorbell; on CPU1 with fw_reset_cpu1 set, the interrupt returns into CPU1's reset
-   path instead of the code it interrupted. */
+/* The doorbell; on CPU1 with fw__reset_cpu1 set it is the reset pulse: the interrupt
+   returns, interrupts masked, into CPU1's reset (fw_warm1) instead of the code it
+   interrupted. */
 void fw_mhu(uint32_t *frame)
 {
     pg_shm_sse200_mhu_isr(&fw_sse);
-    if (fw_reset_cpu1 && pg_shm_sse200_cpu() == 1u) {
-        fw_reset_cpu1 = 0;
+    if (fw__reset_cpu1 && pg_shm_sse200_cpu() == 1u) {
+        fw__reset_cpu1 = 0;
+        __asm__ volatile("cpsid i" ::: "memory");
         frame[6] = (uint32_t)(uintptr_t)fw_warm1 & ~1u; /* return address */
         frame[7] = 1u << 24;                            /* xPSR: Thumb only */
     }
 }
 
-/* CPU1's reset as a watchdog would do it: the stack from its vector table, not the old one */
-__attribute__((naked)) void fw_warm1(void)
+/* CPU1's reset from the pulse on, as the hardware does it. What a reset clears of the
+   core's own state (SysTick and a pending tick, the hook set's latch and clock; RAM, the
+   region with it, is kept); then held while CPUWAIT bit 1 is set; then the boot from the
+   vector table in INITSVTOR1 (VTOR, initial MSP, reset vector), the one CPU0 released it
+   with. The hold is check-then-WFI with interrupts masked and the MHU interrupt enabled:
+   CPU0 rings after the release, other doorbells are cleared and the check made again (a
+   spin would keep CPU0 from running under -icount). fw__waiting1 says it found the bit set
+   and waits; fw_boots1 moves once that check is made. */
+void fw_warm1(void)
 {
-    __asm__ volatile("movw r0, #:lower16:__stack1_top\n\t"
-                     "movt r0, #:upper16:__stack1_top\n\t"
-                     "msr msp, r0\n\t"
-                     "b fw_restart1\n\t");
+    const uint32_t *vectors;
+    PG_SHM_SSE200__SYST_CSR = 0;
+    PG_SHM_SSE200__ICSR = FW_ICSR_PENDSTCLR;
+    memset(&fw_sse.core[1], 0, sizeof fw_sse.core[1]);
+    fw__waiting1 = (PG_SHM_SSE200__CPUWAIT & 2u) != 0;
+    __asm__ volatile("dmb" ::: "memory");
+    fw_boots1++;
+    while (PG_SHM_SSE200__CPUWAIT & 2u) {
+        __asm__ volatile("dsb\n\twfi" ::: "memory");
+        PG_SHM_SSE200__MHU_CLR(1) = PG_SHM_SSE200__MHU_STAT(1);
+        FW_REG(FW_NVIC_ICPR) = 1u << (PG_SHM_SSE200_MHU_IRQ & 31u);
+    }
+    fw__waiting1 = 0;
+    vectors = (const uint32_t *)(uintptr_t)PG_SHM_SSE200__INITSVTOR1;
+    FW_REG(FW_SCB_VTOR) = (uint32_t)(uintptr_t)vectors;
+    __asm__ volatile("dsb\n\tmsr msp, %0\n\tisb\n\tbx %1" ::"r"(vectors[0]), "r"(vectors[1]) : "memory");
+    __builtin_unreachable();
 }
 
-/* ... and what a reset clears of the core's own state (SysTick, the hook set's latch and
-   clock), then the same start-up as at power-on. RAM, the region with it, is kept. */
-void fw_restart1(void)
+/* The release waits (WFI, woken at least by CPU0's SysTick) until CPU1's reset has checked
+   CPUWAIT: a release before it would end a hold not yet begun. */
+int fw_restart_cpu1(uint32_t hold_loops)
 {
-    PG_SHM_SSE200__SYST_CSR = 0;
-    memset(&fw_sse.core[1], 0, sizeof fw_sse.core[1]);
-    fw_boots1++;
-    fw_reset1();
+    uint32_t boots = fw_boots1, k;
+    int held;
+    pg_shm_sse200_hold_cpu1();
+    fw__reset_cpu1 = 1u;
+    fw_notify(1);
+    while (fw_boots1 == boots) __asm__ volatile("wfi" ::: "memory");
+    for (k = 0; k < hold_loops; k++) __asm__ volatile("nop");
+    held = fw__waiting1 != 0;
+    pg_shm_sse200_release_cpu1(fw_vectors1);
+    fw_notify(1);
+    return held;
 }
 
 void fw_hooks(pg_shm_hooks *h)

@@ -30,8 +30,8 @@
    too): PIPELINE_EXEC_IMPLEMENTATION (the definitions, in exactly one .c file; implied by
    PIPELINE_IMPLEMENTATION and SPLITCORE_IMPLEMENTATION), PIPELINE_EXEC_STATIC (every
    function static; implied by PIPELINE_STATIC), and the macros of section 1, each with its
-   default and what it does: what is built (PP_NO_TAKEIN, PP_NO_TRAINING: flags of value 0
-   or 1, a bare -DPP_NO_TAKEIN meaning 1) and the port settings (PP_MAILBOX_SLOTS,
+   default and what it does: what is built (PP_NO_TAKEIN, PP_NO_TRAINING, PP_NO_EVENTS: flags
+   of value 0 or 1, a bare -DPP_NO_TAKEIN meaning 1) and the port settings (PP_MAILBOX_SLOTS,
    PP_AGREE_TAG, PP_WAIT_SLICE_MAX_MS). The definitions call pg.h and microbatch.h:
    implement them in the same file (or SPLITCORE_IMPLEMENTATION implements all of them).
 
@@ -76,6 +76,12 @@
 #ifndef PP_NO_TRAINING
 #define PP_NO_TRAINING 0
 #endif
+/* 1: no timeline: pp_exec_run reads no clock and records no pp_event (firmware that does
+   not trace its steps: about 80 B less on Cortex-M). pp_exec_cfg.now_us and pp_exec.events,
+   max_events and nevents are left out, so code that sets them does not compile. */
+#ifndef PP_NO_EVENTS
+#define PP_NO_EVENTS 0
+#endif
 /* With PP_NO_TAKEIN: messages a send may leave in the port's mailbox to one peer without the
    receiver's help, on every port the executor runs on (PG_MIN_INFLIGHT; pg_pthread:
    PG_PTHREAD_SLOTS, pg_shm: the slots given to pg_shm_format). */
@@ -114,6 +120,11 @@
 #error "pipeline_exec.h: PP_NO_TRAINING is defined without a value: define it to 1 (or 0)"
 #elif PP_NO_TRAINING != 0 && PP_NO_TRAINING != 1
 #error "pipeline_exec.h: PP_NO_TRAINING must be 0 or 1"
+#endif
+#if SPLITCORE__EMPTY(PP_NO_EVENTS)
+#error "pipeline_exec.h: PP_NO_EVENTS is defined without a value: define it to 1 (or 0)"
+#elif PP_NO_EVENTS != 0 && PP_NO_EVENTS != 1
+#error "pipeline_exec.h: PP_NO_EVENTS must be 0 or 1"
 #endif
 #if PP_MAILBOX_SLOTS < 0
 #error "pipeline_exec.h: PP_MAILBOX_SLOTS must be >= 0"
@@ -246,10 +257,12 @@ typedef struct pp_exec_cfg {
     /* inference, last stage (required on its rank; ignored in training): consume output y */
     int (*output)(void *user, int mb, const mb_tensor *y);
     void *user;
+#if !PP_NO_EVENTS
     uint32_t (*now_us)(void *user); /* optional clock for pp_exec.events */
-#if PP_SKIPS                        /* NULL / 0: a chain of layers, with rows, dtype and in_bytes above */
-    const int32_t *order;           /* the layer at each of npos positions (pp_invocations); balance
-                              then counts positions */
+#endif
+#if PP_SKIPS              /* NULL / 0: a chain of layers, with rows, dtype and in_bytes above */
+    const int32_t *order; /* the layer at each of npos positions (pp_invocations); balance
+                             then counts positions */
     int32_t npos;
     const pp_tspec *in; /* the model input: a tuple of nin tensors */
     int32_t nin;
@@ -270,8 +283,10 @@ typedef struct pp_exec {
     uint32_t slot_bytes;
     int32_t nslots;
     int16_t first[PP_MAX_STAGES + 1]; /* first layer of each stage */
-    pp_event *events;                 /* optional: set after init (max_events); nevents per run */
+#if !PP_NO_EVENTS
+    pp_event *events; /* optional: set after init (max_events); nevents per run */
     int32_t max_events, nevents;
+#endif
     int32_t err;      /* the last run's failure: the callback's code (PP_ERR_LAYER), the pg_err
                          (PP_ERR_COMM), 0 otherwise */
     int32_t err_rank; /* the rank it happened on; -1: none, or unknown */
@@ -1573,17 +1588,23 @@ static int pp__agree(pp_exec *e, int rc)
     return v[0];
 }
 
+#if !PP_NO_EVENTS
 static uint32_t pp__now(const pp_exec_cfg *c, uint32_t otherwise)
 {
     return c->now_us ? c->now_us(c->user) : otherwise;
 }
+#endif
 
 PP__EXEC_DEF int pp_exec_run(pp_exec *e)
 {
     int i, rc = 0;
+#if !PP_NO_EVENTS
     uint32_t t0;
+#endif
     if (!e || !e->t) return PP_ERR_NULL;
+#if !PP_NO_EVENTS
     e->nevents = 0;
+#endif
     e->err = 0;
     e->err_rank = -1;
 #if PP_SKIPS
@@ -1595,6 +1616,9 @@ PP__EXEC_DEF int pp_exec_run(pp_exec *e)
 #if !PP_NO_TAKEIN
         e->at = i;
 #endif
+#if PP_NO_EVENTS
+        rc = pp__action(e, a);
+#else
         t0 = pp__now(e->cfg, 0);
         rc = pp__action(e, a);
         if (e->events && e->nevents < e->max_events && a.type != PP_IDLE) {
@@ -1604,6 +1628,7 @@ PP__EXEC_DEF int pp_exec_run(pp_exec *e)
             v->t_start = t0;
             v->t_end = pp__now(e->cfg, t0);
         }
+#endif
     }
     return pp__agree(e, rc);
 }

@@ -476,20 +476,20 @@ PG__DEF int pg_group_set_scratch(pg_group *g, void *buf, size_t bytes)
 }
 
 /* ---- point-to-point ---- */
-static int pg__p2p_check(const pg_group *g, int peer, int tag)
+/* A peer, a tag and `ok` (the call's pointers are there), checked in that order. */
+static int pg__p2p_check(const pg_group *g, int peer, int tag, int ok)
 {
     int rc = pg__ok(g);
     if (rc < 0) return rc;
     if (peer < 0 || peer >= g->size) return PG_ERR_RANK;
     if (tag < 0 || tag > PG_TAG_MAX) return PG_ERR_TAG;
-    return PG_OK;
+    return ok ? PG_OK : PG_ERR_NULL;
 }
 
 PG__DEF int pg_send_timeout(pg_group *g, int dst, int tag, const void *buf, size_t bytes, uint32_t timeout_ms)
 {
-    int rc = pg__p2p_check(g, dst, tag);
+    int rc = pg__p2p_check(g, dst, tag, buf || !bytes);
     if (rc < 0) return rc;
-    if (!buf && bytes) return PG_ERR_NULL;
     if (bytes > g->max_msg) return PG_ERR_TOO_BIG;
     return g->ops->send(g->port, g->ranks[dst], pg_wire_tag(g->context, PG__K_USER, (uint32_t)tag), buf, bytes,
                         timeout_ms);
@@ -504,9 +504,8 @@ PG__DEF int pg_send(pg_group *g, int dst, int tag, const void *buf, size_t bytes
 PG__DEF int pg_recv_timeout(pg_group *g, int src, int tag, void *buf, size_t cap, size_t *got, uint32_t timeout_ms)
 {
     size_t n = 0;
-    int rc = pg__p2p_check(g, src, tag);
+    int rc = pg__p2p_check(g, src, tag, buf || !cap);
     if (rc < 0) return rc;
-    if (!buf && cap) return PG_ERR_NULL;
     rc = g->ops->recv(g->port, g->ranks[src], pg_wire_tag(g->context, PG__K_USER, (uint32_t)tag), buf, cap, &n,
                       timeout_ms);
     if (rc >= 0 && got) *got = n;
@@ -522,7 +521,7 @@ PG__DEF int pg_recv(pg_group *g, int src, int tag, void *buf, size_t cap, size_t
 PG__DEF int pg_probe(pg_group *g, int src, int tag, size_t *bytes)
 {
     size_t n = 0;
-    int rc = pg__p2p_check(g, src, tag);
+    int rc = pg__p2p_check(g, src, tag, 1);
     if (rc < 0) return rc;
     rc = g->ops->probe(g->port, g->ranks[src], pg_wire_tag(g->context, PG__K_USER, (uint32_t)tag), &n);
     if (rc > 0 && bytes) *bytes = n;
@@ -548,9 +547,8 @@ PG__DEF int pg_recover(pg_group *g)
 /* ---- slots ---- */
 PG__DEF int pg_slot_acquire(pg_group *g, int dst, size_t bytes, void **ptr)
 {
-    int rc = pg__p2p_check(g, dst, 0);
+    int rc = pg__p2p_check(g, dst, 0, ptr != NULL);
     if (rc < 0) return rc;
-    if (!ptr) return PG_ERR_NULL;
     if (bytes > g->max_msg) return PG_ERR_TOO_BIG;
     if (g->ops->slot_acquire) return g->ops->slot_acquire(g->port, g->ranks[dst], bytes, ptr, g->timeout_ms);
     if (g->fallback_dir) return PG_ERR_NO_SLOT;
@@ -564,10 +562,9 @@ PG__DEF int pg_slot_acquire(pg_group *g, int dst, size_t bytes, void **ptr)
 
 PG__DEF int pg_slot_commit(pg_group *g, int dst, int tag, void *ptr, size_t bytes)
 {
-    int rc = pg__p2p_check(g, dst, tag);
+    int rc = pg__p2p_check(g, dst, tag, ptr != NULL);
     uint32_t wt;
     if (rc < 0) return rc;
-    if (!ptr) return PG_ERR_NULL;
     wt = pg_wire_tag(g->context, PG__K_USER, (uint32_t)tag);
     if (g->ops->slot_commit) return g->ops->slot_commit(g->port, g->ranks[dst], wt, ptr, bytes);
     if (g->fallback_dir != 1 || ptr != (void *)g->scratch || dst != g->fallback_peer) return PG_ERR_NO_SLOT;
@@ -579,11 +576,10 @@ PG__DEF int pg_slot_commit(pg_group *g, int dst, int tag, void *ptr, size_t byte
 
 PG__DEF int pg_slot_peek(pg_group *g, int src, int tag, const void **ptr, size_t *bytes)
 {
-    int rc = pg__p2p_check(g, src, tag);
+    int rc = pg__p2p_check(g, src, tag, ptr != NULL);
     size_t n = 0;
     uint32_t wt;
     if (rc < 0) return rc;
-    if (!ptr) return PG_ERR_NULL;
     wt = pg_wire_tag(g->context, PG__K_USER, (uint32_t)tag);
     if (g->ops->slot_peek) {
         rc = g->ops->slot_peek(g->port, g->ranks[src], wt, ptr, &n, g->timeout_ms);
@@ -602,9 +598,8 @@ PG__DEF int pg_slot_peek(pg_group *g, int src, int tag, const void **ptr, size_t
 
 PG__DEF int pg_slot_release(pg_group *g, int src, const void *ptr)
 {
-    int rc = pg__p2p_check(g, src, 0);
+    int rc = pg__p2p_check(g, src, 0, ptr != NULL);
     if (rc < 0) return rc;
-    if (!ptr) return PG_ERR_NULL;
     if (g->ops->slot_release) return g->ops->slot_release(g->port, g->ranks[src], ptr);
     if (g->fallback_dir != 2 || ptr != (const void *)g->scratch || src != g->fallback_peer) return PG_ERR_NO_SLOT;
     g->fallback_dir = 0;

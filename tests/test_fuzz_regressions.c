@@ -335,19 +335,28 @@ static void test_exec_stageless_rank_clears_its_error(void **state)
     assert_int_equal(e.nevents, 0);
 }
 
+/* The plan the pp_validate and pp_simulate regressions edit: 1F1B, 2 stages on 2 ranks, 2
+   microbatches, lowered (sends and receives) into lst. */
+static void lowered_1f1b(pp_plan *low, pp_action lst[2][128])
+{
+    static pp_action st[2][64];
+    pp_plan p;
+    assert_int_equal(pp_schedule_build(&p, PP_SCHED_1F1B, 2, 1, 2, st, sizeof st, NULL), PP_OK);
+    assert_int_equal(pp_lower(&p, low, lst, 2 * 128 * sizeof(pp_action), NULL), PP_OK);
+}
+
 /* fuzz_exec: pp_validate skipped sends and receives (torch's rules ignore them), so a lowered
    plan with a SEND_B of stage 0 (or a send twice, a send before its computation, a send
    between stages on one rank) validated and simulated, and the executor then failed with
    PP_ERR_ACTION (or left the doubled message behind for the next step). */
 static void test_validate_checks_sends(void **state)
 {
-    static pp_action st[2][64], lst[2][128];
-    pp_plan p, low;
+    static pp_action lst[2][128];
+    pp_plan low;
     pp_action *row;
     int i;
     (void)state;
-    assert_int_equal(pp_schedule_build(&p, PP_SCHED_1F1B, 2, 1, 2, st, sizeof st, NULL), PP_OK);
-    assert_int_equal(pp_lower(&p, &low, lst, sizeof lst, NULL), PP_OK);
+    lowered_1f1b(&low, lst);
     assert_int_equal(pp_validate(&low, NULL), PP_OK);
     row = lst[0];
     row[low.len[0]].type = PP_SEND_B; /* rank 0 holds stage 0: there is no stage before it */
@@ -370,13 +379,12 @@ static void test_validate_checks_sends(void **state)
    with PP_ERR_ACTION on it. */
 static void test_validate_checks_skip_sends(void **state)
 {
-    static pp_action st[2][64], lst[2][128];
-    pp_plan p, low;
+    static pp_action lst[2][128];
+    pp_plan low;
     pp_action *row;
     int t;
     (void)state;
-    assert_int_equal(pp_schedule_build(&p, PP_SCHED_1F1B, 2, 1, 2, st, sizeof st, NULL), PP_OK);
-    assert_int_equal(pp_lower(&p, &low, lst, sizeof lst, NULL), PP_OK);
+    lowered_1f1b(&low, lst);
     row = lst[0];
     for (t = PP_SEND_S; t <= PP_RECV_SB; t++) { /* after F(0, 0) and B(0, 0): only the route is missing */
         row[low.len[0]].type = (uint8_t)t;
@@ -699,14 +707,13 @@ static void test_avg_partial_of_ints_refused_by_the_plan(void **state)
    work (ASan: global-buffer-overflow). Now PP_ERR_ACTION. */
 static void test_simulate_skip_transfer_without_routes(void **state)
 {
-    static pp_action st[2][64], lst[2][128];
+    static pp_action lst[2][128];
     static uint32_t work[6 * 2 * 2]; /* pp_sim_bytes: 6 planes of 2 stages x 2 microbatches */
-    pp_plan p, low;
+    pp_plan low;
     pp_costs c;
     pp_sim sim;
     (void)state;
-    assert_int_equal(pp_schedule_build(&p, PP_SCHED_1F1B, 2, 1, 2, st, sizeof st, NULL), PP_OK);
-    assert_int_equal(pp_lower(&p, &low, lst, sizeof lst, NULL), PP_OK);
+    lowered_1f1b(&low, lst);
     assert_int_equal(pp_sim_bytes(&low), sizeof work);
     memset(&c, 0, sizeof c);
     c.f = c.b = c.comm = 1;

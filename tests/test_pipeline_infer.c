@@ -1,10 +1,11 @@
-/* tests/test_pipeline_infer.c — the inference-only executor (PP_NO_TRAINING), as a firmware
-   that streams frames links it: forward-only plans run equal to a single-rank forward on
-   pg_pthread and pg_shm (host threads), the hand-written uneven plan too; a config with a
-   loss callback is refused with PP_ERR_ARG and a training table with PP_ERR_BACKWARD_COUNT,
-   before anything runs. The model, runs and checks are tests/test_pipeline_exec.c's. No
+/* tests/test_pipeline_infer.c — the inference-only executor (PP_NO_TRAINING, and without the
+   timeline: PP_NO_EVENTS), as a firmware that streams frames links it: forward-only plans
+   run equal to a single-rank forward on pg_pthread and pg_shm (host threads), the
+   hand-written uneven plan too; a config with a loss callback is refused with PP_ERR_ARG and
+   a training table with PP_ERR_BACKWARD_COUNT, before anything runs. The model, runs and checks are tests/test_pipeline_exec.c's. No
    timing assertions. */
 #define PP_NO_TRAINING 1
+#define PP_NO_EVENTS   1
 #define PIPELINE_EXEC_TEST_NO_MAIN
 #include "test_pipeline_exec.c"
 

@@ -8,9 +8,9 @@
    leaves through semihosting with 0, or 1/2 (a core's error), 3 (wrong outputs), 99 (a fault).
 
    It is the smallest complete firmware of its kind: pipeline.h's inference executor for an
-   emitted plan (PP_NO_PLANNER, PP_NO_TAKEIN, PP_NO_TRAINING), pg_shm over a region in the
-   SSE-200's shared SRAM, and a minimal hook set (doorbell = the MHU, wait = wfi, clock = the
-   cycle counter; the share counts them). The two layers (one per stage, int32 fixed point),
+   emitted plan (PP_NO_PLANNER, PP_NO_TAKEIN, PP_NO_TRAINING; PP_NO_EVENTS: it records no
+   timeline), pg_shm over a region in the SSE-200's shared SRAM, and a minimal hook set
+   (doorbell = the MHU, wait = wfi, clock = the cycle counter; the share counts them). The two layers (one per stage, int32 fixed point),
    the check and the exit are the application's, not splitcore's: the share excludes them, as
    it excludes the start-up code and the plan's const tables.
    Core 0 formats the region and starts core 1 (INITSVTOR1, CPUWAIT); each core runs its row
@@ -39,6 +39,7 @@
 #define PP_NO_PLANNER    1
 #define PP_NO_TAKEIN     1
 #define PP_NO_TRAINING   1
+#define PP_NO_EVENTS     1 /* no timeline: this firmware traces nothing */
 #define PP_MAILBOX_SLOTS SLOTS
 #define PIPELINE_IMPLEMENTATION
 #include "pipeline.h"
@@ -52,8 +53,10 @@
 #define MHU0_SET(c)  ((volatile uint32_t *)(0x50003004u + 0x10u * (uint32_t)(c)))
 #define MHU0_CLR(c)  ((volatile uint32_t *)(0x50003008u + 0x10u * (uint32_t)(c)))
 #define NVIC_ISER0   ((volatile uint32_t *)0xE000E100u)
-#define MHU0_IRQ     6u /* the MHU0 doorbell's NVIC input on each CPU */
+#define MHU0_IRQ     6u                                 /* the MHU0 doorbell's NVIC input on each CPU */
+#define DWT_CTRL     ((volatile uint32_t *)0xE0001000u) /* bit 0: CYCCNTENA */
 #define DWT_CYCCNT   ((volatile uint32_t *)0xE0001004u)
+#define DEMCR        ((volatile uint32_t *)0xE000EDFCu) /* bit 24: TRCENA (the DWT on) */
 #define CPU_MHZ      20u
 
 /* ---- the minimal hook set ---- */
@@ -215,6 +218,8 @@ void app_reset(void)
     /* The doorbell wakes wfi as a pending interrupt: enabled in the NVIC, masked by PRIMASK. */
     __asm__ volatile("cpsid i" ::: "memory");
     *NVIC_ISER0 = 1u << MHU0_IRQ;
+    *DEMCR |= 1u << 24; /* the hook set's clock: the cycle counter, which counts once enabled */
+    *DWT_CTRL |= 1u;
     if (me == 0) {
         uint32_t *p;
         for (p = &__bss_start__; p < &__bss_end__; p++) *p = 0u;

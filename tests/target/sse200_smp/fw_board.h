@@ -36,10 +36,12 @@ uint32_t fw_semihost(uint32_t op, const void *arg);
    handler returns into CPU1's reset path (start.c: SysTick and hook state cleared,
    fw_boots1 + 1, held by check-then-WFI while the bit is set, then MSP and reset vector
    from INITSVTOR1's table: the power-on start-up, fw_core_main(1) again). CPU0 calls it
-   with interrupts enabled. Returns 1 when CPU1, at the release, was in its reset having
-   found CPUWAIT bit 1 set (held, as it must be), else 0. */
-int fw_restart_cpu1(uint32_t hold_loops);
-extern volatile uint32_t fw_boots1; /* CPU1's resets since power-on */
+   with interrupts enabled. alt: release it with a second table for CPU1 (start.c: the same
+   but for a reset entry that counts fw_alt_boots1 first). Returns 1 when CPU1, at the
+   release, was in its reset having found CPUWAIT bit 1 set (held, as it must be), else 0. */
+int fw_restart_cpu1(uint32_t hold_loops, int alt);
+extern volatile uint32_t fw_boots1;     /* CPU1's resets since power-on */
+extern volatile uint32_t fw_alt_boots1; /* ... of them, boots from the second table */
 
 /* Every core calls it with its number: CPU1 runs f and sleeps for good; CPU0 runs f, waits
    for CPU1 and returns the first non-zero result (0 when both returned 0). */

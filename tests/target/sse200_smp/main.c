@@ -263,12 +263,13 @@ static void test_doorbell_latched_and_consumed(void **state)
    with INITSVTOR1, only the reset pulse emulated), at a step and a delay picked per run, so
    CPU1 is caught anywhere: inside one of pg_shm's waits, between calls, with a message sent
    and not received; it stays held for a time picked per run. CPU1 boots from the table CPU0
-   released it with and its start-up runs the current job again, whose pg_shm_init
-   re-attaches to the region it kept; CPU0 gets PG_ERR_PEER_RESET for what it had in flight,
-   recovers, both agree on the step to resume from and finish the run with every step's
-   results checked against the single-core sums (lc_step). RESTART_RUNS in a row, each with
-   exactly one reset of CPU1 that found it held. */
-static uint32_t warm_boots0, warm_step, warm_delay, warm_hold;
+   released it with (every other run a second one, whose reset entry counts its boots) and
+   its start-up runs the current job again, whose pg_shm_init re-attaches to the region it
+   kept; CPU0 gets PG_ERR_PEER_RESET for what it had in flight, recovers, both agree on the
+   step to resume from and finish the run with every step's results checked against the
+   single-core sums (lc_step). RESTART_RUNS in a row, each with exactly one reset of CPU1
+   that found it held. */
+static uint32_t warm_boots0, warm_alt0, warm_step, warm_delay, warm_hold, warm_alt;
 static int warm_told0, warm_held;
 
 static int body_warm_restart(pg_group *g, int rank)
@@ -283,7 +284,7 @@ static int body_warm_restart(pg_group *g, int rank)
         if (rank == 0 && step == warm_step && !asked) {
             asked = 1;
             for (k = 0; k < warm_delay; k++) __asm__ volatile("nop");
-            warm_held += fw_restart_cpu1(warm_hold);
+            warm_held += fw_restart_cpu1(warm_hold, (int)warm_alt);
         }
         rc = lc_step(g, rank, step);
         if (rc == PG_ERR_PEER_RESET) {
@@ -308,12 +309,15 @@ static void test_cpu1_warm_restart(void **state)
         warm_step = 2u + (seed >> 8) % (RESTART_STEPS - 4u);
         warm_delay = (seed >> 16) % 4096u;
         warm_hold = mix(seed) % 4096u;
+        warm_alt = run & 1u; /* every other restart released with CPU1's second table */
         warm_boots0 = fw_boots1;
+        warm_alt0 = fw_alt_boots1;
         warm_told0 = warm_held = 0;
         run_all(body_warm_restart);
-        assert_int_equal(fw_boots1, warm_boots0 + 1u); /* CPU1 restarted once */
-        assert_int_equal(warm_held, 1);                /* held by CPUWAIT in that reset */
-        assert_true(warm_told0 >= 1);                  /* and CPU0 was told */
+        assert_int_equal(fw_boots1, warm_boots0 + 1u);         /* CPU1 restarted once */
+        assert_int_equal(warm_held, 1);                        /* held by CPUWAIT in that reset */
+        assert_int_equal(fw_alt_boots1, warm_alt0 + warm_alt); /* booted from what INITSVTOR1 named */
+        assert_true(warm_told0 >= 1);                          /* and CPU0 was told */
     }
     print_message("CPU1 warm restart: %d runs, CPU1 reset mid-run, held by CPUWAIT, booted from INITSVTOR1's "
                   "table, CPU0 got PG_ERR_PEER_RESET, both recovered and finished with every step checked\n",

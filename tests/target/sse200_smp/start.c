@@ -51,6 +51,15 @@ __attribute__((section(".vectors0"), used, aligned(128))) const fw_vector fw_vec
     FW_VECTORS(__stack0_top, fw_reset0);
 __attribute__((section(".vectors1"), used, aligned(128))) const fw_vector fw_vectors1[32] =
     FW_VECTORS(__stack1_top, fw_reset1);
+/* A second table for CPU1, the same but for its reset entry, which counts fw_alt_boots1
+   first: a restart released with it shows that CPU1 booted from the table in INITSVTOR1. */
+volatile uint32_t fw_alt_boots1;
+static void fw_reset1_alt(void)
+{
+    fw_alt_boots1++;
+    fw_reset1();
+}
+__attribute__((aligned(128))) static const fw_vector fw_vectors1_alt[32] = FW_VECTORS(__stack1_top, fw_reset1_alt);
 
 uint32_t fw_semihost(uint32_t op, const void *arg)
 {
@@ -175,7 +184,7 @@ void fw_warm1(void)
 
 /* The release waits (WFI, woken at least by CPU0's SysTick) until CPU1's reset has checked
    CPUWAIT: a release before it would end a hold not yet begun. */
-int fw_restart_cpu1(uint32_t hold_loops)
+int fw_restart_cpu1(uint32_t hold_loops, int alt)
 {
     uint32_t boots = fw_boots1, k;
     int held;
@@ -185,7 +194,7 @@ int fw_restart_cpu1(uint32_t hold_loops)
     while (fw_boots1 == boots) __asm__ volatile("wfi" ::: "memory");
     for (k = 0; k < hold_loops; k++) __asm__ volatile("nop");
     held = fw__waiting1 != 0;
-    pg_shm_sse200_release_cpu1(fw_vectors1);
+    pg_shm_sse200_release_cpu1(alt ? fw_vectors1_alt : fw_vectors1);
     fw_notify(1);
     return held;
 }
